@@ -1,0 +1,6 @@
+export * from "./connection";
+export * from "./streams";
+export * from "./trace";
+export * from "./rpc";
+export * from "./outbox";
+export * from "./consumer";

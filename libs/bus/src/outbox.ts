@@ -1,0 +1,188 @@
+import { sql, inArray, isNull, and, lt, isNotNull } from "drizzle-orm";
+import { bigint, index, jsonb, text, timestamp, type PgSchema } from "drizzle-orm/pg-core";
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { rowsOf, type Database, type Queryable } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
+import { traceCarrier } from "./trace";
+
+/**
+ * The transactional outbox of one service. A state change, its event-log row and its outbox row
+ * commit in one transaction; the relay publishes the row afterwards. The row keeps the exact
+ * bytes to publish and the deterministic message id, so a republish is a duplicate JetStream drops.
+ */
+export function outboxTable(schema: PgSchema) {
+  return schema.table(
+    "outbox",
+    {
+      id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+      subject: text("subject").notNull(),
+      msgId: text("msg_id").notNull(),
+      payload: text("payload").notNull(),
+      headers: jsonb("headers").$type<Record<string, string>>().notNull().default({}),
+      createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+      publishedAt: timestamp("published_at", { withTimezone: true, mode: "date" }),
+    },
+    (t) => [index("outbox_unpublished_idx").on(t.id).where(sql`${t.publishedAt} is null`)],
+  );
+}
+export type OutboxTable = ReturnType<typeof outboxTable>;
+
+export interface OutboxMessage {
+  subject: string;
+  msgId: string;
+  payload: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Adds messages to the outbox inside the caller's transaction, with the active trace context. */
+export async function enqueue(tx: Queryable, outbox: OutboxTable, messages: OutboxMessage[]): Promise<void> {
+  if (!messages.length) return;
+  const trace = traceCarrier();
+  await tx.insert(outbox).values(
+    messages.map((m) => ({
+      subject: m.subject,
+      msgId: m.msgId,
+      payload: JSON.stringify(m.payload),
+      headers: { ...trace, ...(m.headers ?? {}) },
+    })),
+  );
+}
+
+export interface RelayOptions {
+  /** Names the advisory lock: one relay of a service publishes at a time, so events leave in commit order. */
+  name: string;
+  batchSize?: number;
+  /** Fallback poll for rows a crashed replica left behind; commits in this process kick the relay at once. */
+  pollMs?: number;
+  /** How long published rows are kept before the janitor deletes them. */
+  retainPublishedMs?: number;
+  /** Test seam: runs after the rows were published and before they are marked. */
+  afterPublish?: (msgIds: string[]) => Promise<void> | void;
+}
+
+type OutboxRow = { id: number; subject: string; msg_id: string; payload: string; headers: Record<string, string> };
+
+const encoder = new TextEncoder();
+
+export class OutboxRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  private lastJanitor = 0;
+  private readonly batchSize: number;
+  private readonly pollMs: number;
+  private readonly retainMs: number;
+
+  constructor(
+    private readonly db: Database,
+    private readonly outbox: OutboxTable,
+    private readonly js: JetStreamClient,
+    private readonly logger: Logger,
+    private readonly options: RelayOptions,
+  ) {
+    this.batchSize = options.batchSize ?? 500;
+    this.pollMs = options.pollMs ?? 500;
+    this.retainMs = options.retainPublishedMs ?? 3_600_000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Called after a commit that enqueued messages: publish now rather than at the next poll. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.run(), delayMs);
+  }
+
+  private async run(): Promise<void> {
+    if (this.running || this.stopped) return;
+    let retryMs = this.pollMs;
+    this.running = (async () => {
+      try {
+        for (;;) {
+          this.again = false;
+          const published = await this.drainOnce();
+          if (published === "locked") {
+            // Another replica is draining; look again soon so our own commits are not left for the poll.
+            retryMs = 20;
+            break;
+          }
+          if (published < this.batchSize && !this.again) break;
+        }
+        await this.janitor();
+      } catch (error) {
+        this.logger.warn({ err: error }, "outbox relay pass failed; retrying");
+        retryMs = Math.min(this.pollMs, 1000);
+      }
+    })();
+    await this.running;
+    this.running = undefined;
+    if (!this.stopped) this.schedule(this.again ? 0 : retryMs);
+  }
+
+  /** Publishes one batch in id order and marks it, all inside one transaction holding the relay lock. */
+  async drainOnce(): Promise<number | "locked"> {
+    return this.db.transaction(async (tx) => {
+      const locked = rowsOf<{ locked: boolean }>(
+        await tx.execute(sql`select pg_try_advisory_xact_lock(hashtext(${"im-outbox:" + this.options.name})) as locked`),
+      );
+      if (!locked[0]?.locked) return "locked" as const;
+      const rows = rowsOf<OutboxRow>(
+        await tx.execute(
+          sql`select id, subject, msg_id, payload, headers from ${this.outbox}
+              where published_at is null order by id limit ${this.batchSize} for update skip locked`,
+        ),
+      );
+      if (!rows.length) return 0;
+      const acks = await Promise.all(
+        rows.map((row) => {
+          const hdrs = natsHeaders();
+          for (const [key, value] of Object.entries(row.headers ?? {})) hdrs.set(key, value);
+          return this.js.publish(row.subject, encoder.encode(row.payload), { msgID: row.msg_id, headers: hdrs });
+        }),
+      );
+      const duplicates = acks.filter((ack) => ack.duplicate).length;
+      if (duplicates) this.logger.info({ duplicates }, "outbox republished messages JetStream already had; they were dropped");
+      await this.options.afterPublish?.(rows.map((r) => r.msg_id));
+      await tx
+        .update(this.outbox)
+        .set({ publishedAt: new Date() })
+        .where(inArray(this.outbox.id, rows.map((r) => Number(r.id))));
+      return rows.length;
+    });
+  }
+
+  private async janitor(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastJanitor < 60_000) return;
+    this.lastJanitor = now;
+    await this.db
+      .delete(this.outbox)
+      .where(and(isNotNull(this.outbox.publishedAt), lt(this.outbox.publishedAt, new Date(now - this.retainMs))));
+  }
+
+  /** How many rows wait to be published: readiness and tests look at it. */
+  async backlog(): Promise<number> {
+    const rows = await this.db.select({ n: sql<number>`count(*)::int` }).from(this.outbox).where(isNull(this.outbox.publishedAt));
+    return rows[0]?.n ?? 0;
+  }
+}

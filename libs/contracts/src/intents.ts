@@ -1,0 +1,168 @@
+import { z } from "./zod";
+import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+
+export const INTENT_STATUSES = ["draft", "active", "blocked", "completed", "abandoned", "suspended_awaiting_input"] as const;
+export const IntentStatus = z.enum(INTENT_STATUSES);
+export type IntentStatus = z.infer<typeof IntentStatus>;
+
+export const Intent = z
+  .object({
+    id: Uuid,
+    title: z.string(),
+    description: z.string().nullable(),
+    created_by: z.string(),
+    status: IntentStatus,
+    constraints: JsonObject,
+    state: JsonObject,
+    confidence: z.number().min(0).max(100),
+    version: z.number().int(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi("Intent");
+export type Intent = z.infer<typeof Intent>;
+
+export const CreateIntentBody = z
+  .object({
+    title: z.string().trim().min(1, "title must not be empty").max(500),
+    description: z.string().max(20_000).nullable().optional(),
+    created_by: ActorId.optional(),
+    constraints: JsonObject.default({}),
+    state: JsonObject.default({}),
+    confidence: z.number().min(0).max(100).default(0),
+    status: z.enum(["draft", "active"]).default("active").openapi({ description: "initial status; draft or active" }),
+  })
+  .strict()
+  .openapi("CreateIntent");
+export type CreateIntentBody = z.infer<typeof CreateIntentBody>;
+
+export const ListIntentsQuery = z.object({
+  status: z
+    .string()
+    .optional()
+    .transform((value) => (value ? value.split(",").map((s) => s.trim()).filter(Boolean) : undefined))
+    .pipe(z.array(IntentStatus).optional()),
+  created_by: z.string().optional(),
+  after: z.string().optional().openapi({ description: "opaque cursor from next_cursor" }),
+  limit: pageLimit(50, 500),
+});
+export type ListIntentsQuery = z.infer<typeof ListIntentsQuery>;
+
+export const IntentPage = z
+  .object({ intents: z.array(Intent), next_cursor: z.string().nullable(), has_more: z.boolean() })
+  .openapi("IntentPage");
+
+export const StatePatch = z
+  .object({
+    op: z.enum(["append", "set", "remove"]),
+    path: z.string().openapi({ description: "JSON pointer (RFC 6901); a missing leading slash is implied" }),
+    value: z.unknown().optional(),
+  })
+  .strict()
+  .openapi("StatePatch");
+export type StatePatch = z.infer<typeof StatePatch>;
+
+/** Accepts {"patches": [...]} or a bare array of patches. */
+export const StatePatchBody = z
+  .union([z.array(StatePatch), z.object({ patches: z.array(StatePatch) }).strict()])
+  .transform((body) => (Array.isArray(body) ? body : body.patches))
+  .pipe(z.array(StatePatch).min(1, "at least one patch is required").max(1000));
+
+export const StatusTransitionBody = z
+  .object({ status: IntentStatus, reason: z.string().max(2000).optional() })
+  .strict()
+  .openapi("StatusTransition");
+export type StatusTransitionBody = z.infer<typeof StatusTransitionBody>;
+
+/** Event types: dot-separated tokens of letters, digits, _ and -. They become NATS subject tokens. */
+export const EventType = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "must be dot-separated tokens of letters, digits, _ and -");
+
+export const IntentEvent = z
+  .object({
+    id: Uuid,
+    intent_id: Uuid,
+    sequence: z.number().int().openapi({ description: "position in this intent's log, from 1, without gaps" }),
+    event_type: z.string(),
+    actor: z.string(),
+    payload: JsonObject,
+    created_at: Timestamp,
+  })
+  .openapi("Event");
+export type IntentEvent = z.infer<typeof IntentEvent>;
+
+export const AppendEventBody = z
+  .object({ event_type: EventType, actor: ActorId.optional(), payload: JsonObject.default({}) })
+  .strict()
+  .openapi("AppendEvent");
+export type AppendEventBody = z.infer<typeof AppendEventBody>;
+
+export const ListEventsQuery = z.object({
+  after: z.string().optional().openapi({ description: "event id or sequence number; events after it" }),
+  limit: pageLimit(100, 1000),
+  event_type: z.string().optional(),
+  tail: z.enum(["true", "false"]).optional().openapi({ description: "true: the last `limit` events (still oldest first)" }),
+});
+export type ListEventsQuery = z.infer<typeof ListEventsQuery>;
+
+export const EventPage = z
+  .object({ events: z.array(IntentEvent), next_cursor: z.string().nullable(), has_more: z.boolean() })
+  .openapi("EventPage");
+export type EventPage = z.infer<typeof EventPage>;
+
+export const Assignment = z
+  .object({
+    intent_id: Uuid,
+    agent_id: z.string(),
+    role: z.string().nullable(),
+    assigned_by: z.string(),
+    assigned_at: Timestamp,
+  })
+  .openapi("Assignment");
+export type Assignment = z.infer<typeof Assignment>;
+
+export const AssignAgentBody = z
+  .object({ agent_id: ActorId, role: z.string().max(100).nullable().optional() })
+  .strict()
+  .openapi("AssignAgent");
+
+/** A lease carries no status field: RELEASED when released_at is set, EXPIRED when expires_at has passed, else ACTIVE. */
+export const Lease = z
+  .object({
+    id: Uuid,
+    intent_id: Uuid,
+    agent_id: z.string(),
+    scope: z.string(),
+    acquired_at: Timestamp,
+    expires_at: Timestamp,
+    released_at: Timestamp.nullable(),
+  })
+  .openapi("Lease");
+export type Lease = z.infer<typeof Lease>;
+
+export const LeaseScope = z
+  .string()
+  .min(1)
+  .max(500)
+  .openapi({ description: "`*` for the whole intent, or a state path such as `research` covering /research and below" });
+
+export const MAX_LEASE_TTL_SECONDS = 86_400;
+export const AcquireLeaseBody = z
+  .object({
+    scope: LeaseScope,
+    ttl_seconds: z.number().int().min(1).max(MAX_LEASE_TTL_SECONDS).default(300),
+    agent_id: ActorId.optional(),
+  })
+  .strict()
+  .openapi("AcquireLease");
+export const RenewLeaseBody = z
+  .object({ ttl_seconds: z.number().int().min(1).max(MAX_LEASE_TTL_SECONDS).default(300) })
+  .strict()
+  .openapi("RenewLease");
+
+export const ListLeasesQuery = z.object({
+  active: z.enum(["true", "false"]).optional().openapi({ description: "true: only leases that are neither released nor expired" }),
+});

@@ -1,0 +1,98 @@
+import { z } from "./zod";
+import { Caller, Uuid } from "./common";
+import {
+  AcquireLeaseBody,
+  AppendEventBody,
+  AssignAgentBody,
+  CreateIntentBody,
+  ListEventsQuery,
+  ListIntentsQuery,
+  RenewLeaseBody,
+  StatePatchBody,
+  StatusTransitionBody,
+  ListLeasesQuery,
+} from "./intents";
+
+/**
+ * The subject catalogue: the public contract of the bus (documented in docs/subjects.md).
+ *
+ * Commands are request/reply on `im.<service>.<verb>`, served by a queue group per service so
+ * replicas share the load. Every request carries {caller, input}; every reply is
+ * {ok: true, data} or {ok: false, error: {code, status, message, details, extra}}.
+ *
+ * Events are published to JetStream on `im.evt.<aggregate>.<id>.<event_type>`, one stream per
+ * service, with Nats-Msg-Id `<aggregate>:<id>:e<sequence>` so a republished event is dropped.
+ */
+export interface CommandDef<I extends z.ZodType> {
+  subject: string;
+  service: string;
+  input: I;
+}
+
+const command = <I extends z.ZodType>(service: string, verb: string, input: I): CommandDef<I> => ({
+  subject: `im.${service}.${verb}`,
+  service,
+  input,
+});
+
+const IntentRef = z.object({ intent_id: Uuid });
+/** If-Match, already parsed by the gateway: null when the header was absent. */
+const IfMatch = z.object({ if_match: z.number().int().nullable() });
+
+export const intentsCommands = {
+  create: command("intents", "create", z.object({ body: CreateIntentBody })),
+  get: command("intents", "get", IntentRef),
+  list: command("intents", "list", z.object({ query: ListIntentsQuery })),
+  patchState: command("intents", "state.patch", IntentRef.merge(IfMatch).extend({ patches: StatePatchBody })),
+  transition: command("intents", "status.transition", IntentRef.merge(IfMatch).extend({ body: StatusTransitionBody })),
+  appendEvent: command("intents", "events.append", IntentRef.merge(IfMatch).extend({ body: AppendEventBody })),
+  listEvents: command("intents", "events.list", IntentRef.extend({ query: ListEventsQuery })),
+  assignAgent: command("intents", "agents.assign", IntentRef.merge(IfMatch).extend({ body: AssignAgentBody })),
+  listAgents: command("intents", "agents.list", IntentRef),
+  unassignAgent: command("intents", "agents.unassign", IntentRef.merge(IfMatch).extend({ agent_id: z.string() })),
+  acquireLease: command("intents", "leases.acquire", IntentRef.merge(IfMatch).extend({ body: AcquireLeaseBody })),
+  renewLease: command("intents", "leases.renew", IntentRef.merge(IfMatch).extend({ lease_id: Uuid, body: RenewLeaseBody })),
+  releaseLease: command("intents", "leases.release", IntentRef.merge(IfMatch).extend({ lease_id: Uuid })),
+  getLease: command("intents", "leases.get", IntentRef.extend({ lease_id: Uuid })),
+  listLeases: command("intents", "leases.list", IntentRef.extend({ query: ListLeasesQuery })),
+} as const;
+
+/** Every service answers `im.<service>.health` with {service, database: "ok"}; the gateway's /readyz asks each. */
+export const healthCommand = (service: string): CommandDef<z.ZodObject> => command(service, "health", z.object({}));
+
+/** The services a complete cluster runs; /readyz asks each of them. Later services add themselves here. */
+export const CLUSTER_SERVICES = ["intents"] as const;
+
+export const BusRequest = z.object({ caller: Caller, input: z.unknown() });
+export type BusRequest = z.infer<typeof BusRequest>;
+
+export const streams = {
+  intents: { name: "IM_INTENTS", subjects: ["im.evt.intent.>"] },
+} as const;
+
+export const intentEventSubject = (intentId: string, eventType: string) => `im.evt.intent.${intentId}.${eventType}`;
+export const intentEventFilter = (intentId: string) => `im.evt.intent.${intentId}.>`;
+export const intentEventMsgId = (intentId: string, sequence: number) => `intent:${intentId}:e${sequence}`;
+
+/** Header naming the schema and version of an event payload, e.g. `im.intent-event/1`. */
+export const SCHEMA_HEADER = "Im-Schema";
+export const INTENT_EVENT_SCHEMA = "im.intent-event/1";
+
+/** Event types the server itself emits on intents. Clients may not append these through POST /events. */
+export const intentEventTypes = {
+  created: "intent.created",
+  statePatched: "intent.state_patched",
+  statusChanged: "intent.status_changed",
+  agentAssigned: "intent.agent_assigned",
+  agentUnassigned: "intent.agent_unassigned",
+  leaseAcquired: "lease.acquired",
+  leaseRenewed: "lease.renewed",
+  leaseReleased: "lease.released",
+  leaseExpired: "lease.expired",
+} as const;
+
+/** Namespaces and names reserved to the server: appending them would forge server facts. */
+const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio."];
+const RESERVED_EVENT_NAMES = ["budget_alert", "fallback_triggered", "channel_message"];
+export const isReservedEventType = (eventType: string) =>
+  RESERVED_EVENT_NAMES.includes(eventType) || RESERVED_EVENT_PREFIXES.some((prefix) => eventType.startsWith(prefix));

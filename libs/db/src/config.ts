@@ -1,0 +1,25 @@
+import { z } from "zod";
+
+/**
+ * Parses the environment once with a zod schema and fails fast with a sentence naming each
+ * variable that is missing or wrong.
+ */
+export function parseConfig<S extends z.ZodType>(service: string, schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `${issue.path.join(".") || "environment"}: ${issue.message}`);
+  throw new Error(`${service} cannot start, its configuration is invalid: ${problems.join("; ")}`);
+}
+
+/** Variables every service reads. */
+export const baseConfigSchema = z.object({
+  NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  DATABASE_URL: z.preprocess(
+    (value) => (value === "" ? undefined : value),
+    z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://").optional(),
+  ),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DATA_DIR: z.string().default(".data"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+export type BaseConfig = z.infer<typeof baseConfigSchema>;

@@ -1,0 +1,96 @@
+import path from "node:path";
+import fs from "node:fs";
+import pg from "pg";
+import { sql } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { PGlite } from "@electric-sql/pglite";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Database = PgDatabase<PgQueryResultHKT, any>;
+/** An open transaction of a Database. */
+export type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
+/** Either the database or an open transaction: what a query helper may run on. */
+export type Queryable = Database | Tx;
+
+export interface DatabaseHandle {
+  db: Database;
+  kind: "postgres" | "pglite";
+  /** Applies the committed migrations of one service; their bookkeeping lives outside the service's schema. */
+  migrate(service: string, migrationsFolder: string): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres://… When absent, an embedded PGlite database under dataDir is used. */
+  url?: string;
+  dataDir?: string;
+  poolSize?: number;
+}
+
+/** Schema that holds each service's migration journal, so `migrate` never races CREATE SCHEMA of the service. */
+export const MIGRATIONS_SCHEMA = "im_migrations";
+
+// One embedded database per data directory and process: PGlite is single-process, so every
+// service of a one-machine cluster shares it, each in its own schema.
+const embedded = new Map<string, { pglite: PGlite; users: number }>();
+
+export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  if (options.url) return openPostgres(options.url, options.poolSize ?? 10);
+  return openPglite(path.resolve(options.dataDir ?? ".data", "pglite"));
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // A dropped idle connection must not crash the process; the pool replaces it.
+  pool.on("error", () => undefined);
+  const db = drizzlePg(pool) as unknown as Database;
+  return {
+    db,
+    kind: "postgres",
+    migrate: (service, migrationsFolder) =>
+      migratePg(db as never, { migrationsFolder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: service }),
+    ping: async () => {
+      await db.execute(sql`select 1`);
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function openPglite(dir: string): Promise<DatabaseHandle> {
+  let entry = embedded.get(dir);
+  if (!entry) {
+    fs.mkdirSync(dir, { recursive: true });
+    entry = { pglite: await PGlite.create(dir), users: 0 };
+    embedded.set(dir, entry);
+  }
+  entry.users += 1;
+  const shared = entry;
+  const db = drizzlePglite(shared.pglite) as unknown as Database;
+  return {
+    db,
+    kind: "pglite",
+    migrate: (service, migrationsFolder) =>
+      migratePglite(db as never, { migrationsFolder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: service }),
+    ping: async () => {
+      await db.execute(sql`select 1`);
+    },
+    close: async () => {
+      shared.users -= 1;
+      if (shared.users === 0) {
+        embedded.delete(dir);
+        await shared.pglite.close();
+      }
+    },
+  };
+}
+
+/** Rows of a raw `db.execute`, whichever driver ran it. */
+export function rowsOf<T>(result: unknown): T[] {
+  const r = result as { rows?: T[] } | T[];
+  return Array.isArray(r) ? r : (r.rows ?? []);
+}

@@ -1,0 +1,36 @@
+import { sql } from "drizzle-orm";
+import { text, timestamp, primaryKey, type PgSchema } from "drizzle-orm/pg-core";
+import type { Queryable } from "./database";
+
+/**
+ * The inbox of an idempotent consumer: one row per (consumer, message id) already applied.
+ * A consumer inserts its row in the same transaction as the message's effects, so a redelivered
+ * message finds the row and applies nothing twice.
+ */
+export function inboxTable(schema: PgSchema) {
+  return schema.table(
+    "inbox",
+    {
+      consumer: text("consumer").notNull(),
+      messageId: text("message_id").notNull(),
+      processedAt: timestamp("processed_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    },
+    (t) => [primaryKey({ columns: [t.consumer, t.messageId] })],
+  );
+}
+export type InboxTable = ReturnType<typeof inboxTable>;
+
+/** Records the message as processed; false when it already was (the caller then skips its effects). */
+export async function claimInboxMessage(tx: Queryable, inbox: InboxTable, consumer: string, messageId: string): Promise<boolean> {
+  const inserted = await tx
+    .insert(inbox)
+    .values({ consumer, messageId })
+    .onConflictDoNothing()
+    .returning({ messageId: inbox.messageId });
+  return inserted.length > 0;
+}
+
+/** Removes inbox rows older than the stream's duplicate window could ever redeliver. */
+export async function pruneInbox(db: Queryable, inbox: InboxTable, olderThan: Date): Promise<void> {
+  await db.delete(inbox).where(sql`${inbox.processedAt} < ${olderThan}`);
+}

@@ -1,0 +1,2 @@
+export { createLogger, type Logger } from "./logger";
+export { startTracing, stopTracing, tracer, inSpan } from "./tracing";

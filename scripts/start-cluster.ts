@@ -1,0 +1,89 @@
+/**
+ * README command 1: the whole cluster on one machine, in one process. The gateway and every
+ * service run here, sharing one database handle (each in its own schema): PostgreSQL when
+ * DATABASE_URL is set, else an embedded PGlite under ./.data. NATS comes from NATS_URL; when
+ * nothing answers there and nats-server is on PATH, one is started with JetStream under ./.data.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { openDatabase, parseConfig } from "@intentmesh/db";
+import { connectBus, natsReachable } from "@intentmesh/bus";
+import { createLogger, startTracing, stopTracing } from "@intentmesh/telemetry";
+import { startIntentsService } from "../services/intents/src/service";
+import { createGateway } from "../services/gateway/src/app";
+import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
+import { gatewayConfigSchema } from "../services/gateway/src/config";
+
+const config = parseConfig("intentmesh", gatewayConfigSchema);
+startTracing("intentmesh");
+const logger = createLogger("intentmesh", config.LOG_LEVEL);
+
+await ensureNats(config.NATS_URL, config.DATA_DIR);
+const keysFile = config.API_KEYS || config.API_KEYS_FILE ? config.API_KEYS_FILE : ensureKeysFile(config.DATA_DIR);
+const keys = loadApiKeys(config.API_KEYS, keysFile);
+
+const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
+const bus = await connectBus(config.NATS_URL, "intentmesh");
+const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
+const gateway = await createGateway({
+  bus,
+  keys,
+  logger: createLogger("gateway", config.LOG_LEVEL),
+  bodyLimit: config.BODY_LIMIT,
+  ssePingMs: config.SSE_PING_SECONDS * 1000,
+  busTimeoutMs: config.BUS_TIMEOUT_MS,
+});
+await gateway.listen(config.PORT, config.HOST);
+const shownHost = config.HOST === "0.0.0.0" ? "127.0.0.1" : config.HOST;
+logger.info(
+  { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: config.NATS_URL },
+  `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
+);
+
+const shutdown = async (signal: string) => {
+  logger.info({ signal }, "shutting down");
+  await gateway.stop();
+  await intents.stop();
+  await bus.close();
+  await database.close();
+  await stopTracing();
+  process.exit(0);
+};
+process.once("SIGTERM", () => void shutdown("SIGTERM"));
+process.once("SIGINT", () => void shutdown("SIGINT"));
+
+async function ensureNats(url: string, dataDir: string): Promise<void> {
+  if (await natsReachable(url)) return;
+  const found = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" }).stdout.trim();
+  if (!found) {
+    logger.fatal(
+      `nothing answers NATS at ${url} and nats-server is not on PATH: install it (apt-get install nats-server, or https://nats.io) ` +
+        "and run it with JetStream (nats-server -js), or set NATS_URL to a running server",
+    );
+    process.exit(1);
+  }
+  const { hostname, port } = new URL(url.split(",")[0]!.replace(/^nats:/, "http:"));
+  const storeDir = path.resolve(dataDir, "nats");
+  fs.mkdirSync(storeDir, { recursive: true });
+  const child = spawn(found, ["-a", hostname || "127.0.0.1", "-p", port || "4222", "-js", "-sd", storeDir], { stdio: "ignore", detached: false });
+  process.once("exit", () => child.kill());
+  logger.info({ url, storeDir }, "started nats-server with JetStream");
+  for (let i = 0; i < 50; i++) {
+    if (await natsReachable(url)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  logger.fatal(`nats-server was started but does not answer at ${url}`);
+  process.exit(1);
+}
+
+function ensureKeysFile(dataDir: string): string {
+  const file = path.resolve(dataDir, "api-keys.json");
+  if (!fs.existsSync(file)) {
+    createKeysFile(file);
+    logger.info({ file }, `no API keys were configured: created ${file} with one random key per role (admin, coordinator, operator, agent)`);
+  } else {
+    logger.info({ file }, `using the API keys in ${file}`);
+  }
+  return file;
+}

@@ -1,0 +1,174 @@
+import http from "node:http";
+import express, { type NextFunction, type Request, type Response } from "express";
+import swaggerUi from "swagger-ui-express";
+import { pinoHttp } from "pino-http";
+import { ActorId, AppError, CLUSTER_SERVICES, errors, healthCommand, streams, type Caller } from "@intentmesh/contracts";
+import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
+import type { Logger } from "@intentmesh/telemetry";
+import type { ApiKeys } from "./api-keys";
+import { errorHandler, etagOf } from "./http";
+import { routes } from "./routes";
+import { buildOpenApi } from "./openapi";
+import { discoveryDocument } from "./discovery";
+import { EventFeed } from "./event-feed";
+import { streamIntentEvents } from "./sse";
+
+export const VERSION = "0.1.0";
+export const API_PREFIXES = ["/api/v1", "/v1"];
+
+export interface GatewayOptions {
+  bus: Bus;
+  keys: ApiKeys;
+  logger: Logger;
+  bodyLimit?: string;
+  ssePingMs?: number;
+  busTimeoutMs?: number;
+}
+
+export interface Gateway {
+  app: express.Express;
+  feed: EventFeed;
+  listen(port: number, host?: string): Promise<http.Server>;
+  stop(): Promise<void>;
+}
+
+const PATH_IDS = new Set(["intent_id", "lease_id"]);
+
+export async function createGateway(options: GatewayOptions): Promise<Gateway> {
+  const { bus, keys, logger } = options;
+  const client = new BusClient(bus.nc, options.busTimeoutMs ?? 5000);
+  await ensureStream(bus.jsm, streams.intents);
+  const feed = new EventFeed(bus, streams.intents.name, streams.intents.subjects[0], 3, logger);
+  await feed.start();
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+  app.use(
+    pinoHttp({
+      logger,
+      // Successful requests log at debug, so a busy server at info logs only what needs a look.
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "info" : "debug"),
+      serializers: {
+        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ status: res.statusCode }),
+      },
+    }),
+  );
+
+  // Public: liveness, readiness, the API description and the discovery document carry no data.
+  app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
+  app.get("/readyz", async (_req, res) => {
+    const report = await readiness(bus, client);
+    res.status(report.ready ? 200 : 503).json(report);
+  });
+  const openapi = buildOpenApi(routes, VERSION);
+  app.get("/openapi.json", (_req, res) => void res.json(openapi));
+  app.use("/docs", swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: "intentmesh API" }));
+  app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION)));
+
+  const api = express.Router();
+  api.use(authenticate(keys));
+  api.use(express.json({ limit: options.bodyLimit ?? "1mb", type: ["application/json", "application/*+json"] }));
+  api.use(requireJsonBody);
+  for (const route of routes) {
+    api[route.method](route.path, async (req: Request, res: Response) => {
+      const input = route.input(req);
+      const parsed = route.command.input.safeParse(input);
+      if (!parsed.success) {
+        const pathIssue = parsed.error.issues.find((issue) => PATH_IDS.has(String(issue.path[0])));
+        if (pathIssue) throw errors.notFound(String(pathIssue.path[0]).replace("_id", ""), String((input as Record<string, unknown>)[String(pathIssue.path[0])]));
+        throw validationError(parsed.error);
+      }
+      const data = await client.request<Record<string, unknown>>(route.command, req.caller!, input as never);
+      if (route.etag && typeof data?.version === "number") res.set("ETag", etagOf(data.version));
+      res.status(route.status ?? 200).json(data);
+    });
+  }
+  api.get("/subscribe/intents/:id", (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs: options.ssePingMs ?? 15_000, logger }));
+  api.use((req) => {
+    throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
+  });
+  app.use(API_PREFIXES, api);
+  app.use((req) => {
+    throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
+  });
+  app.use(errorHandler(logger));
+
+  const servers: http.Server[] = [];
+  return {
+    app,
+    feed,
+    listen: (port, host = "0.0.0.0") =>
+      new Promise((resolve, reject) => {
+        const server = http.createServer(app);
+        server.keepAliveTimeout = 65_000;
+        server.once("error", reject);
+        server.listen(port, host, () => resolve(server));
+        servers.push(server);
+      }),
+    stop: async () => {
+      await feed.stop();
+      await Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((resolve) => {
+              server.close(() => resolve());
+              server.closeAllConnections();
+            }),
+        ),
+      );
+    },
+  };
+}
+
+/** X-API-Key is required; X-Agent-ID, when sent, names the acting agent. */
+function authenticate(keys: ApiKeys) {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const identity = keys.identify(req.get("x-api-key"));
+    if (!identity) throw errors.unauthorized(req.get("x-api-key") ? "the X-API-Key is not valid" : "the X-API-Key header is required");
+    const agentHeader = req.get("x-agent-id");
+    if (agentHeader !== undefined && !ActorId.safeParse(agentHeader).success) {
+      throw errors.validation("X-Agent-ID must be 1 to 200 characters without whitespace");
+    }
+    const caller: Caller = {
+      principal: identity.principal,
+      roles: identity.roles,
+      actor: agentHeader || identity.principal,
+      agent_id: agentHeader || null,
+    };
+    req.caller = caller;
+    next();
+  };
+}
+
+/** A body sent as something other than JSON is refused; an empty or absent body reads as {}. */
+function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
+  if (req.body === undefined) {
+    const length = Number(req.get("content-length") ?? 0);
+    const chunked = req.get("transfer-encoding") !== undefined;
+    if ((length > 0 || chunked) && !["GET", "HEAD", "DELETE"].includes(req.method)) {
+      throw new AppError("UNSUPPORTED_MEDIA_TYPE", 415, "send request bodies as application/json");
+    }
+    req.body = {};
+  }
+  next();
+}
+
+async function readiness(bus: Bus, client: BusClient) {
+  const nats = !bus.nc.isClosed() && bus.nc.status !== undefined;
+  const services: Record<string, unknown> = {};
+  let ready = nats;
+  await Promise.all(
+    CLUSTER_SERVICES.map(async (service) => {
+      try {
+        services[service] = await client.request(healthCommand(service), { principal: "gateway", roles: ["admin"], actor: "gateway", agent_id: null }, {});
+      } catch (error) {
+        ready = false;
+        services[service] = { error: error instanceof AppError ? error.message : "unreachable" };
+      }
+    }),
+  );
+  return { ready, nats: nats ? "ok" : "disconnected", services };
+}

@@ -1,0 +1,13 @@
+import { z } from "zod";
+import { baseConfigSchema } from "@intentmesh/db";
+
+export const gatewayConfigSchema = baseConfigSchema.extend({
+  HOST: z.string().default("0.0.0.0"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  API_KEYS: z.string().optional(),
+  API_KEYS_FILE: z.string().optional(),
+  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, "must look like 512kb or 1mb").default("1mb"),
+  SSE_PING_SECONDS: z.coerce.number().min(0.01).default(15),
+  BUS_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
+});
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -1,0 +1,69 @@
+import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
+import type { Bus } from "@intentmesh/bus";
+import type { IntentEvent } from "@intentmesh/contracts";
+import type { Logger } from "@intentmesh/telemetry";
+
+type Listener = (event: IntentEvent) => void;
+
+/**
+ * Live events of one stream for this gateway replica: one JetStream ordered consumer, starting
+ * at new messages, dispatched to the SSE subscribers of each aggregate id. Every replica has its
+ * own, so any replica can serve any subscriber. Gaps (a missed or reordered message) are
+ * repaired by the subscriber from the event log, keyed by the per-aggregate sequence.
+ */
+export class EventFeed {
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private messages: ConsumerMessages | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly stream: string,
+    private readonly filter: string,
+    /** Which subject token holds the aggregate id: im.evt.intent.<id>.<type> -> 3. */
+    private readonly idToken: number,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const consumer = await this.bus.js.consumers.get(this.stream, { filter_subjects: this.filter, deliver_policy: DeliverPolicy.New });
+    this.messages = await consumer.consume();
+    const messages = this.messages;
+    this.loop = (async () => {
+      for await (const msg of messages) {
+        const id = msg.subject.split(".")[this.idToken];
+        const set = id ? this.listeners.get(id) : undefined;
+        if (!set?.size) continue;
+        let event: IntentEvent;
+        try {
+          event = msg.json<IntentEvent>();
+        } catch (err) {
+          this.logger.warn({ err, subject: msg.subject }, "unreadable event skipped");
+          continue;
+        }
+        for (const listener of set) listener(event);
+      }
+    })();
+  }
+
+  subscribe(id: string, listener: Listener): () => void {
+    let set = this.listeners.get(id);
+    if (!set) this.listeners.set(id, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (!set.size) this.listeners.delete(id);
+    };
+  }
+
+  get subscriberCount(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+
+  async stop(): Promise<void> {
+    await this.messages?.close();
+    await this.loop;
+  }
+}

@@ -1,0 +1,39 @@
+import { parseConfig } from "@intentmesh/db";
+import { connectBus } from "@intentmesh/bus";
+import { createLogger, startTracing, stopTracing } from "@intentmesh/telemetry";
+import { gatewayConfigSchema } from "./config";
+import { loadApiKeys } from "./api-keys";
+import { createGateway } from "./app";
+
+// Entry point of the gateway alone: config -> logger -> keys -> bus -> HTTP -> shutdown.
+const config = parseConfig("gateway", gatewayConfigSchema);
+startTracing("gateway");
+const logger = createLogger("gateway", config.LOG_LEVEL);
+let keys;
+try {
+  keys = loadApiKeys(config.API_KEYS, config.API_KEYS_FILE);
+} catch (error) {
+  logger.fatal((error as Error).message);
+  process.exit(1);
+}
+const bus = await connectBus(config.NATS_URL, "gateway");
+const gateway = await createGateway({
+  bus,
+  keys,
+  logger,
+  bodyLimit: config.BODY_LIMIT,
+  ssePingMs: config.SSE_PING_SECONDS * 1000,
+  busTimeoutMs: config.BUS_TIMEOUT_MS,
+});
+await gateway.listen(config.PORT, config.HOST);
+logger.info({ host: config.HOST, port: config.PORT, keys: keys.size }, "gateway listening");
+
+const shutdown = async (signal: string) => {
+  logger.info({ signal }, "shutting down");
+  await gateway.stop();
+  await bus.close();
+  await stopTracing();
+  process.exit(0);
+};
+process.once("SIGTERM", () => void shutdown("SIGTERM"));
+process.once("SIGINT", () => void shutdown("SIGINT"));

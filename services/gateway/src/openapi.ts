@@ -1,0 +1,54 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
+import { z } from "@intentmesh/contracts";
+import type { Route } from "./routes";
+
+/**
+ * The OpenAPI document, generated from the same zod contracts the gateway and services validate
+ * with, so the description cannot drift from the behaviour.
+ */
+export function buildOpenApi(routes: Route[], version: string) {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
+  const ErrorBody = registry.register(
+    "Error",
+    z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }).passthrough(),
+  );
+  for (const route of routes) {
+    const shape = (route.command.input as z.ZodObject).shape as Record<string, z.ZodType>;
+    const params = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+    const openPath = route.path.replace(/:(\w+)/g, "{$1}");
+    const body = shape.body ?? shape.patches;
+    registry.registerPath({
+      method: route.method,
+      path: `/api/v1${openPath}`,
+      summary: route.summary,
+      security: [{ ApiKey: [] }],
+      request: {
+        params: params.length ? z.object(Object.fromEntries(params.map((p) => [p, z.string()]))) : undefined,
+        query: shape.query as z.ZodObject | undefined,
+        body: body && route.method !== "get" ? { content: { "application/json": { schema: body } } } : undefined,
+        headers: shape.if_match ? z.object({ "If-Match": z.string().optional().openapi({ description: 'version: 3, "3" or W/"3"' }) }) : undefined,
+      },
+      responses: {
+        [route.status ?? 200]: { description: "success" },
+        400: { description: "validation failure", content: { "application/json": { schema: ErrorBody } } },
+        401: { description: "missing or invalid X-API-Key", content: { "application/json": { schema: ErrorBody } } },
+        404: { description: "not found", content: { "application/json": { schema: ErrorBody } } },
+        409: { description: "version mismatch, invalid transition or lease collision", content: { "application/json": { schema: ErrorBody } } },
+      },
+    });
+  }
+  registry.registerPath({
+    method: "get",
+    path: "/api/v1/subscribe/intents/{id}",
+    summary: "Server-sent events of an intent (event: <event_type>, id: <event id>, data: <event JSON>); Last-Event-ID resumes",
+    security: [{ ApiKey: [] }],
+    request: { params: z.object({ id: z.string() }) },
+    responses: { 200: { description: "text/event-stream" } },
+  });
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: "3.1.0",
+    info: { title: "intentmesh", version, description: "Coordination server for humans and agents working on shared intents." },
+    servers: [{ url: "/" }],
+  });
+}

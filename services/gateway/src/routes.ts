@@ -1,0 +1,93 @@
+import type { Request } from "express";
+import { intentsCommands as c, type CommandDef, type z } from "@intentmesh/contracts";
+import { parseIfMatch } from "./http";
+
+/**
+ * The REST surface: each route names one bus command and how to build its input from the
+ * request. The gateway does nothing else with a request: no business rule lives here.
+ */
+export interface Route {
+  method: "get" | "post" | "put" | "patch" | "delete";
+  path: string;
+  command: CommandDef<z.ZodType>;
+  input: (req: Request) => unknown;
+  /** HTTP status of a success; 200 when absent. */
+  status?: number;
+  /** Sends the result's version as ETag (intents). */
+  etag?: boolean;
+  summary: string;
+}
+
+const id = (req: Request) => String(req.params.id);
+const ifMatch = (req: Request) => parseIfMatch(req.get("if-match"));
+
+export const routes: Route[] = [
+  { method: "post", path: "/intents", command: c.create, input: (req) => ({ body: req.body }), status: 201, etag: true, summary: "Create an intent" },
+  { method: "get", path: "/intents", command: c.list, input: (req) => ({ query: req.query }), summary: "List intents (filters status, created_by; cursor pagination)" },
+  { method: "get", path: "/intents/:id", command: c.get, input: (req) => ({ intent_id: id(req) }), etag: true, summary: "Read an intent" },
+  {
+    method: "post",
+    path: "/intents/:id/state",
+    command: c.patchState,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), patches: req.body }),
+    etag: true,
+    summary: "Patch the state atomically (If-Match required)",
+  },
+  {
+    method: "post",
+    path: "/intents/:id/status",
+    command: c.transition,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), body: req.body }),
+    etag: true,
+    summary: "Change the status following table 3.1 (If-Match required)",
+  },
+  {
+    method: "post",
+    path: "/intents/:id/events",
+    command: c.appendEvent,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), body: req.body }),
+    status: 201,
+    summary: "Append an event to the log",
+  },
+  { method: "get", path: "/intents/:id/events", command: c.listEvents, input: (req) => ({ intent_id: id(req), query: req.query }), summary: "Read the event log, oldest first" },
+  {
+    method: "post",
+    path: "/intents/:id/agents",
+    command: c.assignAgent,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), body: req.body }),
+    status: 201,
+    summary: "Assign an agent",
+  },
+  { method: "get", path: "/intents/:id/agents", command: c.listAgents, input: (req) => ({ intent_id: id(req) }), summary: "List assigned agents" },
+  {
+    method: "delete",
+    path: "/intents/:id/agents/:agentId",
+    command: c.unassignAgent,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), agent_id: String(req.params.agentId) }),
+    summary: "Unassign an agent",
+  },
+  {
+    method: "post",
+    path: "/intents/:id/leases",
+    command: c.acquireLease,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), body: req.body }),
+    status: 201,
+    summary: "Acquire a lease on a scope",
+  },
+  { method: "get", path: "/intents/:id/leases", command: c.listLeases, input: (req) => ({ intent_id: id(req), query: req.query }), summary: "List leases" },
+  { method: "get", path: "/intents/:id/leases/:leaseId", command: c.getLease, input: (req) => ({ intent_id: id(req), lease_id: String(req.params.leaseId) }), summary: "Read a lease" },
+  {
+    method: "post",
+    path: "/intents/:id/leases/:leaseId/renew",
+    command: c.renewLease,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), lease_id: String(req.params.leaseId), body: req.body }),
+    summary: "Renew a lease",
+  },
+  {
+    method: "delete",
+    path: "/intents/:id/leases/:leaseId",
+    command: c.releaseLease,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), lease_id: String(req.params.leaseId) }),
+    summary: "Release a lease",
+  },
+];

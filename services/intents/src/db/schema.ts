@@ -1,0 +1,91 @@
+import { sql } from "drizzle-orm";
+import { bigint, boolean, doublePrecision, index, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { inboxTable } from "@intentmesh/db";
+import { outboxTable } from "@intentmesh/bus";
+
+/** The intents service owns this schema; no other service reads it. */
+export const intentsSchema = pgSchema("intents");
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
+export const intents = intentsSchema.table(
+  "intents",
+  {
+    id: uuid("id").primaryKey(),
+    title: text("title").notNull(),
+    description: text("description"),
+    createdBy: text("created_by").notNull(),
+    status: text("status").notNull(),
+    constraints: jsonb("constraints").$type<Record<string, unknown>>().notNull(),
+    state: jsonb("state").$type<Record<string, unknown>>().notNull(),
+    confidence: doublePrecision("confidence").notNull(),
+    version: integer("version").notNull(),
+    /** Last sequence number used in this intent's event log; bumping it locks the row, so sequences have no gaps. */
+    eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
+    createdAt: ts("created_at").notNull(),
+    updatedAt: ts("updated_at").notNull(),
+  },
+  (t) => [
+    index("intents_created_idx").on(t.createdAt.desc(), t.id.desc()),
+    index("intents_status_idx").on(t.status, t.createdAt.desc()),
+    index("intents_created_by_idx").on(t.createdBy, t.createdAt.desc()),
+  ],
+);
+
+export const events = intentsSchema.table(
+  "events",
+  {
+    id: uuid("id").primaryKey(),
+    intentId: uuid("intent_id").notNull(),
+    sequence: bigint("sequence", { mode: "number" }).notNull(),
+    eventType: text("event_type").notNull(),
+    actor: text("actor").notNull(),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
+    createdAt: ts("created_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("events_intent_sequence_idx").on(t.intentId, t.sequence),
+    index("events_intent_type_idx").on(t.intentId, t.eventType, t.sequence),
+  ],
+);
+
+export const assignments = intentsSchema.table(
+  "assignments",
+  {
+    intentId: uuid("intent_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    role: text("role"),
+    assignedBy: text("assigned_by").notNull(),
+    assignedAt: ts("assigned_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.intentId, t.agentId] })],
+);
+
+export const leases = intentsSchema.table(
+  "leases",
+  {
+    id: uuid("id").primaryKey(),
+    intentId: uuid("intent_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    scope: text("scope").notNull(),
+    /** Normalized scope ("/research/", "*" is "/"); overlap is a prefix test on it. */
+    scopeKey: text("scope_key").notNull(),
+    acquiredAt: ts("acquired_at").notNull(),
+    expiresAt: ts("expires_at").notNull(),
+    releasedAt: ts("released_at"),
+    /** True until the lease is released or swept as expired: only holding leases occupy their scope. */
+    holdsScope: boolean("holds_scope").notNull().default(true),
+    /** Why the lease stopped holding: released, expired, agent_dead. */
+    endReason: text("end_reason"),
+    endedAt: ts("ended_at"),
+  },
+  (t) => [
+    uniqueIndex("leases_held_scope_idx").on(t.intentId, t.scopeKey).where(sql`${t.holdsScope}`),
+    index("leases_due_idx").on(t.expiresAt).where(sql`${t.holdsScope}`),
+    index("leases_agent_held_idx").on(t.agentId).where(sql`${t.holdsScope}`),
+    index("leases_intent_idx").on(t.intentId, t.acquiredAt),
+  ],
+);
+
+export const outbox = outboxTable(intentsSchema);
+export const inbox = inboxTable(intentsSchema);

@@ -1,0 +1,95 @@
+import { randomUUID } from "node:crypto";
+import { and, eq, sql } from "drizzle-orm";
+import {
+  AppError,
+  errors,
+  INTENT_EVENT_SCHEMA,
+  intentEventMsgId,
+  intentEventSubject,
+  SCHEMA_HEADER,
+  type IntentEvent,
+  type JsonObject,
+} from "@intentmesh/contracts";
+import { enqueue } from "@intentmesh/bus";
+import type { Queryable, Tx } from "@intentmesh/db";
+import { events, intents, outbox } from "./db/schema";
+import { toEvent } from "./mapping";
+
+export interface NewEvent {
+  eventType: string;
+  actor: string;
+  payload: JsonObject;
+}
+
+/**
+ * Locks the intent row, honours an If-Match when one was sent, and takes the next `count`
+ * sequence numbers of its log. One conditional UPDATE does all three, so concurrent writers on
+ * one intent queue on the row lock and the log has no gaps. Returns the first number taken.
+ */
+export async function reserveSequences(tx: Tx, intentId: string, count: number, ifMatch: number | null) {
+  const condition =
+    ifMatch === null ? eq(intents.id, intentId) : and(eq(intents.id, intentId), eq(intents.version, ifMatch));
+  const [row] = await tx
+    .update(intents)
+    .set({ eventSeq: sql`${intents.eventSeq} + ${count}` })
+    .where(condition)
+    .returning({ eventSeq: intents.eventSeq, version: intents.version, status: intents.status });
+  if (!row) throw await missingOrStale(tx, intentId, ifMatch ?? -1);
+  return { firstSequence: row.eventSeq - count + 1, version: row.version, status: row.status };
+}
+
+/** Locks the intent row for the rest of the transaction, honouring an If-Match when one was sent. */
+export const lockIntent = (tx: Tx, intentId: string, ifMatch: number | null) => reserveSequences(tx, intentId, 0, ifMatch);
+
+/** After a conditional update matched nothing: 404 when the intent is absent, else 409 with its version. */
+export async function missingOrStale(db: Queryable, intentId: string, expected: number): Promise<AppError> {
+  const [current] = await db.select({ version: intents.version }).from(intents).where(eq(intents.id, intentId));
+  if (!current) return errors.notFound("intent", intentId);
+  return errors.versionMismatch("intent", intentId, current.version, expected);
+}
+
+/**
+ * Writes events at the sequence numbers reserved for them, and their outbox rows, in the
+ * caller's transaction. The outbox message id is `intent:<id>:e<sequence>`.
+ */
+export async function writeEvents(tx: Tx, intentId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<IntentEvent[]> {
+  if (!newEvents.length) return [];
+  const rows = await tx
+    .insert(events)
+    .values(
+      newEvents.map((event, i) => ({
+        id: randomUUID(),
+        intentId,
+        sequence: firstSequence + i,
+        eventType: event.eventType,
+        actor: event.actor,
+        payload: event.payload,
+        createdAt: at,
+      })),
+    )
+    .returning();
+  const written = rows.sort((a, b) => a.sequence - b.sequence).map(toEvent);
+  await enqueue(
+    tx,
+    outbox,
+    written.map((event) => ({
+      subject: intentEventSubject(intentId, event.event_type),
+      msgId: intentEventMsgId(intentId, event.sequence),
+      payload: event,
+      headers: { [SCHEMA_HEADER]: INTENT_EVENT_SCHEMA },
+    })),
+  );
+  return written;
+}
+
+/** Reserves sequence numbers and writes the events: for writes that do not change the intent itself. */
+export async function appendToLog(tx: Tx, intentId: string, newEvents: NewEvent[], at: Date, ifMatch: number | null = null) {
+  const reserved = await reserveSequences(tx, intentId, newEvents.length, ifMatch);
+  return { ...reserved, events: await writeEvents(tx, intentId, reserved.firstSequence, newEvents, at) };
+}
+
+/** For reads that found nothing: 404 when the intent itself is absent (never 200 with an empty list). */
+export async function assertIntentExists(db: Queryable, intentId: string): Promise<void> {
+  const [row] = await db.select({ id: intents.id }).from(intents).where(eq(intents.id, intentId));
+  if (!row) throw errors.notFound("intent", intentId);
+}

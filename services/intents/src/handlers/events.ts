@@ -1,0 +1,60 @@
+import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
+import { AppError, errors, isReservedEventType, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import type { IntentsContext } from "../context";
+import { events } from "../db/schema";
+import { appendToLog, assertIntentExists } from "../event-log";
+import { toEvent } from "../mapping";
+import { actingAgent } from "./actor";
+
+/** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
+export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent> {
+  if (isReservedEventType(body.event_type)) {
+    throw new AppError("RESERVED_EVENT_TYPE", 400, `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
+  }
+  const actor = actingAgent(caller, body.actor, "actor");
+  const now = ctx.clock.now();
+  const result = await ctx.db.transaction((tx) =>
+    appendToLog(tx, intentId, [{ eventType: body.event_type, actor, payload: body.payload }], now, ifMatch),
+  );
+  ctx.published();
+  return result.events[0]!;
+}
+
+/** GET /intents/{id}/events: oldest first, after a sequence number or an event id. */
+export async function listEvents(ctx: IntentsContext, intentId: string, query: ListEventsQuery): Promise<EventPage> {
+  const after = await resolveCursor(ctx, intentId, query.after);
+  const filters: SQL[] = [eq(events.intentId, intentId), gt(events.sequence, after)];
+  if (query.event_type) filters.push(eq(events.eventType, query.event_type));
+  const tail = query.tail === "true";
+  const rows = await ctx.db
+    .select()
+    .from(events)
+    .where(and(...filters))
+    .orderBy(tail ? desc(events.sequence) : asc(events.sequence))
+    .limit(query.limit + 1);
+  if (!rows.length) await assertIntentExists(ctx.db, intentId);
+  const page = rows.slice(0, query.limit);
+  if (tail) page.reverse();
+  const last = page[page.length - 1];
+  return {
+    events: page.map(toEvent),
+    // Always a sequence number, so a client can resume after an empty page too.
+    next_cursor: String(last ? last.sequence : after),
+    has_more: !tail && rows.length > query.limit,
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+async function resolveCursor(ctx: IntentsContext, intentId: string, after: string | undefined): Promise<number> {
+  if (after === undefined || after === "") return 0;
+  if (/^\d+$/.test(after)) return Number(after);
+  if (!UUID.test(after)) throw errors.validation("after must be a sequence number or an event id");
+  const [row] = await ctx.db
+    .select({ sequence: events.sequence })
+    .from(events)
+    .where(and(eq(events.intentId, intentId), eq(events.id, after)));
+  if (row) return row.sequence;
+  await assertIntentExists(ctx.db, intentId);
+  throw errors.validation(`after names no event of intent ${intentId}: give a sequence number or an event id of this intent`);
+}

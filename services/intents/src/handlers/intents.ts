@@ -1,0 +1,103 @@
+import { randomUUID } from "node:crypto";
+import { and, desc, eq, inArray, lt, or, type SQL } from "drizzle-orm";
+import { errors, intentEventTypes, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import type { IntentsContext } from "../context";
+import { intents } from "../db/schema";
+import { writeEvents } from "../event-log";
+import { toIntent } from "../mapping";
+import { RESERVED_STATE_KEYS } from "../domain/state-patch";
+
+/** POST /intents: the intent at version 1 and its intent.created event, in one transaction. */
+export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller): Promise<Intent> {
+  const reserved = Object.keys(body.state).filter((key) => (RESERVED_STATE_KEYS as readonly string[]).includes(key));
+  if (reserved.length) throw errors.validation(`state.${reserved[0]} is managed by the server and cannot be set at creation`);
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(intents)
+      .values({
+        id: randomUUID(),
+        title: body.title,
+        description: body.description ?? null,
+        createdBy: body.created_by ?? caller.actor,
+        status: body.status,
+        constraints: body.constraints,
+        state: body.state,
+        confidence: body.confidence,
+        version: 1,
+        eventSeq: 1,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning();
+    const created = toIntent(row!);
+    await writeEvents(
+      tx,
+      created.id,
+      1,
+      [
+        {
+          eventType: intentEventTypes.created,
+          actor: caller.actor,
+          payload: {
+            title: created.title,
+            description: created.description,
+            status: created.status,
+            created_by: created.created_by,
+            constraints: created.constraints,
+            confidence: created.confidence,
+            version: created.version,
+          },
+        },
+      ],
+      now,
+    );
+    return created;
+  });
+  ctx.published();
+  return intent;
+}
+
+export async function getIntent(ctx: IntentsContext, intentId: string): Promise<Intent> {
+  const [row] = await ctx.db.select().from(intents).where(eq(intents.id, intentId));
+  if (!row) throw errors.notFound("intent", intentId);
+  return toIntent(row);
+}
+
+/** Newest first; the cursor is the (created_at, id) of the last intent of the previous page. */
+export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) {
+  const filters: SQL[] = [];
+  if (query.status?.length) filters.push(inArray(intents.status, query.status));
+  if (query.created_by) filters.push(eq(intents.createdBy, query.created_by));
+  if (query.after) {
+    const cursor = decodeCursor(query.after);
+    filters.push(or(lt(intents.createdAt, cursor.createdAt), and(eq(intents.createdAt, cursor.createdAt), lt(intents.id, cursor.id)))!);
+  }
+  const rows = await ctx.db
+    .select()
+    .from(intents)
+    .where(filters.length ? and(...filters) : undefined)
+    .orderBy(desc(intents.createdAt), desc(intents.id))
+    .limit(query.limit + 1);
+  const page = rows.slice(0, query.limit);
+  const last = page[page.length - 1];
+  const hasMore = rows.length > query.limit;
+  return {
+    intents: page.map(toIntent),
+    next_cursor: hasMore && last ? encodeCursor(last.createdAt, last.id) : null,
+    has_more: hasMore,
+  };
+}
+
+function encodeCursor(createdAt: Date, id: string): string {
+  return Buffer.from(`${createdAt.toISOString()}|${id}`).toString("base64url");
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  const [at, id] = Buffer.from(cursor, "base64url").toString().split("|");
+  const createdAt = new Date(at ?? "");
+  if (!id || Number.isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/i.test(id)) {
+    throw errors.validation("after is not a cursor this server issued");
+  }
+  return { createdAt, id };
+}

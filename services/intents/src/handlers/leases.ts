@@ -1,0 +1,195 @@
+import { randomUUID } from "node:crypto";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
+import { AppError, errors, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
+import type { Tx } from "@intentmesh/db";
+import type { IntentsContext } from "../context";
+import { leases } from "../db/schema";
+import { appendToLog, assertIntentExists, lockIntent, type NewEvent } from "../event-log";
+import { toLease } from "../mapping";
+import { scopeKey } from "../domain/lease-scope";
+import { PointerError } from "../domain/json-pointer";
+import { TERMINAL_STATUSES } from "../domain/status";
+import { actingAgent, isCoordinatorOrAdmin } from "./actor";
+import { leaseIsLive } from "./lease-guard";
+
+type LeaseRow = typeof leases.$inferSelect;
+
+/** The SQL test "two scope keys overlap": one is a prefix of the other. */
+const overlaps = (key: string) => sql`(starts_with(${leases.scopeKey}, ${key}) or starts_with(${key}, ${leases.scopeKey}))`;
+
+/**
+ * POST /intents/{id}/leases. The intent row is locked first, so acquisitions on one intent are
+ * serialized; lapsed leases touching the scope are expired (with their events); a live lease
+ * touching it is a collision (409 with that lease); otherwise the insert, backed by a unique
+ * index on held scopes, grants the lease.
+ */
+export async function acquireLease(
+  ctx: IntentsContext,
+  intentId: string,
+  ifMatch: number | null,
+  body: { scope: string; ttl_seconds: number; agent_id?: string | undefined },
+  caller: Caller,
+): Promise<Lease> {
+  const agentId = actingAgent(caller, body.agent_id);
+  const key = parseScope(body.scope);
+  const now = ctx.clock.now();
+  const lease = await ctx.db.transaction(async (tx) => {
+    const intent = await lockIntent(tx, intentId, ifMatch);
+    if (TERMINAL_STATUSES.includes(intent.status as never)) {
+      throw new AppError("INTENT_CLOSED", 409, `intent ${intentId} is ${intent.status}; leases are taken on open intents only`, { status: intent.status });
+    }
+    const suspended = intent.status === "suspended_awaiting_input";
+    const lapsed = suspended ? [] : await expireLapsed(tx, intentId, key, now);
+    const [held] = await tx
+      .select()
+      .from(leases)
+      .where(and(eq(leases.intentId, intentId), eq(leases.holdsScope, true), overlaps(key)))
+      .limit(1);
+    if (held) throw leaseHeld(held);
+    const [row] = await tx
+      .insert(leases)
+      .values({
+        id: randomUUID(),
+        intentId,
+        agentId,
+        scope: body.scope,
+        scopeKey: key,
+        acquiredAt: now,
+        expiresAt: new Date(now.getTime() + body.ttl_seconds * 1000),
+        holdsScope: true,
+      })
+      .onConflictDoNothing()
+      .returning();
+    if (!row) throw new AppError("LEASE_HELD", 409, `scope ${body.scope} of intent ${intentId} is already leased`, { scope: body.scope });
+    const acquired = toLease(row);
+    await appendToLog(
+      tx,
+      intentId,
+      [
+        ...lapsed.map((l) => expiryEvent(l, "expired", caller.actor)),
+        { eventType: intentEventTypes.leaseAcquired, actor: agentId, payload: { lease_id: acquired.id, agent_id: agentId, scope: acquired.scope, expires_at: acquired.expires_at } },
+      ],
+      now,
+    );
+    return acquired;
+  });
+  ctx.published();
+  return lease;
+}
+
+/** POST /intents/{id}/leases/{lease_id}/renew: only the holder, only while the lease is live (always, while the intent is suspended). */
+export async function renewLease(
+  ctx: IntentsContext,
+  intentId: string,
+  ifMatch: number | null,
+  leaseId: string,
+  body: { ttl_seconds: number },
+  caller: Caller,
+): Promise<Lease> {
+  const now = ctx.clock.now();
+  const lease = await ctx.db.transaction(async (tx) => {
+    const intent = await lockIntent(tx, intentId, ifMatch);
+    const current = await findLease(tx, intentId, leaseId);
+    if (current.agentId !== caller.actor) {
+      throw new AppError("NOT_LEASE_HOLDER", 403, `lease ${leaseId} is held by agent ${current.agentId}, not ${caller.actor}`, { holder: current.agentId });
+    }
+    if (current.releasedAt) throw new AppError("LEASE_RELEASED", 412, `lease ${leaseId} was released; acquire a new one`, { lease: toLease(current) });
+    if (!leaseIsLive(current, intent.status, now)) {
+      throw new AppError("LEASE_EXPIRED", 412, `lease ${leaseId} expired at ${current.expiresAt.toISOString()}; acquire a new one`, { lease: toLease(current) });
+    }
+    const [row] = await tx
+      .update(leases)
+      .set({ expiresAt: new Date(now.getTime() + body.ttl_seconds * 1000) })
+      .where(eq(leases.id, leaseId))
+      .returning();
+    const renewed = toLease(row!);
+    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.leaseRenewed, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, expires_at: renewed.expires_at } }], now);
+    return renewed;
+  });
+  ctx.published();
+  return lease;
+}
+
+/**
+ * DELETE /intents/{id}/leases/{lease_id}: the holder, a coordinator or an admin releases it.
+ * Releasing a lease that already ended changes nothing and answers it as it is.
+ */
+export async function releaseLease(ctx: IntentsContext, intentId: string, ifMatch: number | null, leaseId: string, caller: Caller): Promise<Lease> {
+  const now = ctx.clock.now();
+  let changed = false;
+  const lease = await ctx.db.transaction(async (tx) => {
+    await lockIntent(tx, intentId, ifMatch);
+    const current = await findLease(tx, intentId, leaseId);
+    if (current.agentId !== caller.actor && !isCoordinatorOrAdmin(caller)) {
+      throw new AppError("NOT_LEASE_HOLDER", 403, `lease ${leaseId} is held by agent ${current.agentId}; only it, a coordinator or an admin may release it`, { holder: current.agentId });
+    }
+    if (!current.holdsScope) return toLease(current);
+    const [row] = await tx
+      .update(leases)
+      .set({ releasedAt: now, holdsScope: false, endReason: "released", endedAt: now })
+      .where(eq(leases.id, leaseId))
+      .returning();
+    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.leaseReleased, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope } }], now);
+    changed = true;
+    return toLease(row!);
+  });
+  if (changed) ctx.published();
+  return lease;
+}
+
+export async function getLease(ctx: IntentsContext, intentId: string, leaseId: string): Promise<Lease> {
+  return toLease(await findLease(ctx.db as never, intentId, leaseId));
+}
+
+/** GET /intents/{id}/leases: every lease of the intent, oldest first; active=true keeps the live ones. */
+export async function listLeases(ctx: IntentsContext, intentId: string, activeOnly: boolean): Promise<{ leases: Lease[] }> {
+  const rows = await ctx.db.select().from(leases).where(eq(leases.intentId, intentId)).orderBy(asc(leases.acquiredAt));
+  if (!rows.length) await assertIntentExists(ctx.db, intentId);
+  const now = ctx.clock.now();
+  const kept = activeOnly ? rows.filter((l) => !l.releasedAt && l.holdsScope && l.expiresAt.getTime() > now.getTime()) : rows;
+  return { leases: kept.map(toLease) };
+}
+
+/** The lease-expiry event of spec part 6; reason is `expired` (ttl) or `agent_dead`. */
+export function expiryEvent(lease: LeaseRow, reason: "expired" | "agent_dead", actor: string): NewEvent {
+  return {
+    eventType: intentEventTypes.leaseExpired,
+    actor,
+    payload: { lease_id: lease.id, agent_id: lease.agentId, scope: lease.scope, expires_at: lease.expiresAt.toISOString().replace("Z", "+00:00"), reason },
+  };
+}
+
+async function expireLapsed(tx: Tx, intentId: string, key: string, now: Date): Promise<LeaseRow[]> {
+  return tx
+    .update(leases)
+    .set({ holdsScope: false, endReason: "expired", endedAt: now })
+    .where(and(eq(leases.intentId, intentId), eq(leases.holdsScope, true), lte(leases.expiresAt, now), overlaps(key)))
+    .returning();
+}
+
+async function findLease(tx: Tx, intentId: string, leaseId: string): Promise<LeaseRow> {
+  const [row] = await tx.select().from(leases).where(and(eq(leases.id, leaseId), eq(leases.intentId, intentId)));
+  if (row) return row;
+  await assertIntentExists(tx, intentId);
+  throw errors.notFound("lease", leaseId);
+}
+
+function leaseHeld(held: LeaseRow): AppError {
+  const lease = toLease(held);
+  return new AppError(
+    "LEASE_HELD",
+    409,
+    `scope ${held.scope} of intent ${held.intentId} is leased to agent ${held.agentId} until ${lease.expires_at}`,
+    { lease },
+    { lease },
+  );
+}
+
+function parseScope(scope: string): string {
+  try {
+    return scopeKey(scope);
+  } catch (error) {
+    if (error instanceof PointerError) throw errors.validation(`scope: ${error.message}`);
+    throw error;
+  }
+}

@@ -1,0 +1,53 @@
+import { isoTimestamp, type Assignment, type Intent, type IntentEvent, type IntentStatus, type Lease } from "@intentmesh/contracts";
+import type { assignments, events, intents, leases } from "./db/schema";
+
+/** Rows to the wire shapes of spec part 2. */
+export function toIntent(row: typeof intents.$inferSelect): Intent {
+  return {
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    created_by: row.createdBy,
+    status: row.status as IntentStatus,
+    constraints: row.constraints,
+    state: row.state,
+    confidence: row.confidence,
+    version: row.version,
+    created_at: isoTimestamp(row.createdAt),
+    updated_at: isoTimestamp(row.updatedAt),
+  };
+}
+
+export function toEvent(row: typeof events.$inferSelect): IntentEvent {
+  return {
+    id: row.id,
+    intent_id: row.intentId,
+    sequence: row.sequence,
+    event_type: row.eventType,
+    actor: row.actor,
+    payload: row.payload,
+    created_at: isoTimestamp(row.createdAt),
+  };
+}
+
+export function toLease(row: typeof leases.$inferSelect): Lease {
+  return {
+    id: row.id,
+    intent_id: row.intentId,
+    agent_id: row.agentId,
+    scope: row.scope,
+    acquired_at: isoTimestamp(row.acquiredAt),
+    expires_at: isoTimestamp(row.expiresAt),
+    released_at: row.releasedAt ? isoTimestamp(row.releasedAt) : null,
+  };
+}
+
+export function toAssignment(row: typeof assignments.$inferSelect): Assignment {
+  return {
+    intent_id: row.intentId,
+    agent_id: row.agentId,
+    role: row.role,
+    assigned_by: row.assignedBy,
+    assigned_at: isoTimestamp(row.assignedAt),
+  };
+}

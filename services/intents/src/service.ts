@@ -1,0 +1,86 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { healthCommand, intentsCommands as commands, streams, systemClock, type Clock } from "@intentmesh/contracts";
+import { ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import type { DatabaseHandle } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
+import type { Subscription } from "@nats-io/transport-node";
+import type { IntentsContext } from "./context";
+import { outbox } from "./db/schema";
+import { LeaseSweeper } from "./lease-sweeper";
+import { createIntent, getIntent, listIntents } from "./handlers/intents";
+import { patchState } from "./handlers/state";
+import { transitionStatus } from "./handlers/status";
+import { appendEvent, listEvents } from "./handlers/events";
+import { assignAgent, listAssignments, unassignAgent } from "./handlers/agents";
+import { acquireLease, getLease, listLeases, releaseLease, renewLease } from "./handlers/leases";
+
+export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
+
+export interface IntentsServiceOptions {
+  bus: Bus;
+  database: DatabaseHandle;
+  logger: Logger;
+  clock?: Clock;
+  leaseSweepIntervalMs?: number;
+  relay?: Partial<RelayOptions>;
+}
+
+export interface IntentsService {
+  ctx: IntentsContext;
+  relay: OutboxRelay;
+  sweeper: LeaseSweeper;
+  stop(): Promise<void>;
+}
+
+/** Migrates the schema, ensures the stream, serves every command subject, starts the relay and the sweeper. */
+export async function startIntentsService(options: IntentsServiceOptions): Promise<IntentsService> {
+  const { bus, database, logger } = options;
+  await database.migrate("intents", MIGRATIONS_FOLDER);
+  await ensureStream(bus.jsm, streams.intents);
+
+  const relay = new OutboxRelay(database.db, outbox, bus.js, logger, { name: "intents", ...options.relay });
+  const ctx: IntentsContext = { db: database.db, clock: options.clock ?? systemClock, logger, published: () => relay.kick() };
+  const sweeper = new LeaseSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
+
+  const subs: Subscription[] = [
+    serveCommand(bus.nc, commands.create, (input, caller) => createIntent(ctx, input.body, caller), logger),
+    serveCommand(bus.nc, commands.get, (input) => getIntent(ctx, input.intent_id), logger),
+    serveCommand(bus.nc, commands.list, (input) => listIntents(ctx, input.query), logger),
+    serveCommand(bus.nc, commands.patchState, (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller), logger),
+    serveCommand(bus.nc, commands.transition, (input, caller) => transitionStatus(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus.nc, commands.appendEvent, (input, caller) => appendEvent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus.nc, commands.listEvents, (input) => listEvents(ctx, input.intent_id, input.query), logger),
+    serveCommand(bus.nc, commands.assignAgent, (input, caller) => assignAgent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus.nc, commands.listAgents, (input) => listAssignments(ctx, input.intent_id), logger),
+    serveCommand(bus.nc, commands.unassignAgent, (input, caller) => unassignAgent(ctx, input.intent_id, input.if_match, input.agent_id, caller), logger),
+    serveCommand(bus.nc, commands.acquireLease, (input, caller) => acquireLease(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus.nc, commands.renewLease, (input, caller) => renewLease(ctx, input.intent_id, input.if_match, input.lease_id, input.body, caller), logger),
+    serveCommand(bus.nc, commands.releaseLease, (input, caller) => releaseLease(ctx, input.intent_id, input.if_match, input.lease_id, caller), logger),
+    serveCommand(bus.nc, commands.getLease, (input) => getLease(ctx, input.intent_id, input.lease_id), logger),
+    serveCommand(bus.nc, commands.listLeases, (input) => listLeases(ctx, input.intent_id, input.query.active === "true"), logger),
+    serveCommand(
+      bus.nc,
+      healthCommand("intents"),
+      async () => {
+        await database.ping();
+        return { service: "intents", database: "ok", outbox_backlog: await relay.backlog() };
+      },
+      logger,
+    ),
+  ];
+  relay.start();
+  sweeper.start();
+  logger.info({ database: database.kind }, "intents service started");
+
+  return {
+    ctx,
+    relay,
+    sweeper,
+    stop: async () => {
+      for (const sub of subs) sub.unsubscribe();
+      await sweeper.stop();
+      await relay.stop();
+    },
+  };
+}
