@@ -24,7 +24,7 @@ const keysFile = config.API_KEYS || config.API_KEYS_FILE ? config.API_KEYS_FILE 
 const keys = loadApiKeys(config.API_KEYS, keysFile);
 
 const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
-const bus = await connectBus(config.NATS_URL, "intentmesh");
+const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE);
 const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
 const gateway = await createGateway({
   bus,

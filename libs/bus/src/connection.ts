@@ -5,14 +5,23 @@ export interface Bus {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
+  /** The subject root in force: `im` in production; tests and side-by-side clusters pick their own. */
+  namespace: string;
+  /** Maps a catalogue subject (`im.…`) into this bus's namespace. */
+  subject(canonical: string): string;
+  /** Maps a catalogue stream name (`IM_…`) into this bus's namespace. */
+  streamName(canonical: string): string;
   close(): Promise<void>;
 }
+
+export const DEFAULT_NAMESPACE = "im";
 
 /**
  * Connects to NATS with JetStream. Reconnects forever: a NATS restart pauses the service, it
  * does not end it. The connection name shows up in NATS monitoring.
  */
-export async function connectBus(url: string, name: string): Promise<Bus> {
+export async function connectBus(url: string, name: string, namespace = DEFAULT_NAMESPACE): Promise<Bus> {
+  if (!/^[a-z][a-z0-9_-]{0,30}$/.test(namespace)) throw new Error(`BUS_NAMESPACE ${namespace} must be lowercase letters, digits, _ or -`);
   const nc = await connect({ servers: url.split(","), name, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
@@ -20,6 +29,10 @@ export async function connectBus(url: string, name: string): Promise<Bus> {
     nc,
     js,
     jsm,
+    namespace,
+    subject: (canonical) => (namespace === DEFAULT_NAMESPACE ? canonical : canonical.replace(/^im\./, `${namespace}.`)),
+    streamName: (canonical) =>
+      namespace === DEFAULT_NAMESPACE ? canonical : canonical.replace(/^IM_/, `${namespace.toUpperCase().replace(/-/g, "_")}_`),
     close: async () => {
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },

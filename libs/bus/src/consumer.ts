@@ -26,7 +26,8 @@ export interface DurableConsumerOptions<T> {
  * before the ack redelivers, finds the inbox row and applies nothing.
  */
 export async function startDurableConsumer<T>(bus: Bus, options: DurableConsumerOptions<T>): Promise<{ stop(): Promise<void> }> {
-  const { stream, durable } = options;
+  const stream = bus.streamName(options.stream);
+  const { durable } = options;
   try {
     await bus.jsm.consumers.info(stream, durable);
   } catch {
@@ -34,7 +35,7 @@ export async function startDurableConsumer<T>(bus: Bus, options: DurableConsumer
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: options.deliverPolicy ?? DeliverPolicy.All,
-      filter_subject: options.filterSubject,
+      filter_subject: bus.subject(options.filterSubject),
       ack_wait: 30_000_000_000,
       max_deliver: -1,
     });

@@ -1,7 +1,7 @@
 import { sql, inArray, isNull, and, lt, isNotNull } from "drizzle-orm";
 import { bigint, index, jsonb, text, timestamp, type PgSchema } from "drizzle-orm/pg-core";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { Bus } from "./connection";
 import { rowsOf, type Database, type Queryable } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import { traceCarrier } from "./trace";
@@ -78,7 +78,7 @@ export class OutboxRelay {
   constructor(
     private readonly db: Database,
     private readonly outbox: OutboxTable,
-    private readonly js: JetStreamClient,
+    private readonly bus: Bus,
     private readonly logger: Logger,
     private readonly options: RelayOptions,
   ) {
@@ -157,7 +157,7 @@ export class OutboxRelay {
         rows.map((row) => {
           const hdrs = natsHeaders();
           for (const [key, value] of Object.entries(row.headers ?? {})) hdrs.set(key, value);
-          return this.js.publish(row.subject, encoder.encode(row.payload), { msgID: row.msg_id, headers: hdrs });
+          return this.bus.js.publish(this.bus.subject(row.subject), encoder.encode(row.payload), { msgID: row.msg_id, headers: hdrs });
         }),
       );
       const duplicates = acks.filter((ack) => ack.duplicate).length;

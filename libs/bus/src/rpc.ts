@@ -1,5 +1,6 @@
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg, Subscription } from "@nats-io/transport-node";
+import type { Bus } from "./connection";
 import { AppError, errors, isAppError, type Caller, type CommandDef, type WireError, type z } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
 import { extractTrace, injectTrace } from "./trace";
@@ -17,13 +18,13 @@ export type CommandHandler<I extends z.ZodType, O> = (input: z.infer<I>, caller:
  * travels back as data, anything else becomes a logged 500 without internals.
  */
 export function serveCommand<I extends z.ZodType, O>(
-  nc: NatsConnection,
+  bus: Bus,
   def: CommandDef<I>,
   handler: CommandHandler<I, O>,
   logger: Logger,
 ): Subscription {
   const tracer = trace.getTracer("intentmesh.bus");
-  return nc.subscribe(def.subject, {
+  return bus.nc.subscribe(bus.subject(def.subject), {
     queue: `svc.${def.service}`,
     callback: (err, msg) => {
       if (err) {
@@ -78,14 +79,14 @@ export function validationError(error: z.ZodError): AppError {
 /** Sends commands and turns error replies back into AppError. */
 export class BusClient {
   constructor(
-    private readonly nc: NatsConnection,
+    private readonly bus: Bus,
     private readonly timeoutMs = 5000,
   ) {}
 
   async request<O = unknown, I extends z.ZodType = z.ZodType>(def: CommandDef<I>, caller: Caller, input: z.input<I>): Promise<O> {
     let msg: Msg;
     try {
-      msg = await this.nc.request(def.subject, encoder.encode(JSON.stringify({ caller, input })), {
+      msg = await this.bus.nc.request(this.bus.subject(def.subject), encoder.encode(JSON.stringify({ caller, input })), {
         timeout: this.timeoutMs,
         headers: injectTrace(),
       });

@@ -1,4 +1,5 @@
-import { RetentionPolicy, StorageType, type JetStreamManager } from "@nats-io/jetstream";
+import { RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import type { Bus } from "./connection";
 
 export interface StreamSpec {
   name: string;
@@ -13,7 +14,9 @@ const MAX_AGE_NS = 7 * 24 * 3600 * 1_000_000_000;
  * Creates the stream, or updates its subjects when it exists. Streams are durable (file storage)
  * and keep events for a week: the event log in Postgres is the record, the stream is the feed.
  */
-export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
+export async function ensureStream(bus: Bus, canonical: StreamSpec): Promise<void> {
+  const { jsm } = bus;
+  const spec = { name: bus.streamName(canonical.name), subjects: canonical.subjects.map(bus.subject) };
   const config = {
     name: spec.name,
     subjects: [...spec.subjects],

@@ -14,6 +14,7 @@ export function parseConfig<S extends z.ZodType>(service: string, schema: S, env
 /** Variables every service reads. */
 export const baseConfigSchema = z.object({
   NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  BUS_NAMESPACE: z.string().regex(/^[a-z][a-z0-9_-]{0,30}$/, "must be lowercase letters, digits, _ or -").default("im"),
   DATABASE_URL: z.preprocess(
     (value) => (value === "" ? undefined : value),
     z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://").optional(),

@@ -36,8 +36,8 @@ const PATH_IDS = new Set(["intent_id", "lease_id"]);
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { bus, keys, logger } = options;
-  const client = new BusClient(bus.nc, options.busTimeoutMs ?? 5000);
-  await ensureStream(bus.jsm, streams.intents);
+  const client = new BusClient(bus, options.busTimeoutMs ?? 5000);
+  await ensureStream(bus, streams.intents);
   const feed = new EventFeed(bus, streams.intents.name, streams.intents.subjects[0], 3, logger);
   await feed.start();
 

@@ -26,7 +26,10 @@ export class EventFeed {
   ) {}
 
   async start(): Promise<void> {
-    const consumer = await this.bus.js.consumers.get(this.stream, { filter_subjects: this.filter, deliver_policy: DeliverPolicy.New });
+    const consumer = await this.bus.js.consumers.get(this.bus.streamName(this.stream), {
+      filter_subjects: this.bus.subject(this.filter),
+      deliver_policy: DeliverPolicy.New,
+    });
     this.messages = await consumer.consume();
     const messages = this.messages;
     this.loop = (async () => {

@@ -16,7 +16,7 @@ try {
   logger.fatal((error as Error).message);
   process.exit(1);
 }
-const bus = await connectBus(config.NATS_URL, "gateway");
+const bus = await connectBus(config.NATS_URL, "gateway", config.BUS_NAMESPACE);
 const gateway = await createGateway({
   bus,
   keys,

@@ -13,7 +13,7 @@ const config = parseConfig(
 startTracing("intents");
 const logger = createLogger("intents", config.LOG_LEVEL);
 const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
-const bus = await connectBus(config.NATS_URL, "intents");
+const bus = await connectBus(config.NATS_URL, "intents", config.BUS_NAMESPACE);
 const service = await startIntentsService({ bus, database, logger, leaseSweepIntervalMs: config.LEASE_SWEEP_INTERVAL_MS });
 
 const shutdown = async (signal: string) => {

@@ -37,30 +37,30 @@ export interface IntentsService {
 export async function startIntentsService(options: IntentsServiceOptions): Promise<IntentsService> {
   const { bus, database, logger } = options;
   await database.migrate("intents", MIGRATIONS_FOLDER);
-  await ensureStream(bus.jsm, streams.intents);
+  await ensureStream(bus, streams.intents);
 
-  const relay = new OutboxRelay(database.db, outbox, bus.js, logger, { name: "intents", ...options.relay });
+  const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "intents", ...options.relay });
   const ctx: IntentsContext = { db: database.db, clock: options.clock ?? systemClock, logger, published: () => relay.kick() };
   const sweeper = new LeaseSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
 
   const subs: Subscription[] = [
-    serveCommand(bus.nc, commands.create, (input, caller) => createIntent(ctx, input.body, caller), logger),
-    serveCommand(bus.nc, commands.get, (input) => getIntent(ctx, input.intent_id), logger),
-    serveCommand(bus.nc, commands.list, (input) => listIntents(ctx, input.query), logger),
-    serveCommand(bus.nc, commands.patchState, (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller), logger),
-    serveCommand(bus.nc, commands.transition, (input, caller) => transitionStatus(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus.nc, commands.appendEvent, (input, caller) => appendEvent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus.nc, commands.listEvents, (input) => listEvents(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus.nc, commands.assignAgent, (input, caller) => assignAgent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus.nc, commands.listAgents, (input) => listAssignments(ctx, input.intent_id), logger),
-    serveCommand(bus.nc, commands.unassignAgent, (input, caller) => unassignAgent(ctx, input.intent_id, input.if_match, input.agent_id, caller), logger),
-    serveCommand(bus.nc, commands.acquireLease, (input, caller) => acquireLease(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus.nc, commands.renewLease, (input, caller) => renewLease(ctx, input.intent_id, input.if_match, input.lease_id, input.body, caller), logger),
-    serveCommand(bus.nc, commands.releaseLease, (input, caller) => releaseLease(ctx, input.intent_id, input.if_match, input.lease_id, caller), logger),
-    serveCommand(bus.nc, commands.getLease, (input) => getLease(ctx, input.intent_id, input.lease_id), logger),
-    serveCommand(bus.nc, commands.listLeases, (input) => listLeases(ctx, input.intent_id, input.query.active === "true"), logger),
+    serveCommand(bus, commands.create, (input, caller) => createIntent(ctx, input.body, caller), logger),
+    serveCommand(bus, commands.get, (input) => getIntent(ctx, input.intent_id), logger),
+    serveCommand(bus, commands.list, (input) => listIntents(ctx, input.query), logger),
+    serveCommand(bus, commands.patchState, (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller), logger),
+    serveCommand(bus, commands.transition, (input, caller) => transitionStatus(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, commands.appendEvent, (input, caller) => appendEvent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, commands.listEvents, (input) => listEvents(ctx, input.intent_id, input.query), logger),
+    serveCommand(bus, commands.assignAgent, (input, caller) => assignAgent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, commands.listAgents, (input) => listAssignments(ctx, input.intent_id), logger),
+    serveCommand(bus, commands.unassignAgent, (input, caller) => unassignAgent(ctx, input.intent_id, input.if_match, input.agent_id, caller), logger),
+    serveCommand(bus, commands.acquireLease, (input, caller) => acquireLease(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, commands.renewLease, (input, caller) => renewLease(ctx, input.intent_id, input.if_match, input.lease_id, input.body, caller), logger),
+    serveCommand(bus, commands.releaseLease, (input, caller) => releaseLease(ctx, input.intent_id, input.if_match, input.lease_id, caller), logger),
+    serveCommand(bus, commands.getLease, (input) => getLease(ctx, input.intent_id, input.lease_id), logger),
+    serveCommand(bus, commands.listLeases, (input) => listLeases(ctx, input.intent_id, input.query.active === "true"), logger),
     serveCommand(
-      bus.nc,
+      bus,
       healthCommand("intents"),
       async () => {
         await database.ping();

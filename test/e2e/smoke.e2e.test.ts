@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestCluster, type TestCluster } from "../support/cluster";
+import { SseClient } from "../support/sse";
+
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await startTestCluster();
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+describe("an agent's first minute through the gateway", () => {
+  it("creates, patches with If-Match, transitions and reads an intent, and sees its events over SSE", async () => {
+    const created = await cluster.api("/intents", { body: { title: "Write the launch post" } });
+    expect(created.status).toBe(201);
+    expect(created.headers.get("etag")).toBe('"1"');
+    const id = created.body.id as string;
+
+    const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/intents/${id}`, { "X-API-Key": "test-admin-key-0000000000000000" });
+    expect(sse.status).toBe(200);
+
+    const patched = await cluster.api(`/intents/${id}/state`, { body: [{ op: "set", path: "draft", value: "v1" }], headers: { "If-Match": '"1"' } });
+    expect(patched.status).toBe(200);
+    expect(patched.body.state).toEqual({ draft: "v1" });
+    expect(patched.headers.get("etag")).toBe('"2"');
+
+    const moved = await cluster.api(`/intents/${id}/status`, { body: { status: "completed" }, headers: { "If-Match": "2" } });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({ status: "completed", version: 3 });
+
+    await sse.waitFor((c) => c.events.length >= 2);
+    expect(sse.events.map((e) => e.event)).toEqual(["intent.state_patched", "intent.status_changed"]);
+    expect(sse.events[1]!.data).toMatchObject({ intent_id: id, sequence: 3, payload: { from: "active", to: "completed" } });
+    await sse.close();
+
+    const read = await cluster.api(`/intents/${id}`);
+    expect(read.body).toMatchObject({ status: "completed", state: { draft: "v1" }, version: 3 });
+  });
+});

@@ -1,0 +1,120 @@
+import { inject } from "vitest";
+import type { Server } from "node:http";
+import { ManualClock, type Clock } from "@intentmesh/contracts";
+import { connectBus, type Bus } from "@intentmesh/bus";
+import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
+import { createLogger } from "@intentmesh/telemetry";
+import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
+import { createGateway, type Gateway } from "../../services/gateway/src/app";
+import { ApiKeys } from "../../services/gateway/src/api-keys";
+import { createTestDatabase, testNamespace } from "./backends";
+
+export const TEST_KEYS = {
+  admin: "test-admin-key-0000000000000000",
+  coordinator: "test-coordinator-key-000000000000",
+  operator: "test-operator-key-0000000000000",
+  agent: "test-agent-key-000000000000000000",
+  other: "test-other-agent-key-000000000000",
+} as const;
+
+export interface TestCluster {
+  baseUrl: string;
+  bus: Bus;
+  database: DatabaseHandle;
+  intents: IntentsService;
+  gateway: Gateway;
+  clock: Clock;
+  namespace: string;
+  /** fetch against the gateway with a key (admin by default) and JSON handling. */
+  api(path: string, init?: ApiInit): Promise<ApiResponse>;
+  stop(): Promise<void>;
+}
+
+export interface ApiInit {
+  method?: string;
+  body?: unknown;
+  rawBody?: string;
+  key?: keyof typeof TEST_KEYS | null;
+  headers?: Record<string, string>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export interface ClusterOptions {
+  clock?: Clock;
+  ssePingMs?: number;
+  bodyLimit?: string;
+  leaseSweepIntervalMs?: number;
+}
+
+/** The whole cluster in this process, on a database and bus namespace of its own, as an agent sees it over HTTP. */
+export async function startTestCluster(options: ClusterOptions = {}): Promise<TestCluster> {
+  const testDb = await createTestDatabase(inject("databaseUrl"));
+  const namespace = testNamespace();
+  const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+  const database = await openDatabase({ url: testDb.url, poolSize: 5 });
+  const bus = await connectBus(inject("natsUrl"), `test-${namespace}`, namespace);
+  const clock = options.clock ?? new ManualClock(new Date());
+  const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
+  const keys = new ApiKeys([
+    { key: TEST_KEYS.admin, principal: "admin", roles: ["admin"] },
+    { key: TEST_KEYS.coordinator, principal: "coordinator", roles: ["coordinator"] },
+    { key: TEST_KEYS.operator, principal: "operator", roles: ["operator"] },
+    { key: TEST_KEYS.agent, principal: "agent-1", roles: ["agent"] },
+    { key: TEST_KEYS.other, principal: "agent-2", roles: ["agent"] },
+  ]);
+  const gateway = await createGateway({ bus, keys, logger, ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit });
+  const server: Server = await gateway.listen(0, "127.0.0.1");
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const baseUrl = `http://127.0.0.1:${port}`;
+
+  const api = async (path: string, init: ApiInit = {}): Promise<ApiResponse> => {
+    const headers: Record<string, string> = { ...(init.headers ?? {}) };
+    const key = init.key === undefined ? "admin" : init.key;
+    if (key) headers["X-API-Key"] = TEST_KEYS[key];
+    let body: string | undefined = init.rawBody;
+    if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers["Content-Type"] ??= "application/json";
+    }
+    const res = await fetch(`${baseUrl}${path.startsWith("/api") || path.startsWith("/v1") || path.startsWith("/.") || path.startsWith("/docs") || path.startsWith("/openapi") || path.startsWith("/healthz") || path.startsWith("/readyz") ? path : `/api/v1${path}`}`, {
+      method: init.method ?? (body === undefined ? "GET" : "POST"),
+      headers,
+      body,
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep the text */
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+
+  return {
+    baseUrl,
+    bus,
+    database,
+    intents,
+    gateway,
+    clock,
+    namespace,
+    api,
+    stop: async () => {
+      await gateway.stop();
+      await intents.stop();
+      for await (const stream of bus.jsm.streams.list()) {
+        if (stream.config.name.startsWith(namespace.toUpperCase())) await bus.jsm.streams.delete(stream.config.name);
+      }
+      await bus.close();
+      await database.close();
+      await testDb.drop();
+    },
+  };
+}
