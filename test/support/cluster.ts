@@ -1,3 +1,6 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
 import { ManualClock, type Clock } from "@intentmesh/contracts";
@@ -49,14 +52,21 @@ export interface ClusterOptions {
   ssePingMs?: number;
   bodyLimit?: string;
   leaseSweepIntervalMs?: number;
+  /** Run on an embedded PGlite database in a temporary directory instead of PostgreSQL. */
+  embedded?: boolean;
+}
+
+function embeddedDatabase() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "im-pglite-"));
+  return { url: dir, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** The whole cluster in this process, on a database and bus namespace of its own, as an agent sees it over HTTP. */
 export async function startTestCluster(options: ClusterOptions = {}): Promise<TestCluster> {
-  const testDb = await createTestDatabase(inject("databaseUrl"));
+  const testDb = options.embedded ? embeddedDatabase() : await createTestDatabase(inject("databaseUrl"));
   const namespace = testNamespace();
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
-  const database = await openDatabase({ url: testDb.url, poolSize: 5 });
+  const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5 });
   const bus = await connectBus(inject("natsUrl"), `test-${namespace}`, namespace);
   const clock = options.clock ?? new ManualClock(new Date());
   const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });

@@ -18,6 +18,10 @@ export interface DurableConsumerOptions<T> {
   handle: (tx: Tx, payload: T, msg: JsMsg) => Promise<void>;
   logger: Logger;
   deliverPolicy?: DeliverPolicy;
+  /** How long JetStream waits for an ack before redelivering; default 30 s. */
+  ackWaitMs?: number;
+  /** Test seam: runs after the commit and before the ack; a throw leaves the message unacked, as a crash would. */
+  afterCommit?: (msg: JsMsg) => Promise<void> | void;
 }
 
 /**
@@ -36,7 +40,7 @@ export async function startDurableConsumer<T>(bus: Bus, options: DurableConsumer
       ack_policy: AckPolicy.Explicit,
       deliver_policy: options.deliverPolicy ?? DeliverPolicy.All,
       filter_subject: bus.subject(options.filterSubject),
-      ack_wait: 30_000_000_000,
+      ack_wait: (options.ackWaitMs ?? 30_000) * 1_000_000,
       max_deliver: -1,
     });
   }
@@ -75,6 +79,7 @@ async function processMessage<T>(msg: JsMsg, options: DurableConsumerOptions<T>)
         await options.handle(tx, payload, msg);
       }
     });
+    await options.afterCommit?.(msg);
     msg.ack();
   } catch (error) {
     options.logger.warn({ err: error, subject: msg.subject, seq: msg.seq }, "message handling failed; redelivering");

@@ -1,0 +1,147 @@
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inject } from "vitest";
+import { sql } from "drizzle-orm";
+import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
+import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
+import { createLogger } from "@intentmesh/telemetry";
+import { connectBus, type Bus } from "../src/connection";
+import { enqueue, OutboxRelay } from "../src/outbox";
+import { ensureStream } from "../src/streams";
+import { startDurableConsumer } from "../src/consumer";
+import { createTestDatabase, testNamespace } from "../../../test/support/backends";
+import { createRelayTestTables, TEST_STREAM, testInbox, testOutbox } from "./fixtures/relay-schema";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const logger = createLogger("bus-test", "silent");
+let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+let database: DatabaseHandle;
+let bus: Bus;
+let namespace: string;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject("databaseUrl"));
+  database = await openDatabase({ url: testDb.url });
+  await createRelayTestTables(database.db);
+  namespace = testNamespace();
+  bus = await connectBus(inject("natsUrl"), "bus-test", namespace);
+  await ensureStream(bus, TEST_STREAM);
+});
+
+afterAll(async () => {
+  await bus?.jsm.streams.delete(bus.streamName(TEST_STREAM.name)).catch(() => undefined);
+  await bus?.close();
+  await database?.close();
+  await testDb?.drop();
+});
+
+/** Every message in the stream on a subject, read from the start by a throwaway consumer. */
+async function readStream(subjectFilter: string): Promise<{ msgId: string; data: unknown }[]> {
+  const stream = bus.streamName(TEST_STREAM.name);
+  const info = await bus.jsm.streams.info(stream);
+  const consumer = await bus.js.consumers.get(stream, { filter_subjects: bus.subject(subjectFilter), deliver_policy: DeliverPolicy.All });
+  const out: { msgId: string; data: unknown }[] = [];
+  if (info.state.messages === 0) return out;
+  const batch = await consumer.fetch({ max_messages: 1000, expires: 1000 });
+  for await (const msg of batch) {
+    out.push({ msgId: msg.headers?.get("Nats-Msg-Id") ?? "", data: msg.json() });
+    if (msg.info.pending === 0) break;
+  }
+  return out;
+}
+
+describe("transactional outbox relay", () => {
+  it("publishes in commit order and marks rows published", async () => {
+    await database.db.transaction((tx) =>
+      enqueue(tx, testOutbox, [1, 2, 3].map((n) => ({ subject: `im.evt.bustest.order.e${n}`, msgId: `order:${n}`, payload: { n } }))),
+    );
+    const relay = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" });
+    expect(await relay.drainOnce()).toBe(3);
+    expect(await relay.backlog()).toBe(0);
+    const seen = await readStream("im.evt.bustest.order.>");
+    expect(seen.map((m) => m.msgId)).toEqual(["order:1", "order:2", "order:3"]);
+  });
+
+  it("delivers exactly once when the relay process is killed between publish and mark", async () => {
+    await database.db.transaction((tx) =>
+      enqueue(tx, testOutbox, [1, 2, 3, 4, 5].map((n) => ({ subject: `im.evt.bustest.crash.e${n}`, msgId: `crash:${n}`, payload: { n } }))),
+    );
+    const child = spawnSync(process.execPath, ["--import", "tsx", path.join(here, "fixtures/crashing-relay.ts")], {
+      env: { ...process.env, DATABASE_URL: testDb.url, NATS_URL: inject("natsUrl"), BUS_NAMESPACE: namespace },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(child.stdout).toContain("published");
+    expect(child.signal).toBe("SIGKILL");
+
+    // The crash rolled the marking back: all five rows still wait, and JetStream already holds them.
+    const relay = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" });
+    expect(await relay.backlog()).toBe(5);
+    expect((await readStream("im.evt.bustest.crash.>")).length).toBe(5);
+
+    // The next relay republishes the same message ids; JetStream drops them as duplicates.
+    expect(await relay.drainOnce()).toBe(5);
+    expect(await relay.backlog()).toBe(0);
+    const seen = await readStream("im.evt.bustest.crash.>");
+    expect(seen.map((m) => m.msgId)).toEqual(["crash:1", "crash:2", "crash:3", "crash:4", "crash:5"]);
+  });
+
+  it("lets only one relay of a service publish at a time", async () => {
+    await database.db.transaction((tx) => enqueue(tx, testOutbox, [{ subject: "im.evt.bustest.lock.e1", msgId: "lock:1", payload: {} }]));
+    const holder = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" });
+    const contender = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" });
+    let contenderResult: number | "locked" | undefined;
+    const held = new OutboxRelay(database.db, testOutbox, bus, logger, {
+      name: "bus-test",
+      afterPublish: async () => {
+        contenderResult = await contender.drainOnce();
+      },
+    });
+    expect(await held.drainOnce()).toBe(1);
+    expect(contenderResult).toBe("locked");
+    expect(await holder.backlog()).toBe(0);
+  });
+});
+
+describe("idempotent durable consumer", () => {
+  it("applies a message once when the consumer crashes after its commit and before its ack", async () => {
+    const subject = "im.evt.bustest.idem.e1";
+    await database.db.transaction((tx) => enqueue(tx, testOutbox, [{ subject, msgId: "idem:1", payload: { message: "idem:1" } }]));
+    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+
+    let deliveries = 0;
+    const consumer = await startDurableConsumer(bus, {
+      stream: TEST_STREAM.name,
+      durable: "idem-test",
+      filterSubject: "im.evt.bustest.idem.>",
+      db: database.db,
+      inbox: testInbox,
+      logger,
+      ackWaitMs: 500,
+      parse: (data) => data as { message: string },
+      handle: async (tx, payload) => {
+        await tx.execute(
+          sql`insert into bus_test.effects (message, applied) values (${payload.message}, 1)
+              on conflict (message) do update set applied = bus_test.effects.applied + 1`,
+        );
+      },
+      afterCommit: () => {
+        deliveries += 1;
+        if (deliveries === 1) throw new Error("simulated crash after commit, before ack");
+      },
+    });
+    const deadline = Date.now() + 10_000;
+    while (deliveries < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await consumer.stop();
+
+    expect(deliveries).toBe(2);
+    const [effect] = rowsOf<{ applied: number }>(await database.db.execute(sql`select applied from bus_test.effects where message = 'idem:1'`));
+    expect(effect?.applied).toBe(1);
+    const inbox = rowsOf<{ n: number }>(await database.db.execute(sql`select count(*)::int as n from bus_test.inbox where consumer = 'idem-test'`));
+    expect(inbox[0]?.n).toBe(1);
+    const info = await bus.jsm.consumers.info(bus.streamName(TEST_STREAM.name), "idem-test");
+    expect(info.config.ack_policy).toBe(AckPolicy.Explicit);
+  });
+});

@@ -1,0 +1,49 @@
+import { expect } from "vitest";
+import type { ApiResponse, TestCluster } from "./cluster";
+import { TEST_KEYS } from "./cluster";
+
+/** Wire timestamps: ISO 8601, UTC, milliseconds, explicit +00:00 offset. */
+export const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/;
+
+/** A UUID that no intent has. */
+export const UNKNOWN_ID = "00000000-0000-4000-8000-000000000000";
+
+/** A fresh, unique token for isolating list queries between tests of one file. */
+export const uniqueTag = (prefix = "t") => `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+
+/** Asserts the one error shape {code, message, details} with a given status and code. */
+export function expectError(res: ApiResponse, status: number, code: string): void {
+  expect({ status: res.status, code: res.body?.code }, JSON.stringify(res.body)).toEqual({ status, code });
+  expect(typeof res.body.message).toBe("string");
+  expect(res.body.message.length).toBeGreaterThan(0);
+  expect(res.body.details).toBeTypeOf("object");
+  expect(res.body.details).not.toBeNull();
+}
+
+/** POST /intents and returns the created intent (asserting 201). */
+export async function createIntent(cluster: TestCluster, body: Record<string, unknown> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<any> {
+  const res = await cluster.api("/intents", { body: { title: "an intent", ...body }, key });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+/** Reads the whole event log of an intent (all pages). */
+export async function allEvents(cluster: TestCluster, intentId: string): Promise<any[]> {
+  const out: any[] = [];
+  let after = "0";
+  for (;;) {
+    const res = await cluster.api(`/intents/${intentId}/events?after=${after}&limit=1000`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    out.push(...res.body.events);
+    if (!res.body.has_more) return out;
+    after = res.body.next_cursor;
+  }
+}
+
+/** The event types of an intent's log, oldest first. */
+export async function eventTypes(cluster: TestCluster, intentId: string): Promise<string[]> {
+  return (await allEvents(cluster, intentId)).map((e) => e.event_type as string);
+}
+
+/** Headers for a raw fetch with the given key. */
+export const keyHeader = (key: keyof typeof TEST_KEYS = "admin") => ({ "X-API-Key": TEST_KEYS[key] });
