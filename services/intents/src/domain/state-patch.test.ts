@@ -246,6 +246,23 @@ describe("applyStatePatches: reserved and dangerous keys", () => {
     expectPatchFailure({}, [{ op: "set", path: "", value: { _suspension: { id: "forged" } } }]);
   });
 
+  it("does not drop an existing _suspension when the whole state is replaced", () => {
+    const record = { id: "s1", status: "pending" };
+    const state: JsonObject = { _suspension: record, a: 1 };
+    let next: JsonObject | undefined;
+    const error = catchError(() => {
+      next = applyStatePatches(state, [{ op: "set", path: "", value: { b: 2 } }]);
+    });
+    if (error === undefined) {
+      // Accepted: the server-owned record must survive the replacement.
+      expect(next).toEqual({ _suspension: record, b: 2 });
+    } else {
+      expect(error).toBeInstanceOf(AppError);
+      expect((error as AppError).code).toBe("PATCH_FAILED");
+    }
+    expect(state).toEqual({ _suspension: record, a: 1 });
+  });
+
   it.each<StatePatch>([
     { op: "set", path: "/__proto__", value: { polluted: true } },
     { op: "set", path: "/__proto__/polluted", value: true },

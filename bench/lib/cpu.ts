@@ -1,0 +1,105 @@
+import fs from "node:fs";
+import os from "node:os";
+
+/**
+ * CPU time of the processes in play, from /proc (Linux only; elsewhere every figure is 0).
+ * A group is a named set of pids, or every process with a given command name (postgres,
+ * nats-server), whose backends may come and go during a run.
+ */
+export type Group = { name: string; pids: () => number[] };
+
+const TICKS = 100; // USER_HZ on Linux
+
+function cpuTicks(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // fields[0] is field 3 (state): utime is field 14, stime field 15.
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
+
+export function pidsByCommand(command: string): number[] {
+  const pids: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync("/proc");
+  } catch {
+    return pids;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, "utf8").trim() === command) pids.push(Number(entry));
+    } catch {
+      /* gone */
+    }
+  }
+  return pids;
+}
+
+function machineTicks(): { busy: number; total: number } {
+  try {
+    const line = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!;
+    const values = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = values.reduce((a, b) => a + b, 0);
+    const idle = (values[3] ?? 0) + (values[4] ?? 0);
+    return { busy: total - idle, total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}
+
+export interface CpuReport {
+  /** Cores used on average by each group over the window (1.0 = one core fully busy). */
+  cores: Record<string, number>;
+  /** Share of the whole machine that was busy over the window, 0..1. */
+  machineBusy: number;
+  seconds: number;
+}
+
+export class CpuMeter {
+  private start = new Map<string, Map<number, number>>();
+  private startMachine = machineTicks();
+  private startTime = performance.now();
+
+  constructor(private readonly groups: Group[]) {}
+
+  begin(): void {
+    this.start = new Map(this.groups.map((group) => [group.name, this.sample(group)]));
+    this.startMachine = machineTicks();
+    this.startTime = performance.now();
+  }
+
+  end(): CpuReport {
+    const seconds = (performance.now() - this.startTime) / 1000;
+    const cores: Record<string, number> = {};
+    for (const group of this.groups) {
+      const before = this.start.get(group.name) ?? new Map<number, number>();
+      let ticks = 0;
+      for (const [pid, now] of this.sample(group)) ticks += now - (before.get(pid) ?? 0);
+      cores[group.name] = round(ticks / TICKS / seconds, 2);
+    }
+    const machine = machineTicks();
+    const total = machine.total - this.startMachine.total;
+    return { cores, machineBusy: total > 0 ? round((machine.busy - this.startMachine.busy) / total, 2) : 0, seconds: round(seconds, 2) };
+  }
+
+  private sample(group: Group): Map<number, number> {
+    const out = new Map<number, number>();
+    for (const pid of group.pids()) {
+      const ticks = cpuTicks(pid);
+      if (ticks !== undefined) out.set(pid, ticks);
+    }
+    return out;
+  }
+}
+
+export const cpuCount = () => os.cpus().length;
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
