@@ -86,5 +86,7 @@ export function createKeysFile(file: string): { file: string; keys: { key: strin
   }));
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, JSON.stringify(keys, null, 2) + "\n", { mode: 0o600 });
+  // mode applies only when the file is created; an existing file is narrowed too.
+  fs.chmodSync(file, 0o600);
   return { file, keys };
 }

@@ -2,6 +2,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { pinoHttp } from "pino-http";
+import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { ActorId, AppError, CLUSTER_SERVICES, errors, healthCommand, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import type { Logger } from "@intentmesh/telemetry";
@@ -45,6 +46,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
+  app.use(traceRequests);
   app.use(
     pinoHttp({
       logger,
@@ -121,6 +123,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       );
     },
   };
+}
+
+/**
+ * Opens a server span per request, continuing a caller's `traceparent` when one is sent. The bus
+ * client injects the active context into NATS headers, so the trace crosses into the services.
+ */
+function traceRequests(req: Request, res: Response, next: NextFunction) {
+  const parent = propagation.extract(context.active(), req.headers);
+  const span = trace.getTracer("intentmesh.gateway").startSpan(`${req.method} ${req.path}`, { kind: SpanKind.SERVER }, parent);
+  res.on("finish", () => {
+    span.setAttribute("http.response.status_code", res.statusCode);
+    span.end();
+  });
+  context.with(trace.setSpan(parent, span), next);
 }
 
 /** X-API-Key is required; X-Agent-ID, when sent, names the acting agent. */

@@ -15,9 +15,9 @@ declare global {
 /** If-Match accepts 3, "3" and W/"3"; absent is null; anything else is a 400. */
 export function parseIfMatch(header: string | undefined): number | null {
   if (header === undefined || header.trim() === "") return null;
-  const match = /^\s*(?:W\/)?"?(\d{1,9})"?\s*$/.exec(header);
+  const match = /^\s*(?:W\/"(\d{1,9})"|"(\d{1,9})"|(\d{1,9}))\s*$/.exec(header);
   if (!match) throw errors.badIfMatch(header);
-  return Number(match[1]);
+  return Number(match[1] ?? match[2] ?? match[3]);
 }
 
 export const etagOf = (version: number) => `"${version}"`;

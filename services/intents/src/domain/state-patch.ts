@@ -38,13 +38,7 @@ class PatchError extends Error {}
 
 function applyOne(root: JsonObject, patch: StatePatch, reservedKeys: readonly string[]): void {
   const tokens = parsePointer(patch.path);
-  if (tokens.length === 0) {
-    if (patch.op !== "set") throw new PatchError("only set may target the whole state");
-    if (!isPlainObject(patch.value)) throw new PatchError("the whole state must be set to a JSON object");
-    for (const key of Object.keys(root)) delete root[key];
-    Object.assign(root, structuredClone(patch.value));
-    return;
-  }
+  if (tokens.length === 0) return replaceWholeState(root, patch, reservedKeys);
   if (reservedKeys.includes(tokens[0]!)) throw new PatchError(`${tokens[0]} is managed by the server`);
   if (patch.op !== "remove" && patch.value === undefined) throw new PatchError(`${patch.op} needs a value`);
   const value = structuredClone(patch.value);
@@ -65,6 +59,22 @@ function applyOne(root: JsonObject, patch: StatePatch, reservedKeys: readonly st
     case "remove":
       return removeMember(parent, last);
   }
+}
+
+/**
+ * `set ""` replaces the whole state, except the keys the server manages: those are kept as they
+ * are, and a new value may not bring its own.
+ */
+function replaceWholeState(root: JsonObject, patch: StatePatch, reservedKeys: readonly string[]): void {
+  if (patch.op !== "set") throw new PatchError("only set may target the whole state");
+  if (!isPlainObject(patch.value)) throw new PatchError("the whole state must be set to a JSON object");
+  const value = structuredClone(patch.value);
+  for (const key of Object.keys(value)) {
+    if (key === "__proto__") throw new PatchError("__proto__ is not a valid key");
+    if (reservedKeys.includes(key)) throw new PatchError(`${key} is managed by the server`);
+  }
+  for (const key of Object.keys(root)) if (!reservedKeys.includes(key)) delete root[key];
+  for (const [key, member] of Object.entries(value)) root[key] = member;
 }
 
 function walk(root: Container, tokens: string[], create: boolean): Container {

@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { trace } from "@opentelemetry/api";
+import { AppError, z, type Caller, type CommandDef } from "@intentmesh/contracts";
+import { createLogger, startTracing, stopTracing, tracer } from "@intentmesh/telemetry";
+import { connectBus, type Bus } from "../src/connection";
+import { BusClient, serveCommand } from "../src/rpc";
+import { testNamespace } from "../../../test/support/backends";
+
+const logger = createLogger("rpc-test", "silent");
+const caller: Caller = { principal: "tester", roles: ["agent"], actor: "tester", agent_id: null };
+const echo: CommandDef<z.ZodObject> = { subject: "im.rpctest.echo", service: "rpctest", input: z.object({ text: z.string().min(1) }) };
+let bus: Bus;
+let client: BusClient;
+
+beforeAll(async () => {
+  startTracing("rpc-test");
+  bus = await connectBus(inject("natsUrl"), "rpc-test", testNamespace());
+  client = new BusClient(bus, 2000);
+});
+afterAll(async () => {
+  await bus?.close();
+  await stopTracing();
+});
+
+describe("typed request/reply", () => {
+  it("carries the caller and the trace context to the handler", async () => {
+    let seen: { trace?: string; caller?: Caller } = {};
+    const sub = serveCommand(bus, echo, async (input, who) => {
+      seen = { trace: trace.getActiveSpan()?.spanContext().traceId, caller: who };
+      return { echoed: (input as { text: string }).text };
+    }, logger);
+    const { result, traceId } = await tracer().startActiveSpan("client", async (span) => {
+      const result = await client.request<{ echoed: string }>(echo, caller, { text: "hi" });
+      span.end();
+      return { result, traceId: span.spanContext().traceId };
+    });
+    sub.unsubscribe();
+    expect(result).toEqual({ echoed: "hi" });
+    expect(traceId).not.toMatch(/^0+$/);
+    expect(seen.trace).toBe(traceId);
+    expect(seen.caller).toEqual(caller);
+  });
+
+  it("validates input against the contract before the handler runs", async () => {
+    let called = false;
+    const sub = serveCommand(bus, echo, async () => {
+      called = true;
+      return {};
+    }, logger);
+    const error = await client.request(echo, caller, { text: "" }).catch((e: unknown) => e);
+    sub.unsubscribe();
+    expect(called).toBe(false);
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).code).toBe("VALIDATION_FAILED");
+  });
+
+  it("returns AppErrors as data and hides unexpected failures behind a 500", async () => {
+    const sub = serveCommand(bus, echo, async (input) => {
+      if ((input as { text: string }).text === "conflict") throw new AppError("VERSION_MISMATCH", 409, "stale", { a: 1 }, { current_version: 4 });
+      throw new Error("password=hunter2 leaked in a stack");
+    }, logger);
+    const conflict = (await client.request(echo, caller, { text: "conflict" }).catch((e: unknown) => e)) as AppError;
+    const crash = (await client.request(echo, caller, { text: "boom" }).catch((e: unknown) => e)) as AppError;
+    sub.unsubscribe();
+    expect(conflict.toBody()).toEqual({ code: "VERSION_MISMATCH", message: "stale", details: { a: 1 }, current_version: 4 });
+    expect(crash.status).toBe(500);
+    expect(crash.message).not.toContain("hunter2");
+  });
+
+  it("answers 503 when no service serves the subject", async () => {
+    const error = (await client.request(echo, caller, { text: "anyone?" }).catch((e: unknown) => e)) as AppError;
+    expect(error.status).toBe(503);
+    expect(error.code).toBe("SERVICE_UNAVAILABLE");
+  });
+
+  it("spreads requests over replicas in one queue group", async () => {
+    const served = [0, 0];
+    const subs = [0, 1].map((i) => serveCommand(bus, echo, async () => ({ replica: ++served[i]! }), logger));
+    await Promise.all(Array.from({ length: 40 }, () => client.request(echo, caller, { text: "x" })));
+    subs.forEach((s) => s.unsubscribe());
+    expect(served[0]! + served[1]!).toBe(40);
+    expect(served[0]).toBeGreaterThan(0);
+    expect(served[1]).toBeGreaterThan(0);
+  });
+});
