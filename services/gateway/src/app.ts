@@ -33,7 +33,13 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-const PATH_IDS = new Set(["intent_id", "lease_id"]);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A path id that is not a UUID names nothing that can exist: 404, not a validation error. */
+const requireUuidParam = (resource: string) => (_req: Request, _res: Response, next: NextFunction, value: string) => {
+  if (!UUID.test(value)) throw errors.notFound(resource, value);
+  next();
+};
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { bus, keys, logger } = options;
@@ -74,15 +80,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(authenticate(keys));
   api.use(express.json({ limit: options.bodyLimit ?? "1mb", type: ["application/json", "application/*+json"] }));
   api.use(requireJsonBody);
+  api.param("id", requireUuidParam("intent"));
+  api.param("leaseId", requireUuidParam("lease"));
   for (const route of routes) {
     api[route.method](route.path, async (req: Request, res: Response) => {
       const input = route.input(req);
       const parsed = route.command.input.safeParse(input);
-      if (!parsed.success) {
-        const pathIssue = parsed.error.issues.find((issue) => PATH_IDS.has(String(issue.path[0])));
-        if (pathIssue) throw errors.notFound(String(pathIssue.path[0]).replace("_id", ""), String((input as Record<string, unknown>)[String(pathIssue.path[0])]));
-        throw validationError(parsed.error);
-      }
+      if (!parsed.success) throw validationError(parsed.error);
       const data = await client.request<Record<string, unknown>>(route.command, req.caller!, input as never);
       if (route.etag && typeof data?.version === "number") res.set("ETag", etagOf(data.version));
       res.status(route.status ?? 200).json(data);
