@@ -54,6 +54,8 @@ export interface ClusterOptions {
   leaseSweepIntervalMs?: number;
   /** Run on an embedded PGlite database in a temporary directory instead of PostgreSQL. */
   embedded?: boolean;
+  /** A NATS server of the test's own (fault tests stop and restart it). */
+  natsUrl?: string;
 }
 
 function embeddedDatabase() {
@@ -67,7 +69,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const namespace = testNamespace();
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5 });
-  const bus = await connectBus(inject("natsUrl"), `test-${namespace}`, namespace);
+  const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);
   const clock = options.clock ?? new ManualClock(new Date());
   const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
   const keys = new ApiKeys([
