@@ -9,7 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { openDatabase, parseConfig } from "@intentmesh/db";
 import { connectBus, natsReachable } from "@intentmesh/bus";
-import { createLogger, startTracing, stopTracing } from "@intentmesh/telemetry";
+import { createLogger, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { startIntentsService } from "../services/intents/src/service";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
@@ -41,17 +41,7 @@ logger.info(
   `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
 );
 
-const shutdown = async (signal: string) => {
-  logger.info({ signal }, "shutting down");
-  await gateway.stop();
-  await intents.stop();
-  await bus.close();
-  await database.close();
-  await stopTracing();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
-process.once("SIGINT", () => void shutdown("SIGINT"));
+stopOnSignals(logger, [() => gateway.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 
 async function ensureNats(url: string, dataDir: string): Promise<void> {
   if (await natsReachable(url)) return;

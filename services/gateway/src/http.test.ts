@@ -1,15 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "@intentmesh/contracts";
 import { etagOf, parseIfMatch } from "./http";
+import { catchError } from "../../../test/support/errors";
 
-function catchError(fn: () => void): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe("parseIfMatch", () => {
   it.each([

@@ -1,6 +1,6 @@
 import { parseConfig } from "@intentmesh/db";
 import { connectBus } from "@intentmesh/bus";
-import { createLogger, startTracing, stopTracing } from "@intentmesh/telemetry";
+import { createLogger, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { gatewayConfigSchema } from "./config";
 import { loadApiKeys } from "./api-keys";
 import { createGateway } from "./app";
@@ -28,12 +28,4 @@ const gateway = await createGateway({
 await gateway.listen(config.PORT, config.HOST);
 logger.info({ host: config.HOST, port: config.PORT, keys: keys.size }, "gateway listening");
 
-const shutdown = async (signal: string) => {
-  logger.info({ signal }, "shutting down");
-  await gateway.stop();
-  await bus.close();
-  await stopTracing();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
-process.once("SIGINT", () => void shutdown("SIGINT"));
+stopOnSignals(logger, [() => gateway.stop(), () => bus.close(), stopTracing]);

@@ -7,13 +7,14 @@ import {
   intentEventMsgId,
   intentEventSubject,
   SCHEMA_HEADER,
+  type Intent,
   type IntentEvent,
   type JsonObject,
 } from "@intentmesh/contracts";
 import { enqueue } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { events, intents, outbox } from "./db/schema";
-import { toEvent } from "./mapping";
+import { toEvent, toIntent } from "./mapping";
 
 export interface NewEvent {
   eventType: string;
@@ -80,6 +81,39 @@ export async function writeEvents(tx: Tx, intentId: string, firstSequence: numbe
     })),
   );
   return written;
+}
+
+type IntentRow = typeof intents.$inferSelect;
+
+/** Reads the intent the caller means to change: 404 when absent, 409 when it is past the version the caller holds. */
+export async function readAtVersion(tx: Tx, intentId: string, expectedVersion: number): Promise<IntentRow> {
+  const [current] = await tx.select().from(intents).where(eq(intents.id, intentId));
+  if (!current) throw errors.notFound("intent", intentId);
+  if (current.version !== expectedVersion) throw errors.versionMismatch("intent", intentId, current.version, expectedVersion);
+  return current;
+}
+
+/**
+ * Writes a change to the intent object itself: an UPDATE conditional on the version the change
+ * was computed from (a concurrent writer turns this into a 409, never an overwrite), version + 1,
+ * and the change's event at the next sequence, in the caller's transaction.
+ */
+export async function commitIntentChange(
+  tx: Tx,
+  intentId: string,
+  expectedVersion: number,
+  changes: Partial<Pick<IntentRow, "state" | "status">>,
+  event: (row: IntentRow) => NewEvent,
+  at: Date,
+): Promise<Intent> {
+  const [row] = await tx
+    .update(intents)
+    .set({ ...changes, version: sql`${intents.version} + 1`, eventSeq: sql`${intents.eventSeq} + 1`, updatedAt: at })
+    .where(and(eq(intents.id, intentId), eq(intents.version, expectedVersion)))
+    .returning();
+  if (!row) throw await missingOrStale(tx, intentId, expectedVersion);
+  await writeEvents(tx, intentId, row.eventSeq, [event(row)], at);
+  return toIntent(row);
 }
 
 /** Reserves sequence numbers and writes the events: for writes that do not change the intent itself. */

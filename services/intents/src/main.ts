@@ -1,6 +1,6 @@
 import { baseConfigSchema, openDatabase, parseConfig } from "@intentmesh/db";
 import { connectBus } from "@intentmesh/bus";
-import { createLogger, startTracing, stopTracing } from "@intentmesh/telemetry";
+import { createLogger, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { z } from "zod";
 import { startIntentsService } from "./service";
 
@@ -16,13 +16,4 @@ const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.
 const bus = await connectBus(config.NATS_URL, "intents", config.BUS_NAMESPACE);
 const service = await startIntentsService({ bus, database, logger, leaseSweepIntervalMs: config.LEASE_SWEEP_INTERVAL_MS });
 
-const shutdown = async (signal: string) => {
-  logger.info({ signal }, "shutting down");
-  await service.stop();
-  await bus.close();
-  await database.close();
-  await stopTracing();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
-process.once("SIGINT", () => void shutdown("SIGINT"));
+stopOnSignals(logger, [() => service.stop(), () => bus.close(), () => database.close(), stopTracing]);

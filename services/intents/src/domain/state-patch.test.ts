@@ -1,15 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AppError, type JsonObject, type StatePatch } from "@intentmesh/contracts";
 import { applyStatePatches, RESERVED_STATE_KEYS } from "./state-patch";
+import { catchError } from "../../../../test/support/errors";
 
-function catchError(fn: () => void): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 /** Asserts the patches fail with PATCH_FAILED 400 at `index`, and returns the error. */
 function expectPatchFailure(state: JsonObject, patches: StatePatch[], index = 0): AppError {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { AppError, INTENT_STATUSES, type IntentStatus } from "@intentmesh/contracts";
 import { allowedTargets, assertTransition, STATUS_TRANSITIONS, TERMINAL_STATUSES } from "./status";
+import { catchError } from "../../../../test/support/errors";
 
 /** Spec table 3.1, the rows whose trigger is "status transition". */
 const ALLOWED: ReadonlyArray<readonly [IntentStatus, IntentStatus]> = [
@@ -19,14 +20,6 @@ const ALL_PAIRS = INTENT_STATUSES.flatMap((from) => INTENT_STATUSES.map((to) => 
 const allowedPairs = ALL_PAIRS.filter(([from, to]) => isAllowed(from, to));
 const refusedPairs = ALL_PAIRS.filter(([from, to]) => !isAllowed(from, to));
 
-function catchError(fn: () => void): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe("intent status transitions (spec 3.1)", () => {
   it("covers all six statuses, 36 pairs, 7 allowed", () => {
