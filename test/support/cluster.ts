@@ -56,6 +56,8 @@ export interface ClusterOptions {
   embedded?: boolean;
   /** A NATS server of the test's own (fault tests stop and restart it). */
   natsUrl?: string;
+  /** Where log lines go, at debug level, for tests that read them. */
+  logDestination?: { write(line: string): void };
 }
 
 function embeddedDatabase() {
@@ -67,7 +69,9 @@ function embeddedDatabase() {
 export async function startTestCluster(options: ClusterOptions = {}): Promise<TestCluster> {
   const testDb = options.embedded ? embeddedDatabase() : await createTestDatabase(inject("databaseUrl"));
   const namespace = testNamespace();
-  const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+  const logger = options.logDestination
+    ? createLogger("test", "debug", options.logDestination)
+    : createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5 });
   const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);
   const clock = options.clock ?? new ManualClock(new Date());

@@ -1,4 +1,4 @@
-import { pino, type Logger } from "pino";
+import { pino, type DestinationStream, type Logger } from "pino";
 import { trace } from "@opentelemetry/api";
 
 export type { Logger };
@@ -28,8 +28,8 @@ const REDACTED_PATHS = [
  * One JSON logger per service. Every line carries the service name and, when a span is active,
  * its trace_id and span_id so a log line can be found from a trace and back.
  */
-export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "info"): Logger {
-  return pino({
+export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "info", destination?: DestinationStream): Logger {
+  const options = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -40,5 +40,6 @@ export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "
       const { traceId, spanId } = span.spanContext();
       return { trace_id: traceId, span_id: spanId };
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
