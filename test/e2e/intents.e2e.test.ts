@@ -283,6 +283,25 @@ describe("POST /intents/{id}/status: table 3.1", () => {
     expect((await cluster.api(`/intents/${intent.id}`)).body).toMatchObject({ status: "blocked", version: 2 });
   });
 
+  it("lets exactly one of 5 concurrent transitions with If-Match 1 win", async () => {
+    const intent = await createIntent(cluster);
+    const targets = ["blocked", "completed", "abandoned", "blocked", "completed"];
+    const results = await Promise.all(targets.map((to) => move(intent.id, to, 1)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409]);
+    const winner = results.find((r) => r.status === 200)!;
+    const read = await cluster.api(`/intents/${intent.id}`);
+    expect(read.body).toMatchObject({ version: 2, status: winner.body.status });
+    expect((await eventTypes(cluster, intent.id)).filter((t) => t === "intent.status_changed")).toHaveLength(1);
+  });
+
+  it("moves updated_at on a transition and keeps created_at", async () => {
+    const intent = await createIntent(cluster);
+    (cluster.clock as ManualClock).advance(5_000);
+    const res = await move(intent.id, "blocked", 1);
+    expect(res.body.created_at).toBe(intent.created_at);
+    expect(Date.parse(res.body.updated_at)).toBe(Date.parse(intent.updated_at) + 5_000);
+  });
+
   it("refuses an unknown status value with 400", async () => {
     const intent = await createIntent(cluster);
     expectError(await move(intent.id, "finished", 1), 400, "VALIDATION_FAILED");
