@@ -1,11 +1,17 @@
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import type { Msg, Subscription } from "@nats-io/transport-node";
-import type { Bus } from "./connection";
+import { headers as natsHeaders, type Msg, type MsgHdrs, type Subscription } from "@nats-io/transport-node";
 import { AppError, errors, isAppError, type Caller, type CommandDef, type WireError, type z } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
+import type { Bus } from "./connection";
 import { extractTrace, injectTrace } from "./trace";
 
-type Reply<T> = { ok: true; data: T } | { ok: false; error: WireError };
+/**
+ * Reply protocol: the body is the result's JSON; the `Im-Status` header says `ok` or `error`
+ * (then the body is the wire error). A result with a numeric `version` also carries it in
+ * `Im-Version`, so the gateway can set ETag and pass the body through without parsing it.
+ */
+export const REPLY_STATUS_HEADER = "Im-Status";
+export const REPLY_VERSION_HEADER = "Im-Version";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -17,12 +23,7 @@ export type CommandHandler<I extends z.ZodType, O> = (input: z.infer<I>, caller:
  * load. The input is validated with the command's zod schema; an AppError thrown by the handler
  * travels back as data, anything else becomes a logged 500 without internals.
  */
-export function serveCommand<I extends z.ZodType, O>(
-  bus: Bus,
-  def: CommandDef<I>,
-  handler: CommandHandler<I, O>,
-  logger: Logger,
-): Subscription {
+export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I>, handler: CommandHandler<I, O>, logger: Logger): Subscription {
   const tracer = trace.getTracer("intentmesh.bus");
   return bus.nc.subscribe(bus.subject(def.subject), {
     queue: `svc.${def.service}`,
@@ -31,12 +32,24 @@ export function serveCommand<I extends z.ZodType, O>(
         logger.error({ err, subject: def.subject }, "subscription failed");
         return;
       }
-      const parent = extractTrace(msg.headers);
-      void context.with(parent, () =>
+      void context.with(extractTrace(msg.headers), () =>
         tracer.startActiveSpan(def.subject, { kind: SpanKind.SERVER, attributes: { "messaging.system": "nats" } }, async (span) => {
-          const reply = await handle(msg, def, handler, logger);
-          if (!reply.ok) span.setStatus({ code: reply.error.status >= 500 ? SpanStatusCode.ERROR : SpanStatusCode.UNSET });
-          if (msg.reply) msg.respond(encoder.encode(JSON.stringify(reply)));
+          const hdrs = natsHeaders();
+          let body: string;
+          try {
+            const data = await handle(msg, def, handler);
+            hdrs.set(REPLY_STATUS_HEADER, "ok");
+            const version = (data as { version?: unknown } | null)?.version;
+            if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
+            body = JSON.stringify(data ?? null);
+          } catch (error) {
+            const appError = isAppError(error) ? error : errors.internal();
+            if (!isAppError(error)) logger.error({ err: error, subject: def.subject }, "command failed");
+            if (appError.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+            hdrs.set(REPLY_STATUS_HEADER, "error");
+            body = JSON.stringify(appError.toWire());
+          }
+          if (msg.reply) msg.respond(encoder.encode(body), { headers: hdrs });
           span.end();
         }),
       );
@@ -44,28 +57,17 @@ export function serveCommand<I extends z.ZodType, O>(
   });
 }
 
-async function handle<I extends z.ZodType, O>(
-  msg: Msg,
-  def: CommandDef<I>,
-  handler: CommandHandler<I, O>,
-  logger: Logger,
-): Promise<Reply<O>> {
+async function handle<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, handler: CommandHandler<I, O>): Promise<O> {
+  let envelope: { caller?: Caller; input?: unknown };
   try {
-    let envelope: { caller?: Caller; input?: unknown };
-    try {
-      envelope = JSON.parse(decoder.decode(msg.data)) as typeof envelope;
-    } catch {
-      throw errors.invalidJson(`the request on ${def.subject} is not JSON`);
-    }
-    if (!envelope.caller) throw errors.unauthorized("the request carries no caller");
-    const parsed = def.input.safeParse(envelope.input ?? {});
-    if (!parsed.success) throw validationError(parsed.error);
-    return { ok: true, data: await handler(parsed.data, envelope.caller) };
-  } catch (error) {
-    if (isAppError(error)) return { ok: false, error: error.toWire() };
-    logger.error({ err: error, subject: def.subject }, "command failed");
-    return { ok: false, error: errors.internal().toWire() };
+    envelope = JSON.parse(decoder.decode(msg.data)) as typeof envelope;
+  } catch {
+    throw errors.invalidJson(`the request on ${def.subject} is not JSON`);
   }
+  if (!envelope.caller) throw errors.unauthorized("the request carries no caller");
+  const parsed = def.input.safeParse(envelope.input ?? {});
+  if (!parsed.success) throw validationError(parsed.error);
+  return handler(parsed.data, envelope.caller);
 }
 
 /** Turns zod issues into the one 400 shape: a sentence naming the first problem, every issue in details. */
@@ -76,6 +78,12 @@ export function validationError(error: z.ZodError): AppError {
   return errors.validation(`the request is invalid: ${where}${first?.message ?? "unknown problem"}`, issues);
 }
 
+/** A successful reply as it came off the wire: the JSON bytes of the result and its version, if any. */
+export interface RawReply {
+  body: Uint8Array;
+  version: number | undefined;
+}
+
 /** Sends commands and turns error replies back into AppError. */
 export class BusClient {
   constructor(
@@ -84,6 +92,12 @@ export class BusClient {
   ) {}
 
   async request<O = unknown, I extends z.ZodType = z.ZodType>(def: CommandDef<I>, caller: Caller, input: z.input<I>): Promise<O> {
+    const reply = await this.requestRaw(def, caller, input);
+    return JSON.parse(decoder.decode(reply.body)) as O;
+  }
+
+  /** The reply without decoding it: the gateway sends these bytes on as the HTTP body. */
+  async requestRaw<I extends z.ZodType>(def: CommandDef<I>, caller: Caller, input: z.input<I>): Promise<RawReply> {
     let msg: Msg;
     try {
       msg = await this.bus.nc.request(this.bus.subject(def.subject), encoder.encode(JSON.stringify({ caller, input })), {
@@ -96,8 +110,14 @@ export class BusClient {
       if (/timeout/i.test(text)) throw errors.timeout(def.subject);
       throw errors.unavailable(`the bus could not carry ${def.subject}: ${text}`);
     }
-    const reply = JSON.parse(decoder.decode(msg.data)) as Reply<O>;
-    if (reply.ok) return reply.data;
-    throw AppError.fromWire(reply.error);
+    const status = header(msg.headers, REPLY_STATUS_HEADER);
+    if (status !== "ok") {
+      if (status === "error") throw AppError.fromWire(JSON.parse(decoder.decode(msg.data)) as WireError);
+      throw errors.unavailable(`the reply on ${def.subject} does not follow the reply protocol`);
+    }
+    const version = header(msg.headers, REPLY_VERSION_HEADER);
+    return { body: msg.data, version: version ? Number(version) : undefined };
   }
 }
+
+const header = (hdrs: MsgHdrs | undefined, name: string) => hdrs?.get(name) || undefined;

@@ -1,7 +1,6 @@
 import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
-import { pinoHttp } from "pino-http";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { ActorId, AppError, CLUSTER_SERVICES, errors, healthCommand, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
@@ -53,17 +52,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.set("etag", false);
   app.set("query parser", "simple");
   app.use(traceRequests);
-  app.use(
-    pinoHttp({
-      logger,
-      // Successful requests log at debug, so a busy server at info logs only what needs a look.
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "info" : "debug"),
-      serializers: {
-        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
-        res: (res: { statusCode: number }) => ({ status: res.statusCode }),
-      },
-    }),
-  );
+  app.use(accessLog(logger));
 
   // Public: liveness, readiness, the API description and the discovery document carry no data.
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
@@ -87,9 +76,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       const input = route.input(req);
       const parsed = route.command.input.safeParse(input);
       if (!parsed.success) throw validationError(parsed.error);
-      const data = await client.request<Record<string, unknown>>(route.command, req.caller!, input as never);
-      if (route.etag && typeof data?.version === "number") res.set("ETag", etagOf(data.version));
-      res.status(route.status ?? 200).json(data);
+      // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
+      const reply = await client.requestRaw(route.command, req.caller!, input as never);
+      if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
+      res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
     });
   }
   api.get("/subscribe/intents/:id", (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs: options.ssePingMs ?? 15_000, logger }));
@@ -141,6 +131,24 @@ function traceRequests(req: Request, res: Response, next: NextFunction) {
     span.end();
   });
   context.with(trace.setSpan(parent, span), next);
+}
+
+/**
+ * One line per request: method, path, status, duration; never headers (they hold the key).
+ * Successful requests log at debug, so a busy server at info logs only what needs a look.
+ */
+function accessLog(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    res.on("finish", () => {
+      const status = res.statusCode;
+      const level = status >= 500 ? "error" : status >= 400 ? "info" : "debug";
+      if (!logger.isLevelEnabled(level)) return;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      logger[level]({ method: req.method, path: req.path, status, ms: Math.round(ms * 10) / 10 }, "request");
+    });
+    next();
+  };
 }
 
 /** X-API-Key is required; X-Agent-ID, when sent, names the acting agent. */
