@@ -19,6 +19,12 @@ export type Queryable = Database | Tx;
 export interface DatabaseHandle {
   db: Database;
   kind: "postgres" | "pglite";
+  /**
+   * Runs one parametrized statement outside any transaction, as a named prepared statement on
+   * PostgreSQL (parsed and planned once per connection). For the hot paths where a query
+   * builder's per-call work shows up in profiles; one statement is atomic on its own.
+   */
+  query<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]>;
   /** Applies the committed migrations of one service; their bookkeeping lives outside the service's schema. */
   migrate(service: string, migrationsFolder: string): Promise<void>;
   ping(): Promise<void>;
@@ -52,6 +58,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   return {
     db,
     kind: "postgres",
+    query: async <T>(name: string, text: string, params: unknown[]) => (await pool.query({ name, text, values: params })).rows as T[],
     migrate: (service, migrationsFolder) =>
       migratePg(db as never, { migrationsFolder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: service }),
     ping: async () => {
@@ -74,6 +81,7 @@ async function openPglite(dir: string): Promise<DatabaseHandle> {
   return {
     db,
     kind: "pglite",
+    query: async <T>(_name: string, text: string, params: unknown[]) => (await shared.pglite.query<T>(text, params)).rows,
     migrate: (service, migrationsFolder) =>
       migratePglite(db as never, { migrationsFolder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: service }),
     ping: async () => {

@@ -1,10 +1,12 @@
 import type { Clock } from "@intentmesh/contracts";
-import type { Database } from "@intentmesh/db";
+import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 
 /** What every handler of the intents service works with. */
 export interface IntentsContext {
   db: Database;
+  /** Named prepared statements for the hot paths (see db/statements.ts). */
+  query: DatabaseHandle["query"];
   clock: Clock;
   logger: Logger;
   /** Tells the outbox relay that a commit enqueued messages, so it publishes without waiting for its poll. */

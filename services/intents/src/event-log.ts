@@ -7,14 +7,13 @@ import {
   intentEventMsgId,
   intentEventSubject,
   SCHEMA_HEADER,
-  type Intent,
   type IntentEvent,
   type JsonObject,
 } from "@intentmesh/contracts";
 import { enqueue } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { events, intents, outbox } from "./db/schema";
-import { toEvent, toIntent } from "./mapping";
+import { toEvent } from "./mapping";
 
 export interface NewEvent {
   eventType: string;
@@ -39,8 +38,21 @@ export async function reserveSequences(tx: Tx, intentId: string, count: number, 
   return { firstSequence: row.eventSeq - count + 1, version: row.version, status: row.status };
 }
 
-/** Locks the intent row for the rest of the transaction, honouring an If-Match when one was sent. */
-export const lockIntent = (tx: Tx, intentId: string, ifMatch: number | null) => reserveSequences(tx, intentId, 0, ifMatch);
+/**
+ * Locks the intent row for the rest of the transaction, honouring an If-Match when one was sent,
+ * and bumps its lease epoch: the callers change leases or assignments, and a state write checked
+ * against the leases before this change must not commit after it.
+ */
+export async function lockIntent(tx: Tx, intentId: string, ifMatch: number | null) {
+  const condition = ifMatch === null ? eq(intents.id, intentId) : and(eq(intents.id, intentId), eq(intents.version, ifMatch));
+  const [row] = await tx
+    .update(intents)
+    .set({ leaseEpoch: sql`${intents.leaseEpoch} + 1` })
+    .where(condition)
+    .returning({ version: intents.version, status: intents.status });
+  if (!row) throw await missingOrStale(tx, intentId, ifMatch ?? -1);
+  return row;
+}
 
 /** After a conditional update matched nothing: 404 when the intent is absent, else 409 with its version. */
 export async function missingOrStale(db: Queryable, intentId: string, expected: number): Promise<AppError> {
@@ -81,39 +93,6 @@ export async function writeEvents(tx: Tx, intentId: string, firstSequence: numbe
     })),
   );
   return written;
-}
-
-type IntentRow = typeof intents.$inferSelect;
-
-/** Reads the intent the caller means to change: 404 when absent, 409 when it is past the version the caller holds. */
-export async function readAtVersion(tx: Tx, intentId: string, expectedVersion: number): Promise<IntentRow> {
-  const [current] = await tx.select().from(intents).where(eq(intents.id, intentId));
-  if (!current) throw errors.notFound("intent", intentId);
-  if (current.version !== expectedVersion) throw errors.versionMismatch("intent", intentId, current.version, expectedVersion);
-  return current;
-}
-
-/**
- * Writes a change to the intent object itself: an UPDATE conditional on the version the change
- * was computed from (a concurrent writer turns this into a 409, never an overwrite), version + 1,
- * and the change's event at the next sequence, in the caller's transaction.
- */
-export async function commitIntentChange(
-  tx: Tx,
-  intentId: string,
-  expectedVersion: number,
-  changes: Partial<Pick<IntentRow, "state" | "status">>,
-  event: (row: IntentRow) => NewEvent,
-  at: Date,
-): Promise<Intent> {
-  const [row] = await tx
-    .update(intents)
-    .set({ ...changes, version: sql`${intents.version} + 1`, eventSeq: sql`${intents.eventSeq} + 1`, updatedAt: at })
-    .where(and(eq(intents.id, intentId), eq(intents.version, expectedVersion)))
-    .returning();
-  if (!row) throw await missingOrStale(tx, intentId, expectedVersion);
-  await writeEvents(tx, intentId, row.eventSeq, [event(row)], at);
-  return toIntent(row);
 }
 
 /** Reserves sequence numbers and writes the events: for writes that do not change the intent itself. */

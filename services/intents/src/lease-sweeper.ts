@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { rowsOf } from "@intentmesh/db";
 import type { IntentsContext } from "./context";
 import { leases } from "./db/schema";
-import { appendToLog } from "./event-log";
+import { appendToLog, lockIntent } from "./event-log";
 import { expiryEvent } from "./handlers/leases";
 
 type DueLease = typeof leases.$inferSelect;
@@ -75,6 +75,7 @@ export class LeaseSweeper {
         byIntent.set(lease.intentId, [...(byIntent.get(lease.intentId) ?? []), lease]);
       }
       for (const [intentId, expired] of byIntent) {
+        await lockIntent(tx, intentId, null);
         await appendToLog(tx, intentId, expired.map((lease) => expiryEvent(lease, "expired", "system")), now);
       }
       return due.length;

@@ -40,7 +40,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   await ensureStream(bus, streams.intents);
 
   const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "intents", ...options.relay });
-  const ctx: IntentsContext = { db: database.db, clock: options.clock ?? systemClock, logger, published: () => relay.kick() };
+  const ctx: IntentsContext = { db: database.db, query: database.query, clock: options.clock ?? systemClock, logger, published: () => relay.kick() };
   const sweeper = new LeaseSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
 
   const subs: Subscription[] = [

@@ -22,6 +22,12 @@ export const intents = intentsSchema.table(
     version: integer("version").notNull(),
     /** Last sequence number used in this intent's event log; bumping it locks the row, so sequences have no gaps. */
     eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
+    /**
+     * Bumped whenever the set of leases on the intent changes (acquire, release, expiry). A state
+     * write checked against the leases it read commits only if this is unchanged, so a lease
+     * granted meanwhile can never be written past.
+     */
+    leaseEpoch: integer("lease_epoch").notNull().default(0),
     createdAt: ts("created_at").notNull(),
     updatedAt: ts("updated_at").notNull(),
   },

@@ -2,7 +2,8 @@ import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
 import { AppError, errors, isReservedEventType, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
-import { appendToLog, assertIntentExists } from "../event-log";
+import { assertIntentExists, missingOrStale } from "../event-log";
+import { appendEventStatement, selectEventsAfter } from "../db/statements";
 import { toEvent } from "../mapping";
 import { actingAgent } from "./actor";
 
@@ -13,11 +14,10 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
   }
   const actor = actingAgent(caller, body.actor, "actor");
   const now = ctx.clock.now();
-  const result = await ctx.db.transaction((tx) =>
-    appendToLog(tx, intentId, [{ eventType: body.event_type, actor, payload: body.payload }], now, ifMatch),
-  );
+  const event = await appendEventStatement(ctx.query, intentId, ifMatch, { eventType: body.event_type, actor, payload: body.payload }, now);
+  if (!event) throw await missingOrStale(ctx.db, intentId, ifMatch ?? -1);
   ctx.published();
-  return result.events[0]!;
+  return event;
 }
 
 /** GET /intents/{id}/events: oldest first, after a sequence number or an event id. */
@@ -26,6 +26,7 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
   const filters: SQL[] = [eq(events.intentId, intentId), gt(events.sequence, after)];
   if (query.event_type) filters.push(eq(events.eventType, query.event_type));
   const tail = query.tail === "true";
+  if (!tail && !query.event_type) return pageOf(await selectEventsAfter(ctx.query, intentId, after, query.limit + 1), query.limit, after, ctx, intentId);
   const rows = await ctx.db
     .select()
     .from(events)
@@ -42,6 +43,14 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
     next_cursor: String(last ? last.sequence : after),
     has_more: !tail && rows.length > query.limit,
   };
+}
+
+/** A page from the fast path: one row beyond the limit says whether more follow. */
+async function pageOf(rows: IntentEvent[], limit: number, after: number, ctx: IntentsContext, intentId: string): Promise<EventPage> {
+  if (!rows.length) await assertIntentExists(ctx.db, intentId);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { events: page, next_cursor: String(last ? last.sequence : after), has_more: rows.length > limit };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,67 +1,41 @@
 import { randomUUID } from "node:crypto";
 import { and, desc, eq, inArray, lt, or, type SQL } from "drizzle-orm";
-import { errors, intentEventTypes, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import { errors, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { intents } from "../db/schema";
-import { writeEvents } from "../event-log";
+import { insertIntent, rawToIntent, selectIntent } from "../db/statements";
 import { toIntent } from "../mapping";
 import { RESERVED_STATE_KEYS } from "../domain/state-patch";
 
-/** POST /intents: the intent at version 1 and its intent.created event, in one transaction. */
+/** POST /intents: the intent at version 1 and its intent.created event, in one statement. */
 export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller): Promise<Intent> {
   const reserved = Object.keys(body.state).filter((key) => (RESERVED_STATE_KEYS as readonly string[]).includes(key));
   if (reserved.length) throw errors.validation(`state.${reserved[0]} is managed by the server and cannot be set at creation`);
   const now = ctx.clock.now();
-  const intent = await ctx.db.transaction(async (tx) => {
-    const [row] = await tx
-      .insert(intents)
-      .values({
-        id: randomUUID(),
-        title: body.title,
-        description: body.description ?? null,
-        createdBy: body.created_by ?? caller.actor,
-        status: body.status,
-        constraints: body.constraints,
-        state: body.state,
-        confidence: body.confidence,
-        version: 1,
-        eventSeq: 1,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .returning();
-    const created = toIntent(row!);
-    await writeEvents(
-      tx,
-      created.id,
-      1,
-      [
-        {
-          eventType: intentEventTypes.created,
-          actor: caller.actor,
-          payload: {
-            title: created.title,
-            description: created.description,
-            status: created.status,
-            created_by: created.created_by,
-            constraints: created.constraints,
-            confidence: created.confidence,
-            version: created.version,
-          },
-        },
-      ],
-      now,
-    );
-    return created;
-  });
+  const at = isoTimestamp(now);
+  const intent: Intent = {
+    id: randomUUID(),
+    title: body.title,
+    description: body.description ?? null,
+    created_by: body.created_by ?? caller.actor,
+    status: body.status,
+    constraints: body.constraints,
+    state: body.state,
+    confidence: body.confidence,
+    version: 1,
+    created_at: at,
+    updated_at: at,
+  };
+  const { id: _id, state: _state, created_at: _c, updated_at: _u, ...announced } = intent;
+  await insertIntent(ctx.query, intent, { eventType: intentEventTypes.created, actor: caller.actor, payload: announced }, now);
   ctx.published();
   return intent;
 }
 
 export async function getIntent(ctx: IntentsContext, intentId: string): Promise<Intent> {
-  const [row] = await ctx.db.select().from(intents).where(eq(intents.id, intentId));
+  const row = await selectIntent(ctx.query, intentId);
   if (!row) throw errors.notFound("intent", intentId);
-  return toIntent(row);
+  return rawToIntent(row);
 }
 
 /** Newest first; the cursor is the (created_at, id) of the last intent of the previous page. */

@@ -1,11 +1,7 @@
-import { and, desc, eq, or } from "drizzle-orm";
-import { AppError, type Caller } from "@intentmesh/contracts";
-import type { Tx } from "@intentmesh/db";
-import { leases, type intents } from "../db/schema";
+import { AppError } from "@intentmesh/contracts";
+import type { LeaseRow } from "../db/statements";
 import { keysOverlap, scopeKey } from "../domain/lease-scope";
 import { toLease } from "../mapping";
-
-type LeaseRow = typeof leases.$inferSelect;
 
 /** Whether a lease still owns its scope at `now`. Leases of a suspended intent do not lapse (spec 3.1). */
 export function leaseIsLive(lease: LeaseRow, intentStatus: string, now: Date): boolean {
@@ -18,25 +14,14 @@ export function leaseIsLive(lease: LeaseRow, intentStatus: string, now: Date): b
  * another agent's live lease touching it is a collision (409 LEASE_HELD); when the writer's own
  * most recent lease touching it has lapsed without being released, the write is refused with
  * 412 LEASE_EXPIRED (split-brain prevention, spec 4.9 heartbeat rule 4). Paths no lease touches
- * are free to write.
+ * are free to write. `leases` are the intent's holding leases and the writer's own, newest first.
  */
-export async function assertLeasesAllowWrite(
-  tx: Tx,
-  intent: typeof intents.$inferSelect,
-  caller: Caller,
-  paths: string[],
-  now: Date,
-): Promise<void> {
-  const rows = await tx
-    .select()
-    .from(leases)
-    .where(and(eq(leases.intentId, intent.id), or(eq(leases.holdsScope, true), eq(leases.agentId, caller.actor))))
-    .orderBy(desc(leases.acquiredAt));
-  if (!rows.length) return;
+export function assertLeasesAllowWrite(leases: LeaseRow[], intentStatus: string, actor: string, paths: string[], now: Date): void {
+  if (!leases.length) return;
   for (const path of paths) {
     const key = scopeKey(path);
-    const touching = rows.filter((lease) => keysOverlap(lease.scopeKey, key));
-    const held = touching.find((lease) => lease.agentId !== caller.actor && leaseIsLive(lease, intent.status, now));
+    const touching = leases.filter((lease) => keysOverlap(lease.scopeKey, key));
+    const held = touching.find((lease) => lease.agentId !== actor && leaseIsLive(lease, intentStatus, now));
     if (held) {
       throw new AppError(
         "LEASE_HELD",
@@ -46,14 +31,14 @@ export async function assertLeasesAllowWrite(
         { lease: toLease(held) },
       );
     }
-    const own = touching.filter((lease) => lease.agentId === caller.actor);
-    if (own.some((lease) => leaseIsLive(lease, intent.status, now))) continue;
+    const own = touching.filter((lease) => lease.agentId === actor);
+    if (own.some((lease) => leaseIsLive(lease, intentStatus, now))) continue;
     const latest = own[0];
     if (latest && !latest.releasedAt) {
       throw new AppError(
         "LEASE_EXPIRED",
         412,
-        `the lease of agent ${caller.actor} on scope ${latest.scope} expired at ${latest.expiresAt.toISOString()}; acquire a new lease before writing ${path}`,
+        `the lease of agent ${actor} on scope ${latest.scope} expired at ${latest.expiresAt.toISOString()}; acquire a new lease before writing ${path}`,
         { path, lease: toLease(latest) },
       );
     }

@@ -1,30 +1,41 @@
 import { errors, intentEventTypes, type Caller, type Intent, type StatePatch } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
-import { commitIntentChange, readAtVersion } from "../event-log";
+import { commitChangeStatement, selectIntentForWrite } from "../db/statements";
 import { applyStatePatches } from "../domain/state-patch";
 import { assertLeasesAllowWrite } from "./lease-guard";
 
+/** How often a write re-checks when only the leases changed under it (its version still holds). */
+const LEASE_RACE_ATTEMPTS = 5;
+
 /**
  * POST /intents/{id}/state. Requires If-Match. The patches apply to the state read at that
- * version and are written by an UPDATE conditional on it: a concurrent writer makes this one
- * fail with 409, never overwrite. All patches apply or none does.
+ * version, after the leases read with it allow the write; the write is one statement
+ * conditional on that version (a concurrent writer makes this one a 409, never an overwrite)
+ * and on the lease epoch (a lease granted meanwhile sends the write back to be checked again).
+ * All patches apply or none does.
  */
 export async function patchState(ctx: IntentsContext, intentId: string, ifMatch: number | null, patches: StatePatch[], caller: Caller): Promise<Intent> {
   if (ifMatch === null) throw errors.preconditionRequired("intent state");
-  const now = ctx.clock.now();
-  const intent = await ctx.db.transaction(async (tx) => {
-    const current = await readAtVersion(tx, intentId, ifMatch);
-    await assertLeasesAllowWrite(tx, current, caller, patches.map((p) => p.path), now);
-    const state = applyStatePatches(current.state, patches);
-    return commitIntentChange(
-      tx,
+  for (let attempt = 1; ; attempt++) {
+    const now = ctx.clock.now();
+    const read = await selectIntentForWrite(ctx.query, intentId, caller.actor);
+    if (!read) throw errors.notFound("intent", intentId);
+    const { intent, leases } = read;
+    if (intent.version !== ifMatch) throw errors.versionMismatch("intent", intentId, intent.version, ifMatch);
+    assertLeasesAllowWrite(leases, intent.status, caller.actor, patches.map((p) => p.path), now);
+    const state = applyStatePatches(intent.state, patches);
+    const written = await commitChangeStatement(
+      ctx.query,
       intentId,
-      ifMatch,
+      { version: ifMatch, leaseEpoch: intent.lease_epoch },
       { state },
-      (row) => ({ eventType: intentEventTypes.statePatched, actor: caller.actor, payload: { patches, version: row.version } }),
+      { eventType: intentEventTypes.statePatched, actor: caller.actor, payload: { patches, version: ifMatch + 1 } },
       now,
     );
-  });
-  ctx.published();
-  return intent;
+    if (written) {
+      ctx.published();
+      return written;
+    }
+    if (attempt >= LEASE_RACE_ATTEMPTS) throw errors.unavailable(`intent ${intentId} is too busy to write; try again`);
+  }
 }

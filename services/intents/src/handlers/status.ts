@@ -1,28 +1,28 @@
 import { errors, intentEventTypes, type Caller, type Intent, type IntentStatus, type StatusTransitionBody } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
-import { commitIntentChange, readAtVersion } from "../event-log";
+import { commitChangeStatement, selectIntent } from "../db/statements";
+import { missingOrStale } from "../event-log";
 import { assertTransition } from "../domain/status";
 
 /** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, intent.status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
   if (ifMatch === null) throw errors.preconditionRequired("intent status");
   const now = ctx.clock.now();
-  const intent = await ctx.db.transaction(async (tx) => {
-    const from = (await readAtVersion(tx, intentId, ifMatch)).status as IntentStatus;
-    assertTransition(from, body.status);
-    return commitIntentChange(
-      tx,
-      intentId,
-      ifMatch,
-      { status: body.status },
-      (row) => ({
-        eventType: intentEventTypes.statusChanged,
-        actor: caller.actor,
-        payload: { from, to: body.status, reason: body.reason ?? null, version: row.version },
-      }),
-      now,
-    );
-  });
+  const current = await selectIntent(ctx.query, intentId);
+  if (!current) throw errors.notFound("intent", intentId);
+  if (current.version !== ifMatch) throw errors.versionMismatch("intent", intentId, current.version, ifMatch);
+  const from = current.status as IntentStatus;
+  assertTransition(from, body.status);
+  // Conditional on the version read: a concurrent change turns this into a 409.
+  const written = await commitChangeStatement(
+    ctx.query,
+    intentId,
+    { version: ifMatch, leaseEpoch: null },
+    { status: body.status },
+    { eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from, to: body.status, reason: body.reason ?? null, version: ifMatch + 1 } },
+    now,
+  );
+  if (!written) throw await missingOrStale(ctx.db, intentId, ifMatch);
   ctx.published();
-  return intent;
+  return written;
 }

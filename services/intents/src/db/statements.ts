@@ -1,0 +1,260 @@
+import { randomUUID } from "node:crypto";
+import {
+  INTENT_EVENT_SCHEMA,
+  intentEventSubject,
+  isoTimestamp,
+  SCHEMA_HEADER,
+  type Intent,
+  type IntentEvent,
+  type IntentStatus,
+  type JsonObject,
+} from "@intentmesh/contracts";
+import { traceCarrier } from "@intentmesh/bus";
+import type { DatabaseHandle } from "@intentmesh/db";
+import type { NewEvent } from "../event-log";
+import type { leases } from "./schema";
+
+/**
+ * The hot paths of the intents service as single SQL statements, run as named prepared
+ * statements. Each write is ONE statement: the change, its event-log row and its outbox row
+ * are CTEs of it, so they commit together without a transaction round trip, and the outbox
+ * message id is built by the same statement that takes the sequence number:
+ * `intent:<id>:e<sequence>` (the catalogue's intentEventMsgId).
+ *
+ * The outbox payload is the event's JSON with its sequence spliced in by SQL, so the event is
+ * serialized once, in JS, before the sequence is known.
+ */
+type Query = DatabaseHandle["query"];
+
+type RawIntent = {
+  id: string;
+  title: string;
+  description: string | null;
+  created_by: string;
+  status: string;
+  constraints: JsonObject;
+  state: JsonObject;
+  confidence: number;
+  version: number;
+  event_seq: string | number;
+  lease_epoch: number;
+  created_at: Date;
+  updated_at: Date;
+};
+
+type RawEvent = {
+  id: string;
+  intent_id: string;
+  sequence: string | number;
+  event_type: string;
+  actor: string;
+  payload: JsonObject;
+  created_at: Date;
+};
+
+export type LeaseRow = typeof leases.$inferSelect;
+
+const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at";
+
+export function rawToIntent(row: RawIntent): Intent {
+  return {
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    created_by: row.created_by,
+    status: row.status as IntentStatus,
+    constraints: row.constraints,
+    state: row.state,
+    confidence: Number(row.confidence),
+    version: Number(row.version),
+    created_at: isoTimestamp(row.created_at),
+    updated_at: isoTimestamp(row.updated_at),
+  };
+}
+
+export function rawToEvent(row: RawEvent): IntentEvent {
+  return {
+    id: row.id,
+    intent_id: row.intent_id,
+    sequence: Number(row.sequence),
+    event_type: row.event_type,
+    actor: row.actor,
+    payload: row.payload,
+    created_at: isoTimestamp(row.created_at),
+  };
+}
+
+/** An event about to be written, serialized once: the JSON of everything but its sequence. */
+function prepareEvent(intentId: string, event: NewEvent, at: Date) {
+  const id = randomUUID();
+  const createdAt = isoTimestamp(at);
+  const body = JSON.stringify({ id, intent_id: intentId, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: createdAt });
+  const headers = JSON.stringify({ ...traceCarrier(), [SCHEMA_HEADER]: INTENT_EVENT_SCHEMA });
+  const complete = (sequence: number): IntentEvent => ({
+    id,
+    intent_id: intentId,
+    sequence,
+    event_type: event.eventType,
+    actor: event.actor,
+    payload: event.payload,
+    created_at: createdAt,
+  });
+  return { id, body, headers, subject: intentEventSubject(intentId, event.eventType), complete };
+}
+
+export async function selectIntent(query: Query, intentId: string): Promise<(RawIntent & { leases?: unknown }) | undefined> {
+  const rows = await query<RawIntent>("intents_get", `select ${INTENT_COLUMNS} from intents.intents where id = $1`, [intentId]);
+  return rows[0];
+}
+
+/**
+ * The intent with the leases a state write by `actor` must respect: every lease still holding
+ * its scope, and the actor's own history on it (newest first).
+ */
+export async function selectIntentForWrite(query: Query, intentId: string, actor: string): Promise<{ intent: RawIntent; leases: LeaseRow[] } | undefined> {
+  const rows = await query<RawIntent & { leases: Record<string, string | boolean | null>[] }>(
+    "intents_get_for_write",
+    `select ${INTENT_COLUMNS.split(", ").map((c) => `i.${c}`).join(", ")},
+       (select coalesce(json_agg(json_build_object(
+          'id', l.id, 'intent_id', l.intent_id, 'agent_id', l.agent_id, 'scope', l.scope, 'scope_key', l.scope_key,
+          'acquired_at', l.acquired_at, 'expires_at', l.expires_at, 'released_at', l.released_at,
+          'holds_scope', l.holds_scope, 'end_reason', l.end_reason, 'ended_at', l.ended_at) order by l.acquired_at desc), '[]'::json)
+        from intents.leases l where l.intent_id = i.id and (l.holds_scope or l.agent_id = $2)) as leases
+     from intents.intents i where i.id = $1`,
+    [intentId, actor],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
+  const leaseRows: LeaseRow[] = row.leases.map((l) => ({
+    id: String(l.id),
+    intentId: String(l.intent_id),
+    agentId: String(l.agent_id),
+    scope: String(l.scope),
+    scopeKey: String(l.scope_key),
+    acquiredAt: date(l.acquired_at)!,
+    expiresAt: date(l.expires_at)!,
+    releasedAt: date(l.released_at),
+    holdsScope: l.holds_scope === true,
+    endReason: (l.end_reason as string | null) ?? null,
+    endedAt: date(l.ended_at),
+  }));
+  return { intent: row, leases: leaseRows };
+}
+
+/** POST /intents as one statement: the intent at version 1, its intent.created event and outbox row. */
+export async function insertIntent(query: Query, intent: Intent, event: NewEvent, at: Date): Promise<void> {
+  const prepared = prepareEvent(intent.id, event, at);
+  await query(
+    "intents_create",
+    `with i as (
+       insert into intents.intents (id, title, description, created_by, status, constraints, state, confidence, version, event_seq, created_at, updated_at)
+       values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, 1, 1, $9, $9)),
+     e as (
+       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at)
+       values ($10, $1, 1, $11, $12, $13::jsonb, $9))
+     insert into intents.outbox (subject, msg_id, payload, headers)
+     values ($14, 'intent:' || $1::text || ':e1', '{"sequence":1,' || substr($15::text, 2), $16::jsonb)`,
+    [
+      intent.id,
+      intent.title,
+      intent.description,
+      intent.created_by,
+      intent.status,
+      JSON.stringify(intent.constraints),
+      JSON.stringify(intent.state),
+      intent.confidence,
+      at,
+      prepared.id,
+      event.eventType,
+      event.actor,
+      JSON.stringify(event.payload),
+      prepared.subject,
+      prepared.body,
+      prepared.headers,
+    ],
+  );
+}
+
+/**
+ * POST /intents/{id}/events as one statement: takes the next sequence (locking the intent row,
+ * honouring an If-Match), writes the event and its outbox row. Undefined when the intent is
+ * absent or past the If-Match version.
+ */
+export async function appendEventStatement(query: Query, intentId: string, ifMatch: number | null, event: NewEvent, at: Date): Promise<IntentEvent | undefined> {
+  const prepared = prepareEvent(intentId, event, at);
+  const rows = await query<{ event_seq: string | number }>(
+    "intents_append_event",
+    `with s as (
+       update intents.intents set event_seq = event_seq + 1
+       where id = $1 and ($2::int is null or version = $2::int) returning event_seq),
+     e as (
+       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at)
+       select $3, $1, s.event_seq, $4, $5, $6::jsonb, $7 from s),
+     o as (
+       insert into intents.outbox (subject, msg_id, payload, headers)
+       select $8, 'intent:' || $1::text || ':e' || s.event_seq, '{"sequence":' || s.event_seq || ',' || substr($9::text, 2), $10::jsonb from s)
+     select event_seq from s`,
+    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers],
+  );
+  const row = rows[0];
+  return row ? prepared.complete(Number(row.event_seq)) : undefined;
+}
+
+/**
+ * A change to the intent object itself (state or status) as one statement: conditional on the
+ * version it was computed from and, for state writes, on the lease epoch it was checked
+ * against; version + 1; its event and outbox row. Undefined when either condition failed.
+ */
+export async function commitChangeStatement(
+  query: Query,
+  intentId: string,
+  expected: { version: number; leaseEpoch: number | null },
+  change: { state?: JsonObject; status?: IntentStatus },
+  event: NewEvent,
+  at: Date,
+): Promise<Intent | undefined> {
+  const prepared = prepareEvent(intentId, event, at);
+  const rows = await query<RawIntent>(
+    "intents_commit_change",
+    `with u as (
+       update intents.intents
+       set state = coalesce($3::jsonb, state), status = coalesce($4::text, status),
+           version = version + 1, event_seq = event_seq + 1, updated_at = $5
+       where id = $1 and version = $2::int and ($6::int is null or lease_epoch = $6::int)
+       returning ${INTENT_COLUMNS}),
+     e as (
+       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at)
+       select $7, u.id, u.event_seq, $8, $9, $10::jsonb, $5 from u),
+     o as (
+       insert into intents.outbox (subject, msg_id, payload, headers)
+       select $11, 'intent:' || u.id::text || ':e' || u.event_seq, '{"sequence":' || u.event_seq || ',' || substr($12::text, 2), $13::jsonb from u)
+     select * from u`,
+    [
+      intentId,
+      expected.version,
+      change.state === undefined ? null : JSON.stringify(change.state),
+      change.status ?? null,
+      at,
+      expected.leaseEpoch,
+      prepared.id,
+      event.eventType,
+      event.actor,
+      JSON.stringify(event.payload),
+      prepared.subject,
+      prepared.body,
+      prepared.headers,
+    ],
+  );
+  return rows[0] ? rawToIntent(rows[0]) : undefined;
+}
+
+/** GET /intents/{id}/events without a type filter: the common page read. */
+export async function selectEventsAfter(query: Query, intentId: string, after: number, limit: number): Promise<IntentEvent[]> {
+  const rows = await query<RawEvent>(
+    "intents_events_after",
+    "select id, intent_id, sequence, event_type, actor, payload, created_at from intents.events where intent_id = $1 and sequence > $2 order by sequence limit $3",
+    [intentId, after, limit],
+  );
+  return rows.map(rawToEvent);
+}
