@@ -3,7 +3,13 @@ import type { Bus } from "@intentmesh/bus";
 import type { IntentEvent } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
 
-type Listener = (event: IntentEvent) => void;
+/** A live event and its SSE frame, encoded once however many subscribers it goes to. */
+export interface LiveEvent {
+  event: IntentEvent;
+  frame: string;
+}
+
+type Listener = (live: LiveEvent) => void;
 
 /**
  * Live events of one stream for this gateway replica: one JetStream ordered consumer, starting
@@ -37,14 +43,16 @@ export class EventFeed {
         const id = msg.subject.split(".")[this.idToken];
         const set = id ? this.listeners.get(id) : undefined;
         if (!set?.size) continue;
-        let event: IntentEvent;
+        let live: LiveEvent;
         try {
-          event = msg.json<IntentEvent>();
+          const data = msg.string();
+          const event = JSON.parse(data) as IntentEvent;
+          live = { event, frame: sseFrame(event, data) };
         } catch (err) {
           this.logger.warn({ err, subject: msg.subject }, "unreadable event skipped");
           continue;
         }
-        for (const listener of set) listener(event);
+        for (const listener of set) listener(live);
       }
     })();
   }
@@ -69,4 +77,9 @@ export class EventFeed {
     await this.messages?.close();
     await this.loop;
   }
+}
+
+/** One SSE frame: `event: <event_type>`, `id: <event id>`, `data: <event JSON>`. */
+export function sseFrame(event: IntentEvent, json: string = JSON.stringify(event)): string {
+  return `event: ${event.event_type}\nid: ${event.id}\ndata: ${json}\n\n`;
 }

@@ -2,7 +2,7 @@ import type { Request, Response } from "express";
 import { intentsCommands, type Caller, type EventPage, type IntentEvent } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { Logger } from "@intentmesh/telemetry";
-import type { EventFeed } from "./event-feed";
+import { sseFrame, type EventFeed } from "./event-feed";
 
 export interface SseOptions {
   bus: BusClient;
@@ -39,8 +39,8 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
     });
   };
 
-  const write = (event: IntentEvent) => {
-    res.write(`event: ${event.event_type}\nid: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
+  const write = (event: IntentEvent, frame = sseFrame(event)) => {
+    res.write(frame);
     lastSent = event.sequence;
   };
 
@@ -53,14 +53,14 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
     }
   };
 
-  const deliver = async (event: IntentEvent) => {
+  const deliver = async (event: IntentEvent, frame?: string) => {
     if (closed || event.sequence <= lastSent) return;
     if (event.sequence > lastSent + 1) await backfill(event.sequence - 1);
-    if (!closed && event.sequence === lastSent + 1) write(event);
+    if (!closed && event.sequence === lastSent + 1) write(event, frame);
   };
 
   // Listen first, so nothing published while the log is read can fall between the two.
-  const unsubscribe = options.feed.subscribe(intentId, (event) => enqueue(() => deliver(event)));
+  const unsubscribe = options.feed.subscribe(intentId, (live) => enqueue(() => deliver(live.event, live.frame)));
   let first: { lastSequence: number; replay: EventPage | undefined };
   try {
     first = lastEventId ? await readAfter(options.bus, caller, intentId, lastEventId) : await readTail(options.bus, caller, intentId);
