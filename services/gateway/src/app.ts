@@ -185,7 +185,7 @@ function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
 }
 
 async function readiness(bus: Bus, client: BusClient) {
-  const nats = !bus.nc.isClosed() && bus.nc.status !== undefined;
+  const nats = !bus.nc.isClosed() && !bus.nc.isDraining();
   const services: Record<string, unknown> = {};
   let ready = nats;
   await Promise.all(
