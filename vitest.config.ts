@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     globalSetup: ["test/support/global-setup.ts"],
+    // The JSON report lets CI print a plain "N passed, N failed" closing line.
+    reporters: ["default", ["json", { outputFile: ".data/test-results.json" }]],
   },
 });
