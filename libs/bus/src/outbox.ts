@@ -1,4 +1,4 @@
-import { sql, inArray, isNull, and, lt, isNotNull } from "drizzle-orm";
+import { sql, isNull, and, lt, isNotNull } from "drizzle-orm";
 import { bigint, index, jsonb, text, timestamp, type PgSchema } from "drizzle-orm/pg-core";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import type { Bus } from "./connection";
@@ -139,19 +139,30 @@ export class OutboxRelay {
     if (!this.stopped) this.schedule(this.again ? 0 : retryMs);
   }
 
-  /** Publishes one batch in id order and marks it, all inside one transaction holding the relay lock. */
+  /**
+   * Publishes one batch in id order inside one transaction: a single statement takes the relay
+   * lock, claims the oldest unpublished rows and marks them; the rows are published; the commit
+   * makes the marks stick. A crash before the commit rolls the marks back, and the next pass
+   * republishes the same message ids, which JetStream drops.
+   */
   async drainOnce(): Promise<number | "locked"> {
     return this.db.transaction(async (tx) => {
-      const locked = rowsOf<{ locked: boolean }>(
-        await tx.execute(sql`select pg_try_advisory_xact_lock(hashtext(${"im-outbox:" + this.options.name})) as locked`),
+      const [claim] = rowsOf<{ locked: boolean; rows: OutboxRow[] | null }>(
+        await tx.execute(sql`
+          with lock as (select pg_try_advisory_xact_lock(hashtext(${"im-outbox:" + this.options.name})) as locked),
+          claimed as (
+            update ${this.outbox} set published_at = ${new Date()}
+            where id in (
+              select id from ${this.outbox}
+              where published_at is null and (select locked from lock)
+              order by id limit ${this.batchSize}
+              for update skip locked)
+            returning id, subject, msg_id, payload, headers)
+          select (select locked from lock) as locked,
+                 (select json_agg(c order by c.id) from claimed c) as rows`),
       );
-      if (!locked[0]?.locked) return "locked" as const;
-      const rows = rowsOf<OutboxRow>(
-        await tx.execute(
-          sql`select id, subject, msg_id, payload, headers from ${this.outbox}
-              where published_at is null order by id limit ${this.batchSize} for update skip locked`,
-        ),
-      );
+      if (!claim?.locked) return "locked" as const;
+      const rows = claim.rows ?? [];
       if (!rows.length) return 0;
       const acks = await Promise.all(
         rows.map((row) => {
@@ -163,10 +174,6 @@ export class OutboxRelay {
       const duplicates = acks.filter((ack) => ack.duplicate).length;
       if (duplicates) this.logger.info({ duplicates }, "outbox republished messages JetStream already had; they were dropped");
       await this.options.afterPublish?.(rows.map((r) => r.msg_id));
-      await tx
-        .update(this.outbox)
-        .set({ publishedAt: new Date() })
-        .where(inArray(this.outbox.id, rows.map((r) => Number(r.id))));
       return rows.length;
     });
   }

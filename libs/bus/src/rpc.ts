@@ -13,6 +13,17 @@ import { extractTrace, injectTrace } from "./trace";
 export const REPLY_STATUS_HEADER = "Im-Status";
 export const REPLY_VERSION_HEADER = "Im-Version";
 
+/**
+ * A result a handler has already serialized (for instance a page Postgres built as JSON): it
+ * goes onto the wire as it is, with its version when it has one.
+ */
+export class RawJson {
+  constructor(
+    readonly json: string,
+    readonly version?: number,
+  ) {}
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -41,7 +52,7 @@ export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I
             hdrs.set(REPLY_STATUS_HEADER, "ok");
             const version = (data as { version?: unknown } | null)?.version;
             if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
-            body = JSON.stringify(data ?? null);
+            body = data instanceof RawJson ? data.json : JSON.stringify(data ?? null);
           } catch (error) {
             const appError = isAppError(error) ? error : errors.internal();
             if (!isAppError(error)) logger.error({ err: error, subject: def.subject }, "command failed");

@@ -39,7 +39,18 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
     });
   };
 
+  // Frames written in the same tick leave in one socket write: a burst of events costs one
+  // syscall per subscriber, not one per event.
+  let corked = false;
   const write = (event: IntentEvent, frame = sseFrame(event)) => {
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(() => {
+        corked = false;
+        res.uncork();
+      });
+    }
     res.write(frame);
     lastSent = event.sequence;
   };

@@ -42,15 +42,6 @@ type RawIntent = {
   updated_at: Date;
 };
 
-type RawEvent = {
-  id: string;
-  intent_id: string;
-  sequence: string | number;
-  event_type: string;
-  actor: string;
-  payload: JsonObject;
-  created_at: Date;
-};
 
 export type LeaseRow = typeof leases.$inferSelect;
 
@@ -72,17 +63,6 @@ export function rawToIntent(row: RawIntent): Intent {
   };
 }
 
-export function rawToEvent(row: RawEvent): IntentEvent {
-  return {
-    id: row.id,
-    intent_id: row.intent_id,
-    sequence: Number(row.sequence),
-    event_type: row.event_type,
-    actor: row.actor,
-    payload: row.payload,
-    created_at: isoTimestamp(row.created_at),
-  };
-}
 
 /** An event about to be written, serialized once: the JSON of everything but its sequence. */
 function prepareEvent(intentId: string, event: NewEvent, at: Date) {
@@ -249,12 +229,26 @@ export async function commitChangeStatement(
   return rows[0] ? rawToIntent(rows[0]) : undefined;
 }
 
-/** GET /intents/{id}/events without a type filter: the common page read. */
-export async function selectEventsAfter(query: Query, intentId: string, after: number, limit: number): Promise<IntentEvent[]> {
-  const rows = await query<RawEvent>(
-    "intents_events_after",
-    "select id, intent_id, sequence, event_type, actor, payload, created_at from intents.events where intent_id = $1 and sequence > $2 order by sequence limit $3",
+/**
+ * GET /intents/{id}/events without a type filter, the common page read, built as JSON by
+ * Postgres: the service neither parses the rows nor serializes them again. `fetched` counts up to
+ * limit + 1 rows, so more than `limit` means another page follows.
+ */
+export async function selectEventPageJson(query: Query, intentId: string, after: number, limit: number) {
+  const rows = await query<{ fetched: number; last: string | number | null; events: string }>(
+    "intents_events_page_json",
+    `with page as (
+       select id, intent_id, sequence, event_type, actor, payload, created_at from intents.events
+       where intent_id = $1 and sequence > $2 order by sequence limit $3::int + 1),
+     shown as (select * from page order by sequence limit $3::int)
+     select (select count(*)::int from page) as fetched,
+            (select max(sequence) from shown) as last,
+            (select coalesce(json_agg(json_build_object(
+               'id', id, 'intent_id', intent_id, 'sequence', sequence, 'event_type', event_type, 'actor', actor,
+               'payload', payload, 'created_at', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'))
+               order by sequence), '[]'::json)::text from shown) as events`,
     [intentId, after, limit],
   );
-  return rows.map(rawToEvent);
+  const row = rows[0]!;
+  return { fetched: Number(row.fetched), last: row.last === null ? null : Number(row.last), eventsJson: row.events };
 }

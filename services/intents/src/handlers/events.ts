@@ -3,7 +3,8 @@ import { AppError, errors, isReservedEventType, type AppendEventBody, type Calle
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../event-log";
-import { appendEventStatement, selectEventsAfter } from "../db/statements";
+import { appendEventStatement, selectEventPageJson } from "../db/statements";
+import { RawJson } from "@intentmesh/bus";
 import { toEvent } from "../mapping";
 import { actingAgent } from "./actor";
 
@@ -21,12 +22,17 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
 }
 
 /** GET /intents/{id}/events: oldest first, after a sequence number or an event id. */
-export async function listEvents(ctx: IntentsContext, intentId: string, query: ListEventsQuery): Promise<EventPage> {
+export async function listEvents(ctx: IntentsContext, intentId: string, query: ListEventsQuery): Promise<EventPage | RawJson> {
   const after = await resolveCursor(ctx, intentId, query.after);
   const filters: SQL[] = [eq(events.intentId, intentId), gt(events.sequence, after)];
   if (query.event_type) filters.push(eq(events.eventType, query.event_type));
   const tail = query.tail === "true";
-  if (!tail && !query.event_type) return pageOf(await selectEventsAfter(ctx.query, intentId, after, query.limit + 1), query.limit, after, ctx, intentId);
+  if (!tail && !query.event_type) {
+    const page = await selectEventPageJson(ctx.query, intentId, after, query.limit);
+    if (!page.fetched) await assertIntentExists(ctx.db, intentId);
+    const cursor = String(page.last ?? after);
+    return new RawJson(`{"events":${page.eventsJson},"next_cursor":"${cursor}","has_more":${page.fetched > query.limit}}`);
+  }
   const rows = await ctx.db
     .select()
     .from(events)
@@ -43,14 +49,6 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
     next_cursor: String(last ? last.sequence : after),
     has_more: !tail && rows.length > query.limit,
   };
-}
-
-/** A page from the fast path: one row beyond the limit says whether more follow. */
-async function pageOf(rows: IntentEvent[], limit: number, after: number, ctx: IntentsContext, intentId: string): Promise<EventPage> {
-  if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return { events: page, next_cursor: String(last ? last.sequence : after), has_more: rows.length > limit };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
