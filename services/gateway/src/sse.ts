@@ -32,11 +32,17 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
   let lastSent = 0;
   let release!: () => void;
   let chain: Promise<void> = new Promise<void>((resolve) => (release = resolve));
+  /** Work queued on the chain and not finished yet; while zero, an in-order live event is written at once. */
+  let pending = 1;
   const enqueue = (work: () => Promise<void>) => {
-    chain = chain.then(work).catch((err) => {
-      options.logger.warn({ err, intentId }, "SSE stream failed; closing it so the client resumes with Last-Event-ID");
-      close();
-    });
+    pending += 1;
+    chain = chain
+      .then(work)
+      .catch((err) => {
+        options.logger.warn({ err, intentId }, "SSE stream failed; closing it so the client resumes with Last-Event-ID");
+        close();
+      })
+      .finally(() => (pending -= 1));
   };
 
   // Frames written in the same tick leave in one socket write: a burst of events costs one
@@ -71,7 +77,11 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
   };
 
   // Listen first, so nothing published while the log is read can fall between the two.
-  const unsubscribe = options.feed.subscribe(intentId, (live) => enqueue(() => deliver(live.event, live.frame)));
+  const unsubscribe = options.feed.subscribe(intentId, (live) => {
+    // The common case, the next event with nothing queued before it, skips the promise chain.
+    if (pending === 0 && !closed && live.event.sequence === lastSent + 1) write(live.event, live.frame);
+    else enqueue(() => deliver(live.event, live.frame));
+  });
   let first: { lastSequence: number; replay: EventPage | undefined };
   try {
     first = lastEventId ? await readAfter(options.bus, caller, intentId, lastEventId) : await readTail(options.bus, caller, intentId);
@@ -111,6 +121,7 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
     });
   }
   release();
+  chain = chain.finally(() => (pending -= 1));
 }
 
 function listEvents(bus: BusClient, caller: Caller, intentId: string, after: string | undefined, extra: Record<string, string> = {}) {
