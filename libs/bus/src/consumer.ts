@@ -1,9 +1,12 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { context } from "@opentelemetry/api";
-import { claimInboxMessage, type Database, type InboxTable, type Tx } from "@intentmesh/db";
+import { claimInboxMessage, pruneInbox, type Database, type InboxTable, type Tx } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Bus } from "./connection";
 import { extractTrace } from "./trace";
+
+/** As long as a stream keeps a message (see streams.ts), so a redelivery always finds its inbox row. */
+const INBOX_RETENTION_MS = 8 * 24 * 3600 * 1000;
 
 export interface DurableConsumerOptions<T> {
   stream: string;
@@ -45,6 +48,13 @@ export async function startDurableConsumer<T>(bus: Bus, options: DurableConsumer
     });
   }
   const consumer = await bus.js.consumers.get(stream, durable);
+  // Inbox rows outlive any redelivery: keep them as long as the stream keeps messages, then prune.
+  const pruning = setInterval(() => {
+    void pruneInbox(options.db, options.inbox, new Date(Date.now() - INBOX_RETENTION_MS)).catch((err: unknown) =>
+      options.logger.warn({ err }, "inbox pruning failed; next hour retries"),
+    );
+  }, 3_600_000);
+  pruning.unref();
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
   const done = (async () => {
     for await (const msg of messages) {
@@ -53,6 +63,7 @@ export async function startDurableConsumer<T>(bus: Bus, options: DurableConsumer
   })();
   return {
     stop: async () => {
+      clearInterval(pruning);
       await messages.close();
       await done;
     },

@@ -1,3 +1,3 @@
 export { createLogger, type Logger } from "./logger";
-export { startTracing, stopTracing, tracer, inSpan } from "./tracing";
+export { startTracing, stopTracing, tracer } from "./tracing";
 export { stopOnSignals } from "./shutdown";

@@ -2,7 +2,7 @@ import { NodeSDK } from "@opentelemetry/sdk-node";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
-import { trace, SpanStatusCode, type Span, type Tracer } from "@opentelemetry/api";
+import { trace, type Tracer } from "@opentelemetry/api";
 
 let shutdown: (() => Promise<void>) | undefined;
 
@@ -34,19 +34,4 @@ export async function stopTracing(): Promise<void> {
 
 export function tracer(name = "intentmesh"): Tracer {
   return trace.getTracer(name);
-}
-
-/** Runs fn inside a new active span, recording an exception and error status when it throws. */
-export async function inSpan<T>(name: string, attributes: Record<string, string>, fn: (span: Span) => Promise<T>): Promise<T> {
-  return tracer().startActiveSpan(name, { attributes }, async (span) => {
-    try {
-      return await fn(span);
-    } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatPointer, parsePointer, PointerError, pointersOverlap } from "./json-pointer";
+import { formatPointer, parsePointer, PointerError } from "./json-pointer";
 
 describe("parsePointer (RFC 6901)", () => {
   it("reads the empty string as the whole document", () => {
@@ -44,19 +44,5 @@ describe("formatPointer", () => {
 
   it("formats no tokens as the empty pointer", () => {
     expect(formatPointer([])).toBe("");
-  });
-});
-
-describe("pointersOverlap", () => {
-  it("is true when either is a prefix of the other", () => {
-    expect(pointersOverlap(["a"], ["a", "b"])).toBe(true);
-    expect(pointersOverlap(["a", "b"], ["a"])).toBe(true);
-    expect(pointersOverlap([], ["x"])).toBe(true);
-    expect(pointersOverlap(["a", "b"], ["a", "b"])).toBe(true);
-  });
-
-  it("compares whole tokens, not string prefixes", () => {
-    expect(pointersOverlap(["research"], ["research2"])).toBe(false);
-    expect(pointersOverlap(["a", "b"], ["a", "c"])).toBe(false);
   });
 });

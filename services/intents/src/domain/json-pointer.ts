@@ -19,10 +19,3 @@ export function formatPointer(tokens: string[]): string {
 }
 
 export class PointerError extends Error {}
-
-/** True when one pointer is a prefix of the other: writing either touches the other. */
-export function pointersOverlap(a: string[], b: string[]): boolean {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return false;
-  return true;
-}

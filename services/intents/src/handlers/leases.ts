@@ -6,7 +6,7 @@ import type { IntentsContext } from "../context";
 import { leases } from "../db/schema";
 import { appendToLog, assertIntentExists, lockIntent, type NewEvent } from "../event-log";
 import { toLease } from "../mapping";
-import { scopeKey } from "../domain/lease-scope";
+import { leaseState, scopeKey } from "../domain/lease-scope";
 import { PointerError } from "../domain/json-pointer";
 import { TERMINAL_STATUSES } from "../domain/status";
 import { actingAgent, isCoordinatorOrAdmin } from "./actor";
@@ -146,7 +146,8 @@ export async function listLeases(ctx: IntentsContext, intentId: string, activeOn
   const rows = await ctx.db.select().from(leases).where(eq(leases.intentId, intentId)).orderBy(asc(leases.acquiredAt));
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
   const now = ctx.clock.now();
-  const kept = activeOnly ? rows.filter((l) => !l.releasedAt && l.holdsScope && l.expiresAt.getTime() > now.getTime()) : rows;
+  // Active as spec 2.4 derives it, and still holding its scope (not ended by the sweeper or a death).
+  const kept = activeOnly ? rows.filter((l) => l.holdsScope && leaseState(l, now) === "ACTIVE") : rows;
   return { leases: kept.map(toLease) };
 }
 
