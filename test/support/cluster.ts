@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
-import { ManualClock, type Clock } from "@intentmesh/contracts";
+import { ManualClock, type Caller, type Clock } from "@intentmesh/contracts";
 import { connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
@@ -134,3 +134,6 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     },
   };
 }
+
+/** A caller acting as the agent `id`, for tests that speak to the services over the bus. */
+export const agentCaller = (id: string): Caller => ({ principal: id, roles: ["agent"], actor: id, agent_id: id });

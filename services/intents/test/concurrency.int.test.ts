@@ -3,12 +3,12 @@ import { sql } from "drizzle-orm";
 import { AppError, intentsCommands as commands, type Caller, type Intent, type Lease, ManualClock } from "@intentmesh/contracts";
 import { BusClient } from "@intentmesh/bus";
 import { rowsOf } from "@intentmesh/db";
-import { startTestCluster, type TestCluster } from "../../../test/support/cluster";
+import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
 import { LeaseSweeper } from "../src/lease-sweeper";
 
 let cluster: TestCluster;
 let client: BusClient;
-const agent = (id: string): Caller => ({ principal: id, roles: ["agent"], actor: id, agent_id: id });
+const agent = agentCaller;
 
 beforeAll(async () => {
   cluster = await startTestCluster();

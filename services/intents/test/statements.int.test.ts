@@ -3,12 +3,12 @@ import { sql } from "drizzle-orm";
 import { intentEventMsgId, intentsCommands as commands, type Caller, type Intent } from "@intentmesh/contracts";
 import { BusClient } from "@intentmesh/bus";
 import { rowsOf } from "@intentmesh/db";
-import { startTestCluster, type TestCluster } from "../../../test/support/cluster";
+import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
 import { commitChangeStatement, selectIntentForWrite } from "../src/db/statements";
 
 let cluster: TestCluster;
 let client: BusClient;
-const agent = (id: string): Caller => ({ principal: id, roles: ["agent"], actor: id, agent_id: id });
+const agent = agentCaller;
 
 beforeAll(async () => {
   cluster = await startTestCluster();

@@ -79,7 +79,10 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
     payload: event.payload,
     created_at: createdAt,
   });
-  return { id, body, headers, subject: intentEventSubject(intentId, event.eventType), complete };
+  const subject = intentEventSubject(intentId, event.eventType);
+  /** The event's parameters in the order the create and change statements take them. */
+  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, body, headers];
+  return { id, body, headers, subject, params, complete };
 }
 
 export async function selectIntent(query: Query, intentId: string): Promise<(RawIntent & { leases?: unknown }) | undefined> {
@@ -145,13 +148,7 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
       JSON.stringify(intent.state),
       intent.confidence,
       at,
-      prepared.id,
-      event.eventType,
-      event.actor,
-      JSON.stringify(event.payload),
-      prepared.subject,
-      prepared.body,
-      prepared.headers,
+      ...prepared.params,
     ],
   );
 }
@@ -217,13 +214,7 @@ export async function commitChangeStatement(
       change.status ?? null,
       at,
       expected.leaseEpoch,
-      prepared.id,
-      event.eventType,
-      event.actor,
-      JSON.stringify(event.payload),
-      prepared.subject,
-      prepared.body,
-      prepared.headers,
+      ...prepared.params,
     ],
   );
   return rows[0] ? rawToIntent(rows[0]) : undefined;
