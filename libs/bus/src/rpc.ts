@@ -54,7 +54,7 @@ export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I
             if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
             body = data instanceof RawJson ? data.json : JSON.stringify(data ?? null);
           } catch (error) {
-            const appError = isAppError(error) ? error : errors.internal();
+            const appError = isAppError(error) ? error : unavailableOrInternal(error);
             if (!isAppError(error)) logger.error({ err: error, subject: def.subject }, "command failed");
             if (appError.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
             hdrs.set(REPLY_STATUS_HEADER, "error");
@@ -79,6 +79,21 @@ async function handle<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, hand
   const parsed = def.input.safeParse(envelope.input ?? {});
   if (!parsed.success) throw validationError(parsed.error);
   return handler(parsed.data, envelope.caller);
+}
+
+/**
+ * An unexpected failure is a 500, unless the database connection itself failed (refused, reset,
+ * PostgreSQL shutting down or restarting): that is a 503 the caller may retry, and nothing was
+ * written, since a statement or transaction that loses its connection does not commit.
+ */
+function unavailableOrInternal(error: unknown): AppError {
+  const code = String((error as { code?: unknown; cause?: { code?: unknown } })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code ?? "");
+  const transient = /^(08|57P0[1-3]|53300)/.test(code) || ["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"].includes(code);
+  const message = String((error as Error)?.message ?? "");
+  if (transient || /Connection terminated|connection timeout|Client has encountered a connection error/i.test(message)) {
+    return errors.unavailable("the database is unavailable right now; nothing was written, try again");
+  }
+  return errors.internal();
 }
 
 /** Turns zod issues into the one 400 shape: a sentence naming the first problem, every issue in details. */

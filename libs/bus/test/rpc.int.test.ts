@@ -67,6 +67,20 @@ describe("typed request/reply", () => {
     expect(crash.message).not.toContain("hunter2");
   });
 
+  it("answers 503, not 500, when the database connection failed under a handler", async () => {
+    const sub = serveCommand(bus, echo, async (input) => {
+      const code = (input as { text: string }).text;
+      throw Object.assign(new Error(`connection lost (${code})`), { code });
+    }, logger);
+    const refused = (await client.request(echo, caller, { text: "ECONNREFUSED" }).catch((e: unknown) => e)) as AppError;
+    const shutdown = (await client.request(echo, caller, { text: "57P01" }).catch((e: unknown) => e)) as AppError;
+    const constraint = (await client.request(echo, caller, { text: "23505" }).catch((e: unknown) => e)) as AppError;
+    sub.unsubscribe();
+    expect([refused.status, shutdown.status]).toEqual([503, 503]);
+    expect(refused.code).toBe("SERVICE_UNAVAILABLE");
+    expect(constraint.status).toBe(500);
+  });
+
   it("answers 503 when no service serves the subject", async () => {
     const error = (await client.request(echo, caller, { text: "anyone?" }).catch((e: unknown) => e)) as AppError;
     expect(error.status).toBe(503);
