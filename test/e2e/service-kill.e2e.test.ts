@@ -83,7 +83,8 @@ describe("killing the intents service mid-flight", () => {
     await new Promise((r) => setTimeout(r, 200));
     service = startService();
     await untilHealthy(client);
-    await new Promise((r) => setTimeout(r, 400));
+    const afterRestart = acknowledged.length;
+    for (let i = 0; i < 100 && acknowledged.length < afterRestart + 20; i++) await new Promise((r) => setTimeout(r, 50));
     writing = false;
     await Promise.all(writers);
     expect(beforeKill).toBeGreaterThan(0);
@@ -105,11 +106,16 @@ describe("killing the intents service mid-flight", () => {
     const stream = bus.streamName(streams.intents.name);
     const consumer = await bus.js.consumers.get(stream, { deliver_policy: DeliverPolicy.All });
     const published: string[] = [];
-    const info = await bus.jsm.streams.info(stream);
-    const batch = await consumer.fetch({ max_messages: info.state.messages, expires: 5000 });
-    for await (const msg of batch) {
-      published.push(msg.json<IntentEvent>().id);
-      if (msg.info.pending === 0) break;
+    const { state } = await bus.jsm.streams.info(stream);
+    while (published.length < state.messages) {
+      const batch = await consumer.fetch({ max_messages: state.messages - published.length, expires: 2000 });
+      let got = 0;
+      for await (const msg of batch) {
+        published.push(msg.json<IntentEvent>().id);
+        got += 1;
+        if (msg.info.pending === 0) break;
+      }
+      if (!got) break;
     }
     expect(new Set(published).size).toBe(published.length);
     expect(published.length).toBe(logged.length);
