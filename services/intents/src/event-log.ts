@@ -4,6 +4,7 @@ import {
   AppError,
   errors,
   INTENT_EVENT_SCHEMA,
+  isoTimestamp,
   intentEventMsgId,
   intentEventSubject,
   SCHEMA_HEADER,
@@ -13,7 +14,6 @@ import {
 import { enqueue } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { events, intents, outbox } from "./db/schema";
-import { toEvent } from "./mapping";
 
 export interface NewEvent {
   eventType: string;
@@ -67,21 +67,27 @@ export async function missingOrStale(db: Queryable, intentId: string, expected: 
  */
 export async function writeEvents(tx: Tx, intentId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<IntentEvent[]> {
   if (!newEvents.length) return [];
-  const rows = await tx
-    .insert(events)
-    .values(
-      newEvents.map((event, i) => ({
-        id: randomUUID(),
-        intentId,
-        sequence: firstSequence + i,
-        eventType: event.eventType,
-        actor: event.actor,
-        payload: event.payload,
-        createdAt: at,
-      })),
-    )
-    .returning();
-  const written = rows.sort((a, b) => a.sequence - b.sequence).map(toEvent);
+  const written: IntentEvent[] = newEvents.map((event, i) => ({
+    id: randomUUID(),
+    intent_id: intentId,
+    sequence: firstSequence + i,
+    event_type: event.eventType,
+    actor: event.actor,
+    payload: event.payload,
+    created_at: isoTimestamp(at),
+  }));
+  await tx.insert(events).values(
+    written.map((event) => ({
+      id: event.id,
+      intentId,
+      sequence: event.sequence,
+      eventType: event.event_type,
+      actor: event.actor,
+      payload: event.payload,
+      createdAt: at,
+      wire: JSON.stringify(event),
+    })),
+  );
   await enqueue(
     tx,
     outbox,

@@ -48,6 +48,11 @@ export const events = intentsSchema.table(
     actor: text("actor").notNull(),
     payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
     createdAt: ts("created_at").notNull(),
+    /**
+     * The event exactly as the API and the bus carry it, frozen when it is written (events are
+     * immutable), so a page of the log is a concatenation, not a re-encoding.
+     */
+    wire: text("wire").notNull(),
   },
   (t) => [
     uniqueIndex("events_intent_sequence_idx").on(t.intentId, t.sequence),

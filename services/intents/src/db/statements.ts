@@ -133,11 +133,12 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
     `with i as (
        insert into intents.intents (id, title, description, created_by, status, constraints, state, confidence, version, event_seq, created_at, updated_at)
        values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, 1, 1, $9, $9)),
+     w as (select '{"sequence":1,' || substr($15::text, 2) as wire),
      e as (
-       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at)
-       values ($10, $1, 1, $11, $12, $13::jsonb, $9))
+       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
+       select $10, $1, 1, $11, $12, $13::jsonb, $9, w.wire from w)
      insert into intents.outbox (subject, msg_id, payload, headers)
-     values ($14, 'intent:' || $1::text || ':e1', '{"sequence":1,' || substr($15::text, 2), $16::jsonb)`,
+     select $14, 'intent:' || $1::text || ':e1', w.wire, $16::jsonb from w`,
     [
       intent.id,
       intent.title,
@@ -164,13 +165,14 @@ export async function appendEventStatement(query: Query, intentId: string, ifMat
     "intents_append_event",
     `with s as (
        update intents.intents set event_seq = event_seq + 1
-       where id = $1 and ($2::int is null or version = $2::int) returning event_seq),
+       where id = $1 and ($2::int is null or version = $2::int)
+       returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
      e as (
-       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at)
-       select $3, $1, s.event_seq, $4, $5, $6::jsonb, $7 from s),
+       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
+       select $3, $1, s.event_seq, $4, $5, $6::jsonb, $7, s.wire from s),
      o as (
        insert into intents.outbox (subject, msg_id, payload, headers)
-       select $8, 'intent:' || $1::text || ':e' || s.event_seq, '{"sequence":' || s.event_seq || ',' || substr($9::text, 2), $10::jsonb from s)
+       select $8, 'intent:' || $1::text || ':e' || s.event_seq, s.wire, $10::jsonb from s)
      select event_seq from s`,
     [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers],
   );
@@ -199,13 +201,13 @@ export async function commitChangeStatement(
        set state = coalesce($3::jsonb, state), status = coalesce($4::text, status),
            version = version + 1, event_seq = event_seq + 1, updated_at = $5
        where id = $1 and version = $2::int and ($6::int is null or lease_epoch = $6::int)
-       returning ${INTENT_COLUMNS}),
+       returning ${INTENT_COLUMNS}, '{"sequence":' || event_seq || ',' || substr($12::text, 2) as wire),
      e as (
-       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at)
-       select $7, u.id, u.event_seq, $8, $9, $10::jsonb, $5 from u),
+       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
+       select $7, u.id, u.event_seq, $8, $9, $10::jsonb, $5, u.wire from u),
      o as (
        insert into intents.outbox (subject, msg_id, payload, headers)
-       select $11, 'intent:' || u.id::text || ':e' || u.event_seq, '{"sequence":' || u.event_seq || ',' || substr($12::text, 2), $13::jsonb from u)
+       select $11, 'intent:' || u.id::text || ':e' || u.event_seq, u.wire, $13::jsonb from u)
      select * from u`,
     [
       intentId,
@@ -221,23 +223,20 @@ export async function commitChangeStatement(
 }
 
 /**
- * GET /intents/{id}/events without a type filter, the common page read, built as JSON by
- * Postgres: the service neither parses the rows nor serializes them again. `fetched` counts up to
+ * GET /intents/{id}/events without a type filter, the common page read: the stored wire forms
+ * of the events joined into one JSON array by Postgres; nothing is parsed or encoded again. `fetched` counts up to
  * limit + 1 rows, so more than `limit` means another page follows.
  */
 export async function selectEventPageJson(query: Query, intentId: string, after: number, limit: number) {
   const rows = await query<{ fetched: number; last: string | number | null; events: string }>(
     "intents_events_page_json",
     `with page as (
-       select id, intent_id, sequence, event_type, actor, payload, created_at from intents.events
+       select sequence, wire from intents.events
        where intent_id = $1 and sequence > $2 order by sequence limit $3::int + 1),
      shown as (select * from page order by sequence limit $3::int)
      select (select count(*)::int from page) as fetched,
             (select max(sequence) from shown) as last,
-            (select coalesce(json_agg(json_build_object(
-               'id', id, 'intent_id', intent_id, 'sequence', sequence, 'event_type', event_type, 'actor', actor,
-               'payload', payload, 'created_at', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'))
-               order by sequence), '[]'::json)::text from shown) as events`,
+            (select '[' || coalesce(string_agg(wire, ',' order by sequence), '') || ']' from shown) as events`,
     [intentId, after, limit],
   );
   const row = rows[0]!;

@@ -1,1 +1,0 @@
-ALTER TABLE "intents"."intents" ADD COLUMN "lease_epoch" integer DEFAULT 0 NOT NULL;
