@@ -23,7 +23,12 @@ await ensureNats(config.NATS_URL, config.DATA_DIR);
 const keysFile = config.API_KEYS || config.API_KEYS_FILE ? config.API_KEYS_FILE : ensureKeysFile(config.DATA_DIR);
 const keys = loadApiKeys(config.API_KEYS, keysFile);
 
-const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
+const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE }).catch(
+  (error: Error) => {
+    logger.fatal(error.message);
+    process.exit(1);
+  },
+);
 const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE);
 const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
 const gateway = await createGateway({

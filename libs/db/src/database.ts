@@ -43,7 +43,7 @@ export const MIGRATIONS_SCHEMA = "im_migrations";
 
 // One embedded database per data directory and process: PGlite is single-process, so every
 // service of a one-machine cluster shares it, each in its own schema.
-const embedded = new Map<string, { pglite: PGlite; users: number }>();
+const embedded = new Map<string, { pglite: PGlite; users: number; release: () => void }>();
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.url) return openPostgres(options.url, options.poolSize ?? 10);
@@ -72,7 +72,8 @@ async function openPglite(dir: string): Promise<DatabaseHandle> {
   let entry = embedded.get(dir);
   if (!entry) {
     fs.mkdirSync(dir, { recursive: true });
-    entry = { pglite: await PGlite.create(dir), users: 0 };
+    const release = lockDataDir(dir);
+    entry = { pglite: await PGlite.create(dir), users: 0, release };
     embedded.set(dir, entry);
   }
   entry.users += 1;
@@ -92,9 +93,46 @@ async function openPglite(dir: string): Promise<DatabaseHandle> {
       if (shared.users === 0) {
         embedded.delete(dir);
         await shared.pglite.close();
+        shared.release();
       }
     },
   };
+}
+
+/**
+ * PGlite has no lock of its own, and two processes on one data directory corrupt it. A lock file
+ * holding the owner's pid keeps a second process out with a sentence; a lock left by a process
+ * that no longer runs is taken over.
+ */
+function lockDataDir(dir: string): () => void {
+  const lockFile = path.join(dir, "intentmesh.lock");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(lockFile, String(process.pid), { flag: "wx" });
+      const release = () => fs.rmSync(lockFile, { force: true });
+      process.once("exit", release);
+      return release;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const owner = Number(fs.readFileSync(lockFile, "utf8"));
+      if (owner && owner !== process.pid && processRuns(owner)) {
+        throw new Error(
+          `the embedded database at ${dir} is in use by process ${owner}; stop that process, or set DATABASE_URL to share a PostgreSQL server`,
+        );
+      }
+      fs.rmSync(lockFile, { force: true });
+    }
+  }
+  throw new Error(`cannot lock the embedded database at ${dir}`);
+}
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** Rows of a raw `db.execute`, whichever driver ran it. */
