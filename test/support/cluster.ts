@@ -4,7 +4,7 @@ import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
 import { ManualClock, type Caller, type Clock } from "@intentmesh/contracts";
-import { connectBus, type Bus } from "@intentmesh/bus";
+import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
@@ -23,6 +23,8 @@ export const TEST_KEYS = {
 export interface TestCluster {
   baseUrl: string;
   bus: Bus;
+  /** Speaks to the services over the bus, as another team's service would. */
+  client: BusClient;
   database: DatabaseHandle;
   intents: IntentsService;
   gateway: Gateway;
@@ -116,6 +118,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   return {
     baseUrl,
     bus,
+    client: new BusClient(bus, 10_000),
     database,
     intents,
     gateway,
