@@ -32,7 +32,7 @@ describe("single-statement writes", () => {
     );
     expect(stale).toBeUndefined();
     // Going through the handler, the write is checked again and meets the new lease.
-    const error = await client
+    const error = await cluster.client
       .request(commands.patchState, agent("writer"), { intent_id: intent.id, if_match: 1, patches: [{ op: "set", path: "plan", value: "x" }] })
       .catch((e: { code: string }) => e);
     expect((error as { code: string }).code).toBe("LEASE_HELD");
