@@ -59,8 +59,19 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
     db,
     kind: "postgres",
     query: async <T>(name: string, text: string, params: unknown[]) => (await pool.query({ name, text, values: params })).rows as T[],
-    migrate: (service, migrationsFolder) =>
-      migratePg(db as never, { migrationsFolder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: service }),
+    // Services and their replicas start together; one session advisory lock for every service
+    // (they share the journal schema) lets one migrate while the others wait, then find nothing
+    // left to apply.
+    migrate: async (service, migrationsFolder) => {
+      const client = await pool.connect();
+      try {
+        await client.query("select pg_advisory_lock(hashtext($1))", ["im-migrate"]);
+        await migratePg(drizzlePg(client) as never, { migrationsFolder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: service });
+      } finally {
+        await client.query("select pg_advisory_unlock(hashtext($1))", ["im-migrate"]).catch(() => undefined);
+        client.release();
+      }
+    },
     ping: async () => {
       await db.execute(sql`select 1`);
     },
