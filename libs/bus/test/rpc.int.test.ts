@@ -97,3 +97,14 @@ describe("typed request/reply", () => {
     expect(served[1]).toBeGreaterThan(0);
   });
 });
+
+describe("streams", () => {
+  it("are created once when several replicas ensure them at the same moment", async () => {
+    const { ensureStream } = await import("../src/streams");
+    const spec = { name: "IM_RACETEST", subjects: ["im.evt.racetest.>"] };
+    await Promise.all(Array.from({ length: 6 }, () => ensureStream(bus, spec)));
+    const info = await bus.jsm.streams.info(bus.streamName(spec.name));
+    expect(info.config.subjects).toEqual([bus.subject("im.evt.racetest.>")]);
+    await bus.jsm.streams.delete(bus.streamName(spec.name));
+  });
+});
