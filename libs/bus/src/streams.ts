@@ -31,11 +31,7 @@ export async function ensureStream(bus: Bus, canonical: StreamSpec): Promise<voi
     if (missing.length) await jsm.streams.update(spec.name, { ...info.config, subjects: [...(info.config.subjects ?? []), ...missing] });
   } catch (error) {
     if (!String((error as Error).message).includes("not found")) throw error;
-    try {
-      await jsm.streams.add(config);
-    } catch (addError) {
-      // Another replica created it between our look and our add: that is the stream we wanted.
-      if (!/already in use|already exists/i.test(String((addError as Error).message))) throw addError;
-    }
+    // Replicas racing here is safe: JetStream answers an add of an identical stream with success.
+    await jsm.streams.add(config);
   }
 }
