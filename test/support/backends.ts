@@ -14,12 +14,16 @@ export interface Backends {
 }
 
 export async function resolveBackends(): Promise<Backends> {
-  const natsUrl = process.env.NATS_URL;
-  const databaseUrl = process.env.DATABASE_URL;
+  let natsUrl = process.env.NATS_URL;
+  let databaseUrl = process.env.DATABASE_URL;
   if (natsUrl && databaseUrl) return { natsUrl, databaseUrl, stop: async () => undefined };
   if (!dockerAnswers()) {
+    // No Docker: servers on their standard local ports, when they answer, are the environment's.
+    natsUrl ??= (await natsAnswers(LOCAL_NATS)) ? LOCAL_NATS : undefined;
+    databaseUrl ??= (await postgresAnswers(LOCAL_POSTGRES)) ? LOCAL_POSTGRES : undefined;
+    if (natsUrl && databaseUrl) return { natsUrl, databaseUrl, stop: async () => undefined };
     throw new Error(
-      "tests need NATS (with JetStream) and PostgreSQL: set NATS_URL and DATABASE_URL, or run a Docker engine for testcontainers",
+      "tests need NATS (with JetStream) and PostgreSQL: set NATS_URL and DATABASE_URL, run them on their standard local ports, or run a Docker engine for testcontainers",
     );
   }
   const { GenericContainer, Wait } = await import("testcontainers");
@@ -36,6 +40,25 @@ export async function resolveBackends(): Promise<Backends> {
       await postgres?.stop();
     },
   };
+}
+
+const LOCAL_NATS = "nats://127.0.0.1:4222";
+const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres";
+
+async function natsAnswers(url: string): Promise<boolean> {
+  const { natsReachable } = await import("@intentmesh/bus");
+  return natsReachable(url);
+}
+
+async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1500 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function dockerAnswers(): boolean {
