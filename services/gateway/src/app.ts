@@ -2,7 +2,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, CLUSTER_SERVICES, errors, healthCommand, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, healthCommand, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import type { Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -32,11 +32,9 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A path id that is not a UUID names nothing that can exist: 404, not a validation error. */
 const requireUuidParam = (resource: string) => (_req: Request, _res: Response, next: NextFunction, value: string) => {
-  if (!UUID.test(value)) throw errors.notFound(resource, value);
+  if (!Uuid.safeParse(value).success) throw errors.notFound(resource, value);
   next();
 };
 

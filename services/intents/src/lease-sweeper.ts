@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { rowsOf } from "@intentmesh/db";
 import type { IntentsContext } from "./context";
 import { leases } from "./db/schema";
+import { leaseFromRaw } from "./db/statements";
 import { appendToLog, lockIntent } from "./event-log";
 import { expiryEvent } from "./handlers/leases";
 
@@ -68,7 +69,7 @@ export class LeaseSweeper {
           ) due
           where l.id = due.id
           returning l.*`),
-      ).map(fromRaw);
+      ).map(leaseFromRaw);
       // Intents are locked in id order so two sweepers (or a sweeper and a writer) cannot deadlock.
       const byIntent = new Map<string, DueLease[]>();
       for (const lease of due.sort((a, b) => a.intentId.localeCompare(b.intentId))) {
@@ -83,22 +84,4 @@ export class LeaseSweeper {
     if (result > 0) this.ctx.published();
     return result;
   }
-}
-
-/** Raw rows of `returning l.*` arrive with column names; map them to the drizzle shape. */
-function fromRaw(row: Record<string, unknown>): DueLease {
-  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
-  return {
-    id: row.id as string,
-    intentId: row.intent_id as string,
-    agentId: row.agent_id as string,
-    scope: row.scope as string,
-    scopeKey: row.scope_key as string,
-    acquiredAt: date(row.acquired_at)!,
-    expiresAt: date(row.expires_at)!,
-    releasedAt: date(row.released_at),
-    holdsScope: Boolean(row.holds_scope),
-    endReason: (row.end_reason as string | null) ?? null,
-    endedAt: date(row.ended_at),
-  };
 }

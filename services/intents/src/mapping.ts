@@ -1,23 +1,7 @@
-import { isoTimestamp, type Assignment, type Intent, type IntentEvent, type IntentStatus, type Lease } from "@intentmesh/contracts";
-import type { assignments, events, intents, leases } from "./db/schema";
+import { isoTimestamp, type Assignment, type IntentEvent, type Lease } from "@intentmesh/contracts";
+import type { assignments, events, leases } from "./db/schema";
 
-/** Rows to the wire shapes of spec part 2. */
-export function toIntent(row: typeof intents.$inferSelect): Intent {
-  return {
-    id: row.id,
-    title: row.title,
-    description: row.description,
-    created_by: row.createdBy,
-    status: row.status as IntentStatus,
-    constraints: row.constraints,
-    state: row.state,
-    confidence: row.confidence,
-    version: row.version,
-    created_at: isoTimestamp(row.createdAt),
-    updated_at: isoTimestamp(row.updatedAt),
-  };
-}
-
+/** Rows read through drizzle to the wire shapes of spec part 2. */
 export function toEvent(row: typeof events.$inferSelect): IntentEvent {
   return {
     id: row.id,

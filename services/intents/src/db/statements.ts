@@ -26,7 +26,7 @@ import type { leases } from "./schema";
  */
 type Query = DatabaseHandle["query"];
 
-type RawIntent = {
+export type RawIntent = {
   id: string;
   title: string;
   description: string | null;
@@ -45,7 +45,7 @@ type RawIntent = {
 
 export type LeaseRow = typeof leases.$inferSelect;
 
-const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at";
+export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at";
 
 export function rawToIntent(row: RawIntent): Intent {
   return {
@@ -95,34 +95,38 @@ export async function selectIntent(query: Query, intentId: string): Promise<(Raw
  * its scope, and the actor's own history on it (newest first).
  */
 export async function selectIntentForWrite(query: Query, intentId: string, actor: string): Promise<{ intent: RawIntent; leases: LeaseRow[] } | undefined> {
-  const rows = await query<RawIntent & { leases: Record<string, string | boolean | null>[] }>(
+  const rows = await query<RawIntent & { leases: Record<string, unknown>[] }>(
     "intents_get_for_write",
     `select ${INTENT_COLUMNS.split(", ").map((c) => `i.${c}`).join(", ")},
-       (select coalesce(json_agg(json_build_object(
-          'id', l.id, 'intent_id', l.intent_id, 'agent_id', l.agent_id, 'scope', l.scope, 'scope_key', l.scope_key,
-          'acquired_at', l.acquired_at, 'expires_at', l.expires_at, 'released_at', l.released_at,
-          'holds_scope', l.holds_scope, 'end_reason', l.end_reason, 'ended_at', l.ended_at) order by l.acquired_at desc), '[]'::json)
+       (select coalesce(json_agg(l order by l.acquired_at desc), '[]'::json)
         from intents.leases l where l.intent_id = i.id and (l.holds_scope or l.agent_id = $2)) as leases
      from intents.intents i where i.id = $1`,
     [intentId, actor],
   );
   const row = rows[0];
   if (!row) return undefined;
-  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
-  const leaseRows: LeaseRow[] = row.leases.map((l) => ({
-    id: String(l.id),
-    intentId: String(l.intent_id),
-    agentId: String(l.agent_id),
-    scope: String(l.scope),
-    scopeKey: String(l.scope_key),
-    acquiredAt: date(l.acquired_at)!,
-    expiresAt: date(l.expires_at)!,
-    releasedAt: date(l.released_at),
-    holdsScope: l.holds_scope === true,
-    endReason: (l.end_reason as string | null) ?? null,
-    endedAt: date(l.ended_at),
-  }));
-  return { intent: row, leases: leaseRows };
+  return { intent: row, leases: row.leases.map(leaseFromRaw) };
+}
+
+/**
+ * A lease row read by raw SQL (`returning l.*`, `json_agg(l)`: column names, timestamps as Date
+ * or as JSON strings) in the shape drizzle gives it.
+ */
+export function leaseFromRaw(row: Record<string, unknown>): LeaseRow {
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string | Date));
+  return {
+    id: String(row.id),
+    intentId: String(row.intent_id),
+    agentId: String(row.agent_id),
+    scope: String(row.scope),
+    scopeKey: String(row.scope_key),
+    acquiredAt: date(row.acquired_at)!,
+    expiresAt: date(row.expires_at)!,
+    releasedAt: date(row.released_at),
+    holdsScope: row.holds_scope === true,
+    endReason: (row.end_reason as string | null) ?? null,
+    endedAt: date(row.ended_at),
+  };
 }
 
 /** POST /intents as one statement: the intent at version 1, its intent.created event and outbox row. */

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
-import { AppError, errors, isReservedEventType, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import { AppError, Uuid, errors, isReservedEventType, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../event-log";
@@ -51,12 +51,10 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 async function resolveCursor(ctx: IntentsContext, intentId: string, after: string | undefined): Promise<number> {
   if (after === undefined || after === "") return 0;
   if (/^\d+$/.test(after)) return Number(after);
-  if (!UUID.test(after)) throw errors.validation("after must be a sequence number or an event id");
+  if (!Uuid.safeParse(after).success) throw errors.validation("after must be a sequence number or an event id");
   const [row] = await ctx.db
     .select({ sequence: events.sequence })
     .from(events)

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { and, desc, eq, inArray, lt, or, type SQL } from "drizzle-orm";
+import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import { errors, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { intents } from "../db/schema";
-import { insertIntent, rawToIntent, selectIntent } from "../db/statements";
-import { toIntent } from "../mapping";
+import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../db/statements";
+import { rowsOf } from "@intentmesh/db";
 import { RESERVED_STATE_KEYS } from "../domain/state-patch";
 
 /** POST /intents: the intent at version 1 and its intent.created event, in one statement. */
@@ -47,18 +47,19 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) 
     const cursor = decodeCursor(query.after);
     filters.push(or(lt(intents.createdAt, cursor.createdAt), and(eq(intents.createdAt, cursor.createdAt), lt(intents.id, cursor.id)))!);
   }
-  const rows = await ctx.db
-    .select()
-    .from(intents)
-    .where(filters.length ? and(...filters) : undefined)
-    .orderBy(desc(intents.createdAt), desc(intents.id))
-    .limit(query.limit + 1);
+  const rows = rowsOf<RawIntent>(
+    await ctx.db.execute(
+      sql`select ${sql.raw(INTENT_COLUMNS)} from ${intents}
+          ${filters.length ? sql`where ${and(...filters)}` : sql``}
+          order by created_at desc, id desc limit ${query.limit + 1}`,
+    ),
+  );
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
   const hasMore = rows.length > query.limit;
   return {
-    intents: page.map(toIntent),
-    next_cursor: hasMore && last ? encodeCursor(last.createdAt, last.id) : null,
+    intents: page.map(rawToIntent),
+    next_cursor: hasMore && last ? encodeCursor(new Date(last.created_at), last.id) : null,
     has_more: hasMore,
   };
 }
