@@ -11,6 +11,7 @@ import { openDatabase, parseConfig } from "@intentmesh/db";
 import { connectBus, natsReachable } from "@intentmesh/bus";
 import { createLogger, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { startIntentsService } from "../services/intents/src/service";
+import { startRegistryService } from "../services/registry/src/service";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
@@ -31,6 +32,7 @@ const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.
 );
 const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE);
 const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
+const registry = await startRegistryService({ bus, database, logger: createLogger("registry", config.LOG_LEVEL) });
 const gateway = await createGateway({
   bus,
   keys,
@@ -46,7 +48,7 @@ logger.info(
   `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
 );
 
-stopOnSignals(logger, [() => gateway.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
+stopOnSignals(logger, [() => gateway.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 
 async function ensureNats(url: string, dataDir: string): Promise<void> {
   if (await natsReachable(url)) return;

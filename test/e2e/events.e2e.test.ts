@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
+import { registerAgents } from "../support/agents";
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -42,6 +43,7 @@ describe("POST /intents/{id}/events", () => {
     const byKey = await append(intent.id, { event_type: "note.a" }, {}, "agent");
     expect(byKey.body.actor).toBe("agent-1");
     expect(byKey.body.payload).toEqual({});
+    await registerAgents(cluster, ["worker-9"]);
     const byHeader = await append(intent.id, { event_type: "note.b" }, { "X-Agent-ID": "worker-9" }, "agent");
     expect(byHeader.body.actor).toBe("worker-9");
   });
@@ -150,6 +152,7 @@ describe("every mutation appends its event", () => {
   it("logs intent.created, intent.state_patched, intent.status_changed, intent.agent_assigned and the lease events in order", async () => {
     const intent = await createIntent(cluster, { title: "logged" });
     const id = intent.id as string;
+    await registerAgents(cluster, ["agent-x"], "admin");
     await cluster.api(`/intents/${id}/state`, { body: [{ op: "set", path: "/a", value: 1 }], headers: { "If-Match": "1" } });
     await cluster.api(`/intents/${id}/status`, { body: { status: "blocked", reason: "waiting" }, headers: { "If-Match": "2" } });
     await cluster.api(`/intents/${id}/agents`, { body: { agent_id: "agent-x", role: "r" } });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { routes } from "../../services/gateway/src/routes";
 import { createIntent, expectError, TIMESTAMP, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
+import { registerAgents } from "../support/agents";
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -215,6 +216,7 @@ describe("timestamps", () => {
     const assigned = await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "agent-ts" } });
     expect(assigned.body.assigned_at).toMatch(TIMESTAMP);
 
+    await registerAgents(cluster, ["agent-ts"], "admin");
     const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "ts", ttl_seconds: 60 }, headers: { "X-Agent-ID": "agent-ts" } });
     expect(lease.status).toBe(201);
     expect(lease.body.acquired_at).toMatch(TIMESTAMP);

@@ -3,6 +3,7 @@ import { sql } from "drizzle-orm";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, TIMESTAMP } from "../support/e2e-helpers";
+import { agentHeaders } from "../support/agents";
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -13,16 +14,16 @@ afterAll(async () => {
 });
 
 const clock = () => cluster.clock as ManualClock;
-const as = (agent: string) => ({ "X-Agent-ID": agent });
+const as = (agent: string) => agentHeaders(cluster, agent);
 
-const acquire = (id: string, agent: string, scope: string, ttl = 60) =>
-  cluster.api(`/intents/${id}/leases`, { body: { scope, ttl_seconds: ttl }, headers: as(agent), key: "agent" });
-const renew = (id: string, leaseId: string, agent: string, ttl = 60) =>
-  cluster.api(`/intents/${id}/leases/${leaseId}/renew`, { body: { ttl_seconds: ttl }, headers: as(agent), key: "agent" });
-const release = (id: string, leaseId: string, agent: string) =>
-  cluster.api(`/intents/${id}/leases/${leaseId}`, { method: "DELETE", headers: as(agent), key: "agent" });
-const patchAs = (id: string, agent: string, version: number, patches: unknown[]) =>
-  cluster.api(`/intents/${id}/state`, { body: patches, headers: { ...as(agent), "If-Match": String(version) }, key: "agent" });
+const acquire = async (id: string, agent: string, scope: string, ttl = 60) =>
+  cluster.api(`/intents/${id}/leases`, { body: { scope, ttl_seconds: ttl }, headers: await as(agent), key: null });
+const renew = async (id: string, leaseId: string, agent: string, ttl = 60) =>
+  cluster.api(`/intents/${id}/leases/${leaseId}/renew`, { body: { ttl_seconds: ttl }, headers: await as(agent), key: null });
+const release = async (id: string, leaseId: string, agent: string) =>
+  cluster.api(`/intents/${id}/leases/${leaseId}`, { method: "DELETE", headers: await as(agent), key: null });
+const patchAs = async (id: string, agent: string, version: number, patches: unknown[]) =>
+  cluster.api(`/intents/${id}/state`, { body: patches, headers: { ...(await as(agent)), "If-Match": String(version) }, key: null });
 
 async function setSuspended(id: string) {
   await cluster.database.db.execute(sql`update intents.intents set status='suspended_awaiting_input' where id=${id}`);

@@ -8,6 +8,7 @@ import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
+import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -27,6 +28,7 @@ export interface TestCluster {
   client: BusClient;
   database: DatabaseHandle;
   intents: IntentsService;
+  registry: RegistryService;
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -78,6 +80,8 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);
   const clock = options.clock ?? new ManualClock(new Date());
   const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
+  // The registry's sweeper runs only when a test calls registry.sweeper.sweep(), on the manual clock.
+  const registry = await startRegistryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
   const keys = new ApiKeys([
     { key: TEST_KEYS.admin, principal: "admin", roles: ["admin"] },
     { key: TEST_KEYS.coordinator, principal: "coordinator", roles: ["coordinator"] },
@@ -121,12 +125,14 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     client: new BusClient(bus, 10_000),
     database,
     intents,
+    registry,
     gateway,
     clock,
     namespace,
     api,
     stop: async () => {
       await gateway.stop();
+      await registry.stop();
       await intents.stop();
       for await (const stream of bus.jsm.streams.list()) {
         if (stream.config.name.startsWith(namespace.toUpperCase())) await bus.jsm.streams.delete(stream.config.name);

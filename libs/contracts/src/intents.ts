@@ -1,5 +1,6 @@
 import { z } from "./zod";
 import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+import { IntentConstraints } from "./budget";
 
 export const INTENT_STATUSES = ["draft", "active", "blocked", "completed", "abandoned", "suspended_awaiting_input"] as const;
 export const IntentStatus = z.enum(INTENT_STATUSES);
@@ -27,7 +28,7 @@ export const CreateIntentBody = z
     title: z.string().trim().min(1, "title must not be empty").max(500),
     description: z.string().max(20_000).nullable().optional(),
     created_by: ActorId.optional(),
-    constraints: JsonObject.default({}),
+    constraints: IntentConstraints.default({}),
     state: JsonObject.default({}),
     confidence: z.number().min(0).max(100).default(0),
     status: z.enum(["draft", "active"]).default("active").openapi({ description: "initial status; draft or active" }),

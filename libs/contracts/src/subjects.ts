@@ -29,15 +29,15 @@ export interface CommandDef<I extends z.ZodType> {
   input: I;
 }
 
-const command = <I extends z.ZodType>(service: string, verb: string, input: I): CommandDef<I> => ({
+export const command = <I extends z.ZodType>(service: string, verb: string, input: I): CommandDef<I> => ({
   subject: `im.${service}.${verb}`,
   service,
   input,
 });
 
-const IntentRef = z.object({ intent_id: Uuid });
+export const IntentRef = z.object({ intent_id: Uuid });
 /** If-Match, already parsed by the gateway: null when the header was absent. */
-const IfMatch = z.object({ if_match: z.number().int().nullable() });
+export const IfMatch = z.object({ if_match: z.number().int().nullable() });
 
 export const intentsCommands = {
   create: command("intents", "create", z.object({ body: CreateIntentBody })),
@@ -55,19 +55,23 @@ export const intentsCommands = {
   releaseLease: command("intents", "leases.release", IntentRef.merge(IfMatch).extend({ lease_id: Uuid })),
   getLease: command("intents", "leases.get", IntentRef.extend({ lease_id: Uuid })),
   listLeases: command("intents", "leases.list", IntentRef.extend({ query: ListLeasesQuery })),
+  /** Asked by the registry while agents drain: how many live leases each still holds ({held: {agent_id: n}}). */
+  leasesHeld: command("intents", "leases.held", z.object({ agent_ids: z.array(z.string()).min(1).max(1000) })),
 } as const;
 
 /** Every service answers `im.<service>.health` with {service, database: "ok"}; the gateway's /readyz asks each. */
 export const healthCommand = (service: string): CommandDef<z.ZodObject> => command(service, "health", z.object({}));
 
 /** The services a complete cluster runs; /readyz asks each of them. Later services add themselves here. */
-export const CLUSTER_SERVICES = ["intents"] as const;
+export const CLUSTER_SERVICES = ["intents", "registry"] as const;
 
 export const BusRequest = z.object({ caller: Caller, input: z.unknown() });
 export type BusRequest = z.infer<typeof BusRequest>;
 
 export const streams = {
   intents: { name: "IM_INTENTS", subjects: ["im.evt.intent.>"] },
+  registry: { name: "IM_REGISTRY", subjects: ["im.evt.agent.>"] },
+  portfolios: { name: "IM_PORTFOLIOS", subjects: ["im.evt.portfolio.>"] },
 } as const;
 
 export const intentEventSubject = (intentId: string, eventType: string) => `im.evt.intent.${intentId}.${eventType}`;
@@ -89,6 +93,14 @@ export const intentEventTypes = {
   leaseRenewed: "lease.renewed",
   leaseReleased: "lease.released",
   leaseExpired: "lease.expired",
+  budgetAlert: "budget_alert",
+  budgetUpdated: "intent.budget_updated",
+  suspended: "intent.suspended",
+  resumed: "intent.resumed",
+  suspensionExpired: "intent.suspension_expired",
+  attachmentAdded: "intent.attachment_added",
+  attachmentRemoved: "intent.attachment_removed",
+  fallbackTriggered: "fallback_triggered",
 } as const;
 
 /** Namespaces and names reserved to the server: appending them would forge server facts. */

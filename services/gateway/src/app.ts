@@ -2,16 +2,17 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, healthCommand, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import type { Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf } from "./http";
-import { routes } from "./routes";
+import { routes, type Route } from "./routes";
+import { AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
 import { EventFeed } from "./event-feed";
-import { streamIntentEvents } from "./sse";
+import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -28,6 +29,10 @@ export interface GatewayOptions {
 export interface Gateway {
   app: express.Express;
   feed: EventFeed;
+  /** Live portfolio events (stream IM_PORTFOLIOS) for GET /subscribe/portfolios/{id}. */
+  portfolioFeed: EventFeed;
+  /** Live agent events (stream IM_REGISTRY) for GET /subscribe/agents/{id}. */
+  agentFeed: EventFeed;
   listen(port: number, host?: string): Promise<http.Server>;
   stop(): Promise<void>;
 }
@@ -41,9 +46,16 @@ const requireUuidParam = (resource: string) => (_req: Request, _res: Response, n
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { bus, keys, logger } = options;
   const client = new BusClient(bus, options.busTimeoutMs ?? 5000);
+  const bindings = new AgentBindings(client);
   await ensureStream(bus, streams.intents);
   const feed = new EventFeed(bus, streams.intents.name, streams.intents.subjects[0], 3, logger);
   await feed.start();
+  await ensureStream(bus, streams.portfolios);
+  const portfolioFeed = new EventFeed(bus, streams.portfolios.name, streams.portfolios.subjects[0], 3, logger);
+  await portfolioFeed.start();
+  await ensureStream(bus, streams.registry);
+  const agentFeed = new EventFeed(bus, streams.registry.name, streams.registry.subjects[0], 3, logger);
+  await agentFeed.start();
 
   const app = express();
   app.disable("x-powered-by");
@@ -69,18 +81,37 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(requireJsonBody);
   api.param("id", requireUuidParam("intent"));
   api.param("leaseId", requireUuidParam("lease"));
+  api.param("portfolioId", requireUuidParam("portfolio"));
+  api.param("intentId", requireUuidParam("intent"));
+  api.param("attachmentId", requireUuidParam("attachment"));
   for (const route of routes) {
     api[route.method](route.path, async (req: Request, res: Response) => {
       const input = route.input(req);
       const parsed = route.command.input.safeParse(input);
       if (!parsed.success) throw validationError(parsed.error);
+      await assertActingAgentsBound(bindings, req, route);
       // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
       const reply = await client.requestRaw(route.command, req.caller!, input as never);
       if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
       res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
     });
   }
+  api.use("/subscribe", async (req, _res, next) => {
+    await assertActingAgentsBound(bindings, req);
+    next();
+  });
   api.get("/subscribe/intents/:id", (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs: options.ssePingMs ?? 15_000, logger }));
+  api.get("/subscribe/portfolios/:portfolioId", (req, res) => {
+    const portfolioId = String(req.params.portfolioId);
+    const source = busEventSource(client, req.caller!, portfoliosCommands.listEvents, portfolioId, { portfolio_id: portfolioId });
+    return streamEvents(req, res, { feed: portfolioFeed, source, pingMs: options.ssePingMs ?? 15_000, logger });
+  });
+  api.get("/subscribe/agents/:agentId", (req, res) => {
+    const agentId = String(req.params.agentId);
+    // The feed dispatches on the subject token, the escaped form of the agent id.
+    const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
+    return streamEvents(req, res, { feed: agentFeed, source, pingMs: options.ssePingMs ?? 15_000, logger });
+  });
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
   });
@@ -94,6 +125,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   return {
     app,
     feed,
+    portfolioFeed,
+    agentFeed,
     listen: (port, host = "0.0.0.0") =>
       new Promise((resolve, reject) => {
         const server = http.createServer(app);
@@ -104,6 +137,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }),
     stop: async () => {
       await feed.stop();
+      await portfolioFeed.stop();
+      await agentFeed.stop();
       await Promise.all(
         servers.map(
           (server) =>
@@ -167,6 +202,19 @@ function authenticate(keys: ApiKeys) {
     req.caller = caller;
     next();
   };
+}
+
+/**
+ * The acting agent of a request (X-Agent-ID, and the body field a route names as the acting
+ * agent) must be bound to the calling key; registration itself is exempt for its own X-Agent-ID.
+ */
+async function assertActingAgentsBound(bindings: AgentBindings, req: Request, route?: Route): Promise<void> {
+  const caller = req.caller!;
+  const acting = new Set<string>();
+  if (caller.agent_id && !route?.registersAgent) acting.add(caller.agent_id);
+  const fromBody = route?.actingAgentField ? (req.body as Record<string, unknown> | undefined)?.[route.actingAgentField] : undefined;
+  if (typeof fromBody === "string" && fromBody) acting.add(fromBody);
+  for (const agentId of acting) await bindings.assertBound(agentId, caller);
 }
 
 /** A body sent as something other than JSON is refused; an empty or absent body reads as {}. */

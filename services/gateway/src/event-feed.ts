@@ -1,11 +1,21 @@
 import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import type { Bus } from "@intentmesh/bus";
-import type { IntentEvent } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
+
+/**
+ * What the SSE layer needs of an event of any aggregate with a per-aggregate event log (intent,
+ * portfolio, agent, ...): its id (the SSE `id:`), its type (the SSE `event:`) and its `sequence`,
+ * counting that aggregate's events from 1 without gaps. The rest of the event passes through.
+ */
+export interface StreamEvent {
+  id: string;
+  sequence: number;
+  event_type: string;
+}
 
 /** A live event and its SSE frame, encoded once however many subscribers it goes to. */
 export interface LiveEvent {
-  event: IntentEvent;
+  event: StreamEvent;
   frame: string;
 }
 
@@ -26,7 +36,7 @@ export class EventFeed {
     private readonly bus: Bus,
     private readonly stream: string,
     private readonly filter: string,
-    /** Which subject token holds the aggregate id: im.evt.intent.<id>.<type> -> 3. */
+    /** Which subject token holds the aggregate id: im.evt.<aggregate>.<id>.<type> -> 3. */
     private readonly idToken: number,
     private readonly logger: Logger,
   ) {}
@@ -46,7 +56,7 @@ export class EventFeed {
         let live: LiveEvent;
         try {
           const data = msg.string();
-          const event = JSON.parse(data) as IntentEvent;
+          const event = JSON.parse(data) as StreamEvent;
           live = { event, frame: sseFrame(event, data) };
         } catch (err) {
           this.logger.warn({ err, subject: msg.subject }, "unreadable event skipped");
@@ -80,6 +90,6 @@ export class EventFeed {
 }
 
 /** One SSE frame: `event: <event_type>`, `id: <event id>`, `data: <event JSON>`. */
-export function sseFrame(event: IntentEvent, json: string = JSON.stringify(event)): string {
+export function sseFrame(event: StreamEvent, json: string = JSON.stringify(event)): string {
   return `event: ${event.event_type}\nid: ${event.id}\ndata: ${json}\n\n`;
 }

@@ -46,6 +46,14 @@ export function buildOpenApi(routes: Route[], version: string) {
     request: { params: z.object({ id: z.string() }) },
     responses: { 200: { description: "text/event-stream" } },
   });
+  registry.registerPath({
+    method: "get",
+    path: "/api/v1/subscribe/portfolios/{portfolioId}",
+    summary: "Server-sent events of a portfolio (its own log: membership, member status changes, aggregate status); Last-Event-ID resumes",
+    security: [{ ApiKey: [] }],
+    request: { params: z.object({ portfolioId: z.string() }) },
+    responses: { 200: { description: "text/event-stream" } },
+  });
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: { title: "intentmesh", version, description: "Coordination server for humans and agents working on shared intents." },

@@ -1,6 +1,11 @@
 import type { Request } from "express";
 import { intentsCommands as c, type CommandDef, type z } from "@intentmesh/contracts";
 import { parseIfMatch } from "./http";
+import { registryRoutes } from "./routes-registry";
+import { attachmentRoutes } from "./routes-attachments";
+import { retryRoutes } from "./routes-retries";
+import { portfolioRoutes } from "./routes-portfolios";
+import { costRoutes } from "./routes-costs";
 
 /**
  * The REST surface: each route names one bus command and how to build its input from the
@@ -15,13 +20,17 @@ export interface Route {
   status?: number;
   /** Sends the result's version as ETag (intents). */
   etag?: boolean;
+  /** The body field, if any, that names the acting agent: it must be bound to the calling key, like X-Agent-ID. */
+  actingAgentField?: "agent_id";
+  /** Registration: the X-Agent-ID it may carry names an agent that is not bound yet. */
+  registersAgent?: boolean;
   summary: string;
 }
 
-const id = (req: Request) => String(req.params.id);
-const ifMatch = (req: Request) => parseIfMatch(req.get("if-match"));
+export const id = (req: Request) => String(req.params.id);
+export const ifMatch = (req: Request) => parseIfMatch(req.get("if-match"));
 
-export const routes: Route[] = [
+const intentRoutes: Route[] = [
   { method: "post", path: "/intents", command: c.create, input: (req) => ({ body: req.body }), status: 201, etag: true, summary: "Create an intent" },
   { method: "get", path: "/intents", command: c.list, input: (req) => ({ query: req.query }), summary: "List intents (filters status, created_by; cursor pagination)" },
   { method: "get", path: "/intents/:id", command: c.get, input: (req) => ({ intent_id: id(req) }), etag: true, summary: "Read an intent" },
@@ -72,6 +81,7 @@ export const routes: Route[] = [
     command: c.acquireLease,
     input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), body: req.body }),
     status: 201,
+    actingAgentField: "agent_id",
     summary: "Acquire a lease on a scope",
   },
   { method: "get", path: "/intents/:id/leases", command: c.listLeases, input: (req) => ({ intent_id: id(req), query: req.query }), summary: "List leases" },
@@ -91,3 +101,6 @@ export const routes: Route[] = [
     summary: "Release a lease",
   },
 ];
+
+/** Every route of the API; each area of the API keeps its routes in its own module. */
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes];

@@ -1,8 +1,8 @@
 import type { Request, Response } from "express";
-import { intentsCommands, type Caller, type EventPage, type IntentEvent } from "@intentmesh/contracts";
+import { intentsCommands, type Caller, type CommandDef, type z } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { Logger } from "@intentmesh/telemetry";
-import { sseFrame, type EventFeed } from "./event-feed";
+import { sseFrame, type EventFeed, type StreamEvent } from "./event-feed";
 
 export interface SseOptions {
   bus: BusClient;
@@ -11,10 +11,57 @@ export interface SseOptions {
   logger: Logger;
 }
 
+/** One page of an aggregate's event log, oldest first. */
+export interface StreamEventPage {
+  events: StreamEvent[];
+  next_cursor: string | null;
+  has_more: boolean;
+}
+
+/**
+ * Where a stream reads the log of one aggregate. Any aggregate whose events carry a gap-free
+ * per-aggregate `sequence` can be streamed through one of these.
+ */
+export interface EventSource {
+  /** The aggregate id: the key its live events are dispatched on by the feed. */
+  id: string;
+  /** The newest event's sequence (0 for an empty log). Throws (404) when the aggregate does not exist. */
+  readTail(): Promise<number>;
+  /** The next page of events after a cursor: a sequence number as a string, or an event id (400 when unknown). */
+  listAfter(after: string): Promise<StreamEventPage>;
+}
+
+export interface StreamOptions {
+  feed: EventFeed;
+  source: EventSource;
+  pingMs: number;
+  logger: Logger;
+}
+
 const PAGE = 1000;
 
 /**
- * GET /subscribe/intents/{id}: the intent's events as SSE frames
+ * An EventSource over a list command of the shape `{...ref, query: {after, limit, tail}}`, as the
+ * intent and portfolio event lists are, read with the subscriber's own caller.
+ */
+export function busEventSource<I extends z.ZodType>(bus: BusClient, caller: Caller, command: CommandDef<I>, id: string, ref: Record<string, string>): EventSource {
+  const list = (query: Record<string, string | number>) => bus.request<StreamEventPage>(command, caller, { ...ref, query } as z.input<I>);
+  return {
+    id,
+    readTail: async () => (await list({ limit: 1, tail: "true" })).events[0]?.sequence ?? 0,
+    listAfter: (after) => list({ after, limit: PAGE }),
+  };
+}
+
+/** GET /subscribe/intents/{id}: the intent's events (see streamEvents). */
+export function streamIntentEvents(req: Request, res: Response, options: SseOptions): Promise<void> {
+  const intentId = String(req.params.id);
+  const source = busEventSource(options.bus, req.caller!, intentsCommands.listEvents, intentId, { intent_id: intentId });
+  return streamEvents(req, res, { feed: options.feed, source, pingMs: options.pingMs, logger: options.logger });
+}
+
+/**
+ * One aggregate's events as SSE frames
  *   event: <event_type>\nid: <event id>\ndata: <event JSON>\n\n
  * and a `: ping` comment every pingMs. Without Last-Event-ID the stream starts at the present;
  * with it (header, or ?last_event_id) it first replays the log after that event.
@@ -23,9 +70,8 @@ const PAGE = 1000;
  * through `deliver`, which sends an event only when its sequence is the next one and fills any
  * jump from the log. So events that arrive during the replay, twice, or out of order are harmless.
  */
-export async function streamIntentEvents(req: Request, res: Response, options: SseOptions): Promise<void> {
-  const caller = req.caller!;
-  const intentId = String(req.params.id);
+export async function streamEvents(req: Request, res: Response, options: StreamOptions): Promise<void> {
+  const { source } = options;
   const lastEventId = req.get("last-event-id") || (typeof req.query.last_event_id === "string" ? req.query.last_event_id : undefined);
 
   let closed = false;
@@ -39,7 +85,7 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
     chain = chain
       .then(work)
       .catch((err) => {
-        options.logger.warn({ err, intentId }, "SSE stream failed; closing it so the client resumes with Last-Event-ID");
+        options.logger.warn({ err, aggregateId: source.id }, "SSE stream failed; closing it so the client resumes with Last-Event-ID");
         close();
       })
       .finally(() => (pending -= 1));
@@ -48,7 +94,7 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
   // Frames written in the same tick leave in one socket write: a burst of events costs one
   // syscall per subscriber, not one per event.
   let corked = false;
-  const write = (event: IntentEvent, frame = sseFrame(event)) => {
+  const write = (event: StreamEvent, frame = sseFrame(event)) => {
     if (!corked) {
       corked = true;
       res.cork();
@@ -64,30 +110,30 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
   /** Sends the log after lastSent, up to and including `upTo`. */
   const backfill = async (upTo: number) => {
     while (!closed && lastSent < upTo) {
-      const page = await listEvents(options.bus, caller, intentId, String(lastSent));
+      const page = await source.listAfter(String(lastSent));
       for (const event of page.events) if (event.sequence === lastSent + 1 && event.sequence <= upTo) write(event);
       if (!page.has_more || !page.events.length) return;
     }
   };
 
-  const deliver = async (event: IntentEvent, frame?: string) => {
+  const deliver = async (event: StreamEvent, frame?: string) => {
     if (closed || event.sequence <= lastSent) return;
     if (event.sequence > lastSent + 1) await backfill(event.sequence - 1);
     if (!closed && event.sequence === lastSent + 1) write(event, frame);
   };
 
   // Listen first, so nothing published while the log is read can fall between the two.
-  const unsubscribe = options.feed.subscribe(intentId, (live) => {
+  const unsubscribe = options.feed.subscribe(source.id, (live) => {
     // The common case, the next event with nothing queued before it, skips the promise chain.
     if (pending === 0 && !closed && live.event.sequence === lastSent + 1) write(live.event, live.frame);
     else enqueue(() => deliver(live.event, live.frame));
   });
-  let first: { lastSequence: number; replay: EventPage | undefined };
+  let first: { lastSequence: number; replay: StreamEventPage | undefined };
   try {
-    first = lastEventId ? await readAfter(options.bus, caller, intentId, lastEventId) : await readTail(options.bus, caller, intentId);
+    first = lastEventId ? await readAfter(source, lastEventId) : { lastSequence: await source.readTail(), replay: undefined };
   } catch (error) {
     unsubscribe();
-    throw error; // 404 for an unknown intent, 400 for an unknown Last-Event-ID: still plain HTTP
+    throw error; // 404 for an unknown aggregate, 400 for an unknown Last-Event-ID: still plain HTTP
   }
   lastSent = first.lastSequence;
 
@@ -124,25 +170,9 @@ export async function streamIntentEvents(req: Request, res: Response, options: S
   chain = chain.finally(() => (pending -= 1));
 }
 
-function listEvents(bus: BusClient, caller: Caller, intentId: string, after: string | undefined, extra: Record<string, string> = {}) {
-  return bus.request<EventPage>(intentsCommands.listEvents, caller, {
-    intent_id: intentId,
-    query: { after, limit: PAGE, ...extra },
-  });
-}
-
-/** A fresh subscriber starts after the last event in the log now (reading it also proves the intent exists). */
-async function readTail(bus: BusClient, caller: Caller, intentId: string) {
-  const tail = await bus.request<EventPage>(intentsCommands.listEvents, caller, {
-    intent_id: intentId,
-    query: { limit: 1, tail: "true" },
-  });
-  return { lastSequence: tail.events[0]?.sequence ?? 0, replay: undefined };
-}
-
 /** A resuming subscriber starts after the event it names; the first page of the replay comes along. */
-async function readAfter(bus: BusClient, caller: Caller, intentId: string, lastEventId: string) {
-  const page = await listEvents(bus, caller, intentId, lastEventId);
+async function readAfter(source: EventSource, lastEventId: string) {
+  const page = await source.listAfter(lastEventId);
   const lastSequence = page.events.length ? page.events[0]!.sequence - 1 : Number(page.next_cursor ?? 0);
   return { lastSequence, replay: page };
 }

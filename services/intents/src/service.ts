@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { healthCommand, intentsCommands as commands, streams, systemClock, type Clock } from "@intentmesh/contracts";
+import { attachmentCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, intentsCommands as commands, retryCommands, streams, systemClock, type Clock } from "@intentmesh/contracts";
 import { ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -8,12 +8,20 @@ import type { Subscription } from "@nats-io/transport-node";
 import type { IntentsContext } from "./context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./lease-sweeper";
+import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./handlers/portfolios";
+import { beginSuspension, endSuspension } from "./handlers/suspension";
+import { startPortfolioProjection, type PortfolioProjection } from "./portfolio-projection";
 import { createIntent, getIntent, listIntents } from "./handlers/intents";
 import { patchState } from "./handlers/state";
 import { transitionStatus } from "./handlers/status";
 import { appendEvent, listEvents } from "./handlers/events";
 import { assignAgent, listAssignments, unassignAgent } from "./handlers/agents";
-import { acquireLease, getLease, listLeases, releaseLease, renewLease } from "./handlers/leases";
+import { acquireLease, getLease, leasesHeldBy, listLeases, releaseLease, renewLease } from "./handlers/leases";
+import { startAgentLifecycleProjection } from "./agent-lifecycle-projection";
+import { createAttachment, deleteAttachment, listAttachments } from "./handlers/attachments";
+import { getRetryPolicy, putRetryPolicy } from "./handlers/retry-policy";
+import { listFailures, recordFailure } from "./handlers/failures";
+import { listCosts, recordCost, setBudget } from "./handlers/costs";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -30,6 +38,8 @@ export interface IntentsService {
   ctx: IntentsContext;
   relay: OutboxRelay;
   sweeper: LeaseSweeper;
+  /** Portfolios follow their members through this consumer of intent.status_changed. */
+  portfolioProjection: PortfolioProjection;
   stop(): Promise<void>;
 }
 
@@ -38,6 +48,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const { bus, database, logger } = options;
   await database.migrate("intents", MIGRATIONS_FOLDER);
   await ensureStream(bus, streams.intents);
+  await ensureStream(bus, streams.portfolios);
+  await ensureStream(bus, streams.registry);
 
   const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "intents", ...options.relay });
   const ctx: IntentsContext = { db: database.db, query: database.query, clock: options.clock ?? systemClock, logger, published: () => relay.kick() };
@@ -58,7 +70,28 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     serveCommand(bus, commands.renewLease, (input, caller) => renewLease(ctx, input.intent_id, input.if_match, input.lease_id, input.body, caller), logger),
     serveCommand(bus, commands.releaseLease, (input, caller) => releaseLease(ctx, input.intent_id, input.if_match, input.lease_id, caller), logger),
     serveCommand(bus, commands.getLease, (input) => getLease(ctx, input.intent_id, input.lease_id), logger),
+    serveCommand(bus, commands.leasesHeld, (input) => leasesHeldBy(ctx, input.agent_ids), logger),
     serveCommand(bus, commands.listLeases, (input) => listLeases(ctx, input.intent_id, input.query.active === "true"), logger),
+    serveCommand(bus, portfoliosCommands.create, (input, caller) => createPortfolio(ctx, input.body, caller), logger),
+    serveCommand(bus, portfoliosCommands.get, (input) => getPortfolio(ctx, input.portfolio_id), logger),
+    serveCommand(bus, portfoliosCommands.list, (input) => listPortfolios(ctx, input.query), logger),
+    serveCommand(bus, portfoliosCommands.update, (input, caller) => updatePortfolio(ctx, input.portfolio_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, portfoliosCommands.addMember, (input, caller) => addMember(ctx, input.portfolio_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, portfoliosCommands.removeMember, (input, caller) => removeMember(ctx, input.portfolio_id, input.if_match, input.intent_id, caller), logger),
+    serveCommand(bus, portfoliosCommands.listEvents, (input) => listPortfolioEvents(ctx, input.portfolio_id, input.query), logger),
+    serveCommand(bus, portfoliosCommands.ofIntent, (input) => portfoliosOfIntent(ctx, input.intent_id), logger),
+    serveCommand(bus, suspensionCommands.begin, (input, caller) => beginSuspension(ctx, input, caller), logger),
+    serveCommand(bus, suspensionCommands.end, (input, caller) => endSuspension(ctx, input, caller), logger),
+    serveCommand(bus, attachmentCommands.create, (input, caller) => createAttachment(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, attachmentCommands.list, (input) => listAttachments(ctx, input.intent_id), logger),
+    serveCommand(bus, attachmentCommands.delete, (input, caller) => deleteAttachment(ctx, input.intent_id, input.if_match, input.attachment_id, caller), logger),
+    serveCommand(bus, retryCommands.putPolicy, (input) => putRetryPolicy(ctx, input.intent_id, input.if_match, input.body), logger),
+    serveCommand(bus, retryCommands.getPolicy, (input) => getRetryPolicy(ctx, input.intent_id), logger),
+    serveCommand(bus, retryCommands.recordFailure, (input, caller) => recordFailure(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, retryCommands.listFailures, (input) => listFailures(ctx, input.intent_id, input.query), logger),
+    serveCommand(bus, costsCommands.record, (input, caller) => recordCost(ctx, input.intent_id, input.body, caller), logger),
+    serveCommand(bus, costsCommands.list, (input) => listCosts(ctx, input.intent_id, input.query), logger),
+    serveCommand(bus, costsCommands.setBudget, (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller), logger),
     serveCommand(
       bus,
       healthCommand("intents"),
@@ -69,6 +102,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
       logger,
     ),
   ];
+  const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, () => relay.kick());
+  const portfolioProjection = await startPortfolioProjection(ctx, bus);
   relay.start();
   sweeper.start();
   logger.info({ database: database.kind }, "intents service started");
@@ -77,8 +112,11 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     ctx,
     relay,
     sweeper,
+    portfolioProjection,
     stop: async () => {
       for (const sub of subs) sub.unsubscribe();
+      await portfolioProjection.stop();
+      await agentLifecycle.stop();
       await sweeper.stop();
       await relay.stop();
     },

@@ -28,6 +28,8 @@ export const intents = intentsSchema.table(
      * granted meanwhile can never be written past.
      */
     leaseEpoch: integer("lease_epoch").notNull().default(0),
+    /** Why a blocked intent is blocked, when the server blocked it (`budget_exceeded`); cleared by every status change. */
+    blockedReason: text("blocked_reason"),
     createdAt: ts("created_at").notNull(),
     updatedAt: ts("updated_at").notNull(),
   },
@@ -86,7 +88,7 @@ export const leases = intentsSchema.table(
     releasedAt: ts("released_at"),
     /** True until the lease is released or swept as expired: only holding leases occupy their scope. */
     holdsScope: boolean("holds_scope").notNull().default(true),
-    /** Why the lease stopped holding: released, expired, agent_dead. */
+    /** Why the lease stopped holding: released, expired, agent_dead, fallback (handed to a fallback agent). */
     endReason: text("end_reason"),
     endedAt: ts("ended_at"),
   },

@@ -38,6 +38,8 @@ export type RawIntent = {
   version: number;
   event_seq: string | number;
   lease_epoch: number;
+  /** Why the server blocked the intent (`budget_exceeded`); not part of the wire intent. */
+  blocked_reason?: string | null;
   created_at: Date;
   updated_at: Date;
 };
@@ -45,7 +47,7 @@ export type RawIntent = {
 
 export type LeaseRow = typeof leases.$inferSelect;
 
-export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at";
+export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason";
 
 export function rawToIntent(row: RawIntent): Intent {
   return {
@@ -203,6 +205,8 @@ export async function commitChangeStatement(
     `with u as (
        update intents.intents
        set state = coalesce($3::jsonb, state), status = coalesce($4::text, status),
+           -- a status change ends whatever block the server had put on the intent
+           blocked_reason = case when $4::text is null then blocked_reason end,
            version = version + 1, event_seq = event_seq + 1, updated_at = $5
        where id = $1 and version = $2::int and ($6::int is null or lease_epoch = $6::int)
        returning ${INTENT_COLUMNS}, '{"sequence":' || event_seq || ',' || substr($12::text, 2) as wire),

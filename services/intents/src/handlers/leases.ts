@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, lte, sql } from "drizzle-orm";
 import { AppError, errors, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
-import type { Tx } from "@intentmesh/db";
+import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
 import { leases } from "../db/schema";
 import { appendToLog, assertIntentExists, lockIntent, type NewEvent } from "../event-log";
@@ -11,6 +11,8 @@ import { PointerError } from "../domain/json-pointer";
 import { TERMINAL_STATUSES } from "../domain/status";
 import { actingAgent, isCoordinatorOrAdmin } from "./actor";
 import { leaseIsLive } from "./lease-guard";
+import { assertAgentMayWork, isAgentOnly } from "../domain/budget";
+import { knownAgentStatus } from "../agent-lifecycle-projection";
 
 type LeaseRow = typeof leases.$inferSelect;
 
@@ -34,10 +36,12 @@ export async function acquireLease(
   const key = parseScope(body.scope);
   const now = ctx.clock.now();
   const lease = await ctx.db.transaction(async (tx) => {
+    await assertAgentMayTakeWork(tx, agentId);
     const intent = await lockIntent(tx, intentId, ifMatch);
     if (TERMINAL_STATUSES.includes(intent.status as never)) {
       throw new AppError("INTENT_CLOSED", 409, `intent ${intentId} is ${intent.status}; leases are taken on open intents only`, { status: intent.status });
     }
+    await assertBudgetAllowsLease(tx, intentId, caller);
     const suspended = intent.status === "suspended_awaiting_input";
     const lapsed = suspended ? [] : await expireLapsed(tx, intentId, key, now);
     const [held] = await tx
@@ -75,6 +79,30 @@ export async function acquireLease(
   });
   ctx.published();
   return lease;
+}
+
+/**
+ * Spec 3.4: a draining agent keeps its leases but takes no new one (409 AGENT_DRAINING); a dead
+ * or deregistered agent must register again first (409 AGENT_NOT_ACTIVE). Unhealthy agents may.
+ * The status is this service's projection of the registry's lifecycle events.
+ */
+async function assertAgentMayTakeWork(tx: Tx, agentId: string): Promise<void> {
+  const status = await knownAgentStatus(tx, agentId);
+  if (status === "draining") {
+    throw new AppError("AGENT_DRAINING", 409, `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
+  }
+  if (status === "dead" || status === "deregistered") {
+    throw new AppError("AGENT_NOT_ACTIVE", 409, `agent ${agentId} is ${status}; register it again before taking leases`, { agent_id: agentId, status });
+  }
+}
+
+/** Agents take no lease on an intent its budget blocked (read under the intent lock the caller holds). */
+async function assertBudgetAllowsLease(tx: Tx, intentId: string, caller: Caller): Promise<void> {
+  if (!isAgentOnly(caller)) return;
+  const [row] = rowsOf<{ status: string; blocked_reason: string | null }>(
+    await tx.execute(sql`select status, blocked_reason from intents.intents where id = ${intentId}`),
+  );
+  if (row) assertAgentMayWork(intentId, row, caller, "take leases on it");
 }
 
 /** POST /intents/{id}/leases/{lease_id}/renew: only the holder, only while the lease is live (always, while the intent is suspended). */
@@ -151,8 +179,8 @@ export async function listLeases(ctx: IntentsContext, intentId: string, activeOn
   return { leases: kept.map(toLease) };
 }
 
-/** The lease-expiry event of spec part 6; reason is `expired` (ttl) or `agent_dead`. */
-export function expiryEvent(lease: LeaseRow, reason: "expired" | "agent_dead", actor: string): NewEvent {
+/** The lease-expiry event of spec part 6; reason is `expired` (ttl), `agent_dead` or `agent_deregistered`. */
+export function expiryEvent(lease: LeaseRow, reason: "expired" | "agent_dead" | "agent_deregistered", actor: string): NewEvent {
   return {
     eventType: intentEventTypes.leaseExpired,
     actor,
@@ -193,4 +221,23 @@ function parseScope(scope: string): string {
     if (error instanceof PointerError) throw errors.validation(`scope: ${error.message}`);
     throw error;
   }
+}
+
+/**
+ * How many live leases each agent holds (the registry asks while agents drain). A lease lapsed
+ * by its TTL but not yet swept no longer counts; one on a suspended intent still does (3.1).
+ */
+export async function leasesHeldBy(ctx: IntentsContext, agentIds: string[]): Promise<{ held: Record<string, number> }> {
+  const now = ctx.clock.now();
+  const rows = rowsOf<{ agent_id: string; held: number }>(
+    await ctx.db.execute(sql`
+      select l.agent_id, count(*)::int as held
+      from ${leases} l join intents.intents i on i.id = l.intent_id
+      where l.holds_scope and l.agent_id in (${sql.join(agentIds.map((id) => sql`${id}`), sql`, `)})
+        and (l.expires_at > ${now} or i.status = 'suspended_awaiting_input')
+      group by l.agent_id`),
+  );
+  const held: Record<string, number> = Object.fromEntries(agentIds.map((id) => [id, 0]));
+  for (const row of rows) held[row.agent_id] = row.held;
+  return { held };
 }

@@ -3,6 +3,7 @@ import type { IntentsContext } from "../context";
 import { commitChangeStatement, selectIntentForWrite } from "../db/statements";
 import { applyStatePatches } from "../domain/state-patch";
 import { assertLeasesAllowWrite } from "./lease-guard";
+import { assertAgentMayWork } from "../domain/budget";
 
 /** How often a write re-checks when only the leases changed under it (its version still holds). */
 const LEASE_RACE_ATTEMPTS = 5;
@@ -21,6 +22,7 @@ export async function patchState(ctx: IntentsContext, intentId: string, ifMatch:
     const read = await selectIntentForWrite(ctx.query, intentId, caller.actor);
     if (!read) throw errors.notFound("intent", intentId);
     const { intent, leases } = read;
+    assertAgentMayWork(intentId, intent, caller, "write its state");
     if (intent.version !== ifMatch) throw errors.versionMismatch("intent", intentId, intent.version, ifMatch);
     assertLeasesAllowWrite(leases, intent.status, caller.actor, patches.map((p) => p.path), now);
     const state = applyStatePatches(intent.state, patches);

@@ -3,6 +3,7 @@ import type { IntentsContext } from "../context";
 import { commitChangeStatement, selectIntent } from "../db/statements";
 import { missingOrStale } from "../event-log";
 import { assertTransition } from "../domain/status";
+import { assertAgentMayWork } from "../domain/budget";
 
 /** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, intent.status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
@@ -12,6 +13,8 @@ export async function transitionStatus(ctx: IntentsContext, intentId: string, if
   if (!current) throw errors.notFound("intent", intentId);
   if (current.version !== ifMatch) throw errors.versionMismatch("intent", intentId, current.version, ifMatch);
   const from = current.status as IntentStatus;
+  // Only an operator lifts a block the budget put on the intent.
+  if (body.status === "active") assertAgentMayWork(intentId, current, caller, "return it to active");
   assertTransition(from, body.status);
   // Conditional on the version read: a concurrent change turns this into a 409.
   const written = await commitChangeStatement(

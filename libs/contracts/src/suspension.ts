@@ -1,0 +1,128 @@
+import { z } from "./zod";
+import { ActorId, JsonObject, Timestamp, Uuid } from "./common";
+
+/**
+ * Suspension records (spec 2.9) as the intents service stores them in `state._suspension`, and
+ * the input of the bus-only primitive the governance service calls to suspend and resume an
+ * intent (`im.intents.suspension.begin` / `.end`, see subjects in portfolios.ts).
+ */
+export const RESPONSE_TYPES = ["choice", "confirm", "text", "form"] as const;
+export const FALLBACK_POLICIES = ["fail", "complete_with_fallback", "use_default_and_continue"] as const;
+export const SUSPENSION_RESOLUTIONS = ["responded", "expired", "cancelled"] as const;
+export const FallbackPolicy = z.enum(FALLBACK_POLICIES);
+export const SuspensionResolution = z.enum(SUSPENSION_RESOLUTIONS);
+
+export const SuspensionChoice = z
+  .object({
+    value: z.string().min(1).max(500),
+    label: z.string().min(1).max(500),
+    description: z.string().max(2000).optional(),
+    style: z.string().max(50).optional(),
+    metadata: JsonObject.optional(),
+  })
+  .strict();
+
+const MAX_SUSPENSION_SECONDS = 365 * 24 * 3600;
+
+export const HumanRetryPolicy = z
+  .object({
+    max_attempts: z.number().int().min(1).max(100),
+    interval_seconds: z.number().int().min(1).max(MAX_SUSPENSION_SECONDS),
+    strategy: z.enum(["fixed", "linear", "exponential"]).default("fixed"),
+    escalation_ladder: z.array(z.object({ after_attempt: z.number().int().min(1), channel: z.string(), notify: z.unknown() }).passthrough()).default([]),
+    final_fallback_policy: FallbackPolicy.optional(),
+  })
+  .strict();
+
+/**
+ * What the caller of suspension.begin supplies. The server adds `suspended_at` (its clock),
+ * `expires_at` (the total deadline, spec 2.9) and `id` when absent, and takes `fallback_policy`
+ * from `retry_policy.final_fallback_policy` when only that one is given.
+ */
+export const SuspensionRequest = z
+  .object({
+    id: Uuid.optional(),
+    question: z.string().trim().min(1, "question must not be empty").max(5000),
+    response_type: z.enum(RESPONSE_TYPES).default("choice"),
+    choices: z.array(SuspensionChoice).max(100).optional(),
+    context: JsonObject.optional(),
+    channel_hint: z.string().max(200).optional(),
+    timeout_seconds: z.number().int().min(1).max(MAX_SUSPENSION_SECONDS).optional(),
+    fallback_value: z.unknown().optional(),
+    fallback_policy: FallbackPolicy.optional(),
+    retry_policy: HumanRetryPolicy.optional(),
+    confidence_at_suspension: z.number().min(0).max(1).optional(),
+    decision_record: JsonObject.optional(),
+  })
+  .strict()
+  .superRefine((record, ctx) => {
+    if (record.response_type === "choice" && !record.choices?.length) {
+      ctx.addIssue({ code: "custom", path: ["choices"], message: "response_type choice needs at least one choice" });
+    }
+    const final = record.retry_policy?.final_fallback_policy;
+    if (!record.fallback_policy && !final) {
+      ctx.addIssue({ code: "custom", path: ["fallback_policy"], message: "fallback_policy is required (or retry_policy.final_fallback_policy)" });
+    }
+    if (record.fallback_policy && final && record.fallback_policy !== final) {
+      ctx.addIssue({ code: "custom", path: ["fallback_policy"], message: "fallback_policy is an alias of retry_policy.final_fallback_policy; they differ" });
+    }
+  });
+export type SuspensionRequest = z.infer<typeof SuspensionRequest>;
+
+/** The record as stored in intent.state._suspension. */
+export const SuspensionRecord = z
+  .object({
+    id: Uuid,
+    question: z.string(),
+    response_type: z.enum(RESPONSE_TYPES),
+    choices: z.array(SuspensionChoice).optional(),
+    context: JsonObject.optional(),
+    channel_hint: z.string().optional(),
+    suspended_at: Timestamp,
+    timeout_seconds: z.number().int().optional(),
+    expires_at: Timestamp.nullable(),
+    fallback_value: z.unknown().optional(),
+    fallback_policy: FallbackPolicy,
+    retry_policy: HumanRetryPolicy.optional(),
+    confidence_at_suspension: z.number().optional(),
+    decision_record: JsonObject.optional(),
+    response: z.unknown().optional(),
+    responded_by: z.string().optional(),
+    responded_at: Timestamp.optional(),
+    resolution: SuspensionResolution.optional(),
+  })
+  .openapi("SuspensionRecord");
+export type SuspensionRecord = z.infer<typeof SuspensionRecord>;
+
+/**
+ * How a suspension ends. `responded` and `cancelled` return the intent to active (intent.resumed);
+ * `expired` returns it to active, or to abandoned when `status: "abandoned"` is asked for (the
+ * `fail` fallback, spec 3.1), with intent.suspension_expired.
+ */
+const SuspensionEndFields = {
+  suspension_id: Uuid,
+  resolution: SuspensionResolution,
+  response: z.unknown().optional(),
+  responded_by: ActorId.optional(),
+  status: z.enum(["active", "abandoned"]).default("active"),
+};
+
+/** The rules of an end that a schema alone cannot say; shared by every schema carrying the fields. */
+function refineEnd(end: { resolution: string; response?: unknown; status: string }, ctx: z.RefinementCtx): void {
+  if (end.resolution === "responded" && end.response === undefined) {
+    ctx.addIssue({ code: "custom", path: ["response"], message: "a responded suspension carries the response" });
+  }
+  if (end.status === "abandoned" && end.resolution !== "expired") {
+    ctx.addIssue({ code: "custom", path: ["status"], message: "only an expired suspension may abandon the intent" });
+  }
+}
+
+export const SuspensionEnd = z.object(SuspensionEndFields).strict().superRefine(refineEnd);
+export type SuspensionEnd = z.infer<typeof SuspensionEnd>;
+
+/** The input of im.intents.suspension.end: the intent, an optional If-Match, and the end itself. */
+export const SuspensionEndInput = z
+  .object({ intent_id: Uuid, if_match: z.number().int().nullable().default(null), ...SuspensionEndFields })
+  .strict()
+  .superRefine(refineEnd);
+export type SuspensionEndInput = z.infer<typeof SuspensionEndInput>;

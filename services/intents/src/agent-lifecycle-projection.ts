@@ -1,0 +1,82 @@
+import { and, eq, sql } from "drizzle-orm";
+import { AgentEvent, AgentLifecyclePayload, agentEventTypes, streams, type Clock } from "@intentmesh/contracts";
+import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { rowsOf, type Database, type Tx } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
+import { inbox, leases } from "./db/schema";
+import { agentStatus } from "./db/schema-agents";
+import { appendToLog, lockIntent } from "./event-log";
+import { expiryEvent } from "./handlers/leases";
+
+type LeaseRow = typeof leases.$inferSelect;
+
+/**
+ * Follows the registry's agent.lifecycle events (stream IM_REGISTRY) into intents.agent_status,
+ * and carries out what an agent's end means here (spec 3.4): when an agent becomes dead, every
+ * lease it still holds expires with reason agent_dead and a lease.expired event goes to each
+ * intent; a deregistered agent's leases expire the same way with reason agent_deregistered.
+ * Effects and the inbox row commit together, so a redelivered event changes nothing twice.
+ */
+export async function startAgentLifecycleProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
+  return startDurableConsumer(bus, {
+    stream: streams.registry.name,
+    durable: "intents-agent-lifecycle",
+    filterSubject: `im.evt.agent.*.${agentEventTypes.lifecycle}`,
+    db,
+    inbox,
+    logger,
+    parse: (data) => {
+      const event = AgentEvent.parse(data);
+      return { event, lifecycle: AgentLifecyclePayload.parse(event.payload) };
+    },
+    handle: async (tx, { event, lifecycle }) => {
+      const applied = await recordStatus(tx, event.agent_id, lifecycle.new_status, event.sequence, clock.now());
+      if (!applied) return;
+      if (lifecycle.new_status === "dead") await expireLeasesOf(tx, event.agent_id, "agent_dead", clock.now());
+      if (lifecycle.new_status === "deregistered") await expireLeasesOf(tx, event.agent_id, "agent_deregistered", clock.now());
+    },
+    afterCommit: onCommitted,
+  });
+}
+
+/** Upserts the agent's status unless a newer event already did; false when this event is older. */
+async function recordStatus(tx: Tx, agentId: string, status: string, sequence: number, now: Date): Promise<boolean> {
+  const rows = await tx
+    .insert(agentStatus)
+    .values({ agentId, status, eventSequence: sequence, updatedAt: now })
+    .onConflictDoUpdate({
+      target: agentStatus.agentId,
+      set: { status, eventSequence: sequence, updatedAt: now },
+      setWhere: sql`${agentStatus.eventSequence} < ${sequence}`,
+    })
+    .returning({ agentId: agentStatus.agentId });
+  return rows.length > 0;
+}
+
+/**
+ * Ends every lease the agent holds: no longer holding its scope, and expires_at brought to now so
+ * the derived status (2.4) reads EXPIRED. Intents are locked in id order (as the lease sweeper
+ * does), so this and a sweep cannot deadlock.
+ */
+export async function expireLeasesOf(tx: Tx, agentId: string, reason: "agent_dead" | "agent_deregistered", now: Date): Promise<number> {
+  const ended = await tx
+    .update(leases)
+    .set({ holdsScope: false, endReason: reason, endedAt: now, expiresAt: now })
+    .where(and(eq(leases.agentId, agentId), eq(leases.holdsScope, true)))
+    .returning();
+  const byIntent = new Map<string, LeaseRow[]>();
+  for (const lease of ended.sort((a, b) => a.intentId.localeCompare(b.intentId))) {
+    byIntent.set(lease.intentId, [...(byIntent.get(lease.intentId) ?? []), lease]);
+  }
+  for (const [intentId, list] of byIntent) {
+    await lockIntent(tx, intentId, null);
+    await appendToLog(tx, intentId, list.map((lease) => expiryEvent(lease, reason, "system")), now);
+  }
+  return ended.length;
+}
+
+/** The status the intents service last learned for an agent; undefined when it never heard of it. */
+export async function knownAgentStatus(db: Database | Tx, agentId: string): Promise<string | undefined> {
+  const rows = rowsOf<{ status: string }>(await db.execute(sql`select status from intents.agent_status where agent_id = ${agentId}`));
+  return rows[0]?.status;
+}

@@ -1,0 +1,53 @@
+import { eq } from "drizzle-orm";
+import { agentEventTypes, IntentEvent, intentEventTypes, streams, type Clock } from "@intentmesh/contracts";
+import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import type { Database } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
+import { agents, inbox } from "./db/schema";
+import { commitAgentChange } from "./agent-log";
+
+/**
+ * Projects the intents service's assignment events onto the assigned agents' own logs
+ * (agent.assigned / agent.unassigned), so an agent's SSE stream tells it about new work. One
+ * durable consumer per event type (NATS 2.9 has no multi-filter consumers), idempotent through
+ * the registry's inbox. Assignments of agent ids the registry does not know are not projected.
+ */
+export async function startAssignmentProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
+  const kinds = [
+    { type: intentEventTypes.agentAssigned, projected: agentEventTypes.assigned, durable: "registry-agent-assigned" },
+    { type: intentEventTypes.agentUnassigned, projected: agentEventTypes.unassigned, durable: "registry-agent-unassigned" },
+  ];
+  const consumers = await Promise.all(
+    kinds.map((kind) =>
+      startDurableConsumer(bus, {
+        stream: streams.intents.name,
+        durable: kind.durable,
+        filterSubject: `im.evt.intent.*.${kind.type}`,
+        db,
+        inbox,
+        logger,
+        parse: (data) => IntentEvent.parse(data),
+        handle: async (tx, event) => {
+          const agentId = String(event.payload.agent_id ?? "");
+          const [agent] = await tx.select({ agentId: agents.agentId }).from(agents).where(eq(agents.agentId, agentId)).for("update");
+          if (!agent) return;
+          await commitAgentChange(
+            tx,
+            agentId,
+            {},
+            [
+              {
+                eventType: kind.projected,
+                actor: event.actor,
+                payload: { agent_id: agentId, intent_id: event.intent_id, role: event.payload.role ?? null, intent_event_id: event.id },
+              },
+            ],
+            clock.now(),
+          );
+        },
+        afterCommit: onCommitted,
+      }),
+    ),
+  );
+  return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
+}

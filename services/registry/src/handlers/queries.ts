@@ -1,0 +1,122 @@
+import { and, asc, desc, eq, gt, sql, type SQL } from "drizzle-orm";
+import {
+  errors,
+  isoTimestamp,
+  Uuid,
+  type Agent,
+  type AgentBinding,
+  type AgentEventPage,
+  type AgentSummary,
+  type Caller,
+  type ListAgentsQuery,
+  type z,
+  type ListAgentEventsQuery,
+} from "@intentmesh/contracts";
+import type { RegistryContext } from "../context";
+import { agentEvents, agents } from "../db/schema";
+import { assertMayList, assertMayRead } from "../domain/access";
+import { toAgent, toSummary } from "../mapping";
+
+async function findAgent(ctx: RegistryContext, agentId: string) {
+  const [row] = await ctx.db.select().from(agents).where(eq(agents.agentId, agentId));
+  if (!row) throw errors.notFound("agent", agentId);
+  return row;
+}
+
+/** GET /agents/{id} (and /agents/{id}/record): the full record, to the agent itself, coordinators, operators and admins. */
+export async function getAgent(ctx: RegistryContext, agentId: string, caller: Caller): Promise<Agent> {
+  const row = await findAgent(ctx, agentId);
+  assertMayRead(agentId, row.ownerPrincipal, caller);
+  return toAgent(row);
+}
+
+/**
+ * GET /agents (4.9): summary records matching every filter given (capabilities: ANY of them;
+ * status: default active; role_id; min_available_capacity: max_concurrent_tasks - current_load
+ * at least that, agents without a declared maximum never qualify), and the total of matches.
+ */
+export async function listAgents(ctx: RegistryContext, query: ListAgentsQuery, caller: Caller): Promise<{ agents: AgentSummary[]; total: number }> {
+  assertMayList(caller);
+  const filters: SQL[] = [sql`${agents.status} in (${sql.join((query.status ?? ["active"]).map((s) => sql`${s}`), sql`, `)})`];
+  if (query.capabilities?.length) filters.push(sql`${agents.capabilities} && ${`{${query.capabilities.map((c) => JSON.stringify(c)).join(",")}}`}::text[]`);
+  if (query.role_id) filters.push(eq(agents.roleId, query.role_id));
+  if (query.min_available_capacity !== undefined) {
+    filters.push(sql`${agents.maxConcurrentTasks} - ${agents.currentLoad} >= ${query.min_available_capacity}`);
+  }
+  const where = and(...filters);
+  const [rows, [count]] = await Promise.all([
+    ctx.db.select().from(agents).where(where).orderBy(asc(agents.agentId)).limit(query.limit).offset(query.offset),
+    ctx.db.select({ total: sql<number>`count(*)::int` }).from(agents).where(where),
+  ]);
+  return { agents: rows.map(toSummary), total: count?.total ?? 0 };
+}
+
+/**
+ * GET /pools/{role_id}: the pool of agents sharing a role (4.9 rule 5): capacity is the sum of
+ * members' max_concurrent_tasks minus the sum of their current_load. Members are the agents
+ * that can take work: active ones (draining, unhealthy, dead and deregistered ones do not count).
+ */
+export async function poolCapacity(ctx: RegistryContext, roleId: string, caller: Caller) {
+  assertMayList(caller);
+  const [row] = await ctx.db
+    .select({
+      members: sql<number>`count(*)::int`,
+      max: sql<number>`coalesce(sum(${agents.maxConcurrentTasks}), 0)::int`,
+      load: sql<number>`coalesce(sum(${agents.currentLoad}), 0)::int`,
+    })
+    .from(agents)
+    .where(and(eq(agents.roleId, roleId), eq(agents.status, "active")));
+  const members = row?.members ?? 0;
+  const max = row?.max ?? 0;
+  const load = row?.load ?? 0;
+  return { role_id: roleId, members, max_concurrent_tasks: max, current_load: load, available_capacity: max - load };
+}
+
+/** The principal an agent is bound to; the gateway asks before letting a key act as that agent. */
+export async function agentBinding(ctx: RegistryContext, agentId: string): Promise<AgentBinding> {
+  const [row] = await ctx.query<{ owner_principal: string }>("registry_binding", "select owner_principal from registry.agents where agent_id = $1", [agentId]);
+  if (!row) throw errors.notFound("agent", agentId);
+  return { agent_id: agentId, principal: row.owner_principal };
+}
+
+/** GET /agents/{id}/events: the agent's own log, oldest first, paged by sequence (or event id). */
+export async function listAgentEvents(ctx: RegistryContext, agentId: string, query: z.infer<typeof ListAgentEventsQuery>, caller: Caller): Promise<AgentEventPage> {
+  const row = await findAgent(ctx, agentId);
+  assertMayRead(agentId, row.ownerPrincipal, caller);
+  const after = await resolveCursor(ctx, agentId, query.after);
+  const tail = query.tail === "true";
+  const rows = await ctx.db
+    .select()
+    .from(agentEvents)
+    .where(and(eq(agentEvents.agentId, agentId), gt(agentEvents.sequence, after)))
+    .orderBy(tail ? desc(agentEvents.sequence) : asc(agentEvents.sequence))
+    .limit(query.limit + 1);
+  const page = rows.slice(0, query.limit);
+  if (tail) page.reverse();
+  const last = page[page.length - 1];
+  return {
+    events: page.map((e) => ({
+      id: e.id,
+      agent_id: e.agentId,
+      sequence: e.sequence,
+      event_type: e.eventType,
+      actor: e.actor,
+      payload: e.payload,
+      created_at: isoTimestamp(e.createdAt),
+    })),
+    next_cursor: String(last ? last.sequence : after),
+    has_more: !tail && rows.length > query.limit,
+  };
+}
+
+async function resolveCursor(ctx: RegistryContext, agentId: string, after: string | undefined): Promise<number> {
+  if (after === undefined || after === "") return 0;
+  if (/^\d+$/.test(after)) return Number(after);
+  if (!Uuid.safeParse(after).success) throw errors.validation("after must be a sequence number or an event id");
+  const [row] = await ctx.db
+    .select({ sequence: agentEvents.sequence })
+    .from(agentEvents)
+    .where(and(eq(agentEvents.agentId, agentId), eq(agentEvents.id, after)));
+  if (row) return row.sequence;
+  throw errors.validation(`after names no event of agent ${agentId}: give a sequence number or an event id of this agent`);
+}

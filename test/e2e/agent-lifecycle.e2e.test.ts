@@ -1,0 +1,282 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ManualClock } from "@intentmesh/contracts";
+import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
+import { allEvents, createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
+import { knownAgentStatus } from "../../services/intents/src/agent-lifecycle-projection";
+
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await startTestCluster();
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const clock = () => cluster.clock as ManualClock;
+const advance = (seconds: number) => clock().advance(seconds * 1000);
+const sweep = () => cluster.registry.sweeper.sweep();
+const as = (agentId: string) => ({ "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": agentId });
+
+async function registerAgent(config = { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 }) {
+  const id = uniqueTag("life");
+  const res = await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: config }, key: "agent" });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return id;
+}
+const status = async (id: string) => (await cluster.api(`/agents/${id}`, { key: "agent" })).body.status as string;
+const heartbeat = (id: string, body: Record<string, unknown> = {}) =>
+  cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: clock().now().toISOString(), ...body }, key: "agent" });
+const lifecycle = async (id: string) =>
+  (await cluster.api(`/agents/${id}/events?limit=1000`, { key: "agent" })).body.events
+    .filter((e: any) => e.event_type === "agent.lifecycle")
+    .map((e: any) => `${e.payload.previous_status}>${e.payload.new_status}:${e.payload.reason}`);
+const acquire = (intentId: string, agentId: string, scope: string, ttl = 600) =>
+  cluster.api(`/intents/${intentId}/leases`, { body: { scope, ttl_seconds: ttl }, headers: as(agentId), key: null });
+
+describe("the health lifecycle on the server clock (3.4)", () => {
+  it("active -> unhealthy after unhealthy_after_seconds of silence, not a second earlier", async () => {
+    const id = await registerAgent();
+    advance(29.999);
+    await sweep();
+    expect(await status(id)).toBe("active");
+    advance(0.001);
+    await sweep();
+    expect(await status(id)).toBe("unhealthy");
+  });
+
+  it("unhealthy -> dead after dead_after_seconds, each transition once with version +1 and an agent.lifecycle event", async () => {
+    const id = await registerAgent();
+    advance(30);
+    await sweep();
+    advance(30);
+    await sweep();
+    await sweep();
+    const record = (await cluster.api(`/agents/${id}`, { key: "agent" })).body;
+    expect(record).toMatchObject({ status: "dead", version: 3 });
+    expect(await lifecycle(id)).toEqual(["registering>active:registered", "active>unhealthy:heartbeat_timeout", "unhealthy>dead:heartbeat_timeout"]);
+    const events = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events;
+    expect(events[2].payload).toMatchObject({ type: "agent.lifecycle", agent_id: id, previous_status: "unhealthy", new_status: "dead", reason: "heartbeat_timeout", version: 3 });
+    expect(typeof events[2].payload.timestamp).toBe("string");
+  });
+
+  it("a sweeper that was away past both deadlines records both steps", async () => {
+    const id = await registerAgent();
+    advance(3600);
+    expect(await sweep()).toBeGreaterThanOrEqual(2);
+    expect(await lifecycle(id)).toEqual(["registering>active:registered", "active>unhealthy:heartbeat_timeout", "unhealthy>dead:heartbeat_timeout"]);
+  });
+
+  it("a heartbeat resets the silence timer", async () => {
+    const id = await registerAgent();
+    advance(25);
+    expect((await heartbeat(id)).status).toBe(200);
+    advance(25);
+    await sweep();
+    expect(await status(id)).toBe("active");
+    advance(5);
+    await sweep();
+    expect(await status(id)).toBe("unhealthy");
+  });
+
+  it("unhealthy -> active on a heartbeat, reason heartbeat_resumed", async () => {
+    const id = await registerAgent();
+    advance(31);
+    await sweep();
+    const res = await heartbeat(id, { current_load: 2 });
+    expect(res.status).toBe(200);
+    expect(res.body.agent_status).toBe("active");
+    expect(await lifecycle(id)).toEqual(["registering>active:registered", "active>unhealthy:heartbeat_timeout", "unhealthy>active:heartbeat_resumed"]);
+    expect((await cluster.api(`/agents/${id}`, { key: "agent" })).body.capacity.current_load).toBe(2);
+  });
+
+  it("answers 410 to a heartbeat from a dead or deregistered agent", async () => {
+    const dead = await registerAgent();
+    advance(61);
+    await sweep();
+    expectError(await heartbeat(dead), 410, "AGENT_GONE");
+    const gone = await registerAgent();
+    await cluster.api(`/agents/${gone}`, { method: "DELETE", key: "agent" });
+    expectError(await heartbeat(gone), 410, "AGENT_GONE");
+  });
+});
+
+describe("heartbeats (4.9)", () => {
+  it("answers acknowledged, server_timestamp, agent_status and pending_commands", async () => {
+    const id = await registerAgent();
+    const res = await heartbeat(id, { current_load: 1, tasks_in_progress: ["t1"] });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ acknowledged: true, server_timestamp: expect.any(String), agent_status: "active", pending_commands: [] });
+    expect(Date.parse(res.body.server_timestamp)).toBe(clock().now().getTime());
+    expect((await cluster.api(`/agents/${id}`, { key: "agent" })).body.tasks_in_progress).toEqual(["t1"]);
+  });
+
+  it("requires status and client_timestamp", async () => {
+    const id = await registerAgent();
+    expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active" }, key: "agent" }), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { client_timestamp: clock().now().toISOString() }, key: "agent" }), 400, "VALIDATION_FAILED");
+  });
+
+  it("accepts heartbeats only with the registering key (403), even from an admin", async () => {
+    const id = await registerAgent();
+    expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: clock().now().toISOString() }, key: "other" }), 403, "AGENT_KEY_MISMATCH");
+    expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: clock().now().toISOString() }, key: "admin" }), 403, "AGENT_KEY_MISMATCH");
+  });
+
+  it("logs a drift warning when client_timestamp is more than 2 x interval away", async () => {
+    const lines: string[] = [];
+    const logged = await startTestCluster({ logDestination: { write: (line: string) => void lines.push(line) } });
+    try {
+      const id = uniqueTag("drift");
+      await logged.api("/agents", { body: { agent_id: id, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" });
+      const now = logged.clock.now().getTime();
+      await logged.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: new Date(now - 20_000).toISOString() }, key: "agent" });
+      expect(lines.filter((l) => l.includes("clock drift"))).toHaveLength(0);
+      await logged.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: new Date(now - 20_001).toISOString() }, key: "agent" });
+      const warnings = lines.filter((l) => l.includes("clock drift")).map((l) => JSON.parse(l));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({ level: 40, agent_id: id });
+    } finally {
+      await logged.stop();
+    }
+  });
+});
+
+describe("drain", () => {
+  it("a server-initiated drain reaches the agent as a pending command, once", async () => {
+    const id = await registerAgent();
+    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 120, reason: "scale down" }, headers: { "If-Match": "1" }, key: "coordinator" });
+    expect(drained.status, JSON.stringify(drained.body)).toBe(200);
+    expect(drained.body).toMatchObject({ status: "draining", version: 2 });
+    expect(drained.headers.get("etag")).toBe('"2"');
+    const first = await heartbeat(id, { status: "draining" });
+    expect(first.body.agent_status).toBe("draining");
+    expect(first.body.pending_commands).toEqual([expect.objectContaining({ command: "drain", reason: "scale down", drain_timeout_seconds: 120 })]);
+    expect((await heartbeat(id, { status: "draining" })).body.pending_commands).toEqual([]);
+  });
+
+  it("refuses a stale If-Match with 409 and a non-owner agent key with 403", async () => {
+    const id = await registerAgent();
+    const stale = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "7" }, key: "agent" });
+    expectError(stale, 409, "VERSION_MISMATCH");
+    expect(stale.body.current_version).toBe(1);
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "other" }), 403, "FORBIDDEN");
+    expectError(await cluster.api(`/agents/${id}`, { method: "DELETE", key: "other" }), 403, "FORBIDDEN");
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "dead" }, key: "agent" }), 409, "INVALID_AGENT_TRANSITION");
+  });
+
+  it("the agent announcing draining in its heartbeat starts a drain (drain_initiated)", async () => {
+    const id = await registerAgent();
+    expect((await heartbeat(id, { status: "draining" })).body.agent_status).toBe("draining");
+    expect(await lifecycle(id)).toContain("active>draining:drain_initiated");
+  });
+
+  it("draining -> deregistered once every lease is released", async () => {
+    const id = await registerAgent();
+    const intent = await createIntent(cluster);
+    const lease = await acquire(intent.id, id, "work");
+    expect(lease.status).toBe(201);
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 300 }, key: "agent" });
+    // The intents service learns of the drain from the registry's event; then it refuses new leases.
+    await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, id)).toBe("draining"));
+    expectError(await acquire(intent.id, id, "other"), 409, "AGENT_DRAINING");
+    advance(5);
+    await sweep();
+    expect(await status(id)).toBe("draining"); // still holds work
+    expect((await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "DELETE", headers: as(id), key: null })).status).toBe(200);
+    advance(5);
+    await sweep();
+    expect(await status(id)).toBe("deregistered");
+    expect(await lifecycle(id)).toEqual(["registering>active:registered", "active>draining:drain_initiated", "draining>deregistered:drain_completed"]);
+  });
+
+  it("draining -> dead at the drain timeout with work in progress and no heartbeats; a warning first; leases expire agent_dead", async () => {
+    const id = await registerAgent();
+    const intent = await createIntent(cluster);
+    expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    advance(60);
+    await sweep();
+    expect(await status(id)).toBe("dead");
+    const types = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events.map((e: any) => e.event_type);
+    expect(types.slice(-2)).toEqual(["agent.warning", "agent.lifecycle"]);
+    await vi.waitFor(async () => {
+      const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+      expect(expired.map((e) => e.payload.reason)).toEqual(["agent_dead"]);
+    });
+  });
+
+  it("draining -> deregistered at the drain timeout while still heartbeating; its leases expire with it", async () => {
+    const id = await registerAgent();
+    const intent = await createIntent(cluster);
+    expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    advance(50);
+    await heartbeat(id, { status: "draining" });
+    advance(10);
+    await sweep();
+    expect(await status(id)).toBe("deregistered");
+    await vi.waitFor(async () => {
+      const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+      expect(expired.map((e) => e.payload.reason)).toEqual(["agent_deregistered"]);
+    });
+  });
+});
+
+describe("an agent's death and its leases (3.4, across services)", () => {
+  it("expires every active lease with reason agent_dead and appends lease.expired to each intent; writes under them are 412", async () => {
+    const id = await registerAgent();
+    const a = await createIntent(cluster);
+    const b = await createIntent(cluster);
+    const leaseA = await acquire(a.id, id, "research");
+    const leaseB = await acquire(b.id, id, "*");
+    expect([leaseA.status, leaseB.status]).toEqual([201, 201]);
+    advance(61);
+    await sweep();
+    expect(await status(id)).toBe("dead");
+    for (const intent of [a, b]) {
+      await vi.waitFor(async () => {
+        const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+        expect(expired).toHaveLength(1);
+        expect(expired[0].payload).toMatchObject({ agent_id: id, reason: "agent_dead" });
+      });
+    }
+    const lease = (await cluster.api(`/intents/${a.id}/leases/${leaseA.body.id}`)).body;
+    expect(Date.parse(lease.expires_at)).toBeLessThanOrEqual(clock().now().getTime());
+    expect((await cluster.api(`/intents/${a.id}/leases?active=true`)).body.leases).toEqual([]);
+    // Re-registered, the agent's earlier lease stays expired: writing under it is 412.
+    expect((await cluster.api("/agents", { body: { agent_id: id }, key: "agent" })).status).toBe(201);
+    const current = (await cluster.api(`/intents/${a.id}`)).body;
+    const write = await cluster.api(`/intents/${a.id}/state`, { body: [{ op: "set", path: "/research/x", value: 1 }], headers: { ...as(id), "If-Match": String(current.version) }, key: null });
+    expectError(write, 412, "LEASE_EXPIRED");
+  });
+
+  it("a lease expiring by timeout never changes the agent's status; unhealthy agents keep and take leases", async () => {
+    const id = await registerAgent({ interval_seconds: 10, unhealthy_after_seconds: 600, dead_after_seconds: 1200 });
+    const intent = await createIntent(cluster);
+    expect((await acquire(intent.id, id, "short", 5)).status).toBe(201);
+    advance(10);
+    await cluster.intents.sweeper.sweep();
+    expect(await status(id)).toBe("active");
+    advance(600);
+    await sweep();
+    expect(await status(id)).toBe("unhealthy");
+    expect((await acquire(intent.id, id, "more")).status).toBe(201);
+  });
+
+  it("a death delivered twice expires the leases once", async () => {
+    const id = await registerAgent();
+    const intent = await createIntent(cluster);
+    expect((await acquire(intent.id, id, "x")).status).toBe(201);
+    advance(61);
+    await sweep();
+    await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired")).toHaveLength(1));
+    // Publish the same lifecycle event again, as a relay crash after publish would (different msg id: past the dedupe window).
+    const death = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events.find((e: any) => e.payload.new_status === "dead");
+    await cluster.bus.js.publish(cluster.bus.subject(`im.evt.agent.${id}.agent.lifecycle`), JSON.stringify(death));
+    await cluster.bus.js.publish(cluster.bus.subject(`im.evt.agent.${id}.agent.lifecycle`), JSON.stringify(death), { msgID: `agent:${id}:e${death.sequence}` });
+    const marker = await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "test.marker" } });
+    expect(marker.status).toBe(201);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired")).toHaveLength(1);
+  });
+});

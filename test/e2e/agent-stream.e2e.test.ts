@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ManualClock } from "@intentmesh/contracts";
+import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
+import { SseClient } from "../support/sse";
+import { createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
+
+let cluster: TestCluster;
+const open: SseClient[] = [];
+beforeAll(async () => {
+  cluster = await startTestCluster({ ssePingMs: 50 });
+});
+afterAll(async () => {
+  await Promise.all(open.map((c) => c.close()));
+  await cluster?.stop();
+});
+
+async function subscribe(agentId: string, key: keyof typeof TEST_KEYS = "agent", headers: Record<string, string> = {}) {
+  const client = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/agents/${encodeURIComponent(agentId)}`, { "X-API-Key": TEST_KEYS[key], ...headers });
+  open.push(client);
+  return client;
+}
+
+describe("GET /api/v1/subscribe/agents/{id}", () => {
+  it("streams the agent's lifecycle, pending commands and assignments, with the intent framing", async () => {
+    const id = `${uniqueTag("sse")}.dotted`;
+    expect((await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 } }, key: "agent" })).status).toBe(201);
+    const sse = await subscribe(id);
+    expect(sse.status).toBe(200);
+
+    const intent = await createIntent(cluster);
+    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: id, role: "writer" } })).status).toBe(201);
+    await cluster.api(`/agents/${encodeURIComponent(id)}/status`, { method: "PATCH", body: { status: "draining", reason: "rebalance" }, key: "coordinator" });
+    await sse.waitFor((c) => c.events.length >= 3, 5000);
+
+    const types = sse.events.map((e) => e.event);
+    expect(types).toEqual(expect.arrayContaining(["agent.assigned", "agent.lifecycle", "agent.command"]));
+    const assigned = sse.events.find((e) => e.event === "agent.assigned")!;
+    expect(assigned.data.payload).toMatchObject({ agent_id: id, intent_id: intent.id, role: "writer" });
+    const drain = sse.events.find((e) => e.event === "agent.lifecycle")!;
+    expect(drain.data.payload).toMatchObject({ previous_status: "active", new_status: "draining", reason: "drain_initiated" });
+    const frame = sse.frames.find((f) => f.event === "agent.command")!;
+    const log = (await cluster.api(`/agents/${encodeURIComponent(id)}/events`, { key: "agent" })).body.events;
+    const logged = log.find((e: any) => e.event_type === "agent.command");
+    expect(frame.id).toBe(logged.id);
+    expect(JSON.parse(frame.data!)).toEqual(logged);
+  });
+
+  it("resumes after Last-Event-ID with everything since, in order, once", async () => {
+    const id = uniqueTag("resume");
+    await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 } }, key: "agent" });
+    const first = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events[0];
+    (cluster.clock as ManualClock).advance(21_000);
+    await cluster.registry.sweeper.sweep();
+    const sse = await subscribe(id, "agent", { "Last-Event-ID": first.id });
+    await sse.waitFor((c) => c.events.length >= 2, 5000);
+    expect(sse.events.map((e) => e.data.payload.new_status)).toEqual(["unhealthy", "dead"]);
+    expect(sse.events.map((e) => e.data.sequence)).toEqual([2, 3]);
+  });
+
+  it("is refused to other agents' keys (403) and answers 404 for an unknown agent", async () => {
+    const id = uniqueTag("private");
+    await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });
+    const other = await fetch(`${cluster.baseUrl}/api/v1/subscribe/agents/${id}`, { headers: { "X-API-Key": TEST_KEYS.other } });
+    expectError({ status: other.status, headers: other.headers, body: await other.json() }, 403, "FORBIDDEN");
+    const unknown = await fetch(`${cluster.baseUrl}/api/v1/subscribe/agents/${uniqueTag("nobody")}`, { headers: { "X-API-Key": TEST_KEYS.admin } });
+    expectError({ status: unknown.status, headers: unknown.headers, body: await unknown.json() }, 404, "AGENT_NOT_FOUND");
+  });
+});

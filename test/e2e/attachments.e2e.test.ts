@@ -1,0 +1,291 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestCluster, type TestCluster } from "../support/cluster";
+import { agentHeaders } from "../support/agents";
+import { allEvents, createIntent, expectError, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
+
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await startTestCluster();
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const pdf = (overrides: Record<string, unknown> = {}) => ({
+  filename: "report.pdf",
+  mime_type: "application/pdf",
+  size: 48_213,
+  storage_url: "s3://team-files/reports/q3.pdf",
+  metadata: { pages: 12 },
+  ...overrides,
+});
+
+const attach = (intentId: string, body: unknown, headers?: Record<string, string>) =>
+  cluster.api(`/intents/${intentId}/attachments`, headers ? { body, headers, key: null } : { body });
+const list = (intentId: string) => cluster.api(`/intents/${intentId}/attachments`);
+const remove = (intentId: string, attachmentId: string, headers?: Record<string, string>) =>
+  cluster.api(`/intents/${intentId}/attachments/${attachmentId}`, headers ? { method: "DELETE", headers, key: null } : { method: "DELETE" });
+
+describe("POST /intents/{id}/attachments", () => {
+  it("stores the reference (201) with the fields of 2.7, uploaded by the acting agent, and logs intent.attachment_added", async () => {
+    const intent = await createIntent(cluster);
+    const headers = await agentHeaders(cluster, "att-uploader", "agent");
+    const res = await attach(intent.id, pdf(), headers);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      intent_id: intent.id,
+      filename: "report.pdf",
+      mime_type: "application/pdf",
+      size: 48_213,
+      storage_url: "s3://team-files/reports/q3.pdf",
+      metadata: { pages: 12 },
+      uploaded_by: "att-uploader",
+      created_at: expect.stringMatching(TIMESTAMP),
+    });
+    expect(Date.parse(res.body.created_at)).toBe(cluster.clock.now().getTime());
+
+    const listed = await list(intent.id);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({ attachments: [res.body] });
+
+    const events = await allEvents(cluster, intent.id);
+    const added = events.find((e) => e.event_type === "intent.attachment_added");
+    expect(added).toMatchObject({
+      actor: "att-uploader",
+      payload: { attachment_id: res.body.id, filename: "report.pdf", mime_type: "application/pdf", size: 48_213, uploaded_by: "att-uploader" },
+    });
+    // A storage URL may be a pre-signed capability: it is readable through GET, not broadcast.
+    expect(added.payload).not.toHaveProperty("storage_url");
+  });
+
+  it("uses the key's principal as uploaded_by when no agent acts, and defaults metadata to {}", async () => {
+    const intent = await createIntent(cluster);
+    const res = await cluster.api(`/intents/${intent.id}/attachments`, { body: pdf({ metadata: undefined }), key: "coordinator" });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ uploaded_by: "coordinator", metadata: {} });
+  });
+
+  it("never fetches storage_url", async () => {
+    let requests = 0;
+    const server = http.createServer((_req, res) => {
+      requests++;
+      res.end("bytes");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const intent = await createIntent(cluster);
+      const res = await attach(intent.id, pdf({ storage_url: `http://127.0.0.1:${port}/files/report.pdf` }));
+      expect(res.status).toBe(201);
+      expect((await list(intent.id)).body.attachments).toHaveLength(1);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(requests).toBe(0);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it.each([
+    "https://files.example.com/a/b.pdf?X-Amz-Signature=abc",
+    "http://files.example.com:8080/report.pdf",
+    "s3://team-files/reports/2026/q3.pdf",
+    "S3://team-files/key",
+  ])("accepts the storage URL %s", async (storageUrl) => {
+    const intent = await createIntent(cluster);
+    const res = await attach(intent.id, pdf({ storage_url: storageUrl }));
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.storage_url).toBe(storageUrl);
+  });
+
+  it.each([
+    ["relative", "/files/report.pdf"],
+    ["no scheme", "files.example.com/report.pdf"],
+    ["ftp", "ftp://files.example.com/report.pdf"],
+    ["file", "file:///etc/passwd"],
+    ["javascript", "javascript:alert(1)"],
+    ["data", "data:text/plain;base64,aGVsbG8="],
+    ["gs", "gs://bucket/key"],
+    ["credentials", "https://user:secret@files.example.com/report.pdf"],
+    ["s3 without key", "s3://team-files"],
+    ["s3 with an empty key", "s3://team-files/"],
+    ["s3 with an invalid bucket", "s3://Team_Files/key"],
+    ["not a URL", "report.pdf"],
+    ["empty", ""],
+  ])("refuses a storage URL that is %s (400 naming storage_url)", async (_what, storageUrl) => {
+    const intent = await createIntent(cluster);
+    const res = await attach(intent.id, pdf({ storage_url: storageUrl }));
+    expectError(res, 400, "VALIDATION_FAILED");
+    expect(res.body.message).toContain("storage_url");
+    expect(res.body.details.issues[0].path).toBe("body.storage_url");
+    // Secrets are never echoed back.
+    expect(JSON.stringify(res.body)).not.toContain("secret");
+  });
+
+  it.each([
+    ["an empty filename", { filename: "" }, "filename"],
+    ["a blank filename", { filename: "   " }, "filename"],
+    ["a filename with a control character", { filename: "a\u0000b.pdf" }, "filename"],
+    ["a negative size", { size: -1 }, "size"],
+    ["a fractional size", { size: 1.5 }, "size"],
+    ["a size as a string", { size: "100" }, "size"],
+    ["a mime type without a subtype", { mime_type: "pdf" }, "mime_type"],
+    ["a mime type with an empty subtype", { mime_type: "application/" }, "mime_type"],
+    ["metadata that is not an object", { metadata: [1, 2] }, "metadata"],
+    ["an unknown field", { owner: "me" }, ""],
+  ])("refuses %s (400)", async (_what, overrides, field) => {
+    const intent = await createIntent(cluster);
+    const res = await attach(intent.id, pdf(overrides));
+    expectError(res, 400, "VALIDATION_FAILED");
+    expect(res.body.message).toContain(field);
+  });
+
+  it.each([
+    ["a missing filename", "filename"],
+    ["a missing mime_type", "mime_type"],
+    ["a missing size", "size"],
+    ["a missing storage_url", "storage_url"],
+  ])("refuses %s (400)", async (_what, field) => {
+    const intent = await createIntent(cluster);
+    const body: Record<string, unknown> = pdf();
+    delete body[field];
+    const res = await attach(intent.id, body);
+    expectError(res, 400, "VALIDATION_FAILED");
+    expect(res.body.message).toContain(field);
+  });
+
+  it("accepts a size of 0 and a mime type with parameters", async () => {
+    const intent = await createIntent(cluster);
+    const res = await attach(intent.id, pdf({ filename: "empty.txt", mime_type: "text/plain; charset=utf-8", size: 0, metadata: { pages: 1 } }));
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ size: 0, mime_type: "text/plain; charset=utf-8" });
+  });
+
+  it("answers 404 for an unknown intent and 409 for a stale If-Match, writing nothing", async () => {
+    expectError(await attach(UNKNOWN_ID, pdf()), 404, "INTENT_NOT_FOUND");
+    const intent = await createIntent(cluster);
+    const stale = await cluster.api(`/intents/${intent.id}/attachments`, { body: pdf(), headers: { "If-Match": "7" } });
+    expectError(stale, 409, "VERSION_MISMATCH");
+    expect(stale.body.current_version).toBe(1);
+    expect((await list(intent.id)).body).toEqual({ attachments: [] });
+    const fresh = await cluster.api(`/intents/${intent.id}/attachments`, { body: pdf(), headers: { "If-Match": "1" } });
+    expect(fresh.status).toBe(201);
+  });
+});
+
+describe("attachment metadata is checked against the mime type", () => {
+  it.each([
+    ["image/png", { width: 640, height: 480, alt: "a chart" }],
+    ["image/svg+xml", { width: 10 }],
+    ["video/mp4", { width: 1920, height: 1080, duration: 61.5, frame_rate: 29.97 }],
+    ["audio/ogg", { duration: 3.2, encoding: "opus" }],
+    ["application/pdf", { pages: 3 }],
+    ["application/vnd.openxmlformats-officedocument.wordprocessingml.document", { pages: 40 }],
+    ["text/markdown", { pages: 2 }],
+    ["application/zip", { checksum: "sha256:abc", entries: 12 }],
+  ])("accepts %s with %j", async (mimeType, metadata) => {
+    const intent = await createIntent(cluster);
+    const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.metadata).toEqual(metadata);
+  });
+
+  it.each([
+    ["image/png", { width: "640" }, "width"],
+    ["image/png", { width: 0 }, "width"],
+    ["image/jpeg", { height: 480.5 }, "height"],
+    ["video/mp4", { width: 1920, height: -1 }, "height"],
+    ["video/mp4", { duration: "1m" }, "duration"],
+    ["audio/mpeg", { duration: 0 }, "duration"],
+    ["application/pdf", { pages: "12" }, "pages"],
+    ["application/pdf", { pages: 2.5 }, "pages"],
+    ["audio/mpeg", { encoding: 320 }, "encoding"],
+    ["audio/mpeg", { encoding: "" }, "encoding"],
+    ["video/webm", { frame_rate: "30fps" }, "frame_rate"],
+    ["video/webm", { frame_rate: 0 }, "frame_rate"],
+  ])("refuses %s with %j: 400 naming %s", async (mimeType, metadata, key) => {
+    const intent = await createIntent(cluster);
+    const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));
+    expectError(res, 400, "VALIDATION_FAILED");
+    expect(res.body.message).toContain(`metadata.${key}`);
+    expect(res.body.details.key).toBe(key);
+    expect(res.body.details.issues[0].path).toBe(`body.metadata.${key}`);
+    expect((await list(intent.id)).body.attachments).toEqual([]);
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent.created"]);
+  });
+
+  it.each([
+    ["image/png", { pages: 3 }, "pages"],
+    ["application/pdf", { width: 800 }, "width"],
+    ["audio/mpeg", { frame_rate: 30 }, "frame_rate"],
+    ["video/mp4", { encoding: "h264" }, "encoding"],
+    ["image/gif", { duration: 2 }, "duration"],
+  ])("refuses %s with %j: %s does not apply to it (400 naming the key)", async (mimeType, metadata, key) => {
+    const intent = await createIntent(cluster);
+    const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));
+    expectError(res, 400, "VALIDATION_FAILED");
+    expect(res.body.message).toContain(`metadata.${key} applies to`);
+    expect(res.body.details.key).toBe(key);
+  });
+});
+
+describe("GET and DELETE /intents/{id}/attachments", () => {
+  it("lists oldest first in a wrapper; an intent without attachments has an empty list; an unknown intent is 404", async () => {
+    const intent = await createIntent(cluster);
+    expect((await list(intent.id)).body).toEqual({ attachments: [] });
+    const names = ["a.pdf", "b.pdf", "c.pdf"];
+    for (const filename of names) expect((await attach(intent.id, pdf({ filename }))).status).toBe(201);
+    const listed = await list(intent.id);
+    expect(listed.body.attachments.map((a: any) => a.filename)).toEqual(names);
+    expectError(await list(UNKNOWN_ID), 404, "INTENT_NOT_FOUND");
+  });
+
+  it("deletes (200 with the removed attachment), logs intent.attachment_removed, and a second delete is 404", async () => {
+    const intent = await createIntent(cluster);
+    const keep = (await attach(intent.id, pdf({ filename: "keep.pdf" }))).body;
+    const gone = (await attach(intent.id, pdf({ filename: "gone.pdf" }))).body;
+    const res = await remove(intent.id, gone.id);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(gone);
+    expect((await list(intent.id)).body).toEqual({ attachments: [keep] });
+    const events = await allEvents(cluster, intent.id);
+    expect(events.map((e) => e.event_type)).toEqual(["intent.created", "intent.attachment_added", "intent.attachment_added", "intent.attachment_removed"]);
+    expect(events[3]).toMatchObject({ actor: "admin", payload: { attachment_id: gone.id, filename: "gone.pdf" } });
+    expectError(await remove(intent.id, gone.id), 404, "ATTACHMENT_NOT_FOUND");
+  });
+
+  it("answers 404 for an attachment of another intent and leaves it in place", async () => {
+    const mine = await createIntent(cluster);
+    const theirs = await createIntent(cluster);
+    const attachment = (await attach(theirs.id, pdf())).body;
+    const res = await remove(mine.id, attachment.id);
+    expectError(res, 404, "ATTACHMENT_NOT_FOUND");
+    expect(res.body.details).toMatchObject({ resource: "attachment", id: attachment.id });
+    expect((await list(theirs.id)).body.attachments).toEqual([attachment]);
+  });
+
+  it("answers 404 for a malformed attachment id and for an unknown intent", async () => {
+    const intent = await createIntent(cluster);
+    expectError(await remove(intent.id, "not-a-uuid"), 404, "ATTACHMENT_NOT_FOUND");
+    expectError(await remove(UNKNOWN_ID, UNKNOWN_ID), 404, "INTENT_NOT_FOUND");
+  });
+
+  it("lets only the uploader, a coordinator or an admin delete", async () => {
+    const intent = await createIntent(cluster);
+    const uploader = await agentHeaders(cluster, "att-owner", "agent");
+    const stranger = await agentHeaders(cluster, "att-stranger", "other");
+    const first = (await attach(intent.id, pdf({ filename: "one.pdf" }), uploader)).body;
+    const second = (await attach(intent.id, pdf({ filename: "two.pdf" }), uploader)).body;
+
+    const refused = await remove(intent.id, first.id, stranger);
+    expectError(refused, 403, "FORBIDDEN");
+    expect(refused.body.details.uploaded_by).toBe("att-owner");
+    expect((await list(intent.id)).body.attachments).toHaveLength(2);
+
+    expect((await remove(intent.id, first.id, uploader)).status).toBe(200);
+    expect((await cluster.api(`/intents/${intent.id}/attachments/${second.id}`, { method: "DELETE", key: "coordinator" })).status).toBe(200);
+    expect((await list(intent.id)).body.attachments).toEqual([]);
+  });
+});
