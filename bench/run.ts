@@ -699,7 +699,7 @@ function renderTable(results: Result[]): string {
   return markdownTable(head, rows, [false, true, true, true, true, true, false, false]);
 }
 
-const GROUP_NAMES = ["gateway", "intents", "baseline", "postgres", "nats-server", "bench (load)"];
+const GROUP_NAMES = ["gateway", "intents", "registry", "baseline", "postgres", "nats-server", "bench (load)"];
 
 /** Cores busy with processes that are not part of the benchmark (other people's work). */
 function otherCores(cpu: CpuReport): number {

@@ -79,23 +79,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(authenticate(keys));
   api.use(express.json({ limit: options.bodyLimit ?? "1mb", type: ["application/json", "application/*+json"] }));
   api.use(requireJsonBody);
-  api.param("id", requireUuidParam("intent"));
-  api.param("leaseId", requireUuidParam("lease"));
-  api.param("portfolioId", requireUuidParam("portfolio"));
-  api.param("intentId", requireUuidParam("intent"));
-  api.param("attachmentId", requireUuidParam("attachment"));
-  for (const route of routes) {
-    api[route.method](route.path, async (req: Request, res: Response) => {
-      const input = route.input(req);
-      const parsed = route.command.input.safeParse(input);
-      if (!parsed.success) throw validationError(parsed.error);
-      await assertActingAgentsBound(bindings, req, route);
-      // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
-      const reply = await client.requestRaw(route.command, req.caller!, input as never);
-      if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
-      res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
-    });
-  }
+  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment" };
+  for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
+  const handle = (route: Route) => async (req: Request, res: Response) => {
+    const input = route.input(req);
+    const parsed = route.command.input.safeParse(input);
+    if (!parsed.success) throw validationError(parsed.error);
+    await assertActingAgentsBound(bindings, req, route);
+    // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
+    const reply = await client.requestRaw(route.command, req.caller!, input as never);
+    if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
+    res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
+  };
+  mountRoutes(api, routes, handle, uuidParams);
   api.use("/subscribe", async (req, _res, next) => {
     await assertActingAgentsBound(bindings, req);
     next();
@@ -202,6 +198,25 @@ function authenticate(keys: ApiKeys) {
     req.caller = caller;
     next();
   };
+}
+
+/**
+ * Routes grouped by their first path segment, one router per group: express tries a request
+ * against a handful of prefixes and then only its group's routes, instead of every route of the
+ * API in turn (measurable on the hottest endpoints). Path parameters keep their checks.
+ */
+function mountRoutes(api: express.Router, all: Route[], handle: (route: Route) => express.RequestHandler, uuidParams: Record<string, string>): void {
+  const groups = new Map<string, Route[]>();
+  for (const route of all) {
+    const prefix = `/${route.path.split("/")[1]}`;
+    groups.set(prefix, [...(groups.get(prefix) ?? []), route]);
+  }
+  for (const [prefix, group] of groups) {
+    const router = express.Router();
+    for (const [name, resource] of Object.entries(uuidParams)) router.param(name, requireUuidParam(resource));
+    for (const route of group) router[route.method](route.path.slice(prefix.length) || "/", handle(route));
+    api.use(prefix, router);
+  }
 }
 
 /**

@@ -6,7 +6,6 @@ CREATE TABLE "registry"."agent_events" (
 	"id" uuid NOT NULL,
 	"event_type" text NOT NULL,
 	"actor" text NOT NULL,
-	"payload" jsonb NOT NULL,
 	"created_at" timestamp with time zone NOT NULL,
 	"wire" text NOT NULL,
 	CONSTRAINT "agent_events_agent_id_sequence_pk" PRIMARY KEY("agent_id","sequence")

@@ -66,7 +66,6 @@ export async function writeAgentEvents(tx: Tx, agentId: string, firstSequence: n
       id: event.id,
       eventType: event.event_type,
       actor: event.actor,
-      payload: event.payload,
       createdAt: at,
       wire: JSON.stringify(event),
     })),

@@ -40,33 +40,3 @@ export function toSummary(row: AgentRow): AgentSummary {
     last_heartbeat_at: agent.last_heartbeat_at,
   };
 }
-
-/** A raw row (snake_case columns, as `select *` returns it) to the drizzle row shape. */
-export function agentFromRaw(raw: Record<string, unknown>): AgentRow {
-  const date = (v: unknown) => (v === null || v === undefined ? null : v instanceof Date ? v : new Date(String(v)));
-  return {
-    agentId: String(raw.agent_id),
-    ownerPrincipal: String(raw.owner_principal),
-    roleId: (raw.role_id as string | null) ?? null,
-    name: (raw.name as string | null) ?? null,
-    capabilities: (raw.capabilities as string[]) ?? [],
-    maxConcurrentTasks: (raw.max_concurrent_tasks as number | null) ?? null,
-    currentLoad: Number(raw.current_load),
-    tasksInProgress: (raw.tasks_in_progress as string[]) ?? [],
-    status: String(raw.status),
-    endpoint: (raw.endpoint as string | null) ?? null,
-    intervalSeconds: Number(raw.interval_seconds),
-    unhealthyAfterSeconds: Number(raw.unhealthy_after_seconds),
-    deadAfterSeconds: Number(raw.dead_after_seconds),
-    metadata: (raw.metadata as Record<string, unknown>) ?? {},
-    originServerUrl: (raw.origin_server_url as string | null) ?? null,
-    registeredAt: date(raw.registered_at)!,
-    lastHeartbeatAt: date(raw.last_heartbeat_at)!,
-    version: Number(raw.version),
-    drainDeadline: date(raw.drain_deadline),
-    pendingCommands: (raw.pending_commands as AgentRow["pendingCommands"]) ?? [],
-    nextCheckAt: date(raw.next_check_at),
-    eventSeq: Number(raw.event_seq),
-    updatedAt: date(raw.updated_at)!,
-  };
-}

@@ -15,7 +15,6 @@ import { rowsOf, type Tx } from "@intentmesh/db";
 import type { RegistryContext } from "./context";
 import { lifecycleEvents, type NewAgentEvent } from "./agent-log";
 import { drainOutcome, nextCheckAt, silenceTransitions, type Transition } from "./domain/lifecycle";
-import { agentFromRaw, type AgentRow } from "./mapping";
 
 const SYSTEM: Caller = { principal: "registry", roles: ["admin"], actor: "system", agent_id: null };
 
@@ -79,16 +78,17 @@ export class AgentSweeper {
     const result = await this.ctx.db.transaction(async (tx) => {
       const due = rowsOf<Record<string, unknown>>(
         await tx.execute(sql`
-          select * from registry.agents
+          select agent_id, status, last_heartbeat_at, unhealthy_after_seconds, dead_after_seconds, drain_deadline, version, event_seq
+          from registry.agents
           where next_check_at is not null and next_check_at <= ${now}
           order by next_check_at
           limit ${this.batchSize}
           for update skip locked`),
-      ).map(agentFromRaw);
+      ).map(dueAgentFromRaw);
       if (!due.length) return { claimed: 0, transitions: 0 };
       const held = await this.leasesHeld(due.filter((a) => a.status === "draining").map((a) => a.agentId));
       const updates: AgentUpdate[] = [];
-      const events: { agent: AgentRow; list: NewAgentEvent[] }[] = [];
+      const events: { agent: DueAgent; list: NewAgentEvent[] }[] = [];
       let transitions = 0;
       for (const agent of due) {
         const plan = this.plan(agent, now, held);
@@ -103,8 +103,7 @@ export class AgentSweeper {
         });
         if (plan.events.length) events.push({ agent, list: plan.events });
       }
-      await applyUpdates(tx, updates, now);
-      await writeEventsInBulk(tx, events, now);
+      await writeBatch(tx, updates, events, now);
       return { claimed: due.length, transitions };
     });
     if (result.transitions) this.ctx.published();
@@ -112,7 +111,7 @@ export class AgentSweeper {
   }
 
   /** What to do with one due agent: its new status, events and next check; null to leave it be this tick. */
-  private plan(agent: AgentRow, now: Date, held: Map<string, number> | null) {
+  private plan(agent: DueAgent, now: Date, held: Map<string, number> | null) {
     const status = agent.status as AgentStatus;
     let steps: Transition[] = [];
     const extra: NewAgentEvent[] = [];
@@ -154,52 +153,68 @@ export class AgentSweeper {
   }
 }
 
-/** One statement for every due agent: new status, next check, version and log position. */
-async function applyUpdates(tx: Tx, updates: AgentUpdate[], now: Date): Promise<void> {
-  if (!updates.length) return;
-  await tx.execute(sql`
-    update registry.agents a set
-      status = u.status,
-      next_check_at = u.next_check_at,
-      version = a.version + u.transitions,
-      event_seq = a.event_seq + u.events,
-      updated_at = case when u.transitions > 0 then ${now} else a.updated_at end
-    from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
-      as u(agent_id text, status text, next_check_at timestamptz, transitions int, events int)
-    where a.agent_id = u.agent_id`);
+/** The columns a tick reads of a due agent. */
+interface DueAgent {
+  agentId: string;
+  status: string;
+  lastHeartbeatAt: Date;
+  unhealthyAfterSeconds: number;
+  deadAfterSeconds: number;
+  drainDeadline: Date | null;
+  version: number;
+  eventSeq: number;
 }
 
-/** One statement for all the events of a tick and their outbox rows; sequences continue each agent's log. */
-async function writeEventsInBulk(tx: Tx, batches: { agent: AgentRow; list: NewAgentEvent[] }[], at: Date): Promise<void> {
-  if (!batches.length) return;
+function dueAgentFromRaw(raw: Record<string, unknown>): DueAgent {
+  const date = (v: unknown) => (v instanceof Date ? v : new Date(String(v)));
+  return {
+    agentId: String(raw.agent_id),
+    status: String(raw.status),
+    lastHeartbeatAt: date(raw.last_heartbeat_at),
+    unhealthyAfterSeconds: Number(raw.unhealthy_after_seconds),
+    deadAfterSeconds: Number(raw.dead_after_seconds),
+    drainDeadline: raw.drain_deadline === null || raw.drain_deadline === undefined ? null : date(raw.drain_deadline),
+    version: Number(raw.version),
+    eventSeq: Number(raw.event_seq),
+  };
+}
+
+/**
+ * One statement for a whole batch: every due agent's new status, next check, version and log
+ * position, and every event of the batch with its outbox row (sequences continue each agent's
+ * log; the event JSON is written once and stored as the log entry and the message alike).
+ */
+async function writeBatch(tx: Tx, updates: AgentUpdate[], batches: { agent: DueAgent; list: NewAgentEvent[] }[], at: Date): Promise<void> {
+  if (!updates.length) return;
   const created = isoTimestamp(at);
   const rows = batches.flatMap(({ agent, list }) =>
     list.map((event, i) => {
-      const wire = {
-        id: randomUUID(),
-        agent_id: agent.agentId,
-        sequence: agent.eventSeq + i + 1,
-        event_type: event.eventType,
-        actor: event.actor,
-        payload: event.payload,
-        created_at: created,
-      };
-      const json = JSON.stringify(wire);
-      return {
-        ...wire,
-        wire: json,
-        subject: agentEventSubject(agent.agentId, event.eventType),
-        msg_id: agentEventMsgId(agent.agentId, wire.sequence),
-      };
+      const sequence = agent.eventSeq + i + 1;
+      const id = randomUUID();
+      const wire = JSON.stringify({ id, agent_id: agent.agentId, sequence, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: created });
+      return [id, agent.agentId, sequence, event.eventType, event.actor, wire, agentEventSubject(agent.agentId, event.eventType), agentEventMsgId(agent.agentId, sequence)];
     }),
   );
   await tx.execute(sql`
-    with e as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-      as e(id uuid, agent_id text, sequence bigint, event_type text, actor text, payload jsonb, wire text, subject text, msg_id text)),
+    with moved as (
+      update registry.agents a set
+        status = u.status,
+        next_check_at = u.next_check_at,
+        version = a.version + u.transitions,
+        event_seq = a.event_seq + u.events,
+        updated_at = case when u.transitions > 0 then ${at} else a.updated_at end
+      from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
+        as u(agent_id text, status text, next_check_at timestamptz, transitions int, events int)
+      where a.agent_id = u.agent_id
+    ),
+    e as (
+      select r->>0 as id, r->>1 as agent_id, (r->>2)::bigint as sequence, r->>3 as event_type, r->>4 as actor, r->>5 as wire, r->>6 as subject, r->>7 as msg_id, ord
+      from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as t(r, ord)
+    ),
     logged as (
-      insert into registry.agent_events (agent_id, sequence, id, event_type, actor, payload, created_at, wire)
-      select agent_id, sequence, id, event_type, actor, payload, ${at}, wire from e
+      insert into registry.agent_events (agent_id, sequence, id, event_type, actor, created_at, wire)
+      select agent_id, sequence, id::uuid, event_type, actor, ${at}, wire from e
     )
     insert into registry.outbox (subject, msg_id, payload, headers)
-    select subject, msg_id, wire, ${JSON.stringify({ [SCHEMA_HEADER]: AGENT_EVENT_SCHEMA })}::jsonb from e`);
+    select subject, msg_id, wire, ${JSON.stringify({ [SCHEMA_HEADER]: AGENT_EVENT_SCHEMA })}::jsonb from e order by ord`);
 }

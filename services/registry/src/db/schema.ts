@@ -63,9 +63,11 @@ export const agentEvents = registrySchema.table(
     id: uuid("id").notNull(),
     eventType: text("event_type").notNull(),
     actor: text("actor").notNull(),
-    payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
     createdAt: ts("created_at").notNull(),
-    /** The event as the API and the bus carry it, frozen at write time. */
+    /**
+     * The event as the API and the bus carry it (payload included), frozen at write time: the
+     * log is read back as these texts, never re-encoded.
+     */
     wire: text("wire").notNull(),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.sequence] })],

@@ -1,10 +1,10 @@
 import { and, asc, desc, eq, gt, sql, type SQL } from "drizzle-orm";
 import {
   errors,
-  isoTimestamp,
   Uuid,
   type Agent,
   type AgentBinding,
+  type AgentEvent,
   type AgentEventPage,
   type AgentSummary,
   type Caller,
@@ -95,15 +95,7 @@ export async function listAgentEvents(ctx: RegistryContext, agentId: string, que
   if (tail) page.reverse();
   const last = page[page.length - 1];
   return {
-    events: page.map((e) => ({
-      id: e.id,
-      agent_id: e.agentId,
-      sequence: e.sequence,
-      event_type: e.eventType,
-      actor: e.actor,
-      payload: e.payload,
-      created_at: isoTimestamp(e.createdAt),
-    })),
+    events: page.map((e) => JSON.parse(e.wire) as AgentEvent),
     next_cursor: String(last ? last.sequence : after),
     has_more: !tail && rows.length > query.limit,
   };
