@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
+import { knownAgentStatus } from "../../services/intents/src/agent-lifecycle-projection";
 import { allEvents, createIntent, expectError, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
 
 let cluster: TestCluster;
@@ -415,6 +416,16 @@ describe("fallback agents", () => {
     const plain = await setUp("fb-nofallback", { max_retries: 0, fallback_agent_id: null });
     expect((await fail(plain.intent.id, plain.failing, { attempt_number: 1 })).body).toMatchObject({ retries_exhausted: true, fallback_agent_id: null });
     expect((await activeLeases(plain.intent.id)).map((l) => l.agent_id)).toEqual([plain.failingId]);
+  });
+
+  it("hands nothing over to a fallback agent that is draining, dead or deregistered", async () => {
+    const { intent, failing, failingId, fallbackId } = await setUp("fb-gone", { max_retries: 0 });
+    expect((await cluster.api(`/agents/${fallbackId}`, { method: "DELETE", key: "other" })).status).toBe(200);
+    await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, fallbackId)).toBe("deregistered"));
+    const res = await fail(intent.id, failing, { attempt_number: 1 });
+    expect(res.body).toMatchObject({ retries_exhausted: true, fallback_agent_id: null });
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).not.toContain("fallback_triggered");
+    expect((await activeLeases(intent.id)).map((l) => l.agent_id)).toEqual([failingId]);
   });
 
   it("records failures on a completed intent but hands nothing over (closed intents take no leases)", async () => {

@@ -21,6 +21,7 @@ import { toLease } from "../mapping";
 import { actingAgent } from "./actor";
 import { recordCostInTx } from "./costs";
 import { lockIntentRow, toRetryPolicy } from "./retry-policy";
+import { knownAgentStatus } from "../agent-lifecycle-projection";
 
 type FailureRow = typeof failures.$inferSelect;
 type LeaseRow = typeof leases.$inferSelect;
@@ -101,7 +102,7 @@ export async function recordFailure(ctx: IntentsContext, intentId: string, ifMat
 
     const fallbackAgentId = policy?.fallback_agent_id ?? null;
     const open = !TERMINAL_STATUSES.includes(intent.status as never);
-    if (decision.handOver && fallbackAgentId && fallbackAgentId !== agentId && open) {
+    if (decision.handOver && fallbackAgentId && fallbackAgentId !== agentId && open && (await mayTakeWork(tx, fallbackAgentId))) {
       const moved = await handOver(tx, { intentId, intentStatus: intent.status, failure: row, fallbackAgentId, reason: decision.reason!, actor: caller.actor, now });
       if (moved) {
         row = moved;
@@ -226,6 +227,15 @@ async function handOver(tx: Tx, h: HandOver): Promise<FailureRow | null> {
   ];
   await appendToLog(tx, h.intentId, newEvents, h.now);
   return failure!;
+}
+
+/**
+ * A fallback agent the registry reports draining, dead or deregistered takes no work (spec 3.4):
+ * the failure is recorded without a handover, and the failing agent keeps its leases.
+ */
+async function mayTakeWork(tx: Tx, agentId: string): Promise<boolean> {
+  const status = await knownAgentStatus(tx, agentId);
+  return status !== "draining" && status !== "dead" && status !== "deregistered";
 }
 
 /** The fallback lease lasts as long as the failing lease was granted for (its remaining time may be nearly nothing). */
