@@ -4,3 +4,4 @@ export * from "./trace";
 export * from "./rpc";
 export * from "./outbox";
 export * from "./consumer";
+export * from "./event-log";

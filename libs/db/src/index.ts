@@ -1,3 +1,4 @@
 export * from "./database";
 export * from "./inbox";
 export * from "./config";
+export * from "./periodic";

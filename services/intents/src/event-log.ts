@@ -1,25 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
-import {
-  AppError,
-  errors,
-  INTENT_EVENT_SCHEMA,
-  isoTimestamp,
-  intentEventMsgId,
-  intentEventSubject,
-  SCHEMA_HEADER,
-  type IntentEvent,
-  type JsonObject,
-} from "@intentmesh/contracts";
-import { enqueue } from "@intentmesh/bus";
+import { AppError, errors, INTENT_EVENT_SCHEMA, intentEventMsgId, intentEventSubject, type IntentEvent } from "@intentmesh/contracts";
+import { writeEventLog, type EventLogSpec, type NewEvent } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { events, intents, outbox } from "./db/schema";
 
-export interface NewEvent {
-  eventType: string;
-  actor: string;
-  payload: JsonObject;
-}
+export type { NewEvent };
 
 /**
  * Locks the intent row, honours an If-Match when one was sent, and takes the next `count`
@@ -61,44 +46,31 @@ export async function missingOrStale(db: Queryable, intentId: string, expected: 
   return errors.versionMismatch("intent", intentId, current.version, expected);
 }
 
-/**
- * Writes events at the sequence numbers reserved for them, and their outbox rows, in the
- * caller's transaction. The outbox message id is `intent:<id>:e<sequence>`.
- */
-export async function writeEvents(tx: Tx, intentId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<IntentEvent[]> {
-  if (!newEvents.length) return [];
-  const written: IntentEvent[] = newEvents.map((event, i) => ({
-    id: randomUUID(),
-    intent_id: intentId,
-    sequence: firstSequence + i,
-    event_type: event.eventType,
-    actor: event.actor,
-    payload: event.payload,
-    created_at: isoTimestamp(at),
-  }));
-  await tx.insert(events).values(
-    written.map((event) => ({
-      id: event.id,
-      intentId,
-      sequence: event.sequence,
-      eventType: event.event_type,
-      actor: event.actor,
-      payload: event.payload,
-      createdAt: at,
-      wire: JSON.stringify(event),
-    })),
-  );
-  await enqueue(
-    tx,
-    outbox,
-    written.map((event) => ({
-      subject: intentEventSubject(intentId, event.event_type),
-      msgId: intentEventMsgId(intentId, event.sequence),
-      payload: event,
-      headers: { [SCHEMA_HEADER]: INTENT_EVENT_SCHEMA },
-    })),
-  );
-  return written;
+/** How intents log their events: `intent:<id>:e<sequence>` on im.evt.intent.<id>.<event_type>. */
+const intentLog: EventLogSpec<IntentEvent> = {
+  idField: "intent_id",
+  outbox,
+  schema: INTENT_EVENT_SCHEMA,
+  subject: intentEventSubject,
+  msgId: intentEventMsgId,
+  insert: (tx, rows) =>
+    tx.insert(events).values(
+      rows.map(({ event, wire, at }) => ({
+        id: event.id,
+        intentId: event.intent_id,
+        sequence: event.sequence,
+        eventType: event.event_type,
+        actor: event.actor,
+        payload: event.payload,
+        createdAt: at,
+        wire,
+      })),
+    ),
+};
+
+/** Writes events at the sequence numbers reserved for them, and their outbox rows, in the caller's transaction. */
+export function writeEvents(tx: Tx, intentId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<IntentEvent[]> {
+  return writeEventLog(tx, intentLog, intentId, firstSequence, newEvents, at);
 }
 
 /** Reserves sequence numbers and writes the events: for writes that do not change the intent itself. */

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { rowsOf } from "@intentmesh/db";
+import { Periodic, rowsOf } from "@intentmesh/db";
 import type { IntentsContext } from "./context";
 import { leases } from "./db/schema";
 import { leaseFromRaw } from "./db/statements";
@@ -16,28 +16,22 @@ type DueLease = typeof leases.$inferSelect;
  * expires_at, so its cost follows the number due, not the number held.
  */
 export class LeaseSweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly periodic: Periodic;
 
   constructor(
     private readonly ctx: IntentsContext,
-    private readonly intervalMs = 1000,
+    intervalMs = 1000,
     private readonly batchSize = 500,
-  ) {}
-
-  start(): void {
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.sweep()
-        .catch((err) => this.ctx.logger.warn({ err }, "lease sweep failed; next tick retries"))
-        .finally(() => (this.running = undefined));
-    }, this.intervalMs);
-    this.timer.unref();
+  ) {
+    this.periodic = new Periodic(() => this.sweep(), intervalMs, (err) => ctx.logger.warn({ err }, "lease sweep failed; next tick retries"));
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+  start(): void {
+    this.periodic.start();
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** One pass; returns how many leases it expired. Tests call it directly with a manual clock. */

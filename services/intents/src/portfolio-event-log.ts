@@ -1,18 +1,9 @@
-import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
-import {
-  isoTimestamp,
-  PORTFOLIO_EVENT_SCHEMA,
-  portfolioEventMsgId,
-  portfolioEventSubject,
-  SCHEMA_HEADER,
-  type PortfolioEvent,
-} from "@intentmesh/contracts";
-import { enqueue } from "@intentmesh/bus";
+import { PORTFOLIO_EVENT_SCHEMA, portfolioEventMsgId, portfolioEventSubject, type PortfolioEvent } from "@intentmesh/contracts";
+import { writeEventLog, type EventLogSpec, type NewEvent } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import { outbox } from "./db/schema";
 import { portfolioEvents } from "./db/schema-portfolios";
-import type { NewEvent } from "./event-log";
 
 /**
  * The per-portfolio event log: the same shape and guarantees as an intent's (gap-free
@@ -33,41 +24,30 @@ export async function reservePortfolioSequences(tx: Tx, portfolioId: string, cou
   return Number(row.event_seq) - count + 1;
 }
 
+const portfolioLog: EventLogSpec<PortfolioEvent> = {
+  idField: "portfolio_id",
+  outbox,
+  schema: PORTFOLIO_EVENT_SCHEMA,
+  subject: portfolioEventSubject,
+  msgId: portfolioEventMsgId,
+  insert: (tx, rows) =>
+    tx.insert(portfolioEvents).values(
+      rows.map(({ event, wire, at }) => ({
+        id: event.id,
+        portfolioId: event.portfolio_id,
+        sequence: event.sequence,
+        eventType: event.event_type,
+        actor: event.actor,
+        payload: event.payload,
+        createdAt: at,
+        wire,
+      })),
+    ),
+};
+
 /** Writes events at the sequence numbers reserved for them, and their outbox rows. */
-export async function writePortfolioEvents(tx: Tx, portfolioId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<PortfolioEvent[]> {
-  if (!newEvents.length) return [];
-  const written: PortfolioEvent[] = newEvents.map((event, i) => ({
-    id: randomUUID(),
-    portfolio_id: portfolioId,
-    sequence: firstSequence + i,
-    event_type: event.eventType,
-    actor: event.actor,
-    payload: event.payload,
-    created_at: isoTimestamp(at),
-  }));
-  await tx.insert(portfolioEvents).values(
-    written.map((event) => ({
-      id: event.id,
-      portfolioId,
-      sequence: event.sequence,
-      eventType: event.event_type,
-      actor: event.actor,
-      payload: event.payload,
-      createdAt: at,
-      wire: JSON.stringify(event),
-    })),
-  );
-  await enqueue(
-    tx,
-    outbox,
-    written.map((event) => ({
-      subject: portfolioEventSubject(portfolioId, event.event_type),
-      msgId: portfolioEventMsgId(portfolioId, event.sequence),
-      payload: event,
-      headers: { [SCHEMA_HEADER]: PORTFOLIO_EVENT_SCHEMA },
-    })),
-  );
-  return written;
+export function writePortfolioEvents(tx: Tx, portfolioId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<PortfolioEvent[]> {
+  return writeEventLog(tx, portfolioLog, portfolioId, firstSequence, newEvents, at);
 }
 
 /** Reserves sequence numbers (applying `set` in the same UPDATE) and writes the events. */

@@ -1,26 +1,13 @@
-import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
-import {
-  AGENT_EVENT_SCHEMA,
-  agentEventMsgId,
-  agentEventSubject,
-  agentEventTypes,
-  isoTimestamp,
-  SCHEMA_HEADER,
-  type AgentEvent,
-  type JsonObject,
-} from "@intentmesh/contracts";
-import { enqueue } from "@intentmesh/bus";
+import { AGENT_EVENT_SCHEMA, agentEventMsgId, agentEventSubject, agentEventTypes, isoTimestamp, type AgentEvent } from "@intentmesh/contracts";
+import { writeEventLog, type EventLogSpec, type NewEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { agentEvents, agents, outbox } from "./db/schema";
 import type { Transition } from "./domain/lifecycle";
 import type { AgentRow } from "./mapping";
 
-export interface NewAgentEvent {
-  eventType: string;
-  actor: string;
-  payload: JsonObject;
-}
+/** An event about to be appended to an agent's log. */
+export type NewAgentEvent = NewEvent;
 
 /** The agent.lifecycle event of part 6: type, agent_id, previous_status, new_status, reason, timestamp (and the new version). */
 export function lifecycleEvent(agentId: string, transition: Transition, version: number, at: Date, actor: string): NewAgentEvent {
@@ -44,43 +31,32 @@ export function lifecycleEvents(agentId: string, transitions: Transition[], from
   return transitions.map((t, i) => lifecycleEvent(agentId, t, fromVersion + i + 1, at, actor));
 }
 
+const agentLog: EventLogSpec<AgentEvent> = {
+  idField: "agent_id",
+  outbox,
+  schema: AGENT_EVENT_SCHEMA,
+  subject: agentEventSubject,
+  msgId: agentEventMsgId,
+  insert: (tx, rows) =>
+    tx.insert(agentEvents).values(
+      rows.map(({ event, wire, at }) => ({
+        agentId: event.agent_id,
+        sequence: event.sequence,
+        id: event.id,
+        eventType: event.event_type,
+        actor: event.actor,
+        createdAt: at,
+        wire,
+      })),
+    ),
+};
+
 /**
  * Writes events at the sequence numbers reserved for them (the caller has bumped event_seq on
  * the agent row in this transaction), and their outbox rows. Message id `agent:<token>:e<seq>`.
  */
-export async function writeAgentEvents(tx: Tx, agentId: string, firstSequence: number, newEvents: NewAgentEvent[], at: Date): Promise<AgentEvent[]> {
-  if (!newEvents.length) return [];
-  const written: AgentEvent[] = newEvents.map((event, i) => ({
-    id: randomUUID(),
-    agent_id: agentId,
-    sequence: firstSequence + i,
-    event_type: event.eventType,
-    actor: event.actor,
-    payload: event.payload,
-    created_at: isoTimestamp(at),
-  }));
-  await tx.insert(agentEvents).values(
-    written.map((event) => ({
-      agentId,
-      sequence: event.sequence,
-      id: event.id,
-      eventType: event.event_type,
-      actor: event.actor,
-      createdAt: at,
-      wire: JSON.stringify(event),
-    })),
-  );
-  await enqueue(
-    tx,
-    outbox,
-    written.map((event) => ({
-      subject: agentEventSubject(agentId, event.event_type),
-      msgId: agentEventMsgId(agentId, event.sequence),
-      payload: event,
-      headers: { [SCHEMA_HEADER]: AGENT_EVENT_SCHEMA },
-    })),
-  );
-  return written;
+export function writeAgentEvents(tx: Tx, agentId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<AgentEvent[]> {
+  return writeEventLog(tx, agentLog, agentId, firstSequence, newEvents, at);
 }
 
 /**

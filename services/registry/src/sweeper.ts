@@ -11,7 +11,7 @@ import {
   type AgentStatus,
   type Caller,
 } from "@intentmesh/contracts";
-import { rowsOf, type Tx } from "@intentmesh/db";
+import { Periodic, rowsOf, type Tx } from "@intentmesh/db";
 import type { RegistryContext } from "./context";
 import { lifecycleEvents, type NewAgentEvent } from "./agent-log";
 import { drainOutcome, nextCheckAt, silenceTransitions, type Transition } from "./domain/lifecycle";
@@ -39,28 +39,22 @@ interface AgentUpdate {
  * for the row and then sees the new status.
  */
 export class AgentSweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly periodic: Periodic;
 
   constructor(
     private readonly ctx: RegistryContext,
-    private readonly intervalMs = 1000,
+    intervalMs = 1000,
     private readonly batchSize = 1000,
-  ) {}
-
-  start(): void {
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.sweep()
-        .catch((err) => this.ctx.logger.warn({ err }, "agent sweep failed; next tick retries"))
-        .finally(() => (this.running = undefined));
-    }, this.intervalMs);
-    this.timer.unref();
+  ) {
+    this.periodic = new Periodic(() => this.sweep(), intervalMs, (err) => ctx.logger.warn({ err }, "agent sweep failed; next tick retries"));
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+  start(): void {
+    this.periodic.start();
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** One pass over everything due; returns the number of lifecycle transitions made. Tests call it with a manual clock. */

@@ -1,0 +1,79 @@
+import { randomUUID } from "node:crypto";
+import { isoTimestamp, SCHEMA_HEADER, type JsonObject } from "@intentmesh/contracts";
+import type { Tx } from "@intentmesh/db";
+import { enqueue, type OutboxTable } from "./outbox";
+
+/** An event about to be appended to an aggregate's log. */
+export interface NewEvent {
+  eventType: string;
+  actor: string;
+  payload: JsonObject;
+}
+
+/** The wire form every aggregate's events share; the aggregate's id field is added by name. */
+export interface WireEvent {
+  id: string;
+  sequence: number;
+  event_type: string;
+  actor: string;
+  payload: JsonObject;
+  created_at: string;
+}
+
+/**
+ * How one aggregate kind logs its events: the id field its events carry (`intent_id`,
+ * `portfolio_id`, `agent_id`), its subjects, message ids and schema header, its outbox, and how
+ * a batch of events becomes rows of its log table.
+ */
+export interface EventLogSpec<E extends WireEvent> {
+  idField: Exclude<keyof E, keyof WireEvent> & string;
+  outbox: OutboxTable;
+  schema: string;
+  subject(aggregateId: string, eventType: string): string;
+  msgId(aggregateId: string, sequence: number): string;
+  insert(tx: Tx, rows: { event: E; wire: string; at: Date }[]): Promise<unknown>;
+}
+
+/**
+ * Writes events at the sequence numbers the caller reserved for them (in the same transaction,
+ * by bumping the aggregate row's counter, which also locks it), and their outbox rows. The
+ * event's JSON is frozen once: it is both the log row's wire text and the message.
+ */
+export async function writeEventLog<E extends WireEvent>(
+  tx: Tx,
+  spec: EventLogSpec<E>,
+  aggregateId: string,
+  firstSequence: number,
+  newEvents: NewEvent[],
+  at: Date,
+): Promise<E[]> {
+  if (!newEvents.length) return [];
+  const createdAt = isoTimestamp(at);
+  const written = newEvents.map(
+    (event, i) =>
+      ({
+        id: randomUUID(),
+        [spec.idField]: aggregateId,
+        sequence: firstSequence + i,
+        event_type: event.eventType,
+        actor: event.actor,
+        payload: event.payload,
+        created_at: createdAt,
+      }) as unknown as E,
+  );
+  await spec.insert(
+    tx,
+    written.map((event) => ({ event, wire: JSON.stringify(event), at })),
+  );
+  await enqueue(
+    tx,
+    spec.outbox,
+    written.map((event) => ({
+      subject: spec.subject(aggregateId, event.event_type),
+      msgId: spec.msgId(aggregateId, event.sequence),
+      payload: event,
+      headers: { [SCHEMA_HEADER]: spec.schema },
+    })),
+  );
+  return written;
+}

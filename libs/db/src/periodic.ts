@@ -1,0 +1,30 @@
+/**
+ * Runs a task every `intervalMs`, never two runs at once (a tick that finds the previous run
+ * still going is skipped), and lets `stop` wait for the run in progress. The timer does not keep
+ * the process alive. Used by the services' sweepers.
+ */
+export class Periodic {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly task: () => Promise<unknown>,
+    private readonly intervalMs: number,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.running = this.task()
+        .catch(this.onError)
+        .finally(() => (this.running = undefined));
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+}
