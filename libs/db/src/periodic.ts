@@ -1,7 +1,7 @@
 /**
  * Runs a task every `intervalMs`, never two runs at once (a tick that finds the previous run
  * still going is skipped), and lets `stop` wait for the run in progress. The timer does not keep
- * the process alive. Used by the services' sweepers.
+ * the process alive.
  */
 export class Periodic {
   private timer: NodeJS.Timeout | undefined;
@@ -26,5 +26,24 @@ export class Periodic {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.running;
+  }
+}
+
+/** A sweeper of a service: `sweep()` is one pass (tests call it directly); start/stop run it periodically. */
+export abstract class Sweeper {
+  private readonly periodic: Periodic;
+
+  constructor(intervalMs: number, logger: { warn(obj: object, msg: string): void }, name: string) {
+    this.periodic = new Periodic(() => this.sweep(), intervalMs, (err) => logger.warn({ err }, `${name} failed; next tick retries`));
+  }
+
+  abstract sweep(): Promise<number>;
+
+  start(): void {
+    this.periodic.start();
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 }

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { Periodic, rowsOf } from "@intentmesh/db";
+import { Sweeper, rowsOf } from "@intentmesh/db";
 import type { IntentsContext } from "./context";
 import { leases } from "./db/schema";
 import { leaseFromRaw } from "./db/statements";
@@ -15,23 +15,13 @@ type DueLease = typeof leases.$inferSelect;
  * with FOR UPDATE SKIP LOCKED. A pass reads only due leases through the partial index on
  * expires_at, so its cost follows the number due, not the number held.
  */
-export class LeaseSweeper {
-  private readonly periodic: Periodic;
-
+export class LeaseSweeper extends Sweeper {
   constructor(
     private readonly ctx: IntentsContext,
     intervalMs = 1000,
     private readonly batchSize = 500,
   ) {
-    this.periodic = new Periodic(() => this.sweep(), intervalMs, (err) => ctx.logger.warn({ err }, "lease sweep failed; next tick retries"));
-  }
-
-  start(): void {
-    this.periodic.start();
-  }
-
-  stop(): Promise<void> {
-    return this.periodic.stop();
+    super(intervalMs, ctx.logger, "lease sweep");
   }
 
   /** One pass; returns how many leases it expired. Tests call it directly with a manual clock. */

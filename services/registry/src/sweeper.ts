@@ -11,7 +11,7 @@ import {
   type AgentStatus,
   type Caller,
 } from "@intentmesh/contracts";
-import { Periodic, rowsOf, type Tx } from "@intentmesh/db";
+import { Sweeper, rowsOf, type Tx } from "@intentmesh/db";
 import type { RegistryContext } from "./context";
 import { lifecycleEvents, type NewAgentEvent } from "./agent-log";
 import { drainOutcome, nextCheckAt, silenceTransitions, type Transition } from "./domain/lifecycle";
@@ -38,23 +38,13 @@ interface AgentUpdate {
  * FOR UPDATE SKIP LOCKED, so each transition happens once, and a heartbeat racing a sweep waits
  * for the row and then sees the new status.
  */
-export class AgentSweeper {
-  private readonly periodic: Periodic;
-
+export class AgentSweeper extends Sweeper {
   constructor(
     private readonly ctx: RegistryContext,
     intervalMs = 1000,
     private readonly batchSize = 1000,
   ) {
-    this.periodic = new Periodic(() => this.sweep(), intervalMs, (err) => ctx.logger.warn({ err }, "agent sweep failed; next tick retries"));
-  }
-
-  start(): void {
-    this.periodic.start();
-  }
-
-  stop(): Promise<void> {
-    return this.periodic.stop();
+    super(intervalMs, ctx.logger, "agent sweep");
   }
 
   /** One pass over everything due; returns the number of lifecycle transitions made. Tests call it with a manual clock. */
