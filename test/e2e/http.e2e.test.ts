@@ -86,6 +86,10 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(discovery.body.capabilities).not.toBeNull();
     expect(Array.isArray(discovery.body.rfcs)).toBe(true);
     expect(discovery.body.rfcs.length).toBeGreaterThan(0);
+    // What it announces matches what is served: the registry, portfolios and their streams.
+    expect(discovery.body.capabilities.agent_registry).toMatchObject({ heartbeats: true, drain: true });
+    expect(discovery.body.capabilities.subscriptions.streams).toEqual(["intents", "portfolios", "agents"]);
+    expect(discovery.body.spec_parts).toEqual(expect.arrayContaining(["2.15", "3.4", "4.9", "2.5", "2.6", "2.7", "2.8"]));
   });
 });
 
