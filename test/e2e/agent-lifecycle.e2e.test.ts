@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { ManualClock } from "@intentmesh/contracts";
+import { randomUUID } from "node:crypto";
+import { sql } from "drizzle-orm";
+import { isoTimestamp, type ManualClock } from "@intentmesh/contracts";
+import { rowsOf } from "@intentmesh/db";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
 import { knownAgentStatus } from "../../services/intents/src/agent-lifecycle-projection";
@@ -278,5 +281,43 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     expect(marker.status).toBe(201);
     await new Promise((r) => setTimeout(r, 300));
     expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired")).toHaveLength(1);
+  });
+
+  it("a death delivered after the re-registration that followed it still expires the leases of the ended incarnation, and only those", async () => {
+    // Redelivery (a failed first attempt) or a second intents replica can hand the projection an
+    // agent's death after a newer lifecycle event. Modelled with events published straight to the
+    // stream: the re-registration (sequence 3) first, then the death (sequence 2) it followed.
+    const id = await registerAgent();
+    const [before, after] = [await createIntent(cluster), await createIntent(cluster)];
+    const t0 = clock().now().getTime();
+    expect((await acquire(before.id, id, "work")).status).toBe(201);
+    const publish = (sequence: number, previous: string, next: string, reason: string, at: number) =>
+      cluster.bus.js.publish(
+        cluster.bus.subject(`im.evt.agent.${id}.agent.lifecycle`),
+        JSON.stringify({
+          id: randomUUID(),
+          agent_id: id,
+          sequence,
+          event_type: "agent.lifecycle",
+          actor: "system",
+          payload: { type: "agent.lifecycle", agent_id: id, previous_status: previous, new_status: next, reason, timestamp: isoTimestamp(new Date(at)), version: sequence },
+          created_at: isoTimestamp(new Date(at)),
+        }),
+      );
+    const projected = async () =>
+      rowsOf<{ event_sequence: number }>(await cluster.database.db.execute(sql`select event_sequence from intents.agent_status where agent_id = ${id}`))[0]?.event_sequence;
+    await publish(3, "dead", "active", "re_registered", t0 + 600);
+    await vi.waitFor(async () => expect(Number(await projected())).toBe(3));
+    advance(1);
+    const fresh = await acquire(after.id, id, "work");
+    expect(fresh.status).toBe(201);
+    await publish(2, "unhealthy", "dead", "heartbeat_timeout", t0 + 500);
+    await vi.waitFor(async () => {
+      const expired = (await allEvents(cluster, before.id)).filter((e) => e.event_type === "lease.expired");
+      expect(expired.map((e) => e.payload.reason)).toEqual(["agent_dead"]);
+    });
+    expect(await knownAgentStatus(cluster.database.db, id)).toBe("active");
+    expect((await allEvents(cluster, after.id)).filter((e) => e.event_type === "lease.expired")).toEqual([]);
+    expect((await cluster.api(`/intents/${after.id}/leases?active=true`)).body.leases.map((l: any) => l.id)).toEqual([fresh.body.id]);
   });
 });

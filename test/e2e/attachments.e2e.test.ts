@@ -114,6 +114,8 @@ describe("POST /intents/{id}/attachments", () => {
     ["s3 with an invalid bucket", "s3://Team_Files/key"],
     ["not a URL", "report.pdf"],
     ["empty", ""],
+    ["carrying a CRLF", "https://files.example.com/report.pdf\r\nSet-Cookie: a=b"],
+    ["carrying a space", "https://files.example.com/q3 report.pdf"],
   ])("refuses a storage URL that is %s (400 naming storage_url)", async (_what, storageUrl) => {
     const intent = await createIntent(cluster);
     const res = await attach(intent.id, pdf({ storage_url: storageUrl }));
@@ -185,6 +187,8 @@ describe("attachment metadata is checked against the mime type", () => {
     ["application/vnd.openxmlformats-officedocument.wordprocessingml.document", { pages: 40 }],
     ["text/markdown", { pages: 2 }],
     ["application/zip", { checksum: "sha256:abc", entries: 12 }],
+    // Free-form keys that share a name with Object.prototype members are not mistaken for rules.
+    ["image/png", { toString: "x", constructor: 1, valueOf: null }],
   ])("accepts %s with %j", async (mimeType, metadata) => {
     const intent = await createIntent(cluster);
     const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));

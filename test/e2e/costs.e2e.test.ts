@@ -162,6 +162,8 @@ describe("GET /intents/{id}/costs", () => {
     expect(empty.body).toMatchObject({ costs: [], has_more: false, next_cursor: third.body.next_cursor });
 
     expectError(await costsOf(intent.id, "?after=abc"), 400, "VALIDATION_FAILED");
+    // A cursor beyond any record's position is a 400, not a bigint overflow in Postgres (500).
+    for (const huge of ["99999999999999999999", "9223372036854775807"]) expectError(await costsOf(intent.id, `?after=${huge}`), 400, "VALIDATION_FAILED");
     expectError(await costsOf(intent.id, "?limit=1001"), 400, "VALIDATION_FAILED");
   });
 });

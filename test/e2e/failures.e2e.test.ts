@@ -137,12 +137,40 @@ describe("POST and GET /intents/{id}/failures", () => {
     const second = (await fail(intent.id, agent, { attempt_number: 2, error_code: "NETWORK_ERROR" })).body;
     const history = await failures(intent.id);
     expect(history.status).toBe(200);
-    expect(history.body).toEqual({ failures: [res.body, second] });
+    expect(history.body).toEqual({ failures: [res.body, second], next_cursor: expect.any(String), has_more: false });
+  });
+
+  it("reads a long history in bounded pages (limit, after = next_cursor), the agent_id filter applying to every page", async () => {
+    const intent = await createIntent(cluster);
+    const a = await agentHeaders(cluster, "fl-page-a");
+    const b = await agentHeaders(cluster, "fl-page-b");
+    const ids: string[] = [];
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      ids.push((await fail(intent.id, a, { attempt_number: attempt })).body.id);
+      await fail(intent.id, b, { attempt_number: attempt });
+    }
+    const first = await failures(intent.id, undefined, "?agent_id=fl-page-a&limit=2");
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.failures.map((f: any) => f.id)).toEqual(ids.slice(0, 2));
+    expect(first.body.has_more).toBe(true);
+    const second = await failures(intent.id, undefined, `?agent_id=fl-page-a&limit=2&after=${first.body.next_cursor}`);
+    expect(second.body.failures.map((f: any) => f.id)).toEqual(ids.slice(2, 4));
+    const third = await failures(intent.id, undefined, `?agent_id=fl-page-a&limit=2&after=${second.body.next_cursor}`);
+    expect(third.body).toMatchObject({ has_more: false });
+    expect(third.body.failures.map((f: any) => f.id)).toEqual(ids.slice(4));
+    // An empty page keeps the cursor, so a client can poll for new failures.
+    const empty = await failures(intent.id, undefined, `?agent_id=fl-page-a&after=${third.body.next_cursor}`);
+    expect(empty.body).toEqual({ failures: [], next_cursor: third.body.next_cursor, has_more: false });
+    expect((await failures(intent.id)).body.failures).toHaveLength(10);
+
+    expectError(await failures(intent.id, undefined, "?limit=1001"), 400, "VALIDATION_FAILED");
+    expectError(await failures(intent.id, undefined, "?limit=0"), 400, "VALIDATION_FAILED");
+    for (const bad of ["abc", "99999999999999999999"]) expectError(await failures(intent.id, undefined, `?after=${bad}`), 400, "VALIDATION_FAILED");
   });
 
   it("filters the history by agent_id, answers an empty list without failures and 404 for an unknown intent", async () => {
     const intent = await createIntent(cluster);
-    expect((await failures(intent.id)).body).toEqual({ failures: [] });
+    expect((await failures(intent.id)).body).toEqual({ failures: [], next_cursor: "0", has_more: false });
     await fail(intent.id, await agentHeaders(cluster, "fl-filter-a"), { attempt_number: 1 });
     await fail(intent.id, await agentHeaders(cluster, "fl-filter-b"), { attempt_number: 1 });
     const onlyB = await failures(intent.id, undefined, "?agent_id=fl-filter-b");
@@ -479,6 +507,30 @@ describe("costs of failed attempts", () => {
     expect(res.status).toBe(201);
     expect((await cluster.api(`/intents/${intent.id}`)).body.status).toBe("blocked");
     expect((await costs(intent.id)).budget.blocked).toBe(true);
+  });
+
+  it("hands nothing over on an intent its budget blocked (also when this failure's cost blocks it), until an operator lifts the block", async () => {
+    const intent = await createIntent(cluster, { constraints: { budget: { max_total_cents: 100 } } });
+    const failing = await agentHeaders(cluster, "fl-cost-block-a");
+    await agentHeaders(cluster, "fl-cost-block-b", "other");
+    await putPolicy(intent.id, { max_retries: 0, fallback_agent_id: "fl-cost-block-b" });
+    expect((await acquire(intent.id, failing, "*")).status).toBe(201);
+
+    // The failed attempt's cost passes max_total_cents: the intent is blocked, and the blocked intent grants the fallback no lease.
+    const blocking = await fail(intent.id, failing, { attempt_number: 1, cost: { cost_type: "api_call", amount: 150, unit: "cents" } });
+    expect(blocking.status, JSON.stringify(blocking.body)).toBe(201);
+    expect(blocking.body).toMatchObject({ retries_exhausted: true, fallback_agent_id: null, resolved_at: null, cost_id: expect.any(String) });
+    expect((await cluster.api(`/intents/${intent.id}`)).body).toMatchObject({ status: "blocked", version: 2 });
+    // Already blocked: a later exhausting failure without a cost hands nothing over either.
+    expect((await fail(intent.id, failing, { attempt_number: 2 })).body).toMatchObject({ fallback_agent_id: null });
+    expect((await activeLeases(intent.id)).map((l) => l.agent_id)).toEqual(["fl-cost-block-a"]);
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).not.toContain("fallback_triggered");
+
+    // An operator accepts the overrun: the next exhausting failure hands over.
+    const resumed = await cluster.api(`/intents/${intent.id}/status`, { body: { status: "active" }, headers: { "If-Match": "2" }, key: "operator" });
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect((await fail(intent.id, failing, { attempt_number: 3 })).body).toMatchObject({ fallback_agent_id: "fl-cost-block-b" });
+    expect((await activeLeases(intent.id)).map((l) => l.agent_id)).toEqual(["fl-cost-block-b"]);
   });
 
   it("writes neither the failure nor the cost when either is refused", async () => {

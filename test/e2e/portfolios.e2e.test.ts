@@ -316,6 +316,33 @@ describe("PATCH /api/v1/portfolios/{id}", () => {
   });
 });
 
+describe("GET /api/v1/portfolios/{id}/events", () => {
+  it("pages the log oldest first by sequence or event id, filters by event_type, and refuses a cursor no log can reach with 400", async () => {
+    const portfolio = await createPortfolio();
+    for (const name of ["one", "two", "three"]) {
+      const current = await getPortfolio(portfolio.id);
+      const res = await cluster.api(`/portfolios/${portfolio.id}`, { method: "PATCH", body: { name }, headers: { "If-Match": String(current.version) } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    const all = await portfolioEvents(portfolio.id);
+    expect(all.map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
+
+    const first = await cluster.api(`/portfolios/${portfolio.id}/events?limit=2`);
+    expect(first.body).toMatchObject({ next_cursor: "2", has_more: true });
+    expect(first.body.events.map((e: any) => e.sequence)).toEqual([1, 2]);
+    const byId = await cluster.api(`/portfolios/${portfolio.id}/events?after=${all[1].id}`);
+    expect(byId.body.events.map((e: any) => e.sequence)).toEqual([3, 4]);
+    const updates = await cluster.api(`/portfolios/${portfolio.id}/events?event_type=portfolio.updated&after=2`);
+    expect(updates.body.events.map((e: any) => e.payload.changes.name)).toEqual(["two", "three"]);
+
+    // Numbers past any bigint are refused as a bad cursor, not passed to Postgres (a 500).
+    for (const huge of ["99999999999999999999", "9223372036854775808"]) {
+      expectError(await cluster.api(`/portfolios/${portfolio.id}/events?after=${huge}`), 400, "VALIDATION_FAILED");
+    }
+    expectError(await cluster.api(`/portfolios/${portfolio.id}/events?after=${UNKNOWN_ID}`), 400, "VALIDATION_FAILED");
+  });
+});
+
 describe("aggregate status, driven by the members' intent.status_changed events", () => {
   it("follows members through blocked, active and completed, with member_status_changed carrying from, to and the aggregate", async () => {
     const portfolio = await createPortfolio();

@@ -89,6 +89,26 @@ describe("registration (4.9 rules 1-6)", () => {
     expectError(await register({ agent_id: id }, "other"), 403, "AGENT_KEY_MISMATCH");
   });
 
+  it("refuses a registration whose X-Agent-ID names another key's agent (403 AGENT_NOT_BOUND); its own id or its own agent is fine", async () => {
+    const victim = uniqueTag("victim");
+    await register({ agent_id: victim });
+    const spoofed = await cluster.api("/agents", { body: { agent_id: uniqueTag("new") }, headers: { "X-Agent-ID": victim }, key: "other" });
+    expectError(spoofed, 403, "AGENT_NOT_BOUND");
+    const self = uniqueTag("self");
+    const own = await cluster.api("/agents", { body: { agent_id: self }, headers: { "X-Agent-ID": self }, key: "other" });
+    expect(own.status, JSON.stringify(own.body)).toBe(201);
+    const worker = uniqueTag("worker");
+    expect((await cluster.api("/agents", { body: { agent_id: worker }, headers: { "X-Agent-ID": self }, key: "other" })).status).toBe(201);
+    const log = (await cluster.api(`/agents/${worker}/events`, { key: "other" })).body.events;
+    expect(log[0].actor).toBe(self);
+  });
+
+  it("refuses endpoint and origin_server_url addresses other than http(s) with 400", async () => {
+    const res = await register({ agent_id: uniqueTag("url"), endpoint: "file:///etc/passwd" });
+    expectError(res, 400, "VALIDATION_FAILED");
+    expect(res.body.message).toContain("endpoint: must be an http:// or https:// URL");
+  });
+
   it("answers the alias paths of the OpenIntent clients", async () => {
     const id = uniqueTag("alias");
     const reg = await cluster.api("/agents/register", { body: { agent_id: id }, key: "agent" });

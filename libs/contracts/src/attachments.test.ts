@@ -22,7 +22,13 @@ describe("StorageUrl", () => {
     "s3://b/key",
     "s3://Upper/key",
     `https://example.com/${"a".repeat(5000)}`,
-  ])("refuses %s", (url) => {
+    // Accepted by the URL parser (which drops or encodes them), but stored as given.
+    "https://files.example.com/a.pdf\r\nSet-Cookie: x=1",
+    "https://files.example.com/a\tb.pdf",
+    "https://files.example.com/a b.pdf",
+    "https://files.example.com/a.pdf ",
+    "https://files.example.com/a\u0000.pdf",
+  ])("refuses %j", (url) => {
     expect(StorageUrl.safeParse(url).success).toBe(false);
   });
 });

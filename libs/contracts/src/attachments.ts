@@ -46,6 +46,13 @@ export const StorageUrl = z
   .max(4096)
   .superRefine((value, ctx) => {
     let url: URL;
+    // The URL parser silently drops tabs and newlines and trims spaces and controls, so such a
+    // string would pass as the URL it parses to while the one stored (and shown to every reader,
+    // who may put it in a header or a link) still carries them.
+    if (/[\u0000-\u0020\u007f]/.test(value)) {
+      ctx.addIssue({ code: "custom", message: "must not contain spaces or control characters; percent-encode them (%20)" });
+      return;
+    }
     if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(value)) {
       ctx.addIssue({ code: "custom", message: "must be an absolute URL (http, https or s3) such as https://host/path" });
       return;

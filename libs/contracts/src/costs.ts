@@ -97,7 +97,8 @@ export const CostPage = z
 export const ListCostsQuery = z.object({
   after: z
     .string()
-    .regex(/^\d+$/, "after must be a cursor from next_cursor")
+    // At most 15 digits: every cursor the server issues fits, and a longer one would overflow the bigint it is compared with (a 500).
+    .regex(/^\d{1,15}$/, "after must be a cursor from next_cursor")
     .optional()
     .openapi({ description: "next_cursor of the previous page: records recorded after it" }),
   limit: pageLimit(100, 1000),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentSubjectToken, HeartbeatConfig } from "./registry";
+import { agentSubjectToken, HeartbeatConfig, RegisterAgentBody } from "./registry";
 
 describe("HeartbeatConfig (2.15)", () => {
   it("defaults to 30/90/300", () => {
@@ -25,5 +25,19 @@ describe("agentSubjectToken", () => {
   });
   it("is one-to-one: distinct ids never share a token", () => {
     expect(agentSubjectToken("a.b")).not.toBe(agentSubjectToken("a~2eb"));
+  });
+});
+
+describe("RegisterAgentBody", () => {
+  it("takes only http and https addresses for endpoint and origin_server_url", () => {
+    for (const field of ["endpoint", "origin_server_url"]) {
+      expect(RegisterAgentBody.safeParse({ [field]: "https://agents.example.com/a" }).success).toBe(true);
+      expect(RegisterAgentBody.safeParse({ [field]: "http://agents.example.com:8080/a" }).success).toBe(true);
+      for (const bad of ["javascript:alert(1)", "file:///etc/passwd", "gopher://agents.example.com/"]) {
+        const result = RegisterAgentBody.safeParse({ [field]: bad });
+        expect(result.success, `${field} ${bad}`).toBe(false);
+        expect(result.error?.issues[0]?.message).toContain("http:// or https://");
+      }
+    }
   });
 });

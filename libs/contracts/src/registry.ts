@@ -99,6 +99,13 @@ export type AgentSummary = z.infer<typeof AgentSummary>;
 
 const shortText = z.string().max(200);
 
+/** An address the server may one day call (push endpoint, federated origin): http or https only (4.11 blocks other schemes). */
+const HttpUrl = z
+  .string()
+  .url()
+  .max(2000)
+  .refine((value) => /^https?:\/\//i.test(value), { message: "must be an http:// or https:// URL" });
+
 export const RegisterAgentBody = z
   .object({
     agent_id: ActorId.optional(),
@@ -108,10 +115,10 @@ export const RegisterAgentBody = z
     capacity: z.object({ max_concurrent_tasks: z.number().int().min(0).nullable().optional() }).strict().optional(),
     /** Flat form accepted too: some clients send max_concurrent_tasks at the top level. */
     max_concurrent_tasks: z.number().int().min(0).nullable().optional(),
-    endpoint: z.string().url().max(2000).nullable().optional(),
+    endpoint: HttpUrl.nullable().optional(),
     heartbeat_config: HeartbeatConfig.optional(),
     metadata: JsonObject.default({}),
-    origin_server_url: z.string().url().max(2000).nullable().optional(),
+    origin_server_url: HttpUrl.nullable().optional(),
   })
   .strict()
   .openapi("RegisterAgent");

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid } from "./common";
+import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
 import { command, IfMatch, IntentRef } from "./subjects";
 import { RecordCostBody } from "./costs";
 
@@ -151,11 +151,27 @@ export const FailureRecord = z
   .openapi("FailureRecord");
 export type FailureRecord = z.infer<typeof FailureRecord>;
 
+/** The most failures one read returns; a longer history is read in pages (next_cursor). */
+export const MAX_FAILURE_PAGE = 1000;
+
 export const ListFailuresQuery = z.object({
   agent_id: z.string().optional().openapi({ description: "only the failures of this agent" }),
+  after: z
+    .string()
+    .regex(/^\d{1,15}$/, "after must be a cursor from next_cursor")
+    .optional()
+    .openapi({ description: "next_cursor of the previous page: failures recorded after it" }),
+  limit: pageLimit(MAX_FAILURE_PAGE, MAX_FAILURE_PAGE),
 });
+export type ListFailuresQuery = z.infer<typeof ListFailuresQuery>;
 
-export const FailureList = z.object({ failures: z.array(FailureRecord) }).openapi("FailureList");
+export const FailureList = z
+  .object({
+    failures: z.array(FailureRecord),
+    next_cursor: z.string().openapi({ description: "pass as `after` for the failures recorded after this page" }),
+    has_more: z.boolean(),
+  })
+  .openapi("FailureList");
 
 export const retryCommands = {
   putPolicy: command("intents", "retry_policy.put", IntentRef.merge(IfMatch).extend({ body: PutRetryPolicyBody })),

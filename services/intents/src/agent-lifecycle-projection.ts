@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, lte, sql } from "drizzle-orm";
 import { AgentEvent, AgentLifecyclePayload, agentEventTypes, streams, type Clock } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import { rowsOf, type Database, type Tx } from "@intentmesh/db";
@@ -31,9 +31,14 @@ export async function startAgentLifecycleProjection(bus: Bus, db: Database, cloc
     },
     handle: async (tx, { event, lifecycle }) => {
       const applied = await recordStatus(tx, event.agent_id, lifecycle.new_status, event.sequence, clock.now());
-      if (!applied) return;
-      if (lifecycle.new_status === "dead") await expireLeasesOf(tx, event.agent_id, "agent_dead", clock.now());
-      if (lifecycle.new_status === "deregistered") await expireLeasesOf(tx, event.agent_id, "agent_deregistered", clock.now());
+      // In order, an end expires every lease the agent holds. It is carried out too when a newer
+      // event has already moved the status on (a death redelivered after the re-registration that
+      // followed it, or handled by another replica after it): then the leases acquired up to the
+      // end expire, and those of the next incarnation are left alone. Leases already ended are not
+      // touched, so a second delivery changes nothing.
+      const acquiredBy = applied ? undefined : new Date(lifecycle.timestamp);
+      if (lifecycle.new_status === "dead") await expireLeasesOf(tx, event.agent_id, "agent_dead", clock.now(), acquiredBy);
+      if (lifecycle.new_status === "deregistered") await expireLeasesOf(tx, event.agent_id, "agent_deregistered", clock.now(), acquiredBy);
     },
     afterCommit: onCommitted,
   });
@@ -54,15 +59,21 @@ async function recordStatus(tx: Tx, agentId: string, status: string, sequence: n
 }
 
 /**
- * Ends every lease the agent holds: no longer holding its scope, and expires_at brought to now so
- * the derived status (2.4) reads EXPIRED. Intents are locked in id order (as the lease sweeper
- * does), so this and a sweep cannot deadlock.
+ * Ends every lease the agent holds (acquired up to `acquiredBy`, when given): no longer holding
+ * its scope, and expires_at brought to now so the derived status (2.4) reads EXPIRED. Intents are
+ * locked in id order (as the lease sweeper does), so this and a sweep cannot deadlock.
  */
-export async function expireLeasesOf(tx: Tx, agentId: string, reason: "agent_dead" | "agent_deregistered", now: Date): Promise<number> {
+export async function expireLeasesOf(
+  tx: Tx,
+  agentId: string,
+  reason: "agent_dead" | "agent_deregistered",
+  now: Date,
+  acquiredBy?: Date,
+): Promise<number> {
   const ended = await tx
     .update(leases)
     .set({ holdsScope: false, endReason: reason, endedAt: now, expiresAt: now })
-    .where(and(eq(leases.agentId, agentId), eq(leases.holdsScope, true)))
+    .where(and(eq(leases.agentId, agentId), eq(leases.holdsScope, true), acquiredBy ? lte(leases.acquiredAt, acquiredBy) : undefined))
     .returning();
   const byIntent = new Map<string, LeaseRow[]>();
   for (const lease of ended.sort((a, b) => a.intentId.localeCompare(b.intentId))) {

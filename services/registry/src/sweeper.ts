@@ -59,6 +59,11 @@ export class AgentSweeper extends Sweeper {
 
   private async sweepBatch(): Promise<{ claimed: number; transitions: number }> {
     const now = this.ctx.clock.now();
+    // The leases of the draining agents about to be claimed are counted before any row is locked:
+    // the intents service may be slow or away, and a heartbeat must never wait on it. A count can
+    // only have fallen since (a draining agent takes no new lease), and an agent that started
+    // draining in between has no count and is looked at again at its next drain check.
+    const held = await this.leasesHeld(await this.dueDraining(now));
     const result = await this.ctx.db.transaction(async (tx) => {
       const due = rowsOf<Record<string, unknown>>(
         await tx.execute(sql`
@@ -70,7 +75,6 @@ export class AgentSweeper extends Sweeper {
           for update skip locked`),
       ).map(dueAgentFromRaw);
       if (!due.length) return { claimed: 0, transitions: 0 };
-      const held = await this.leasesHeld(due.filter((a) => a.status === "draining").map((a) => a.agentId));
       const updates: AgentUpdate[] = [];
       const events: { agent: DueAgent; list: NewAgentEvent[] }[] = [];
       let transitions = 0;
@@ -101,7 +105,14 @@ export class AgentSweeper extends Sweeper {
     const extra: NewAgentEvent[] = [];
     if (status === "draining") {
       const count = held?.get(agent.agentId);
-      if (count === undefined) return null; // the intents service did not answer: look again next tick
+      if (count === undefined) {
+        // The drain began after the count: the next batch (or tick) counts it.
+        if (held) return null;
+        // The intents service did not answer: look again at the next drain check. Rescheduled
+        // rather than left due, so a sweep never claims the same undecidable rows over and over
+        // while the agents behind them wait.
+        return { status, transitions: 0, events: [], nextCheckAt: new Date(now.getTime() + this.ctx.drainCheckSeconds * 1000) };
+      }
       const outcome = drainOutcome({ ...agent, status }, now, count);
       if (outcome.warning) {
         extra.push({
@@ -122,6 +133,20 @@ export class AgentSweeper extends Sweeper {
       events: [...extra, ...lifecycleEvents(agent.agentId, steps, agent.version, now, SYSTEM.actor)],
       nextCheckAt: nextCheckAt(timers, now, this.ctx.drainCheckSeconds),
     };
+  }
+
+  /** The draining agents the next batch will claim (read without locking: only their leases are counted for it). */
+  private async dueDraining(now: Date): Promise<string[]> {
+    const rows = rowsOf<{ agent_id: string }>(
+      await this.ctx.db.execute(sql`
+        select agent_id from (
+          select agent_id, status from registry.agents
+          where next_check_at is not null and next_check_at <= ${now}
+          order by next_check_at
+          limit ${this.batchSize}
+        ) due where status = 'draining'`),
+    );
+    return rows.map((r) => r.agent_id);
   }
 
   /** Live leases per draining agent, from the intents service; null when it cannot answer now. */

@@ -5,6 +5,7 @@ import { createLogger } from "@intentmesh/telemetry";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../../../test/support/cluster";
 import { startRegistryService, type RegistryService } from "../src/service";
+import { AgentSweeper } from "../src/sweeper";
 
 let cluster: TestCluster;
 let second: RegistryService;
@@ -67,5 +68,55 @@ describe("two registry replicas sweeping at once", () => {
       ).map((r) => r["QUERY PLAN"]).join("\n");
     });
     expect(plan).toContain("agents_due_idx");
+  });
+});
+
+describe("the sweeper and a slow or absent intents service (drain checks)", () => {
+  const config = { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 };
+  const register = async (id: string) => expect((await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: config }, key: "agent" })).status).toBe(201);
+  const drain = async (id: string) => expect((await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" })).status).toBe(200);
+  const status = async (id: string) => (await cluster.api(`/agents/${id}`, { key: "agent" })).body.status as string;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** A sweeper of the main replica's context whose bus requests to the intents service go to `request`. */
+  const sweeperWith = (request: (...args: unknown[]) => Promise<unknown>, batchSize?: number) =>
+    new AgentSweeper({ ...cluster.registry.ctx, client: { request } as never }, 3_600_000, batchSize);
+
+  it("counts leases before locking: a heartbeat of a due agent never waits for the intents service", async () => {
+    const [draining, beating] = ["slow-draining", "slow-beating"];
+    await register(draining);
+    await register(beating);
+    await drain(draining);
+    clock().advance(10_000); // both due: the drain check, and the silence deadline of the other
+    const sweeper = sweeperWith(async (_subject, _caller, input) => {
+      await sleep(2500);
+      return { held: Object.fromEntries((input as { agent_ids: string[] }).agent_ids.map((id) => [id, 1])) };
+    });
+    const sweeping = sweeper.sweep();
+    await sleep(300);
+    const started = Date.now();
+    const beat = await cluster.api(`/agents/${beating}/heartbeat`, { body: { status: "active", client_timestamp: clock().now().toISOString() }, key: "agent" });
+    const waited = Date.now() - started;
+    expect(beat.status).toBe(200);
+    expect(waited).toBeLessThan(1000);
+    await sweeping;
+    expect(await status(beating)).toBe("active");
+    expect(await status(draining)).toBe("draining");
+  });
+
+  it("with the intents service away, a sweep ends, postpones the drain checks, and still moves the agents behind them", async () => {
+    const [d1, d2, silent] = ["away-d1", "away-d2", "away-silent"];
+    for (const id of [silent, d1, d2]) await register(id);
+    await drain(d1);
+    await drain(d2);
+    clock().advance(10_000); // the drain checks are due first (at +5 s), then the silent agent (at +10 s)
+    const sweeper = sweeperWith(async () => {
+      throw new Error("no responders");
+    }, 2);
+    const outcome = await Promise.race([sweeper.sweep().then(() => "done"), sleep(5000).then(() => "stuck")]);
+    expect(outcome).toBe("done");
+    expect(await status(silent)).toBe("unhealthy");
+    expect([await status(d1), await status(d2)]).toEqual(["draining", "draining"]);
+    const [row] = rowsOf<{ postponed: boolean }>(await cluster.database.db.execute(sql`select next_check_at > ${clock().now()} as postponed from registry.agents where agent_id = ${d1}`));
+    expect(row?.postponed).toBe(true);
   });
 });

@@ -32,6 +32,11 @@ describe("metadataIssues", () => {
     expect(metadataIssues("application/zip", { checksum: "abc", nested: { any: [1, null] }, width_hint: "wide" })).toEqual([]);
   });
 
+  it("treats keys named like Object.prototype members as free-form, not as rules (no TypeError, no 500)", () => {
+    const metadata = JSON.parse('{"toString": 1, "constructor": "x", "hasOwnProperty": null, "valueOf": [], "__proto__": {"width": "no"}}');
+    expect(metadataIssues("image/png", metadata)).toEqual([]);
+  });
+
   it.each([
     ["image/png", { width: 0 }, "width"],
     ["image/png", { width: -3 }, "width"],

@@ -72,7 +72,8 @@ export function metadataIssues(mimeType: string, metadata: Record<string, unknow
   const family = mediaFamily(mimeType);
   const issues: MetadataIssue[] = [];
   for (const [key, value] of Object.entries(metadata)) {
-    const rule = METADATA_RULES[key];
+    // Own keys only: "toString" or "constructor" are free-form keys, not rules inherited from Object.prototype.
+    const rule = Object.hasOwn(METADATA_RULES, key) ? METADATA_RULES[key] : undefined;
     if (!rule) continue;
     if (!rule.families.includes(family)) {
       issues.push({ key, message: `metadata.${key} applies to ${rule.appliesTo}, not to ${mimeType}` });

@@ -4,6 +4,7 @@ import {
   AppError,
   intentEventTypes,
   isoTimestamp,
+  MAX_FAILURE_PAGE,
   MAX_LEASE_TTL_SECONDS,
   type Caller,
   type FailureRecord,
@@ -12,10 +13,11 @@ import {
 } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
-import { leases } from "../db/schema";
+import { intents, leases } from "../db/schema";
 import { failures, retryPolicies } from "../db/schema-records";
 import { appendToLog, assertIntentExists, lockIntent, type NewEvent } from "../event-log";
 import { decideAfterFailure, type FailureDecision } from "../domain/retry-delay";
+import { isBudgetBlocked } from "../domain/budget";
 import { TERMINAL_STATUSES } from "../domain/status";
 import { toLease } from "../mapping";
 import { actingAgent } from "./actor";
@@ -102,7 +104,14 @@ export async function recordFailure(ctx: IntentsContext, intentId: string, ifMat
 
     const fallbackAgentId = policy?.fallback_agent_id ?? null;
     const open = !TERMINAL_STATUSES.includes(intent.status as never);
-    if (decision.handOver && fallbackAgentId && fallbackAgentId !== agentId && open && (await mayTakeWork(tx, fallbackAgentId))) {
+    if (
+      decision.handOver &&
+      fallbackAgentId &&
+      fallbackAgentId !== agentId &&
+      open &&
+      !(await budgetBlocked(tx, intentId)) &&
+      (await mayTakeWork(tx, fallbackAgentId))
+    ) {
       const moved = await handOver(tx, { intentId, intentStatus: intent.status, failure: row, fallbackAgentId, reason: decision.reason!, actor: caller.actor, now });
       if (moved) {
         row = moved;
@@ -115,13 +124,25 @@ export async function recordFailure(ctx: IntentsContext, intentId: string, ifMat
   return record;
 }
 
-/** GET /intents/{id}/failures: the failure history, in the order it was recorded; agent_id filters. */
-export async function listFailures(ctx: IntentsContext, intentId: string, query: { agent_id?: string | undefined }): Promise<{ failures: FailureRecord[] }> {
-  const filters: SQL[] = [eq(failures.intentId, intentId)];
+/**
+ * GET /intents/{id}/failures: the failure history, in the order it was recorded; agent_id filters.
+ * At most `limit` (default and ceiling 1000) per read, so a long history cannot make one answer
+ * unbounded; `after` = next_cursor reads on. Failures are inserted under the intent's row lock,
+ * so their order of `seq` is their commit order and a cursor skips none.
+ */
+export async function listFailures(
+  ctx: IntentsContext,
+  intentId: string,
+  query: { agent_id?: string | undefined; after?: string | undefined; limit?: number | undefined },
+): Promise<{ failures: FailureRecord[]; next_cursor: string; has_more: boolean }> {
+  const limit = query.limit ?? MAX_FAILURE_PAGE;
+  const after = query.after === undefined ? 0 : Number(query.after);
+  const filters: SQL[] = [eq(failures.intentId, intentId), gt(failures.seq, after)];
   if (query.agent_id) filters.push(eq(failures.agentId, query.agent_id));
-  const rows = await ctx.db.select().from(failures).where(and(...filters)).orderBy(asc(failures.seq));
+  const rows = await ctx.db.select().from(failures).where(and(...filters)).orderBy(asc(failures.seq)).limit(limit + 1);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  return { failures: rows.map(toFailure) };
+  const page = rows.slice(0, limit);
+  return { failures: page.map(toFailure), next_cursor: String(page.at(-1)?.seq ?? after), has_more: rows.length > limit };
 }
 
 /**
@@ -227,6 +248,17 @@ async function handOver(tx: Tx, h: HandOver): Promise<FailureRow | null> {
   ];
   await appendToLog(tx, h.intentId, newEvents, h.now);
   return failure!;
+}
+
+/**
+ * An intent its budget blocked grants agents no new lease until an operator raises the budget or
+ * returns it to active, so nothing passes to a fallback agent (it would spend from the same
+ * budget): the failure is recorded and the failing agent keeps its leases. Read after this
+ * failure's own cost, which may be what blocked it.
+ */
+async function budgetBlocked(tx: Tx, intentId: string): Promise<boolean> {
+  const [row] = await tx.select({ status: intents.status, blockedReason: intents.blockedReason }).from(intents).where(eq(intents.id, intentId));
+  return row ? isBudgetBlocked({ status: row.status, blocked_reason: row.blockedReason }) : false;
 }
 
 /**

@@ -362,7 +362,11 @@ async function assertPortfolioExists(db: Queryable, portfolioId: string): Promis
 
 async function resolveCursor(ctx: IntentsContext, portfolioId: string, after: string | undefined): Promise<number> {
   if (after === undefined || after === "") return 0;
-  if (/^\d+$/.test(after)) return Number(after);
+  if (/^\d+$/.test(after)) {
+    // A number past any sequence would overflow the bigint it is compared with (a 500, not a 400).
+    if (!Number.isSafeInteger(Number(after))) throw errors.validation("after must be a sequence number of this portfolio's log or an event id");
+    return Number(after);
+  }
   if (!Uuid.safeParse(after).success) throw errors.validation("after must be a sequence number or an event id");
   const [row] = rowsOf<{ sequence: string | number }>(
     await ctx.db.execute(sql`select sequence from intents.portfolio_events where portfolio_id = ${portfolioId} and id = ${after}`),
