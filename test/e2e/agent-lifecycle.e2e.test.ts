@@ -253,6 +253,21 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     expectError(write, 412, "LEASE_EXPIRED");
   });
 
+  it("a lease whose TTL had already run out when its agent died ends as expired, at its own time", async () => {
+    const id = await registerAgent();
+    const intent = await createIntent(cluster);
+    const short = await acquire(intent.id, id, "short", 5);
+    const long = await acquire(intent.id, id, "long", 3600);
+    advance(61);
+    await sweep();
+    await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired")).toHaveLength(2));
+    const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+    const byLease = Object.fromEntries(expired.map((e) => [e.payload.lease_id, e.payload]));
+    expect(byLease[short.body.id]).toMatchObject({ reason: "expired", expires_at: short.body.expires_at });
+    expect(byLease[long.body.id]).toMatchObject({ reason: "agent_dead" });
+    expect(Date.parse(byLease[long.body.id].expires_at)).toBe(clock().now().getTime());
+  });
+
   it("a lease expiring by timeout never changes the agent's status; unhealthy agents keep and take leases", async () => {
     const id = await registerAgent({ interval_seconds: 10, unhealthy_after_seconds: 600, dead_after_seconds: 1200 });
     const intent = await createIntent(cluster);

@@ -78,7 +78,25 @@ async function handle<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, hand
   if (!envelope.caller) throw errors.unauthorized("the request carries no caller");
   const parsed = def.input.safeParse(envelope.input ?? {});
   if (!parsed.success) throw validationError(parsed.error);
-  return handler(parsed.data, envelope.caller);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await handler(parsed.data, envelope.caller);
+    } catch (error) {
+      if (attempt >= CONFLICT_ATTEMPTS || !isTransactionConflict(error)) throw error;
+    }
+  }
+}
+
+/** How many times a command runs when PostgreSQL aborts it to break a deadlock or a serialization conflict. */
+const CONFLICT_ATTEMPTS = 3;
+
+/**
+ * A deadlock (40P01) or serialization failure (40001): PostgreSQL rolled the whole transaction
+ * back, so running the handler again is safe and is what the client would have to do anyway.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  const code = String((error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code ?? "");
+  return code === "40P01" || code === "40001";
 }
 
 /**

@@ -81,6 +81,28 @@ describe("typed request/reply", () => {
     expect(constraint.status).toBe(500);
   });
 
+  it("runs a command again when PostgreSQL aborted it to break a deadlock or a serialization conflict, up to three times", async () => {
+    const attempts = new Map<string, number>();
+    const sub = serveCommand(bus, echo, async (input) => {
+      const text = (input as { text: string }).text;
+      const [code, failures] = text.split(":") as [string, string];
+      const n = (attempts.get(text) ?? 0) + 1;
+      attempts.set(text, n);
+      if (n <= Number(failures)) throw Object.assign(new Error(`aborted (${code})`), { code });
+      return { text, attempts: n };
+    }, logger);
+    const deadlock = await client.request<{ attempts: number }>(echo, caller, { text: "40P01:2" });
+    const serialization = await client.request<{ attempts: number }>(echo, caller, { text: "40001:1" });
+    const endless = (await client.request(echo, caller, { text: "40P01:9" }).catch((e: unknown) => e)) as AppError;
+    const other = (await client.request(echo, caller, { text: "23505:1" }).catch((e: unknown) => e)) as AppError;
+    sub.unsubscribe();
+    expect([deadlock.attempts, serialization.attempts]).toEqual([3, 2]);
+    expect(endless.status).toBe(500);
+    expect(attempts.get("40P01:9")).toBe(3);
+    expect(other.status).toBe(500);
+    expect(attempts.get("23505:1")).toBe(1);
+  });
+
   it("answers 503 when no service serves the subject", async () => {
     const error = (await client.request(echo, caller, { text: "anyone?" }).catch((e: unknown) => e)) as AppError;
     expect(error.status).toBe(503);

@@ -59,9 +59,11 @@ async function recordStatus(tx: Tx, agentId: string, status: string, sequence: n
 }
 
 /**
- * Ends every lease the agent holds (acquired up to `acquiredBy`, when given): no longer holding
- * its scope, and expires_at brought to now so the derived status (2.4) reads EXPIRED. Intents are
- * locked in id order (as the lease sweeper does), so this and a sweep cannot deadlock.
+ * Ends every lease the agent holds (acquired up to `acquiredBy`, when given) and appends
+ * lease.expired to each intent. Each intent is locked before its leases, in id order, the order
+ * requests and the lease sweeper take too, so none of them can deadlock with another. A lease
+ * whose TTL had already run out ends as `expired` at its own time; the others end with the
+ * agent's reason, their expires_at brought to now so the derived status (2.4) reads EXPIRED.
  */
 export async function expireLeasesOf(
   tx: Tx,
@@ -70,24 +72,36 @@ export async function expireLeasesOf(
   now: Date,
   acquiredBy?: Date,
 ): Promise<number> {
-  const ended = await tx
-    .update(leases)
-    .set({ holdsScope: false, endReason: reason, endedAt: now, expiresAt: now })
-    .where(and(eq(leases.agentId, agentId), eq(leases.holdsScope, true), acquiredBy ? lte(leases.acquiredAt, acquiredBy) : undefined))
-    .returning();
-  const byIntent = new Map<string, LeaseRow[]>();
-  for (const lease of ended.sort((a, b) => a.intentId.localeCompare(b.intentId))) {
-    byIntent.set(lease.intentId, [...(byIntent.get(lease.intentId) ?? []), lease]);
-  }
-  for (const [intentId, list] of byIntent) {
+  const held = and(eq(leases.agentId, agentId), eq(leases.holdsScope, true), acquiredBy ? lte(leases.acquiredAt, acquiredBy) : undefined);
+  const intentIds = [...new Set((await tx.select({ intentId: leases.intentId }).from(leases).where(held)).map((row) => row.intentId))].sort();
+  let total = 0;
+  for (const intentId of intentIds) {
     await lockIntent(tx, intentId, null);
-    await appendToLog(tx, intentId, list.map((lease) => expiryEvent(lease, reason, "system")), now);
+    const ended = await tx
+      .update(leases)
+      .set({
+        holdsScope: false,
+        endReason: sql`case when ${leases.expiresAt} <= ${now} then 'expired' else ${reason} end`,
+        endedAt: now,
+        expiresAt: sql`least(${leases.expiresAt}, ${now})`,
+      })
+      .where(and(eq(leases.intentId, intentId), held))
+      .returning();
+    if (!ended.length) continue;
+    total += ended.length;
+    await appendToLog(tx, intentId, ended.map((lease) => expiryEvent(lease, lease.endReason as typeof reason | "expired", "system")), now);
   }
-  return ended.length;
+  return total;
 }
 
-/** The status the intents service last learned for an agent; undefined when it never heard of it. */
-export async function knownAgentStatus(db: Database | Tx, agentId: string): Promise<string | undefined> {
-  const rows = rowsOf<{ status: string }>(await db.execute(sql`select status from intents.agent_status where agent_id = ${agentId}`));
+/**
+ * The status the intents service last learned for an agent; undefined when it never heard of it.
+ * With `lock`, the row is held (shared) until the transaction ends, so a death being projected
+ * waits for a lease being granted, and then expires it too.
+ */
+export async function knownAgentStatus(db: Database | Tx, agentId: string, lock = false): Promise<string | undefined> {
+  const rows = rowsOf<{ status: string }>(
+    await db.execute(sql`select status from intents.agent_status where agent_id = ${agentId} ${lock ? sql`for share` : sql``}`),
+  );
   return rows[0]?.status;
 }

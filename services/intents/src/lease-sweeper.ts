@@ -3,7 +3,7 @@ import { Sweeper, rowsOf } from "@intentmesh/db";
 import type { IntentsContext } from "./context";
 import { leases } from "./db/schema";
 import { leaseFromRaw } from "./db/statements";
-import { appendToLog, lockIntent } from "./event-log";
+import { appendToLog } from "./event-log";
 import { expiryEvent } from "./handlers/leases";
 
 type DueLease = typeof leases.$inferSelect;
@@ -11,8 +11,8 @@ type DueLease = typeof leases.$inferSelect;
 /**
  * Expires leases whose time has passed and appends lease.expired (reason `expired`) to their
  * intents. Intents in suspended_awaiting_input are skipped (spec 3.1). Safe with several
- * replicas: one sweeper per database runs at a time (advisory lock), and due rows are claimed
- * with FOR UPDATE SKIP LOCKED. A pass reads only due leases through the partial index on
+ * replicas: one sweeper per database runs at a time (advisory lock), and the intents holding due
+ * leases are claimed with FOR UPDATE SKIP LOCKED. A pass reads only due leases through the partial index on
  * expires_at, so its cost follows the number due, not the number held.
  */
 export class LeaseSweeper extends Sweeper {
@@ -40,28 +40,40 @@ export class LeaseSweeper extends Sweeper {
     const result = await this.ctx.db.transaction(async (tx) => {
       const [lock] = rowsOf<{ locked: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(hashtext('im-intents-lease-sweeper')) as locked`));
       if (!lock?.locked) return -1;
+      // Intents first, then their leases: the order every request takes, so a sweep never
+      // deadlocks with a writer. Intents a writer holds right now are skipped until next tick.
+      // Bumping the lease epoch tells state writes checked before this sweep that leases changed.
+      const intentIds = rowsOf<{ id: string }>(
+        await tx.execute(sql`
+          update intents.intents i set lease_epoch = i.lease_epoch + 1
+          where i.id in (
+            select c.id from intents.intents c
+            where c.id in (
+              select d.intent_id from ${leases} d
+              where d.holds_scope and d.expires_at <= ${now}
+              order by d.expires_at
+              limit ${this.batchSize}
+            ) and c.status <> 'suspended_awaiting_input'
+            order by c.id
+            for update skip locked
+          )
+          returning i.id`),
+      )
+        .map((row) => row.id)
+        .sort();
+      if (!intentIds.length) return 0;
       const due = rowsOf<Record<string, unknown>>(
         await tx.execute(sql`
           update ${leases} l set holds_scope = false, end_reason = 'expired', ended_at = ${now}
-          from (
-            select d.id from ${leases} d
-            join intents.intents i on i.id = d.intent_id
-            where d.holds_scope and d.expires_at <= ${now} and i.status <> 'suspended_awaiting_input'
-            order by d.expires_at
-            limit ${this.batchSize}
-            for update of d skip locked
-          ) due
-          where l.id = due.id
+          where l.intent_id in (${sql.join(intentIds.map((id) => sql`${id}`), sql`, `)})
+            and l.holds_scope and l.expires_at <= ${now}
           returning l.*`),
       ).map(leaseFromRaw);
-      // Intents are locked in id order so two sweepers (or a sweeper and a writer) cannot deadlock.
       const byIntent = new Map<string, DueLease[]>();
-      for (const lease of due.sort((a, b) => a.intentId.localeCompare(b.intentId))) {
-        byIntent.set(lease.intentId, [...(byIntent.get(lease.intentId) ?? []), lease]);
-      }
-      for (const [intentId, expired] of byIntent) {
-        await lockIntent(tx, intentId, null);
-        await appendToLog(tx, intentId, expired.map((lease) => expiryEvent(lease, "expired", "system")), now);
+      for (const lease of due) byIntent.set(lease.intentId, [...(byIntent.get(lease.intentId) ?? []), lease]);
+      for (const intentId of intentIds) {
+        const expired = byIntent.get(intentId);
+        if (expired) await appendToLog(tx, intentId, expired.map((lease) => expiryEvent(lease, "expired", "system")), now);
       }
       return due.length;
     });

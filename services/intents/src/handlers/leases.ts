@@ -87,7 +87,7 @@ export async function acquireLease(
  * The status is this service's projection of the registry's lifecycle events.
  */
 async function assertAgentMayTakeWork(tx: Tx, agentId: string): Promise<void> {
-  const status = await knownAgentStatus(tx, agentId);
+  const status = await knownAgentStatus(tx, agentId, true);
   if (status === "draining") {
     throw new AppError("AGENT_DRAINING", 409, `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
   }
