@@ -50,6 +50,8 @@ describe("registration (4.9 rules 1-6)", () => {
     const id = uniqueTag("dup");
     expect((await register({ agent_id: id })).status).toBe(201);
     expectError(await register({ agent_id: id }), 409, "AGENT_ALREADY_REGISTERED");
+    // Rule 3 holds whoever asks: another key gets the same 409 for a live id.
+    expectError(await register({ agent_id: id }, "other"), 409, "AGENT_ALREADY_REGISTERED");
   });
 
   it("refuses an invalid heartbeat_config with 400 naming the rule", async () => {
@@ -193,6 +195,26 @@ describe("keys and identity (part 5)", () => {
     const own = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x", agent_id: id }, key: "agent" });
     expect(own.status).toBe(201);
     expect(own.body.agent_id).toBe(id);
+  });
+
+  it("refuses an agent id that is another key's principal (403 AGENT_ID_RESERVED); a key may register its own", async () => {
+    // "agent-2" is the principal of the `other` key: requests of that key without X-Agent-ID act under that name.
+    expectError(await register({ agent_id: "agent-2" }, "agent"), 403, "AGENT_ID_RESERVED");
+    expect((await register({ agent_id: "agent-2" }, "other")).status).toBe(201);
+  });
+
+  it("lets actor and created_by be free labels, but not another key's registered agent (403 AGENT_NOT_BOUND)", async () => {
+    const theirs = uniqueTag("theirs");
+    await register({ agent_id: theirs }, "other");
+    const intent = (await cluster.api("/intents", { body: { title: "t", created_by: "alice-from-ops" }, key: "agent" })).body;
+    expect(intent.created_by).toBe("alice-from-ops");
+    expectError(await cluster.api("/intents", { body: { title: "t", created_by: theirs }, key: "agent" }), 403, "AGENT_NOT_BOUND");
+    expect((await cluster.api("/intents", { body: { title: "t", created_by: theirs }, key: "other" })).status).toBe(201);
+    const label = await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note.x", actor: "bob" }, key: "agent" });
+    expect(label.status).toBe(201);
+    expect(label.body.actor).toBe("bob");
+    expectError(await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note.x", actor: theirs }, key: "agent" }), 403, "AGENT_NOT_BOUND");
+    expectError(await cluster.api("/portfolios", { body: { name: "p", created_by: theirs }, key: "agent" }), 403, "AGENT_NOT_BOUND");
   });
 
   it("a dead agent takes no new lease until it registers again (409 AGENT_NOT_ACTIVE)", async () => {

@@ -17,22 +17,31 @@ export class AgentBindings {
     private readonly maxEntries = 100_000,
   ) {}
 
+  /** The acting agent: registered, and bound to the caller's key. */
   async assertBound(agentId: string, caller: Caller): Promise<void> {
-    const principal = this.cache.get(agentId) ?? (await this.lookup(agentId, caller));
-    if (principal === caller.principal) return;
-    throw new AppError("AGENT_NOT_BOUND", 403, `agent ${agentId} is registered with another API key; act as it only with that key`, { agent_id: agentId });
+    const principal = await this.principalOf(agentId, caller);
+    if (principal === undefined) {
+      throw new AppError("AGENT_NOT_REGISTERED", 403, `agent ${agentId} is not registered; register it with this API key (POST /agents) before acting as it`, {
+        agent_id: agentId,
+      });
+    }
+    if (principal !== caller.principal) throw notBound(agentId);
   }
 
-  private async lookup(agentId: string, caller: Caller): Promise<string> {
+  /** A name that may be a person's label: free, unless it is a registered agent of another key. */
+  async assertNotAnothers(name: string, caller: Caller): Promise<void> {
+    const principal = await this.principalOf(name, caller);
+    if (principal !== undefined && principal !== caller.principal) throw notBound(name);
+  }
+
+  private async principalOf(agentId: string, caller: Caller): Promise<string | undefined> {
+    const cached = this.cache.get(agentId);
+    if (cached !== undefined) return cached;
     let principal: string;
     try {
       ({ principal } = await this.client.request<{ principal: string }>(registryCommands.binding, caller, { agent_id: agentId }));
     } catch (error) {
-      if (error instanceof AppError && error.status === 404) {
-        throw new AppError("AGENT_NOT_REGISTERED", 403, `agent ${agentId} is not registered; register it with this API key (POST /agents) before acting as it`, {
-          agent_id: agentId,
-        });
-      }
+      if (error instanceof AppError && error.status === 404) return undefined;
       throw error;
     }
     if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
@@ -40,3 +49,6 @@ export class AgentBindings {
     return principal;
   }
 }
+
+const notBound = (agentId: string) =>
+  new AppError("AGENT_NOT_BOUND", 403, `agent ${agentId} is registered with another API key; act as it only with that key`, { agent_id: agentId });

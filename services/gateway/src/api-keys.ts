@@ -24,16 +24,23 @@ export const hashKey = (key: string) => createHash("sha256").update(key, "utf8")
  */
 export class ApiKeys {
   private readonly byHash = new Map<string, KeyIdentity>();
+  private readonly principals = new Set<string>();
 
   constructor(entries: z.infer<typeof KeyList>) {
     for (const entry of entries) {
       const hash = "key" in entry ? hashKey(entry.key) : entry.key_sha256;
       this.byHash.set(hash, { principal: entry.principal, roles: entry.roles });
+      this.principals.add(entry.principal);
     }
   }
 
   get size(): number {
     return this.byHash.size;
+  }
+
+  /** Whether some key acts under this principal name. */
+  hasPrincipal(name: string): boolean {
+    return this.principals.has(name);
   }
 
   identify(presented: string | undefined): KeyIdentity | undefined {

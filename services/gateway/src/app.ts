@@ -86,6 +86,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const parsed = route.command.input.safeParse(input);
     if (!parsed.success) throw validationError(parsed.error);
     await assertActingAgentsBound(bindings, req, route);
+    if (route.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await client.requestRaw(route.command, req.caller!, input as never);
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
@@ -227,9 +228,25 @@ async function assertActingAgentsBound(bindings: AgentBindings, req: Request, ro
   const caller = req.caller!;
   const acting = new Set<string>();
   if (caller.agent_id && !route?.registersAgent) acting.add(caller.agent_id);
-  const fromBody = route?.actingAgentField ? (req.body as Record<string, unknown> | undefined)?.[route.actingAgentField] : undefined;
+  const body = req.body as Record<string, unknown> | undefined;
+  const fromBody = route?.actingAgentField ? body?.[route.actingAgentField] : undefined;
   if (typeof fromBody === "string" && fromBody) acting.add(fromBody);
   for (const agentId of acting) await bindings.assertBound(agentId, caller);
+  for (const field of route?.claimsIdentity ?? []) {
+    const name = body?.[field];
+    if (typeof name === "string" && name && !acting.has(name) && name !== caller.principal) await bindings.assertNotAnothers(name, caller);
+  }
+}
+
+/**
+ * An agent id that is another key's principal would let its holder act as that key's requests
+ * without X-Agent-ID do (they act under the principal's name): refused at registration.
+ */
+function assertAgentIdFree(keys: ApiKeys, req: Request): void {
+  const agentId = (req.body as Record<string, unknown> | undefined)?.agent_id;
+  if (typeof agentId === "string" && agentId !== req.caller!.principal && keys.hasPrincipal(agentId)) {
+    throw new AppError("AGENT_ID_RESERVED", 403, `agent id ${agentId} is the name of another API key's principal; choose another id`, { agent_id: agentId });
+  }
 }
 
 /** A body sent as something other than JSON is refused; an empty or absent body reads as {}. */

@@ -6,7 +6,7 @@ const portfolioId = (req: Request) => String(req.params.portfolioId);
 
 /** Portfolios (spec 2.5, designed here: see README "Portfolios"). Their SSE stream is in app.ts. */
 export const portfolioRoutes: Route[] = [
-  { method: "post", path: "/portfolios", command: p.create, input: (req) => ({ body: req.body }), status: 201, etag: true, summary: "Create a portfolio" },
+  { method: "post", path: "/portfolios", command: p.create, input: (req) => ({ body: req.body }), status: 201, etag: true, claimsIdentity: ["created_by"], summary: "Create a portfolio" },
   {
     method: "get",
     path: "/portfolios",

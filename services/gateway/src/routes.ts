@@ -22,6 +22,11 @@ export interface Route {
   etag?: boolean;
   /** The body field, if any, that names the acting agent: it must be bound to the calling key, like X-Agent-ID. */
   actingAgentField?: "agent_id";
+  /**
+   * Body fields that say who did something (`actor`, `created_by`): free labels for people, but
+   * when one names a registered agent, that agent must be bound to the calling key.
+   */
+  claimsIdentity?: ("actor" | "created_by")[];
   /** Registration: the X-Agent-ID it may carry names an agent that is not bound yet. */
   registersAgent?: boolean;
   summary: string;
@@ -31,7 +36,7 @@ export const id = (req: Request) => String(req.params.id);
 export const ifMatch = (req: Request) => parseIfMatch(req.get("if-match"));
 
 const intentRoutes: Route[] = [
-  { method: "post", path: "/intents", command: c.create, input: (req) => ({ body: req.body }), status: 201, etag: true, summary: "Create an intent" },
+  { method: "post", path: "/intents", command: c.create, input: (req) => ({ body: req.body }), status: 201, etag: true, claimsIdentity: ["created_by"], summary: "Create an intent" },
   { method: "get", path: "/intents", command: c.list, input: (req) => ({ query: req.query }), summary: "List intents (filters status, created_by; cursor pagination)" },
   { method: "get", path: "/intents/:id", command: c.get, input: (req) => ({ intent_id: id(req) }), etag: true, summary: "Read an intent" },
   {
@@ -56,6 +61,7 @@ const intentRoutes: Route[] = [
     command: c.appendEvent,
     input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), body: req.body }),
     status: 201,
+    claimsIdentity: ["actor"],
     summary: "Append an event to the log",
   },
   { method: "get", path: "/intents/:id/events", command: c.listEvents, input: (req) => ({ intent_id: id(req), query: req.query }), summary: "Read the event log, oldest first" },

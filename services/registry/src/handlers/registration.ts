@@ -67,7 +67,8 @@ export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBod
     }
     const [existing] = await tx.select().from(agents).where(eq(agents.agentId, agentId)).for("update");
     if (!existing) throw new Error(`agent ${agentId} conflicted on insert but cannot be read`);
-    assertOwner(agentId, existing.ownerPrincipal, caller, "re-register it");
+    // Rule 3 first: a live id is 409 whoever asks; only a dead or deregistered one may be taken
+    // up again, and only by the key it is bound to.
     const previous = existing.status as AgentStatus;
     if (LIVE_AGENT_STATUSES.includes(previous)) {
       throw new AppError(
@@ -77,6 +78,7 @@ export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBod
         { agent_id: agentId, status: previous },
       );
     }
+    assertOwner(agentId, existing.ownerPrincipal, caller, "re-register it");
     const event = lifecycleEvent(agentId, { from: previous, to: "active", reason: lifecycleReasons.reRegistered }, 1, now, caller.actor);
     return (await commitAgentChange(tx, agentId, fields, [event], now)).row;
   });
