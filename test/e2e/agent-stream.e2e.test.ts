@@ -57,6 +57,15 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
     expect(sse.events.map((e) => e.data.sequence)).toEqual([2, 3]);
   });
 
+  it("reads the agent's log after a cursor; a cursor number larger than any sequence is 400", async () => {
+    const id = uniqueTag("cursor");
+    await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" });
+    const after1 = await cluster.api(`/agents/${id}/events?after=1`, { key: "agent" });
+    expect(after1.body.events.map((e: any) => e.sequence)).toEqual([2]);
+    expectError(await cluster.api(`/agents/${id}/events?after=99999999999999999999`, { key: "agent" }), 400, "VALIDATION_FAILED");
+  });
+
   it("is refused to other agents' keys (403) and answers 404 for an unknown agent", async () => {
     const id = uniqueTag("private");
     await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });

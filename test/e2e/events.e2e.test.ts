@@ -95,6 +95,12 @@ describe("GET /intents/{id}/events", () => {
     expect([...times].sort((a, b) => a - b)).toEqual(times);
   });
 
+  it("answers 400, not 500, to a cursor number larger than any sequence", async () => {
+    const { id } = await intentWithNotes(1);
+    expectError(await cluster.api(`/intents/${id}/events?after=99999999999999999999`), 400, "VALIDATION_FAILED");
+    expect((await cluster.api(`/intents/${id}/events?after=9007199254740991`)).body.events).toEqual([]);
+  });
+
   it("pages with limit, next_cursor and has_more, covering the log exactly once", async () => {
     const { id, events } = await intentWithNotes(6); // 7 events
     const seen: string[] = [];

@@ -1,4 +1,5 @@
 import { z } from "./zod";
+import { errors } from "./errors";
 
 export const Timestamp = z.string().openapi({ description: "ISO 8601, UTC, explicit +00:00 offset", example: "2026-11-22T06:53:03.123+00:00" });
 export const Uuid = z.string().uuid();
@@ -20,3 +21,15 @@ export const Caller = z.object({
 });
 export type Caller = z.infer<typeof Caller>;
 export type Role = Caller["roles"][number];
+
+/**
+ * A log cursor written as a number: the sequence to read after. Undefined when `after` is not a
+ * number (an event id, say); 400 for a number no log can reach (it would overflow the bigint
+ * it is compared with).
+ */
+export function sequenceCursor(after: string): number | undefined {
+  if (!/^\d+$/.test(after)) return undefined;
+  const sequence = Number(after);
+  if (!Number.isSafeInteger(sequence)) throw errors.validation(`after ${after} is larger than any sequence number`);
+  return sequence;
+}

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
-import { AppError, Uuid, errors, isReservedEventType, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import { AppError, Uuid, errors, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../event-log";
@@ -53,7 +53,8 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
 
 async function resolveCursor(ctx: IntentsContext, intentId: string, after: string | undefined): Promise<number> {
   if (after === undefined || after === "") return 0;
-  if (/^\d+$/.test(after)) return Number(after);
+  const sequence = sequenceCursor(after);
+  if (sequence !== undefined) return sequence;
   if (!Uuid.safeParse(after).success) throw errors.validation("after must be a sequence number or an event id");
   const [row] = await ctx.db
     .select({ sequence: events.sequence })

@@ -17,6 +17,7 @@ import {
   type PortfolioDetail,
   type PortfolioMember,
   type UpdatePortfolioBody,
+  sequenceCursor,
 } from "@intentmesh/contracts";
 import { RawJson } from "@intentmesh/bus";
 import { rowsOf, type Queryable, type Tx } from "@intentmesh/db";
@@ -362,11 +363,8 @@ async function assertPortfolioExists(db: Queryable, portfolioId: string): Promis
 
 async function resolveCursor(ctx: IntentsContext, portfolioId: string, after: string | undefined): Promise<number> {
   if (after === undefined || after === "") return 0;
-  if (/^\d+$/.test(after)) {
-    // A number past any sequence would overflow the bigint it is compared with (a 500, not a 400).
-    if (!Number.isSafeInteger(Number(after))) throw errors.validation("after must be a sequence number of this portfolio's log or an event id");
-    return Number(after);
-  }
+  const sequence = sequenceCursor(after);
+  if (sequence !== undefined) return sequence;
   if (!Uuid.safeParse(after).success) throw errors.validation("after must be a sequence number or an event id");
   const [row] = rowsOf<{ sequence: string | number }>(
     await ctx.db.execute(sql`select sequence from intents.portfolio_events where portfolio_id = ${portfolioId} and id = ${after}`),

@@ -11,6 +11,7 @@ import {
   type ListAgentsQuery,
   type z,
   type ListAgentEventsQuery,
+  sequenceCursor,
 } from "@intentmesh/contracts";
 import type { RegistryContext } from "../context";
 import { agentEvents, agents } from "../db/schema";
@@ -103,7 +104,8 @@ export async function listAgentEvents(ctx: RegistryContext, agentId: string, que
 
 async function resolveCursor(ctx: RegistryContext, agentId: string, after: string | undefined): Promise<number> {
   if (after === undefined || after === "") return 0;
-  if (/^\d+$/.test(after)) return Number(after);
+  const sequence = sequenceCursor(after);
+  if (sequence !== undefined) return sequence;
   if (!Uuid.safeParse(after).success) throw errors.validation("after must be a sequence number or an event id");
   const [row] = await ctx.db
     .select({ sequence: agentEvents.sequence })
