@@ -73,6 +73,10 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(openapi.status).toBe(200);
     expect(openapi.body.paths["/api/v1/intents"]).toBeDefined();
     expect(openapi.body.paths["/api/v1/intents"].post).toBeDefined();
+    // Every REST route and every SSE stream is described, the registry's included.
+    for (const path of ["/api/v1/agents/{agentId}/heartbeat", "/api/v1/pools/{roleId}", "/api/v1/subscribe/agents/{agentId}", "/api/v1/subscribe/portfolios/{portfolioId}"]) {
+      expect(openapi.body.paths[path], path).toBeDefined();
+    }
     expect(openapi.body.paths["/api/v1/intents/{id}"]).toBeDefined();
 
     const docs = await fetch(`${cluster.baseUrl}/docs`);

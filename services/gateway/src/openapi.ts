@@ -6,6 +6,13 @@ import type { Route } from "./routes";
  * The OpenAPI document, generated from the same zod contracts the gateway and services validate
  * with, so the description cannot drift from the behaviour.
  */
+/** The SSE streams the gateway serves (app.ts), described beside the REST routes. */
+const SSE_STREAMS = [
+  { resource: "intents", param: "id", what: "an intent" },
+  { resource: "portfolios", param: "portfolioId", what: "a portfolio (its own log: membership, member status changes, aggregate status)" },
+  { resource: "agents", param: "agentId", what: "an agent (its own log: lifecycle, assignments, pending commands, warnings)" },
+];
+
 export function buildOpenApi(routes: Route[], version: string) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
@@ -38,22 +45,16 @@ export function buildOpenApi(routes: Route[], version: string) {
       },
     });
   }
-  registry.registerPath({
-    method: "get",
-    path: "/api/v1/subscribe/intents/{id}",
-    summary: "Server-sent events of an intent (event: <event_type>, id: <event id>, data: <event JSON>); Last-Event-ID resumes",
-    security: [{ ApiKey: [] }],
-    request: { params: z.object({ id: z.string() }) },
-    responses: { 200: { description: "text/event-stream" } },
-  });
-  registry.registerPath({
-    method: "get",
-    path: "/api/v1/subscribe/portfolios/{portfolioId}",
-    summary: "Server-sent events of a portfolio (its own log: membership, member status changes, aggregate status); Last-Event-ID resumes",
-    security: [{ ApiKey: [] }],
-    request: { params: z.object({ portfolioId: z.string() }) },
-    responses: { 200: { description: "text/event-stream" } },
-  });
+  for (const stream of SSE_STREAMS) {
+    registry.registerPath({
+      method: "get",
+      path: `/api/v1/subscribe/${stream.resource}/{${stream.param}}`,
+      summary: `Server-sent events of ${stream.what} (event: <event_type>, id: <event id>, data: <event JSON>); Last-Event-ID resumes`,
+      security: [{ ApiKey: [] }],
+      request: { params: z.object({ [stream.param]: z.string() }) },
+      responses: { 200: { description: "text/event-stream" } },
+    });
+  }
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: { title: "intentmesh", version, description: "Coordination server for humans and agents working on shared intents." },
