@@ -55,6 +55,7 @@ CREATE TABLE "registry"."outbox" (
 );
 --> statement-breakpoint
 CREATE INDEX "agents_due_idx" ON "registry"."agents" USING btree ("next_check_at") WHERE "registry"."agents"."next_check_at" is not null;--> statement-breakpoint
+CREATE INDEX "agents_draining_due_idx" ON "registry"."agents" USING btree ("next_check_at") WHERE "registry"."agents"."status" = 'draining';--> statement-breakpoint
 CREATE INDEX "agents_role_idx" ON "registry"."agents" USING btree ("role_id");--> statement-breakpoint
 CREATE INDEX "agents_capabilities_idx" ON "registry"."agents" USING gin ("capabilities");--> statement-breakpoint
 CREATE INDEX "outbox_unpublished_idx" ON "registry"."outbox" USING btree ("id") WHERE "registry"."outbox"."published_at" is null;--> statement-breakpoint

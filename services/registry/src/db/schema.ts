@@ -47,6 +47,7 @@ export const agents = registrySchema.table(
   },
   (t) => [
     index("agents_due_idx").on(t.nextCheckAt).where(sql`${t.nextCheckAt} is not null`),
+    index("agents_draining_due_idx").on(t.nextCheckAt).where(sql`${t.status} = 'draining'`),
     // Few indexes on purpose: every transition and heartbeat moves next_check_at, so each update
     // writes an entry into every index of the table; listing filters on the rows these find.
     index("agents_role_idx").on(t.roleId),
