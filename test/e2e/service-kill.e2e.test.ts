@@ -6,7 +6,7 @@ import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { sql } from "drizzle-orm";
 import { createTestDatabase, testNamespace } from "../support/backends";
 import { agentCaller } from "../support/cluster";
-import { killServiceProcess, readStream, startServiceProcess, untilHealthy as serviceHealthy, untilOutboxDrained } from "../support/service-process";
+import { killServiceProcess, readStream, startServiceProcess, untilHealthy, untilOutboxDrained } from "../support/service-process";
 
 // Fault test: the intents service process is killed (SIGKILL) while writes are in flight, then
 // started again. Every write it acknowledged is in the log, each intent's log has no gap, and
@@ -19,7 +19,6 @@ let database: DatabaseHandle;
 let service: ChildProcess | undefined;
 
 const startService = () => startServiceProcess("intents", { DATABASE_URL: testDb.url, NATS_URL: inject("natsUrl"), BUS_NAMESPACE: namespace });
-const untilHealthy = (client: BusClient) => serviceHealthy(client, "intents", caller);
 
 beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
@@ -39,7 +38,7 @@ describe("killing the intents service mid-flight", () => {
   it("loses no acknowledged write and publishes every event exactly once", async () => {
     const client = new BusClient(bus, 1500);
     service = startService();
-    await untilHealthy(client);
+    await untilHealthy(client, "intents", caller);
     const intents = await Promise.all(Array.from({ length: 4 }, (_, i) => client.request<Intent>(intentsCommands.create, caller, { body: { title: `kill ${i}` } })));
 
     const acknowledged: IntentEvent[] = [];
@@ -62,7 +61,7 @@ describe("killing the intents service mid-flight", () => {
     await killServiceProcess(service);
     await new Promise((r) => setTimeout(r, 200));
     service = startService();
-    await untilHealthy(client);
+    await untilHealthy(client, "intents", caller);
     const afterRestart = acknowledged.length;
     for (let i = 0; i < 100 && acknowledged.length < afterRestart + 20; i++) await new Promise((r) => setTimeout(r, 50));
     writing = false;

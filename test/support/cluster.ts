@@ -6,7 +6,7 @@ import type { Server } from "node:http";
 import { ManualClock, type Caller, type Clock } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
-import { createLogger } from "@intentmesh/telemetry";
+import { createLogger, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
 import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
@@ -82,20 +82,59 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
   // The registry's sweeper runs only when a test calls registry.sweeper.sweep(), on the manual clock.
   const registry = await startRegistryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
-  const keys = new ApiKeys([
+  const { gateway, baseUrl, api } = await startTestGateway(bus, logger, { ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit });
+
+  return {
+    baseUrl,
+    bus,
+    client: new BusClient(bus, 10_000),
+    database,
+    intents,
+    registry,
+    gateway,
+    clock,
+    namespace,
+    api,
+    stop: async () => {
+      await gateway.stop();
+      await registry.stop();
+      await intents.stop();
+      await deleteNamespaceStreams(bus, namespace);
+      await bus.close();
+      await database.close();
+      await testDb.drop();
+    },
+  };
+}
+
+/** The API keys of TEST_KEYS: admin, coordinator, operator, and two agent keys (principals agent-1 and agent-2). */
+export function testApiKeys(): ApiKeys {
+  return new ApiKeys([
     { key: TEST_KEYS.admin, principal: "admin", roles: ["admin"] },
     { key: TEST_KEYS.coordinator, principal: "coordinator", roles: ["coordinator"] },
     { key: TEST_KEYS.operator, principal: "operator", roles: ["operator"] },
     { key: TEST_KEYS.agent, principal: "agent-1", roles: ["agent"] },
     { key: TEST_KEYS.other, principal: "agent-2", roles: ["agent"] },
   ]);
-  const gateway = await createGateway({ bus, keys, logger, ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit });
+}
+
+/** A gateway with the test keys on a free local port, on the given bus, and `api` against it. */
+export async function startTestGateway(
+  bus: Bus,
+  logger: Logger,
+  options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number } = {},
+): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
+  const gateway = await createGateway({ bus, keys: testApiKeys(), logger, ...options });
   const server: Server = await gateway.listen(0, "127.0.0.1");
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
+  return { gateway, baseUrl, api: gatewayApi(baseUrl) };
+}
 
-  const api = async (path: string, init: ApiInit = {}): Promise<ApiResponse> => {
+/** fetch against a gateway with a key (admin by default) and JSON handling; paths without /api/v1 get it. */
+export function gatewayApi(baseUrl: string): TestCluster["api"] {
+  return async (path: string, init: ApiInit = {}): Promise<ApiResponse> => {
     const headers: Record<string, string> = { ...(init.headers ?? {}) };
     const key = init.key === undefined ? "admin" : init.key;
     if (key) headers["X-API-Key"] = TEST_KEYS[key];
@@ -118,30 +157,13 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     }
     return { status: res.status, headers: res.headers, body: parsed };
   };
+}
 
-  return {
-    baseUrl,
-    bus,
-    client: new BusClient(bus, 10_000),
-    database,
-    intents,
-    registry,
-    gateway,
-    clock,
-    namespace,
-    api,
-    stop: async () => {
-      await gateway.stop();
-      await registry.stop();
-      await intents.stop();
-      for await (const stream of bus.jsm.streams.list()) {
-        if (stream.config.name.startsWith(namespace.toUpperCase())) await bus.jsm.streams.delete(stream.config.name);
-      }
-      await bus.close();
-      await database.close();
-      await testDb.drop();
-    },
-  };
+/** Deletes every stream of a bus namespace (and with them their consumers). */
+export async function deleteNamespaceStreams(bus: Bus, namespace: string): Promise<void> {
+  for await (const stream of bus.jsm.streams.list()) {
+    if (stream.config.name.startsWith(namespace.toUpperCase())) await bus.jsm.streams.delete(stream.config.name);
+  }
 }
 
 /** A caller acting as the agent `id`, for tests that speak to the services over the bus. */

@@ -1,0 +1,205 @@
+import { type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { agentEventMsgId, agentEventTypes, streams, type AgentEvent, type AgentStatus } from "@intentmesh/contracts";
+import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
+import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
+import { createLogger } from "@intentmesh/telemetry";
+import { sql } from "drizzle-orm";
+import { createTestDatabase, testNamespace } from "../support/backends";
+import { agentCaller, deleteNamespaceStreams, startTestGateway, type ApiResponse, type TestCluster, type TEST_KEYS } from "../support/cluster";
+import { uniqueTag } from "../support/e2e-helpers";
+import { killServiceProcess, readStream, startServiceProcess, untilHealthy, untilOutboxDrained } from "../support/service-process";
+import type { Gateway } from "../../services/gateway/src/app";
+
+// Fault test: the registry service process is killed (SIGKILL) while clients register and drain
+// agents through the gateway, then started again. Every registration and drain it acknowledged
+// is in the registry, each agent's log has no gap, every event reaches the stream exactly once,
+// and the intents service's projection of agent statuses catches up with every agent's log.
+const caller = agentCaller("registry-kill");
+let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+let namespace: string;
+let bus: Bus;
+let database: DatabaseHandle;
+let gateway: Gateway | undefined;
+let api: TestCluster["api"];
+let registry: ChildProcess | undefined;
+let intents: ChildProcess | undefined;
+
+const env = () => ({ DATABASE_URL: testDb.url, NATS_URL: inject("natsUrl"), BUS_NAMESPACE: namespace });
+// The sweeper stays out of the way: nothing goes silent or finishes draining during the test.
+const startRegistry = () => startServiceProcess("registry", { ...env(), AGENT_SWEEP_INTERVAL_MS: "3600000" });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `done` every 20 ms until it holds; throws `what` when `ms` pass first. */
+async function until(done: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Where an agent's status stands on its way: a status "at or past" another has this rank or more. */
+const RANK: Record<AgentStatus, number> = { registering: 0, active: 1, unhealthy: 1, draining: 2, dead: 3, deregistered: 3 };
+
+type Key = keyof typeof TEST_KEYS;
+interface Tracked {
+  key: Key;
+  /** The latest status a 2xx answer acknowledged; undefined while none did (the write may still have committed). */
+  acknowledged?: "active" | "draining";
+}
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject("databaseUrl"));
+  namespace = testNamespace();
+  bus = await connectBus(inject("natsUrl"), "registry-kill-test", namespace);
+  database = await openDatabase({ url: testDb.url });
+  // Requests the killed registry never answers time out quickly; with no registry at all they are 503 at once.
+  ({ gateway, api } = await startTestGateway(bus, createLogger("test", "silent"), { busTimeoutMs: 1500 }));
+});
+afterAll(async () => {
+  registry?.kill("SIGKILL");
+  intents?.kill("SIGKILL");
+  await gateway?.stop();
+  if (bus) await deleteNamespaceStreams(bus, namespace).catch(() => undefined);
+  await bus?.close();
+  await database?.close();
+  await testDb?.drop();
+});
+
+describe("killing the registry service mid-flight", () => {
+  it("loses no acknowledged registration or drain, and its logs, stream and the intents projection agree", async () => {
+    const client = new BusClient(bus, 1500);
+    registry = startRegistry();
+    intents = startServiceProcess("intents", env());
+    await Promise.all([untilHealthy(client, "registry", caller), untilHealthy(client, "intents", caller)]);
+
+    const tag = uniqueTag("rk");
+    const agents = new Map<string, Tracked>();
+    let acknowledgedWrites = 0;
+    let outageAnswers = 0;
+    const unexpected: string[] = [];
+    let writing = true;
+
+    /**
+     * Sends until the registry answers. 503/504 (the registry is down, or died holding the request)
+     * are retried; once a retry has been needed, `doneCode` (409) says an earlier attempt committed
+     * without its answer reaching the client: done, but not acknowledged. Anything else is a failure.
+     */
+    const send = async (what: string, request: () => Promise<ApiResponse>, doneCode: string): Promise<boolean> => {
+      let retried = false;
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const res = await request();
+        if (res.status >= 200 && res.status < 300) {
+          acknowledgedWrites += 1;
+          return true;
+        }
+        if (retried && res.status === 409 && res.body?.code === doneCode) return false;
+        if ((res.status !== 503 && res.status !== 504) || Date.now() > deadline) {
+          unexpected.push(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+          return false;
+        }
+        outageAnswers += 1;
+        retried = true;
+        await sleep(20);
+      }
+    };
+
+    // Client w registers agents with its own key (two agent keys); of each three agents, one stays
+    // active, one is drained by itself and one by a coordinator (which also queues a drain command).
+    const clients = Array.from({ length: 8 }, async (_, w) => {
+      const key: Key = w % 2 ? "other" : "agent";
+      for (let n = 0; writing; n++) {
+        const id = `${tag}-${w}-${n}`;
+        const tracked: Tracked = { key };
+        agents.set(id, tracked);
+        if (await send(`register ${id}`, () => api("/agents", { body: { agent_id: id, capabilities: ["kill"] }, key }), "AGENT_ALREADY_REGISTERED")) {
+          tracked.acknowledged = "active";
+        }
+        if (n % 3 === 0) continue;
+        const drainKey: Key = n % 3 === 1 ? key : "coordinator";
+        if (
+          await send(
+            `drain ${id}`,
+            () => api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: drainKey }),
+            "INVALID_AGENT_TRANSITION",
+          )
+        ) {
+          tracked.acknowledged = "draining";
+        }
+      }
+    });
+
+    await until(() => acknowledgedWrites >= 60, 15_000, "writes before the kill");
+    const beforeKill = acknowledgedWrites;
+    await killServiceProcess(registry);
+    await until(() => outageAnswers > 0, 5_000, "clients to see the registry gone");
+    registry = startRegistry();
+    await untilHealthy(client, "registry", caller);
+    const afterRestart = acknowledgedWrites;
+    await until(() => acknowledgedWrites >= afterRestart + 40, 15_000, "writes after the restart");
+    writing = false;
+    await Promise.all(clients);
+    expect(unexpected).toEqual([]);
+    expect(beforeKill).toBeGreaterThan(0);
+    expect(acknowledgedWrites).toBeGreaterThan(afterRestart);
+    expect(outageAnswers).toBeGreaterThan(0);
+
+    // The restarted relay drains what the killed one left.
+    await untilOutboxDrained(client, "registry", caller);
+
+    // 1 and 2: every agent is there at or past its acknowledged status, and its log runs 1..n.
+    const ids = [...agents.keys()];
+    const logs = new Map<string, AgentEvent[]>();
+    const problems: string[] = [];
+    for (let i = 0; i < ids.length; i += 16) {
+      await Promise.all(
+        ids.slice(i, i + 16).map(async (id) => {
+          const { key, acknowledged } = agents.get(id)!;
+          const record = await api(`/agents/${id}`, { key });
+          if (record.status !== 200) return void problems.push(`GET ${id}: ${record.status} ${JSON.stringify(record.body)}`);
+          const status = record.body.status as AgentStatus;
+          if (acknowledged && !(RANK[status] >= RANK[acknowledged])) problems.push(`${id}: acknowledged ${acknowledged}, record says ${status}`);
+          const page = await api(`/agents/${id}/events?limit=1000`, { key });
+          if (page.status !== 200 || page.body.has_more) return void problems.push(`events of ${id}: ${page.status} ${JSON.stringify(page.body)}`);
+          const events = page.body.events as AgentEvent[];
+          const sequences = events.map((e) => e.sequence);
+          if (JSON.stringify(sequences) !== JSON.stringify(sequences.map((_, k) => k + 1))) problems.push(`${id}: log sequences ${JSON.stringify(sequences)}`);
+          const last = events.filter((e) => e.event_type === agentEventTypes.lifecycle).at(-1);
+          if (last?.payload.new_status !== status) problems.push(`${id}: record says ${status}, last lifecycle event says ${String(last?.payload.new_status)}`);
+          logs.set(id, events);
+        }),
+      );
+    }
+    expect(problems).toEqual([]);
+    const drained = [...agents.values()].filter((a) => a.acknowledged === "draining").length;
+    expect(drained).toBeGreaterThan(0);
+
+    // 3: every event of every log is in the stream exactly once, and the stream holds nothing else.
+    const published = await readStream(bus, bus.streamName(streams.registry.name), (msg) => msg.headers?.get("Nats-Msg-Id") ?? "(no Nats-Msg-Id)");
+    const copies = new Map<string, number>();
+    for (const msgId of published) copies.set(msgId, (copies.get(msgId) ?? 0) + 1);
+    const expected = [...logs].flatMap(([id, events]) => events.map((e) => agentEventMsgId(id, e.sequence)));
+    expect(expected.filter((msgId) => copies.get(msgId) !== 1).map((msgId) => `${msgId} x${copies.get(msgId) ?? 0}`)).toEqual([]);
+    expect(published.length).toBe(expected.length);
+
+    // 4: the intents service's projection holds each agent's last lifecycle status.
+    const want = new Map([...logs].map(([id, events]) => [id, events.filter((e) => e.event_type === agentEventTypes.lifecycle).at(-1)!]));
+    const projected = async () =>
+      new Map(
+        rowsOf<{ agent_id: string; status: string; event_sequence: string }>(
+          await database.db.execute(sql`select agent_id, status, event_sequence from intents.agent_status`),
+        ).map((row) => [row.agent_id, { status: row.status, sequence: Number(row.event_sequence) }]),
+      );
+    const behind = async () => {
+      const rows = await projected();
+      return [...want]
+        .filter(([id, event]) => rows.get(id)?.status !== event.payload.new_status || rows.get(id)?.sequence !== event.sequence)
+        .map(([id, event]) => `${id}: projected ${JSON.stringify(rows.get(id))}, last lifecycle ${event.payload.new_status} at ${event.sequence}`);
+    };
+    await until(async () => (await behind()).length === 0, 15_000, "the intents projection to catch up").catch(() => undefined);
+    expect(await behind()).toEqual([]);
+  });
+});
