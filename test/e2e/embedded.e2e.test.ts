@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 
 // The first-run default: no DATABASE_URL, an embedded PGlite database under the data directory.
@@ -27,5 +28,21 @@ describe("the cluster on its embedded database", () => {
     // The relay publishes right after each commit; the outbox drains to zero.
     for (let i = 0; i < 40 && (await cluster.intents.relay.backlog()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
     expect(await cluster.intents.relay.backlog()).toBe(0);
+  });
+
+  it("runs the agent lifecycle: registration, silence, death, and the dead agent's leases expired", async () => {
+    const agentId = "embedded-agent";
+    const registered = await cluster.api("/agents", { body: { agent_id: agentId, heartbeat_config: { interval_seconds: 1, unhealthy_after_seconds: 2, dead_after_seconds: 4 } }, key: "agent" });
+    expect(registered.status).toBe(201);
+    const intent = (await cluster.api("/intents", { body: { title: "leased" } })).body;
+    const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "work", ttl_seconds: 600 }, headers: { "X-Agent-ID": agentId }, key: "agent" });
+    expect(lease.status).toBe(201);
+    (cluster.clock as ManualClock).advance(5000);
+    expect(await cluster.registry.sweeper.sweep()).toBe(2);
+    expect((await cluster.api(`/agents/${agentId}`, { key: "agent" })).body.status).toBe("dead");
+    await vi.waitFor(async () => {
+      const events = (await cluster.api(`/intents/${intent.id}/events`)).body.events;
+      expect(events.at(-1)).toMatchObject({ event_type: "lease.expired", payload: { reason: "agent_dead" } });
+    });
   });
 });
