@@ -34,6 +34,23 @@ export interface EventLogSpec<E extends WireEvent> {
   insert(tx: Tx, rows: { event: E; wire: string; at: Date }[]): Promise<unknown>;
 }
 
+/** The wire form of events about to be logged at `firstSequence` and on: new ids, one timestamp. */
+export function buildEvents<E extends WireEvent>(spec: Pick<EventLogSpec<E>, "idField">, aggregateId: string, firstSequence: number, newEvents: NewEvent[], at: Date): E[] {
+  const createdAt = isoTimestamp(at);
+  return newEvents.map(
+    (event, i) =>
+      ({
+        id: randomUUID(),
+        [spec.idField]: aggregateId,
+        sequence: firstSequence + i,
+        event_type: event.eventType,
+        actor: event.actor,
+        payload: event.payload,
+        created_at: createdAt,
+      }) as unknown as E,
+  );
+}
+
 /**
  * Writes events at the sequence numbers the caller reserved for them (in the same transaction,
  * by bumping the aggregate row's counter, which also locks it), and their outbox rows. The
@@ -48,19 +65,7 @@ export async function writeEventLog<E extends WireEvent>(
   at: Date,
 ): Promise<E[]> {
   if (!newEvents.length) return [];
-  const createdAt = isoTimestamp(at);
-  const written = newEvents.map(
-    (event, i) =>
-      ({
-        id: randomUUID(),
-        [spec.idField]: aggregateId,
-        sequence: firstSequence + i,
-        event_type: event.eventType,
-        actor: event.actor,
-        payload: event.payload,
-        created_at: createdAt,
-      }) as unknown as E,
-  );
+  const written = buildEvents(spec, aggregateId, firstSequence, newEvents, at);
   await spec.insert(
     tx,
     written.map((event) => ({ event, wire: JSON.stringify(event), at })),

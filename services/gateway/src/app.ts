@@ -222,13 +222,15 @@ function mountRoutes(api: express.Router, all: Route[], handle: (route: Route) =
 
 /**
  * The acting agent of a request (X-Agent-ID, and the body field a route names as the acting
- * agent) must be bound to the calling key; registration itself is exempt for its own X-Agent-ID.
+ * agent) must be bound to the calling key. The one exception: a registration whose X-Agent-ID
+ * names the agent it registers (an agent registering itself is not bound yet).
  */
 async function assertActingAgentsBound(bindings: AgentBindings, req: Request, route?: Route): Promise<void> {
   const caller = req.caller!;
   const acting = new Set<string>();
-  if (caller.agent_id && !route?.registersAgent) acting.add(caller.agent_id);
   const body = req.body as Record<string, unknown> | undefined;
+  const registersItself = route?.registersAgent && caller.agent_id === body?.agent_id;
+  if (caller.agent_id && !registersItself) acting.add(caller.agent_id);
   const fromBody = route?.actingAgentField ? body?.[route.actingAgentField] : undefined;
   if (typeof fromBody === "string" && fromBody) acting.add(fromBody);
   for (const agentId of acting) await bindings.assertBound(agentId, caller);

@@ -27,7 +27,7 @@ export interface Route {
    * when one names a registered agent, that agent must be bound to the calling key.
    */
   claimsIdentity?: ("actor" | "created_by")[];
-  /** Registration: the X-Agent-ID it may carry names an agent that is not bound yet. */
+  /** Registration: an X-Agent-ID naming the agent it registers is not bound yet, and is not checked. */
   registersAgent?: boolean;
   summary: string;
 }

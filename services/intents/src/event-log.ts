@@ -34,8 +34,23 @@ export async function lockIntent(tx: Tx, intentId: string, ifMatch: number | nul
     .update(intents)
     .set({ leaseEpoch: sql`${intents.leaseEpoch} + 1` })
     .where(condition)
-    .returning({ version: intents.version, status: intents.status });
+    .returning({ version: intents.version, status: intents.status, blockedReason: intents.blockedReason });
   if (!row) throw await missingOrStale(tx, intentId, ifMatch ?? -1);
+  return row;
+}
+
+/**
+ * Locks the intent row for the rest of the transaction without changing it (unlike lockIntent,
+ * which also moves the lease epoch), honouring an If-Match when one was sent.
+ */
+export async function lockIntentRow(tx: Queryable, intentId: string, ifMatch: number | null) {
+  const [row] = await tx
+    .select({ version: intents.version, status: intents.status, blockedReason: intents.blockedReason })
+    .from(intents)
+    .where(eq(intents.id, intentId))
+    .for("update");
+  if (!row) throw await missingOrStale(tx, intentId, ifMatch ?? -1);
+  if (ifMatch !== null && row.version !== ifMatch) throw await missingOrStale(tx, intentId, ifMatch);
   return row;
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { AppError, intentsCommands as commands, type Caller, type Intent, type Lease, ManualClock } from "@intentmesh/contracts";
+import { AppError, intentsCommands as commands, type Intent, type Lease, ManualClock } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
 import { LeaseSweeper } from "../src/lease-sweeper";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { intentEventMsgId, intentsCommands as commands, type Caller, type Intent } from "@intentmesh/contracts";
+import { intentEventMsgId, intentsCommands as commands, type Intent } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
 import { commitChangeStatement, selectIntentForWrite } from "../src/db/statements";

@@ -31,7 +31,8 @@ export function lifecycleEvents(agentId: string, transitions: Transition[], from
   return transitions.map((t, i) => lifecycleEvent(agentId, t, fromVersion + i + 1, at, actor));
 }
 
-const agentLog: EventLogSpec<AgentEvent> = {
+/** How agents log their events: `agent:<token>:e<sequence>` on im.evt.agent.<token>.<event_type>. */
+export const agentLog: EventLogSpec<AgentEvent> = {
   idField: "agent_id",
   outbox,
   schema: AGENT_EVENT_SCHEMA,

@@ -1,19 +1,9 @@
-import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
-import {
-  AGENT_EVENT_SCHEMA,
-  agentEventMsgId,
-  agentEventSubject,
-  agentEventTypes,
-  intentsCommands,
-  isoTimestamp,
-  SCHEMA_HEADER,
-  type AgentStatus,
-  type Caller,
-} from "@intentmesh/contracts";
+import { agentEventTypes, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller } from "@intentmesh/contracts";
+import { buildEvents } from "@intentmesh/bus";
 import { Sweeper, rowsOf, type Tx } from "@intentmesh/db";
 import type { RegistryContext } from "./context";
-import { lifecycleEvents, type NewAgentEvent } from "./agent-log";
+import { agentLog, lifecycleEvents, type NewAgentEvent } from "./agent-log";
 import { drainOutcome, nextCheckAt, silenceTransitions, type Transition } from "./domain/lifecycle";
 
 const SYSTEM: Caller = { principal: "registry", roles: ["admin"], actor: "system", agent_id: null };
@@ -205,14 +195,18 @@ function dueAgentFromRaw(raw: Record<string, unknown>): DueAgent {
  */
 async function writeBatch(tx: Tx, updates: AgentUpdate[], batches: { agent: DueAgent; list: NewAgentEvent[] }[], at: Date): Promise<void> {
   if (!updates.length) return;
-  const created = isoTimestamp(at);
+  // The same events the agent log writer would build, written in bulk with their outbox rows.
   const rows = batches.flatMap(({ agent, list }) =>
-    list.map((event, i) => {
-      const sequence = agent.eventSeq + i + 1;
-      const id = randomUUID();
-      const wire = JSON.stringify({ id, agent_id: agent.agentId, sequence, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: created });
-      return [id, agent.agentId, sequence, event.eventType, event.actor, wire, agentEventSubject(agent.agentId, event.eventType), agentEventMsgId(agent.agentId, sequence)];
-    }),
+    buildEvents<AgentEvent>(agentLog, agent.agentId, agent.eventSeq + 1, list, at).map((event) => [
+      event.id,
+      event.agent_id,
+      event.sequence,
+      event.event_type,
+      event.actor,
+      JSON.stringify(event),
+      agentLog.subject(event.agent_id, event.event_type),
+      agentLog.msgId(event.agent_id, event.sequence),
+    ]),
   );
   await tx.execute(sql`
     with moved as (
@@ -235,5 +229,5 @@ async function writeBatch(tx: Tx, updates: AgentUpdate[], batches: { agent: DueA
       select agent_id, sequence, id::uuid, event_type, actor, ${at}, wire from e
     )
     insert into registry.outbox (subject, msg_id, payload, headers)
-    select subject, msg_id, wire, ${JSON.stringify({ [SCHEMA_HEADER]: AGENT_EVENT_SCHEMA })}::jsonb from e order by ord`);
+    select subject, msg_id, wire, ${JSON.stringify({ [SCHEMA_HEADER]: agentLog.schema })}::jsonb from e order by ord`);
 }

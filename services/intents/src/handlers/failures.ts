@@ -15,15 +15,15 @@ import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
 import { intents, leases } from "../db/schema";
 import { failures, retryPolicies } from "../db/schema-records";
-import { appendToLog, assertIntentExists, lockIntent, type NewEvent } from "../event-log";
+import { appendToLog, assertIntentExists, lockIntent, lockIntentRow, type NewEvent } from "../event-log";
 import { decideAfterFailure, type FailureDecision } from "../domain/retry-delay";
 import { isBudgetBlocked } from "../domain/budget";
 import { TERMINAL_STATUSES } from "../domain/status";
 import { toLease } from "../mapping";
 import { actingAgent } from "./actor";
 import { recordCostInTx } from "./costs";
-import { lockIntentRow, toRetryPolicy } from "./retry-policy";
-import { knownAgentStatus } from "../agent-lifecycle-projection";
+import { toRetryPolicy } from "./retry-policy";
+import { agentWorkRefusal } from "../agent-lifecycle-projection";
 
 type FailureRow = typeof failures.$inferSelect;
 type LeaseRow = typeof leases.$inferSelect;
@@ -110,7 +110,8 @@ export async function recordFailure(ctx: IntentsContext, intentId: string, ifMat
       fallbackAgentId !== agentId &&
       open &&
       !(await budgetBlocked(tx, intentId)) &&
-      (await mayTakeWork(tx, fallbackAgentId))
+      // A fallback agent that is draining, dead or deregistered takes nothing over.
+      !(await agentWorkRefusal(tx, fallbackAgentId))
     ) {
       const moved = await handOver(tx, { intentId, intentStatus: intent.status, failure: row, fallbackAgentId, reason: decision.reason!, actor: caller.actor, now });
       if (moved) {
@@ -259,15 +260,6 @@ async function handOver(tx: Tx, h: HandOver): Promise<FailureRow | null> {
 async function budgetBlocked(tx: Tx, intentId: string): Promise<boolean> {
   const [row] = await tx.select({ status: intents.status, blockedReason: intents.blockedReason }).from(intents).where(eq(intents.id, intentId));
   return row ? isBudgetBlocked({ status: row.status, blocked_reason: row.blockedReason }) : false;
-}
-
-/**
- * A fallback agent the registry reports draining, dead or deregistered takes no work (spec 3.4):
- * the failure is recorded without a handover, and the failing agent keeps its leases.
- */
-async function mayTakeWork(tx: Tx, agentId: string): Promise<boolean> {
-  const status = await knownAgentStatus(tx, agentId);
-  return status !== "draining" && status !== "dead" && status !== "deregistered";
 }
 
 /** The fallback lease lasts as long as the failing lease was granted for (its remaining time may be nearly nothing). */

@@ -11,8 +11,8 @@ import { PointerError } from "../domain/json-pointer";
 import { TERMINAL_STATUSES } from "../domain/status";
 import { actingAgent, isCoordinatorOrAdmin } from "./actor";
 import { leaseIsLive } from "./lease-guard";
-import { assertAgentMayWork, isAgentOnly } from "../domain/budget";
-import { knownAgentStatus } from "../agent-lifecycle-projection";
+import { assertAgentMayWork } from "../domain/budget";
+import { agentWorkRefusal } from "../agent-lifecycle-projection";
 
 type LeaseRow = typeof leases.$inferSelect;
 
@@ -36,12 +36,14 @@ export async function acquireLease(
   const key = parseScope(body.scope);
   const now = ctx.clock.now();
   const lease = await ctx.db.transaction(async (tx) => {
-    await assertAgentMayTakeWork(tx, agentId);
+    const refusal = await agentWorkRefusal(tx, agentId, true);
+    if (refusal) throw refusal;
     const intent = await lockIntent(tx, intentId, ifMatch);
     if (TERMINAL_STATUSES.includes(intent.status as never)) {
       throw new AppError("INTENT_CLOSED", 409, `intent ${intentId} is ${intent.status}; leases are taken on open intents only`, { status: intent.status });
     }
-    await assertBudgetAllowsLease(tx, intentId, caller);
+    // Agents take no lease on an intent its budget blocked.
+    assertAgentMayWork(intentId, { status: intent.status, blocked_reason: intent.blockedReason }, caller, "take leases on it");
     const suspended = intent.status === "suspended_awaiting_input";
     const lapsed = suspended ? [] : await expireLapsed(tx, intentId, key, now);
     const [held] = await tx
@@ -79,30 +81,6 @@ export async function acquireLease(
   });
   ctx.published();
   return lease;
-}
-
-/**
- * Spec 3.4: a draining agent keeps its leases but takes no new one (409 AGENT_DRAINING); a dead
- * or deregistered agent must register again first (409 AGENT_NOT_ACTIVE). Unhealthy agents may.
- * The status is this service's projection of the registry's lifecycle events.
- */
-async function assertAgentMayTakeWork(tx: Tx, agentId: string): Promise<void> {
-  const status = await knownAgentStatus(tx, agentId, true);
-  if (status === "draining") {
-    throw new AppError("AGENT_DRAINING", 409, `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
-  }
-  if (status === "dead" || status === "deregistered") {
-    throw new AppError("AGENT_NOT_ACTIVE", 409, `agent ${agentId} is ${status}; register it again before taking leases`, { agent_id: agentId, status });
-  }
-}
-
-/** Agents take no lease on an intent its budget blocked (read under the intent lock the caller holds). */
-async function assertBudgetAllowsLease(tx: Tx, intentId: string, caller: Caller): Promise<void> {
-  if (!isAgentOnly(caller)) return;
-  const [row] = rowsOf<{ status: string; blocked_reason: string | null }>(
-    await tx.execute(sql`select status, blocked_reason from intents.intents where id = ${intentId}`),
-  );
-  if (row) assertAgentMayWork(intentId, row, caller, "take leases on it");
 }
 
 /** POST /intents/{id}/leases/{lease_id}/renew: only the holder, only while the lease is live (always, while the intent is suspended). */

@@ -1,11 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { AppError, isoTimestamp, type PutRetryPolicyBody, type RetryPolicy, type RetryStrategy } from "@intentmesh/contracts";
-import type { Queryable } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
-import { intents } from "../db/schema";
 import { retryPolicies } from "../db/schema-records";
-import { assertIntentExists, missingOrStale } from "../event-log";
+import { assertIntentExists, lockIntentRow } from "../event-log";
 
 type RetryPolicyRow = typeof retryPolicies.$inferSelect;
 
@@ -58,19 +56,4 @@ export async function getRetryPolicy(ctx: IntentsContext, intentId: string): Pro
   if (row) return toRetryPolicy(row);
   await assertIntentExists(ctx.db, intentId);
   throw new AppError("RETRY_POLICY_NOT_FOUND", 404, `intent ${intentId} has no retry policy; PUT one first`, { resource: "retry_policy", intent_id: intentId });
-}
-
-/**
- * Locks the intent row for the rest of the transaction without changing it (unlike lockIntent,
- * which also moves the lease epoch), honouring an If-Match when one was sent. Returns its status.
- */
-export async function lockIntentRow(tx: Queryable, intentId: string, ifMatch: number | null): Promise<{ status: string; version: number }> {
-  const [row] = await tx
-    .select({ status: intents.status, version: intents.version })
-    .from(intents)
-    .where(eq(intents.id, intentId))
-    .for("update");
-  if (!row) throw await missingOrStale(tx, intentId, ifMatch ?? -1);
-  if (ifMatch !== null && row.version !== ifMatch) throw await missingOrStale(tx, intentId, ifMatch);
-  return row;
 }

@@ -1,4 +1,4 @@
-import { AppError, type Caller } from "@intentmesh/contracts";
+import { AppError, errors, type Caller } from "@intentmesh/contracts";
 
 /**
  * Part 5 for agent records. An agent is bound to the principal of the API key that registered
@@ -18,19 +18,19 @@ export function assertOwner(agentId: string, owner: string, caller: Caller, acti
 /** 5.3: status changes (drain, deregister) by the agent itself, a coordinator or an administrator. */
 export function assertMayManage(agentId: string, owner: string, caller: Caller): void {
   if (caller.principal === owner || isCoordinatorOrAdmin(caller)) return;
-  throw new AppError("FORBIDDEN", 403, `only agent ${agentId} itself, a coordinator or an admin may change its status`, { agent_id: agentId });
+  throw errors.forbidden(`only agent ${agentId} itself, a coordinator or an admin may change its status`, { agent_id: agentId });
 }
 
 /** Reading one record or its event stream: the agent itself, coordinators, admins and operators. */
 export function assertMayRead(agentId: string, owner: string, caller: Caller): void {
   if (caller.principal === owner || isCoordinatorOrAdmin(caller) || caller.roles.includes("operator")) return;
-  throw new AppError("FORBIDDEN", 403, `agent ${agentId} may be read by itself, coordinators, operators and admins only`, { agent_id: agentId });
+  throw errors.forbidden(`agent ${agentId} may be read by itself, coordinators, operators and admins only`, { agent_id: agentId });
 }
 
 /** 5.4: listing the registry (and pool capacity) is for coordinators and admins. */
 export function assertMayList(caller: Caller): void {
   if (isCoordinatorOrAdmin(caller)) return;
-  throw new AppError("FORBIDDEN", 403, "listing the agent registry is restricted to coordinators and admins");
+  throw errors.forbidden("listing the agent registry is restricted to coordinators and admins");
 }
 
 /** True when the drain was asked by someone other than the agent: it then reaches the agent as a pending command. */

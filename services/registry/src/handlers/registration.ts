@@ -10,7 +10,6 @@ import {
   type Caller,
   type RegisterAgentBody,
 } from "@intentmesh/contracts";
-import type { Tx } from "@intentmesh/db";
 import type { RegistryContext } from "../context";
 import { agents } from "../db/schema";
 import { commitAgentChange, lifecycleEvent, writeAgentEvents } from "../agent-log";
@@ -55,7 +54,6 @@ export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBod
   } satisfies Partial<AgentRow>;
 
   const row = await ctx.db.transaction(async (tx) => {
-    await assertActingAgentIsCallers(tx, agentId, caller);
     const [inserted] = await tx
       .insert(agents)
       .values({ agentId, ownerPrincipal: caller.principal, ...fields, eventSeq: 1, updatedAt: now })
@@ -84,19 +82,4 @@ export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBod
   });
   ctx.published();
   return toAgent(row);
-}
-
-/**
- * The gateway lets a registration carry an X-Agent-ID that is not bound yet (the agent registering
- * itself). Any other agent it names must be bound to the calling key, as on every other request:
- * else another key's agent could be named as the actor of the registration (403 AGENT_NOT_BOUND).
- */
-async function assertActingAgentIsCallers(tx: Tx, agentId: string, caller: Caller): Promise<void> {
-  if (!caller.agent_id || caller.agent_id === agentId) return;
-  const [acting] = await tx.select({ owner: agents.ownerPrincipal }).from(agents).where(eq(agents.agentId, caller.agent_id));
-  if (acting && acting.owner !== caller.principal) {
-    throw new AppError("AGENT_NOT_BOUND", 403, `agent ${caller.agent_id} is registered with another API key; act as it only with that key`, {
-      agent_id: caller.agent_id,
-    });
-  }
 }
