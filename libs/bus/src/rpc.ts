@@ -1,6 +1,17 @@
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { headers as natsHeaders, type Msg, type MsgHdrs, type Subscription } from "@nats-io/transport-node";
-import { AppError, errors, isAppError, type Caller, type CommandDef, type WireError, type z } from "@intentmesh/contracts";
+import {
+  AppError,
+  TOO_LARGE_ISSUE,
+  errors,
+  findUnsafeJsonValue,
+  isAppError,
+  unsafeJsonError,
+  type Caller,
+  type CommandDef,
+  type WireError,
+  type z,
+} from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Bus } from "./connection";
 import { extractTrace, injectTrace } from "./trace";
@@ -43,29 +54,77 @@ export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I
         logger.error({ err, subject: def.subject }, "subscription failed");
         return;
       }
-      void context.with(extractTrace(msg.headers), () =>
-        tracer.startActiveSpan(def.subject, { kind: SpanKind.SERVER, attributes: { "messaging.system": "nats" } }, async (span) => {
-          const hdrs = natsHeaders();
-          let body: string;
-          try {
-            const data = await handle(msg, def, handler);
-            hdrs.set(REPLY_STATUS_HEADER, "ok");
-            const version = (data as { version?: unknown } | null)?.version;
-            if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
-            body = data instanceof RawJson ? data.json : JSON.stringify(data ?? null);
-          } catch (error) {
-            const appError = isAppError(error) ? error : unavailableOrInternal(error);
-            if (!isAppError(error)) logger.error({ err: error, subject: def.subject }, "command failed");
-            if (appError.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-            hdrs.set(REPLY_STATUS_HEADER, "error");
-            body = JSON.stringify(appError.toWire());
-          }
-          if (msg.reply) msg.respond(encoder.encode(body), { headers: hdrs });
-          span.end();
-        }),
-      );
+      void context
+        .with(extractTrace(msg.headers), () =>
+          tracer.startActiveSpan(def.subject, { kind: SpanKind.SERVER, attributes: { "messaging.system": "nats" } }, async (span) => {
+            try {
+              const reply = await replyTo(msg, def, handler, logger);
+              if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+              if (msg.reply) respondSafely(bus, msg, reply, def.subject, logger);
+            } finally {
+              span.end();
+            }
+          }),
+        )
+        // Nothing a request carries may end the process: whatever escaped is logged here.
+        .catch((error: unknown) => logger.error({ err: error, subject: def.subject }, "command reply failed"));
     },
   });
+}
+
+interface Reply {
+  status: number;
+  headers: MsgHdrs;
+  body: Uint8Array;
+}
+
+/** Runs the handler and encodes its result or its error as a reply of the reply protocol. */
+async function replyTo<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, handler: CommandHandler<I, O>, logger: Logger): Promise<Reply> {
+  const hdrs = natsHeaders();
+  try {
+    const data = await handle(msg, def, handler);
+    hdrs.set(REPLY_STATUS_HEADER, "ok");
+    const version = (data as { version?: unknown } | null)?.version;
+    if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
+    return { status: 200, headers: hdrs, body: encoder.encode(data instanceof RawJson ? data.json : JSON.stringify(data ?? null)) };
+  } catch (error) {
+    const appError = isAppError(error) ? error : classifyFailure(error, logger, def.subject);
+    return errorReply(appError);
+  }
+}
+
+function errorReply(error: AppError): Reply {
+  const hdrs = natsHeaders();
+  hdrs.set(REPLY_STATUS_HEADER, "error");
+  return { status: error.status, headers: hdrs, body: encoder.encode(JSON.stringify(error.toWire())) };
+}
+
+/** Room left in a message for the reply headers (status, version, trace) beside the body. */
+const HEADER_ALLOWANCE = 4096;
+
+/**
+ * Sends a reply that fits in one bus message. A body larger than the server's max_payload would
+ * make the publish throw; it becomes an error reply instead, so the caller gets an answer and the
+ * process lives. The entry limits (LIMITS in libs/contracts) keep valid data from getting there.
+ */
+function respondSafely(bus: Bus, msg: Msg, reply: Reply, subject: string, logger: Logger): void {
+  const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
+  let sent = reply;
+  if (reply.body.byteLength + HEADER_ALLOWANCE > maxPayload) {
+    logger.error({ subject, bytes: reply.body.byteLength, maxPayload }, "reply larger than the bus can carry; answered with an error");
+    sent = errorReply(
+      new AppError("REPLY_TOO_LARGE", 500, "the answer is larger than the bus can carry; it has been logged", {
+        bytes: reply.body.byteLength,
+        limit_bytes: maxPayload - HEADER_ALLOWANCE,
+      }),
+    );
+  }
+  try {
+    msg.respond(sent.body, { headers: sent.headers });
+  } catch (error) {
+    // A closed or reconnecting connection: the requester times out and retries; the process goes on.
+    logger.warn({ err: error, subject }, "reply could not be sent");
+  }
 }
 
 async function handle<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, handler: CommandHandler<I, O>): Promise<O> {
@@ -76,6 +135,9 @@ async function handle<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, hand
     throw errors.invalidJson(`the request on ${def.subject} is not JSON`);
   }
   if (!envelope.caller) throw errors.unauthorized("the request carries no caller");
+  // The gateway refuses these first; a service on the bus holds its callers to the same rules.
+  const unsafe = findUnsafeJsonValue(envelope.input);
+  if (unsafe) throw unsafeJsonError(unsafe, "the input");
   const parsed = def.input.safeParse(envelope.input ?? {});
   if (!parsed.success) throw validationError(parsed.error);
   for (let attempt = 1; ; attempt++) {
@@ -102,21 +164,42 @@ export function isTransactionConflict(error: unknown): boolean {
 /**
  * An unexpected failure is a 500, unless the database connection itself failed (refused, reset,
  * PostgreSQL shutting down or restarting): that is a 503 the caller may retry, and nothing was
- * written, since a statement or transaction that loses its connection does not commit.
+ * written, since a statement or transaction that loses its connection does not commit. A value
+ * PostgreSQL refuses to store (class 22, data exception) or that passes one of its size limits
+ * (class 54) is the caller's: 400 or 413, logged, since the contracts should have caught it first.
  */
-function unavailableOrInternal(error: unknown): AppError {
+function classifyFailure(error: unknown, logger: Logger, subject: string): AppError {
   const code = String((error as { code?: unknown; cause?: { code?: unknown } })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code ?? "");
   const transient = /^(08|57P0[1-3]|53300)/.test(code) || ["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"].includes(code);
   const message = String((error as Error)?.message ?? "");
-  if (transient || /Connection terminated|connection timeout|Client has encountered a connection error/i.test(message)) {
+  if (transient || /Connection terminated|connection timeout|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect/i.test(message)) {
+    logger.warn({ err: error, subject }, "database unavailable");
     return errors.unavailable("the database is unavailable right now; nothing was written, try again");
   }
+  if (/^22/.test(code)) {
+    logger.warn({ err: error, subject }, "a value the contracts let through was refused by the database");
+    return new AppError("VALUE_NOT_STORABLE", 400, "a value in the request cannot be stored (out of range or malformed); nothing was written", { sqlstate: code });
+  }
+  if (/^54/.test(code)) {
+    logger.warn({ err: error, subject }, "a value passed a database size limit");
+    return new AppError("VALUE_TOO_LARGE", 413, "a value in the request is too large to store; nothing was written", { sqlstate: code });
+  }
+  logger.error({ err: error, subject }, "command failed");
   return errors.internal();
 }
 
-/** Turns zod issues into the one 400 shape: a sentence naming the first problem, every issue in details. */
+/**
+ * Turns zod issues into the one 400 shape: a sentence naming the first problem, every issue in
+ * details. An issue that is a size limit (withinBytes) makes it a 413 VALUE_TOO_LARGE instead.
+ */
 export function validationError(error: z.ZodError): AppError {
   const issues = error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message, code: issue.code }));
+  const tooLarge = error.issues.find((issue) => (issue as { params?: { code?: string } }).params?.code === TOO_LARGE_ISSUE);
+  if (tooLarge) {
+    const where = tooLarge.path.join(".") || "the request";
+    const { limit_bytes, actual_bytes } = (tooLarge as unknown as { params: { limit_bytes: number; actual_bytes: number } }).params;
+    return new AppError("VALUE_TOO_LARGE", 413, `${where} ${tooLarge.message}`, { path: where, limit_bytes, actual_bytes });
+  }
   const first = issues[0];
   const where = first?.path ? `${first.path}: ` : "";
   return errors.validation(`the request is invalid: ${where}${first?.message ?? "unknown problem"}`, issues);
@@ -142,9 +225,16 @@ export class BusClient {
 
   /** The reply without decoding it: the gateway sends these bytes on as the HTTP body. */
   async requestRaw<I extends z.ZodType>(def: CommandDef<I>, caller: Caller, input: z.input<I>): Promise<RawReply> {
+    const payload = encoder.encode(JSON.stringify({ caller, input }));
+    const maxPayload = this.bus.nc.info?.max_payload ?? 1024 * 1024;
+    if (payload.byteLength + HEADER_ALLOWANCE > maxPayload) {
+      throw new AppError("PAYLOAD_TOO_LARGE", 413, `the request is larger than the ${maxPayload - HEADER_ALLOWANCE} bytes the bus carries`, {
+        limit_bytes: maxPayload - HEADER_ALLOWANCE,
+      });
+    }
     let msg: Msg;
     try {
-      msg = await this.bus.nc.request(this.bus.subject(def.subject), encoder.encode(JSON.stringify({ caller, input })), {
+      msg = await this.bus.nc.request(this.bus.subject(def.subject), payload, {
         timeout: this.timeoutMs,
         headers: injectTrace(),
       });

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { JsonObject, Timestamp, Uuid } from "./common";
+import { JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command, IfMatch, IntentRef } from "./subjects";
 
 /**
@@ -90,7 +90,7 @@ export const CreateAttachmentBody = z
     mime_type: MimeType,
     size: z.number().int("size must be a whole number of bytes").min(0, "size must not be negative").max(Number.MAX_SAFE_INTEGER),
     storage_url: StorageUrl,
-    metadata: JsonObject.default({}).openapi({
+    metadata: boundedJsonObject(16 * 1024).default({}).openapi({
       description:
         "free-form, but the keys of spec 2.7 are checked against the mime type: width/height (images, video; positive integers), " +
         "duration (audio, video; positive seconds), pages (documents; positive integer), encoding (audio; non-empty string), " +
@@ -101,10 +101,25 @@ export const CreateAttachmentBody = z
   .openapi("CreateAttachment");
 export type CreateAttachmentBody = z.infer<typeof CreateAttachmentBody>;
 
-export const AttachmentList = z.object({ attachments: z.array(Attachment) }).openapi("AttachmentList");
+export const AttachmentList = z
+  .object({
+    attachments: z.array(Attachment),
+    next_cursor: z.string().openapi({ description: "pass as `after` for the attachments added after this page" }),
+    has_more: z.boolean(),
+  })
+  .openapi("AttachmentList");
+
+export const ListAttachmentsQuery = z.object({
+  after: z
+    .string()
+    .regex(/^\d{1,15}$/, "after must be a cursor from next_cursor")
+    .optional()
+    .openapi({ description: "next_cursor of the previous page" }),
+  limit: pageLimit(500, 1000),
+});
 
 export const attachmentCommands = {
   create: command("intents", "attachments.create", IntentRef.merge(IfMatch).extend({ body: CreateAttachmentBody })),
-  list: command("intents", "attachments.list", IntentRef),
+  list: command("intents", "attachments.list", IntentRef.extend({ query: ListAttachmentsQuery })),
   delete: command("intents", "attachments.delete", IntentRef.merge(IfMatch).extend({ attachment_id: Uuid })),
 } as const;

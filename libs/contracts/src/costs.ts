@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command, IfMatch, IntentRef } from "./subjects";
 import { Budget } from "./budget";
 
@@ -52,7 +52,7 @@ export const RecordCostBody = z
     amount: nonNegativeAmount("amount"),
     unit: CostUnit,
     provider: z.string().max(200).nullable().optional(),
-    metadata: JsonObject.default({}),
+    metadata: boundedJsonObject(16 * 1024).default({}),
     cents: nonNegativeAmount("cents")
       .optional()
       .openapi({ description: "the record's value in cents, for amounts in other units; counts toward the budget. With unit cents it must equal amount." }),

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+import { ActorId, JsonObject, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
 import { IntentConstraints } from "./budget";
 
 export const INTENT_STATUSES = ["draft", "active", "blocked", "completed", "abandoned", "suspended_awaiting_input"] as const;
@@ -28,8 +28,8 @@ export const CreateIntentBody = z
     title: z.string().trim().min(1, "title must not be empty").max(500),
     description: z.string().max(20_000).nullable().optional(),
     created_by: ActorId.optional(),
-    constraints: IntentConstraints.default({}),
-    state: JsonObject.default({}),
+    constraints: withinBytes(IntentConstraints).default({}),
+    state: boundedJsonObject(LIMITS.stateBytes).default({}),
     confidence: z.number().min(0).max(100).default(0),
     status: z.enum(["draft", "active"]).default("active").openapi({ description: "initial status; draft or active" }),
   })
@@ -53,10 +53,17 @@ export const IntentPage = z
   .object({ intents: z.array(Intent), next_cursor: z.string().nullable(), has_more: z.boolean() })
   .openapi("IntentPage");
 
+/** A JSON pointer (RFC 6901) in which every ~ is ~0 or ~1; a missing leading slash is implied. */
+export const JsonPointer = z
+  .string()
+  .max(2000)
+  .regex(/^(?:[^~]|~[01])*$/, "must be a JSON pointer: every ~ is written ~0 or ~1")
+  .openapi({ description: "JSON pointer (RFC 6901); a missing leading slash is implied" });
+
 export const StatePatch = z
   .object({
     op: z.enum(["append", "set", "remove"]),
-    path: z.string().openapi({ description: "JSON pointer (RFC 6901); a missing leading slash is implied" }),
+    path: JsonPointer,
     value: z.unknown().optional(),
   })
   .strict()
@@ -67,7 +74,7 @@ export type StatePatch = z.infer<typeof StatePatch>;
 export const StatePatchBody = z
   .union([z.array(StatePatch), z.object({ patches: z.array(StatePatch) }).strict()])
   .transform((body) => (Array.isArray(body) ? body : body.patches))
-  .pipe(z.array(StatePatch).min(1, "at least one patch is required").max(1000));
+  .pipe(withinBytes(z.array(StatePatch).min(1, "at least one patch is required").max(1000), LIMITS.stateBytes));
 
 export const StatusTransitionBody = z
   .object({ status: IntentStatus, reason: z.string().max(2000).optional() })
@@ -96,7 +103,7 @@ export const IntentEvent = z
 export type IntentEvent = z.infer<typeof IntentEvent>;
 
 export const AppendEventBody = z
-  .object({ event_type: EventType, actor: ActorId.optional(), payload: JsonObject.default({}) })
+  .object({ event_type: EventType, actor: ActorId.optional(), payload: boundedJsonObject().default({}) })
   .strict()
   .openapi("AppendEvent");
 export type AppendEventBody = z.infer<typeof AppendEventBody>;

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
 import { INTENT_STATUSES, IntentStatus, ListEventsQuery } from "./intents";
 import { command, IfMatch, IntentRef } from "./subjects";
 import { SuspensionEndInput, SuspensionRequest } from "./suspension";
@@ -61,7 +61,7 @@ export const CreatePortfolioBody = z
     description: z.string().max(20_000).nullable().optional(),
     created_by: ActorId.optional(),
     due_before: DueBefore.optional(),
-    metadata: JsonObject.default({}),
+    metadata: boundedJsonObject().default({}),
   })
   .strict()
   .openapi("CreatePortfolio");
@@ -72,7 +72,7 @@ export const UpdatePortfolioBody = z
     name: z.string().trim().min(1, "name must not be empty").max(500).optional(),
     description: z.string().max(20_000).nullable().optional(),
     due_before: DueBefore.optional(),
-    metadata: JsonObject.optional(),
+    metadata: boundedJsonObject().optional(),
   })
   .strict()
   .refine((body) => Object.keys(body).length > 0, "give at least one of name, description, due_before, metadata")
@@ -154,6 +154,6 @@ export const portfoliosCommands = {
  * suspension (intent.resumed or intent.suspension_expired). Both emit intent.status_changed.
  */
 export const suspensionCommands = {
-  begin: command("intents", "suspension.begin", IntentRef.extend({ if_match: z.number().int().nullable().default(null), suspension: SuspensionRequest })),
-  end: command("intents", "suspension.end", SuspensionEndInput),
+  begin: command("intents", "suspension.begin", IntentRef.extend({ if_match: z.number().int().nullable().default(null), suspension: withinBytes(SuspensionRequest) })),
+  end: command("intents", "suspension.end", withinBytes(SuspensionEndInput)),
 } as const;

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+import { ActorId, INT32_MAX, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command, IfMatch } from "./subjects";
 
 /** Part 3.4. `registering` is transient: a record is never stored in it. */
@@ -112,12 +112,12 @@ export const RegisterAgentBody = z
     role_id: ActorId.nullable().optional(),
     name: shortText.nullable().optional(),
     capabilities: z.array(z.string().min(1).max(100)).max(100).default([]),
-    capacity: z.object({ max_concurrent_tasks: z.number().int().min(0).nullable().optional() }).strict().optional(),
+    capacity: z.object({ max_concurrent_tasks: z.number().int().min(0).max(INT32_MAX).nullable().optional() }).strict().optional(),
     /** Flat form accepted too: some clients send max_concurrent_tasks at the top level. */
-    max_concurrent_tasks: z.number().int().min(0).nullable().optional(),
+    max_concurrent_tasks: z.number().int().min(0).max(INT32_MAX).nullable().optional(),
     endpoint: HttpUrl.nullable().optional(),
     heartbeat_config: HeartbeatConfig.optional(),
-    metadata: JsonObject.default({}),
+    metadata: boundedJsonObject().default({}),
     origin_server_url: HttpUrl.nullable().optional(),
   })
   .strict()
@@ -134,16 +134,16 @@ export const ListAgentsQuery = z.object({
   capabilities: csv.openapi({ description: "agents having ANY of these capabilities" }),
   status: csv.pipe(z.array(AgentStatus).optional()).openapi({ description: "comma-separated; default active" }),
   role_id: z.string().optional(),
-  min_available_capacity: z.coerce.number().int().min(0).optional(),
+  min_available_capacity: z.coerce.number().int().min(0).max(INT32_MAX).optional(),
   limit: pageLimit(100, 1000),
-  offset: z.coerce.number().int().min(0).default(0),
+  offset: z.coerce.number().int().min(0).max(INT32_MAX).default(0),
 });
 export type ListAgentsQuery = z.infer<typeof ListAgentsQuery>;
 
 export const HeartbeatBody = z
   .object({
     status: z.enum(["active", "draining"]),
-    current_load: z.number().int().min(0).optional(),
+    current_load: z.number().int().min(0).max(INT32_MAX).optional(),
     tasks_in_progress: z.array(z.string().max(200)).max(1000).optional(),
     client_timestamp: z.string().datetime({ offset: true }),
   })

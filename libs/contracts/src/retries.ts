@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command, IfMatch, IntentRef } from "./subjects";
 import { RecordCostBody } from "./costs";
 
@@ -118,7 +118,7 @@ export const RecordFailureBody = z
       .nullable()
       .optional()
       .openapi({ description: "omitted: computed from the retry policy; null: no retry" }),
-    metadata: JsonObject.default({}),
+    metadata: boundedJsonObject(16 * 1024).default({}),
     cost: FailureCost.optional().openapi({
       description: "the cost of the failed attempt, recorded as a cost record of the failing agent (its agent_id, when given, must name that agent)",
     }),

@@ -38,6 +38,9 @@ export interface DatabaseOptions {
   poolSize?: number;
 }
 
+/** How long one attempt to open a PostgreSQL connection may take. */
+export const CONNECT_TIMEOUT_MS = 5000;
+
 /** Schema that holds each service's migration journal, so `migrate` never races CREATE SCHEMA of the service. */
 export const MIGRATIONS_SCHEMA = "im_migrations";
 
@@ -51,9 +54,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // A connection attempt gives up after a few seconds: while PostgreSQL is down or unreachable
+  // requests answer 503 at once instead of queueing behind connects that never finish.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // A dropped idle connection must not crash the process; the pool replaces it.
   pool.on("error", () => undefined);
+  // Nor may a connection lost while checked out (in a transaction, between two statements): pg
+  // emits 'error' on the client, and an 'error' event with no listener ends the process. The
+  // statement in flight fails on its own and the pool discards the broken client on release.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   const db = drizzlePg(pool) as unknown as Database;
   return {
     db,

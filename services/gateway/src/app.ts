@@ -6,7 +6,7 @@ import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, healthCommand, portf
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import type { Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
-import { errorHandler, etagOf } from "./http";
+import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
 import { routes, type Route } from "./routes";
 import { AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
@@ -37,9 +37,15 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-/** A path id that is not a UUID names nothing that can exist: 404, not a validation error. */
-const requireUuidParam = (resource: string) => (_req: Request, _res: Response, next: NextFunction, value: string) => {
-  if (!Uuid.safeParse(value).success) throw errors.notFound(resource, value);
+/**
+ * A path id that is not a UUID names nothing that can exist: 404, not a validation error. A UUID
+ * in another letter case is the same id: it goes on in its one canonical (lower-case) spelling,
+ * so an intent has one subject and one stream whichever way a client writes its id.
+ */
+const requireUuidParam = (resource: string) => (req: Request, _res: Response, next: NextFunction, value: string, name: string) => {
+  const parsed = Uuid.safeParse(value);
+  if (!parsed.success) throw errors.notFound(resource, value);
+  req.params[name] = parsed.data;
   next();
 };
 
@@ -77,11 +83,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const api = express.Router();
   api.use(authenticate(keys));
-  api.use(express.json({ limit: options.bodyLimit ?? "1mb", type: ["application/json", "application/*+json"] }));
+  api.use(jsonBody(options.bodyLimit ?? "1mb"));
   api.use(requireJsonBody);
+  api.use(refuseUnsafeQuery);
   const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment" };
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
   const handle = (route: Route) => async (req: Request, res: Response) => {
+    refuseUnsafeParams(req);
     const input = route.input(req);
     const parsed = route.command.input.safeParse(input);
     if (!parsed.success) throw validationError(parsed.error);
@@ -94,6 +102,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
   mountRoutes(api, routes, handle, uuidParams);
   api.use("/subscribe", async (req, _res, next) => {
+    refuseUnsafeParams(req);
     await assertActingAgentsBound(bindings, req);
     next();
   });

@@ -1,5 +1,5 @@
-import type { NextFunction, Request, Response } from "express";
-import { AppError, errors, isAppError, type Caller } from "@intentmesh/contracts";
+import express, { type NextFunction, type Request, type Response } from "express";
+import { AppError, errors, findUnsafeJsonValue, isAppError, parseJsonStrict, unsafeJsonError, type Caller } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
 
 declare global {
@@ -31,6 +31,8 @@ export function errorHandler(logger: Logger) {
       res.end();
       return;
     }
+    // A dependency that is down (503) comes back by itself: tell the client when to try again.
+    if (appError.status === 503) res.set("Retry-After", String(RETRY_AFTER_SECONDS));
     res.status(appError.status).json(appError.toBody());
   };
 }
@@ -47,4 +49,54 @@ function toAppError(error: unknown): AppError {
     return new AppError("BAD_REQUEST", e.status, "the request could not be read");
   }
   return errors.internal();
+}
+
+/** What a 503 tells a client to wait before it tries again. */
+export const RETRY_AFTER_SECONDS = 2;
+
+const JSON_TYPES = ["application/json", "application/*+json"];
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/**
+ * Reads a JSON body as bytes and parses it strictly (parseJsonStrict): invalid UTF-8, NUL, lone
+ * surrogates, numbers that would not read back as written, and nesting past the limit are 400s
+ * naming the place, before anything reaches a service. An empty body is {} (the official clients
+ * send Content-Type: application/json on bodiless POSTs).
+ */
+export function jsonBody(limit: string) {
+  const raw = express.raw({ type: JSON_TYPES, limit });
+  return (req: Request, res: Response, next: NextFunction) =>
+    raw(req, res, (error?: unknown) => {
+      if (error) return next(error);
+      if (!Buffer.isBuffer(req.body)) return next();
+      try {
+        const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get("content-type") ?? "")?.[1];
+        if (charset && !/^utf-?8$/i.test(charset)) {
+          throw new AppError("UNSUPPORTED_ENCODING", 415, `send JSON bodies as UTF-8, not ${charset.slice(0, 40)}`);
+        }
+        let text: string;
+        try {
+          text = utf8.decode(req.body);
+        } catch {
+          throw new AppError("INVALID_UTF8", 400, "the request body is not valid UTF-8");
+        }
+        req.body = text.trim() === "" ? {} : parseJsonStrict(text);
+        next();
+      } catch (failure) {
+        next(failure);
+      }
+    });
+}
+
+/** Query values are text that reaches SQL: NUL and the like are 400s, as in bodies. */
+export function refuseUnsafeQuery(req: Request, _res: Response, next: NextFunction) {
+  const unsafe = findUnsafeJsonValue(req.query);
+  if (unsafe) throw unsafeJsonError(unsafe, "the query string");
+  next();
+}
+
+/** Path parameters too (a percent-encoded NUL decodes into one). */
+export function refuseUnsafeParams(req: Request): void {
+  const unsafe = findUnsafeJsonValue(req.params);
+  if (unsafe) throw unsafeJsonError(unsafe, "the path");
 }

@@ -11,7 +11,7 @@ export const attachmentRoutes: Route[] = [
     status: 201,
     summary: "Attach a reference to a file stored elsewhere (storage_url is never fetched)",
   },
-  { method: "get", path: "/intents/:id/attachments", command: a.list, input: (req) => ({ intent_id: id(req) }), summary: "List attachments, oldest first" },
+  { method: "get", path: "/intents/:id/attachments", command: a.list, input: (req) => ({ intent_id: id(req), query: req.query }), summary: "List attachments, oldest first, in pages" },
   {
     method: "delete",
     path: "/intents/:id/attachments/:attachmentId",

@@ -83,7 +83,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     serveCommand(bus, suspensionCommands.begin, (input, caller) => beginSuspension(ctx, input, caller), logger),
     serveCommand(bus, suspensionCommands.end, (input, caller) => endSuspension(ctx, input, caller), logger),
     serveCommand(bus, attachmentCommands.create, (input, caller) => createAttachment(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, attachmentCommands.list, (input) => listAttachments(ctx, input.intent_id), logger),
+    serveCommand(bus, attachmentCommands.list, (input) => listAttachments(ctx, input.intent_id, input.query), logger),
     serveCommand(bus, attachmentCommands.delete, (input, caller) => deleteAttachment(ctx, input.intent_id, input.if_match, input.attachment_id, caller), logger),
     serveCommand(bus, retryCommands.putPolicy, (input) => putRetryPolicy(ctx, input.intent_id, input.if_match, input.body), logger),
     serveCommand(bus, retryCommands.getPolicy, (input) => getRetryPolicy(ctx, input.intent_id), logger),

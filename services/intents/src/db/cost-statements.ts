@@ -6,12 +6,14 @@ import {
   intentEventSubject,
   intentEventTypes,
   isoTimestamp,
+  LIMITS,
   SCHEMA_HEADER,
   type CostRecord,
   type IntentEvent,
 } from "@intentmesh/contracts";
 import { traceCarrier } from "@intentmesh/bus";
 import { rowsOf, type DatabaseHandle, type Tx } from "@intentmesh/db";
+import { SHOWN_WITHIN_PAGE_BYTES } from "./statements";
 
 type Query = DatabaseHandle["query"];
 
@@ -233,13 +235,14 @@ export function withParams(text: string, params: unknown[]): SQL {
  * `budget` is null when the intent does not exist.
  */
 export async function selectCostPage(query: Query, intentId: string, after: number, limit: number) {
-  const rows = await query<{ budget: string | null; fetched: number; last: string | number | null; costs: string; summary: string }>(
+  const rows = await query<{ budget: string | null; fetched: number; shown: number; last: string | number | null; costs: string; summary: string }>(
     "intents_cost_page",
     `with page as (
        select seq, wire from intents.costs
        where intent_id = $1::uuid and seq > $2::bigint order by seq limit $3::int + 1),
-     shown as (select * from page order by seq limit $3::int)
+     ${SHOWN_WITHIN_PAGE_BYTES("seq", "$3", "$4")}
      select
+       (select count(*)::int from shown) as shown,
        (select json_build_object(
           'limits', case when jsonb_typeof(constraints->'budget') = 'object' then constraints->'budget' end,
           'blocked', status = 'blocked' and blocked_reason is not distinct from '${BUDGET_EXCEEDED_REASON}')::text
@@ -258,10 +261,10 @@ export async function selectCostPage(query: Query, intentId: string, after: numb
           'by_agent_cents', (select coalesce(json_object_agg(agent_id, trim_scale(cents) order by agent_id), '{}'::json)
                              from intents.cost_agent_totals where intent_id = $1::uuid))::text
         from (select 1) as one left join intents.cost_totals t on t.intent_id = $1::uuid) as summary`,
-    [intentId, after, limit],
+    [intentId, after, limit, LIMITS.pageBytes],
   );
   const row = rows[0]!;
-  return { budget: row.budget, fetched: Number(row.fetched), last: row.last === null ? null : Number(row.last), costsJson: row.costs, summaryJson: row.summary };
+  return { budget: row.budget, hasMore: Number(row.fetched) > Number(row.shown), last: row.last === null ? null : Number(row.last), costsJson: row.costs, summaryJson: row.summary };
 }
 
 /** The spend a budget is checked against, read after the intent row is locked (so it is current). */

@@ -3,6 +3,7 @@ import {
   INTENT_EVENT_SCHEMA,
   intentEventSubject,
   isoTimestamp,
+  LIMITS,
   SCHEMA_HEADER,
   type Intent,
   type IntentEvent,
@@ -236,17 +237,32 @@ export async function commitChangeStatement(
  * limit + 1 rows, so more than `limit` means another page follows.
  */
 export async function selectEventPageJson(query: Query, intentId: string, after: number, limit: number) {
-  const rows = await query<{ fetched: number; last: string | number | null; events: string }>(
+  const rows = await query<{ fetched: number; shown: number; last: string | number | null; events: string }>(
     "intents_events_page_json",
     `with page as (
        select sequence, wire from intents.events
        where intent_id = $1 and sequence > $2 order by sequence limit $3::int + 1),
-     shown as (select * from page order by sequence limit $3::int)
+     ${SHOWN_WITHIN_PAGE_BYTES("sequence", "$3", "$4")}
      select (select count(*)::int from page) as fetched,
+            (select count(*)::int from shown) as shown,
             (select max(sequence) from shown) as last,
             (select '[' || coalesce(string_agg(wire, ',' order by sequence), '') || ']' from shown) as events`,
-    [intentId, after, limit],
+    [intentId, after, limit, LIMITS.pageBytes],
   );
   const row = rows[0]!;
-  return { fetched: Number(row.fetched), last: row.last === null ? null : Number(row.last), eventsJson: row.events };
+  return { hasMore: Number(row.fetched) > Number(row.shown), fetched: Number(row.fetched), last: row.last === null ? null : Number(row.last), eventsJson: row.events };
 }
+
+/**
+ * The CTE \`shown\`: the first rows of \`page\` (ordered by orderColumn) up to limitParam rows and
+ * pageBytesParam bytes of wire form, and always the first row, so no page outgrows a bus message
+ * (LIMITS.pageBytes) and every page moves the cursor.
+ */
+export const SHOWN_WITHIN_PAGE_BYTES = (orderColumn: string, limitParam: string, pageBytesParam: string) =>
+  `sized as (
+       select *, sum(octet_length(wire)) over (order by ${orderColumn}) as running_bytes,
+              row_number() over (order by ${orderColumn}) as n
+       from page),
+     shown as (
+       select * from sized
+       where n <= ${limitParam}::int and (running_bytes <= ${pageBytesParam}::bigint or n = 1))`;

@@ -1,3 +1,5 @@
+import { AppError } from "@intentmesh/contracts";
+
 /**
  * RFC 6901 JSON pointers. A path without a leading slash is read as if it had one, so
  * "a/b" and "/a/b" name the same place. "" (or "/"-less empty) is the whole document.
@@ -18,4 +20,9 @@ export function formatPointer(tokens: string[]): string {
   return tokens.map((t) => `/${t.replace(/~/g, "~0").replace(/\//g, "~1")}`).join("");
 }
 
-export class PointerError extends Error {}
+/** A malformed pointer is the caller's mistake wherever it is met (a patch path, a lease scope): 400. */
+export class PointerError extends AppError {
+  constructor(message: string) {
+    super("INVALID_POINTER", 400, message);
+  }
+}

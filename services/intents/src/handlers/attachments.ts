@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, eq } from "drizzle-orm";
-import { AppError, errors, intentEventTypes, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
+import { and, asc, eq, gt } from "drizzle-orm";
+import { AppError, errors, fitPage, intentEventTypes, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { attachments } from "../db/schema-records";
 import { appendToLog, assertIntentExists } from "../event-log";
@@ -80,11 +80,26 @@ export async function createAttachment(
   return attachment;
 }
 
-/** GET /intents/{id}/attachments: oldest first, as {attachments: [...]}. */
-export async function listAttachments(ctx: IntentsContext, intentId: string): Promise<{ attachments: Attachment[] }> {
-  const rows = await ctx.db.select().from(attachments).where(eq(attachments.intentId, intentId)).orderBy(asc(attachments.seq));
+/**
+ * GET /intents/{id}/attachments: oldest first, as {attachments: [...], next_cursor, has_more},
+ * in pages bounded by count and by bytes (an attachment's metadata may be up to 16 KiB).
+ */
+export async function listAttachments(
+  ctx: IntentsContext,
+  intentId: string,
+  query: { after?: string | undefined; limit: number },
+): Promise<{ attachments: Attachment[]; next_cursor: string; has_more: boolean }> {
+  const after = Number(query.after ?? 0);
+  const rows = await ctx.db
+    .select()
+    .from(attachments)
+    .where(and(eq(attachments.intentId, intentId), gt(attachments.seq, after)))
+    .orderBy(asc(attachments.seq))
+    .limit(query.limit + 1);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  return { attachments: rows.map(toAttachment) };
+  const shown = fitPage(rows.slice(0, query.limit).map(toAttachment));
+  const last = rows[shown.items.length - 1];
+  return { attachments: shown.items, next_cursor: String(last?.seq ?? after), has_more: shown.cut || rows.length > query.limit };
 }
 
 /**

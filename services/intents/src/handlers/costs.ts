@@ -83,7 +83,7 @@ export async function listCosts(ctx: IntentsContext, intentId: string, query: Li
   if (page.budget === null) throw errors.notFound("intent", intentId);
   const cursor = String(page.last ?? after);
   return new RawJson(
-    `{"costs":${page.costsJson},"summary":${page.summaryJson},"budget":${page.budget},"next_cursor":"${cursor}","has_more":${page.fetched > query.limit}}`,
+    `{"costs":${page.costsJson},"summary":${page.summaryJson},"budget":${page.budget},"next_cursor":"${cursor}","has_more":${page.hasMore}}`,
   );
 }
 

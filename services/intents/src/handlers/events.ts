@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
-import { AppError, Uuid, errors, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import { AppError, Uuid, errors, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../event-log";
@@ -31,7 +31,7 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
     const page = await selectEventPageJson(ctx.query, intentId, after, query.limit);
     if (!page.fetched) await assertIntentExists(ctx.db, intentId);
     const cursor = String(page.last ?? after);
-    return new RawJson(`{"events":${page.eventsJson},"next_cursor":"${cursor}","has_more":${page.fetched > query.limit}}`);
+    return new RawJson(`{"events":${page.eventsJson},"next_cursor":"${cursor}","has_more":${page.hasMore}}`);
   }
   const rows = await ctx.db
     .select()
@@ -40,14 +40,15 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
     .orderBy(tail ? desc(events.sequence) : asc(events.sequence))
     .limit(query.limit + 1);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  const page = rows.slice(0, query.limit);
+  // A tail page keeps its newest events when it must be cut to fit.
+  const { items: page, cut } = fitPage(rows.slice(0, query.limit), (row) => Buffer.byteLength(row.wire));
   if (tail) page.reverse();
   const last = page[page.length - 1];
   return {
     events: page.map(toEvent),
     // Always a sequence number, so a client can resume after an empty page too.
     next_cursor: String(last ? last.sequence : after),
-    has_more: !tail && rows.length > query.limit,
+    has_more: !tail && (cut || rows.length > query.limit),
   };
 }
 

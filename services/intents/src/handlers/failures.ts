@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, count, eq, gt, inArray, isNull, type SQL } from "drizzle-orm";
 import {
+  fitPage,
+  jsonBytes,
   AppError,
   intentEventTypes,
   isoTimestamp,
@@ -142,8 +144,9 @@ export async function listFailures(
   if (query.agent_id) filters.push(eq(failures.agentId, query.agent_id));
   const rows = await ctx.db.select().from(failures).where(and(...filters)).orderBy(asc(failures.seq)).limit(limit + 1);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  const page = rows.slice(0, limit);
-  return { failures: page.map(toFailure), next_cursor: String(page.at(-1)?.seq ?? after), has_more: rows.length > limit };
+  const shown = fitPage(rows.slice(0, limit), (row) => jsonBytes(row.metadata) + 512);
+  const page = shown.items;
+  return { failures: page.map(toFailure), next_cursor: String(page.at(-1)?.seq ?? after), has_more: shown.cut || rows.length > limit };
 }
 
 /**

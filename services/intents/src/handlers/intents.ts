@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { errors, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import { errors, fitPage, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../db/statements";
@@ -54,11 +54,11 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) 
           order by created_at desc, id desc limit ${query.limit + 1}`,
     ),
   );
-  const page = rows.slice(0, query.limit);
+  const { items: page, cut } = fitPage(rows.slice(0, query.limit).map(rawToIntent));
   const last = page[page.length - 1];
-  const hasMore = rows.length > query.limit;
+  const hasMore = cut || rows.length > query.limit;
   return {
-    intents: page.map(rawToIntent),
+    intents: page,
     next_cursor: hasMore && last ? encodeCursor(new Date(last.created_at), last.id) : null,
     has_more: hasMore,
   };

@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import {
   AppError,
+  fitPage,
+  jsonBytes,
   errors,
   isoTimestamp,
   MAX_PORTFOLIO_MEMBERS,
@@ -163,11 +165,11 @@ export async function listPortfolios(ctx: IntentsContext, query: ListPortfoliosQ
   const rows = rowsOf<PortfolioRow>(
     await ctx.db.execute(sql`select ${COLUMNS}, ${COUNTS} from intents.portfolios p ${where} order by p.created_at desc, p.id desc limit ${query.limit + 1}`),
   );
-  const page = rows.slice(0, query.limit);
-  const last = page[page.length - 1];
-  const hasMore = rows.length > query.limit;
+  const { items: page, cut } = fitPage(rows.slice(0, query.limit).map((row) => ({ row, portfolio: toPortfolio(row) })), (p) => jsonBytes(p.portfolio));
+  const last = page[page.length - 1]?.row;
+  const hasMore = cut || rows.length > query.limit;
   return {
-    portfolios: page.map(toPortfolio),
+    portfolios: page.map((p) => p.portfolio),
     next_cursor: hasMore && last ? encodeCursor(new Date(last.created_at), last.id) : null,
     has_more: hasMore,
   };
@@ -347,12 +349,12 @@ export async function listPortfolioEvents(ctx: IntentsContext, portfolioId: stri
       order by sequence ${tail ? sql`desc` : sql`asc`} limit ${query.limit + 1}`),
   );
   if (!rows.length) await assertPortfolioExists(ctx.db, portfolioId);
-  const page = rows.slice(0, query.limit);
+  const { items: page, cut } = fitPage(rows.slice(0, query.limit), (row) => Buffer.byteLength(row.wire));
   if (tail) page.reverse();
   const last = page[page.length - 1];
   // Always a sequence number, so a client can resume after an empty page too.
   const cursor = String(last ? Number(last.sequence) : after);
-  const hasMore = !tail && rows.length > query.limit;
+  const hasMore = !tail && (cut || rows.length > query.limit);
   return new RawJson(`{"events":[${page.map((r) => r.wire).join(",")}],"next_cursor":"${cursor}","has_more":${hasMore}}`);
 }
 

@@ -1,4 +1,5 @@
 import { errors, intentEventTypes, type Caller, type Intent, type StatePatch } from "@intentmesh/contracts";
+import { assertStateWithinLimit } from "../domain/state-size";
 import type { IntentsContext } from "../context";
 import { commitChangeStatement, selectIntentForWrite } from "../db/statements";
 import { applyStatePatches } from "../domain/state-patch";
@@ -26,6 +27,7 @@ export async function patchState(ctx: IntentsContext, intentId: string, ifMatch:
     if (intent.version !== ifMatch) throw errors.versionMismatch("intent", intentId, intent.version, ifMatch);
     assertLeasesAllowWrite(leases, intent.status, caller.actor, patches.map((p) => p.path), now);
     const state = applyStatePatches(intent.state, patches);
+    assertStateWithinLimit(intentId, state);
     const written = await commitChangeStatement(
       ctx.query,
       intentId,

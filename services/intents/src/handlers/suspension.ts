@@ -18,6 +18,7 @@ import type { IntentsContext } from "../context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../db/statements";
 import { reserveSequences, writeEvents, type NewEvent } from "../event-log";
 import { assertDeadlineWithinDueBefore, buildSuspensionRecord } from "../domain/suspension";
+import { assertStateWithinLimit } from "../domain/state-size";
 
 /**
  * The intents side of human-input suspension (spec 3.1, 2.9), served on the bus only
@@ -39,6 +40,7 @@ async function lockForSuspension(tx: Tx, intentId: string, ifMatch: number | nul
 
 /** Writes the new state and status at version + 1 and the events, in the caller's transaction. */
 async function commitSuspensionChange(tx: Tx, intentId: string, state: JsonObject, status: IntentStatus, newEvents: NewEvent[], at: Date): Promise<Intent> {
+  assertStateWithinLimit(intentId, state);
   const { firstSequence } = await reserveSequences(tx, intentId, newEvents.length, null);
   const [row] = rowsOf<RawIntent>(
     await tx.execute(sql`

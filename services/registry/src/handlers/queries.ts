@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gt, sql, type SQL } from "drizzle-orm";
 import {
   errors,
+  fitPage,
   Uuid,
   type Agent,
   type AgentBinding,
@@ -92,13 +93,13 @@ export async function listAgentEvents(ctx: RegistryContext, agentId: string, que
     .where(and(eq(agentEvents.agentId, agentId), gt(agentEvents.sequence, after)))
     .orderBy(tail ? desc(agentEvents.sequence) : asc(agentEvents.sequence))
     .limit(query.limit + 1);
-  const page = rows.slice(0, query.limit);
+  const { items: page, cut } = fitPage(rows.slice(0, query.limit), (row) => Buffer.byteLength(row.wire));
   if (tail) page.reverse();
   const last = page[page.length - 1];
   return {
     events: page.map((e) => JSON.parse(e.wire) as AgentEvent),
     next_cursor: String(last ? last.sequence : after),
-    has_more: !tail && rows.length > query.limit,
+    has_more: !tail && (cut || rows.length > query.limit),
   };
 }
 
