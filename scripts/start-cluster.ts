@@ -9,56 +9,55 @@ import fs from "node:fs";
 import path from "node:path";
 import { openDatabase, parseConfig } from "@intentmesh/db";
 import { connectBus, natsReachable } from "@intentmesh/bus";
-import { createLogger, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
+import { StartupError, createLogger, redactUrl, runMain, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService } from "../services/intents/src/service";
 import { startRegistryService } from "../services/registry/src/service";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
 
-const config = parseConfig("intentmesh", gatewayConfigSchema);
-startTracing("intentmesh");
-const logger = createLogger("intentmesh", config.LOG_LEVEL);
+await runMain("intentmesh", async () => {
+  const config = parseConfig("intentmesh", gatewayConfigSchema);
+  startTracing("intentmesh");
+  const logger = createLogger("intentmesh", config.LOG_LEVEL);
 
-await ensureNats(config.NATS_URL, config.DATA_DIR);
-const keysFile = config.API_KEYS || config.API_KEYS_FILE ? config.API_KEYS_FILE : ensureKeysFile(config.DATA_DIR);
-const keys = loadApiKeys(config.API_KEYS, keysFile);
+  // Only the default address may be given a nats-server of our own: an explicit NATS_URL that does
+  // not answer is a mistake to report, not a port to take over.
+  const natsUrlGiven = Boolean(process.env.NATS_URL?.trim());
+  if (!natsUrlGiven) await ensureLocalNats(config.NATS_URL, config.DATA_DIR, logger);
+  const keysFile = config.API_KEYS || config.API_KEYS_FILE ? config.API_KEYS_FILE : ensureKeysFile(config.DATA_DIR, logger);
+  const keys = loadApiKeys(config.API_KEYS, keysFile);
 
-const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE }).catch(
-  (error: Error) => {
-    logger.fatal(error.message);
-    process.exit(1);
-  },
-);
-const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE);
-const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
-const registry = await startRegistryService({ bus, database, logger: createLogger("registry", config.LOG_LEVEL) });
-const gateway = await createGateway({
-  bus,
-  keys,
-  logger: createLogger("gateway", config.LOG_LEVEL),
-  bodyLimit: config.BODY_LIMIT,
-  ssePingMs: config.SSE_PING_SECONDS * 1000,
-  busTimeoutMs: config.BUS_TIMEOUT_MS,
+  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
+  const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE);
+  const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
+  const registry = await startRegistryService({ bus, database, logger: createLogger("registry", config.LOG_LEVEL) });
+  const gateway = await createGateway({
+    bus,
+    keys,
+    logger: createLogger("gateway", config.LOG_LEVEL),
+    bodyLimit: config.BODY_LIMIT,
+    ssePingMs: config.SSE_PING_SECONDS * 1000,
+    busTimeoutMs: config.BUS_TIMEOUT_MS,
+  });
+  await gateway.listen(config.PORT, config.HOST);
+  const shownHost = config.HOST === "0.0.0.0" ? "127.0.0.1" : config.HOST;
+  logger.info(
+    { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
+    `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
+  );
+  stopOnSignals(logger, [() => gateway.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 });
-await gateway.listen(config.PORT, config.HOST);
-const shownHost = config.HOST === "0.0.0.0" ? "127.0.0.1" : config.HOST;
-logger.info(
-  { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: config.NATS_URL },
-  `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
-);
 
-stopOnSignals(logger, [() => gateway.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
-
-async function ensureNats(url: string, dataDir: string): Promise<void> {
+/** Starts a nats-server with JetStream under the data directory when nothing answers the default NATS address. */
+async function ensureLocalNats(url: string, dataDir: string, logger: Logger): Promise<void> {
   if (await natsReachable(url)) return;
   const found = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" }).stdout.trim();
   if (!found) {
-    logger.fatal(
-      `nothing answers NATS at ${url} and nats-server is not on PATH: install it (apt-get install nats-server, or https://nats.io) ` +
-        "and run it with JetStream (nats-server -js), or set NATS_URL to a running server",
+    throw new StartupError(
+      "NATS_URL",
+      `nothing answers NATS at ${url} and nats-server is not on PATH: install it (apt-get install nats-server) and run it with JetStream (nats-server -js), or set NATS_URL to a running server`,
     );
-    process.exit(1);
   }
   const { hostname, port } = new URL(url.split(",")[0]!.replace(/^nats:/, "http:"));
   const storeDir = path.resolve(dataDir, "nats");
@@ -70,11 +69,10 @@ async function ensureNats(url: string, dataDir: string): Promise<void> {
     if (await natsReachable(url)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  logger.fatal(`nats-server was started but does not answer at ${url}`);
-  process.exit(1);
+  throw new StartupError("NATS_URL", `nats-server was started but does not answer at ${url}: is the port taken by something else? Set NATS_URL to a running server`);
 }
 
-function ensureKeysFile(dataDir: string): string {
+function ensureKeysFile(dataDir: string, logger: Logger): string {
   const file = path.resolve(dataDir, "api-keys.json");
   if (!fs.existsSync(file)) {
     createKeysFile(file);

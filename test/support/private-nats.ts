@@ -53,7 +53,7 @@ export class PrivateNats {
   }
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.listen(0, "127.0.0.1", () => {
@@ -63,7 +63,7 @@ function freePort(): Promise<number> {
   });
 }
 
-async function waitForPort(port: number, open: boolean): Promise<void> {
+export async function waitForPort(port: number, open: boolean): Promise<void> {
   for (let i = 0; i < 100; i++) {
     const answers = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, "127.0.0.1");

@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { StartupError, redactUrl } from "@intentmesh/telemetry";
 
 export interface Bus {
   nc: NatsConnection;
@@ -16,6 +17,9 @@ export interface Bus {
 
 export const DEFAULT_NAMESPACE = "im";
 
+/** How long the first connection to NATS may take. */
+const CONNECT_TIMEOUT_MS = 3000;
+
 /**
  * Connects to NATS with JetStream. Reconnects forever: a NATS restart pauses the service, it
  * does not end it. The connection name shows up in NATS monitoring.
@@ -24,8 +28,21 @@ export async function connectBus(url: string, name: string, namespace = DEFAULT_
   if (!/^[a-z][a-z0-9_-]{0,30}$/.test(namespace)) throw new Error(`BUS_NAMESPACE ${namespace} must be lowercase letters, digits, _ or -`);
   // noAsyncTraces: the client would otherwise build an Error (a stack capture) for every request
   // and publish, which costs more than the request itself; our errors carry the subject instead.
-  const nc = await connect({ servers: url.split(","), name, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
-  const jsm = await jetstreamManager(nc);
+  // The first connect gives up after a few seconds (a port that is not NATS never answers its
+  // handshake); once connected, the client reconnects forever.
+  const nc = await connect({ servers: url.split(","), name, timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true }).catch(
+    (error: unknown) => {
+      const reason = (error as Error)?.name === "TimeoutError" ? "no NATS handshake in time: is it a NATS port?" : String((error as Error)?.message ?? error);
+      throw new StartupError("NATS_URL", `NATS at ${redactUrl(url)} cannot be reached (${reason}): start nats-server -js, or set NATS_URL to a running server`);
+    },
+  );
+  const jsm = await jetstreamManager(nc).catch(async (error: unknown) => {
+    await nc.close().catch(() => undefined);
+    throw new StartupError(
+      "NATS_URL",
+      `the NATS server at ${redactUrl(url)} does not offer JetStream (${String((error as Error)?.message ?? error).slice(0, 120)}): start it with -js (JetStream enabled)`,
+    );
+  });
   const js = jetstream(nc);
   return {
     nc,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import type { StartupError } from "@intentmesh/telemetry";
 import { baseConfigSchema, parseConfig } from "./config";
 
 function configError(env: NodeJS.ProcessEnv): Error {
@@ -38,10 +39,10 @@ describe("parseConfig with the base schema", () => {
     expect(config.DATABASE_POOL_SIZE).toBe(25);
   });
 
-  it("throws naming DATABASE_URL for mysql://x, and names the service", () => {
+  it("throws a StartupError naming DATABASE_URL for mysql://x (runMain prints it after the service's name)", () => {
     const error = configError({ DATABASE_URL: "mysql://x" });
     expect(error.message).toContain("DATABASE_URL");
-    expect(error.message).toContain("intents");
+    expect((error as StartupError).variable).toBe("DATABASE_URL");
     expect(error.message).not.toContain("BUS_NAMESPACE");
   });
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { StartupError } from "@intentmesh/telemetry";
 
 /**
  * Parses the environment once with a zod schema and fails fast with a sentence naming each
@@ -8,7 +9,8 @@ export function parseConfig<S extends z.ZodType>(service: string, schema: S, env
   const result = schema.safeParse(env);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => `${issue.path.join(".") || "environment"}: ${issue.message}`);
-  throw new Error(`${service} cannot start, its configuration is invalid: ${problems.join("; ")}`);
+  const variable = String(result.error.issues[0]?.path[0] ?? "environment");
+  throw new StartupError(variable, `its configuration is invalid: ${problems.join("; ")}`);
 }
 
 /** Variables every service reads. */

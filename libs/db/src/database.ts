@@ -8,6 +8,7 @@ import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { PGlite } from "@electric-sql/pglite";
+import { StartupError, redactUrl } from "@intentmesh/telemetry";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Database = PgDatabase<PgQueryResultHKT, any>;
@@ -72,7 +73,9 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
     // (they share the journal schema) lets one migrate while the others wait, then find nothing
     // left to apply.
     migrate: async (service, migrationsFolder) => {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((error: unknown) => {
+        throw new StartupError("DATABASE_URL", `PostgreSQL at ${redactUrl(url)} cannot be reached (${describePgError(error)}): start it, or set DATABASE_URL to a server that answers`);
+      });
       try {
         await client.query("select pg_advisory_lock(hashtext($1))", ["im-migrate"]);
         await migratePg(drizzlePg(client) as never, { migrationsFolder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: service });
@@ -153,6 +156,17 @@ function processRuns(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/** What went wrong with a PostgreSQL connection, in a few words and never with a password. */
+function describePgError(error: unknown): string {
+  const e = error as { code?: string; message?: string };
+  if (e?.code === "ECONNREFUSED") return "connection refused";
+  if (e?.code === "ENOTFOUND" || e?.code === "EAI_AGAIN") return "host not found";
+  if (e?.code === "28P01" || e?.code === "28000") return "authentication failed";
+  if (e?.code === "3D000") return "the database does not exist";
+  if (/timeout/i.test(e?.message ?? "")) return "no answer in time";
+  return (e?.message ?? String(error)).slice(0, 200);
 }
 
 /** Rows of a raw `db.execute`, whichever driver ran it. */

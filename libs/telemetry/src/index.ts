@@ -1,3 +1,4 @@
 export { createLogger, type Logger } from "./logger";
 export { startTracing, stopTracing, tracer } from "./tracing";
 export { stopOnSignals } from "./shutdown";
+export { StartupError, isStartupError, redactUrl, runMain } from "./startup";

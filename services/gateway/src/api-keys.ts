@@ -1,3 +1,4 @@
+import { StartupError } from "@intentmesh/telemetry";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -55,29 +56,32 @@ export class ApiKeys {
 export function loadApiKeys(inline: string | undefined, file: string | undefined): ApiKeys {
   let raw: unknown;
   let source: string;
+  let variable: string;
   if (inline) {
     source = "API_KEYS";
-    raw = parseJson(inline, source);
+    variable = "API_KEYS";
+    raw = parseJson(inline, source, variable);
   } else if (file) {
     source = `API_KEYS_FILE (${file})`;
-    if (!fs.existsSync(file)) throw new Error(`${source} does not exist`);
-    raw = parseJson(fs.readFileSync(file, "utf8"), source);
+    variable = "API_KEYS_FILE";
+    if (!fs.existsSync(file)) throw new StartupError(variable, `${source} does not exist: point API_KEYS_FILE at a JSON list of {key, principal, roles}`);
+    raw = parseJson(fs.readFileSync(file, "utf8"), source, variable);
   } else {
-    throw new Error("no API keys are configured: set API_KEYS (inline JSON) or API_KEYS_FILE (path to a JSON file)");
+    throw new StartupError("API_KEYS", "no API keys are configured: set API_KEYS (inline JSON) or API_KEYS_FILE (path to a JSON file)");
   }
   const list = KeyList.safeParse(Array.isArray(raw) ? raw : (raw as { keys?: unknown })?.keys);
   if (!list.success) {
     const issue = list.error.issues[0]!;
-    throw new Error(`${source} is not a valid key list: [${issue.path.join(".")}] ${issue.message}`);
+    throw new StartupError(variable, `${source} is not a valid key list: [${issue.path.join(".")}] ${issue.message}; each entry is {key or key_sha256, principal, roles}`);
   }
   return new ApiKeys(list.data);
 }
 
-function parseJson(text: string, source: string): unknown {
+function parseJson(text: string, source: string, variable: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new Error(`${source} is not valid JSON`);
+    throw new StartupError(variable, `${source} is not valid JSON: it must be a JSON list of {key, principal, roles}`);
   }
 }
 

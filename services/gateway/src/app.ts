@@ -4,7 +4,7 @@ import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
-import type { Logger } from "@intentmesh/telemetry";
+import { StartupError, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
 import { routes, type Route } from "./routes";
@@ -137,7 +137,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       new Promise((resolve, reject) => {
         const server = http.createServer(app);
         server.keepAliveTimeout = 65_000;
-        server.once("error", reject);
+        server.once("error", (error: NodeJS.ErrnoException) => {
+          if (error.code === "EADDRINUSE") reject(new StartupError("PORT", `port ${port} on ${host} is already in use: stop what holds it, or set PORT (and HOST) to a free address`));
+          else if (error.code === "EACCES") reject(new StartupError("PORT", `port ${port} on ${host} may not be opened by this user: set PORT above 1023`));
+          else if (error.code === "EADDRNOTAVAIL") reject(new StartupError("HOST", `${host} is not an address of this machine: set HOST to one (0.0.0.0 for all)`));
+          else reject(error);
+        });
         server.listen(port, host, () => resolve(server));
         servers.push(server);
       }),

@@ -1,31 +1,26 @@
 import { parseConfig } from "@intentmesh/db";
 import { connectBus } from "@intentmesh/bus";
-import { createLogger, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
+import { createLogger, runMain, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { gatewayConfigSchema } from "./config";
 import { loadApiKeys } from "./api-keys";
 import { createGateway } from "./app";
 
 // Entry point of the gateway alone: config -> logger -> keys -> bus -> HTTP -> shutdown.
-const config = parseConfig("gateway", gatewayConfigSchema);
-startTracing("gateway");
-const logger = createLogger("gateway", config.LOG_LEVEL);
-let keys;
-try {
-  keys = loadApiKeys(config.API_KEYS, config.API_KEYS_FILE);
-} catch (error) {
-  logger.fatal((error as Error).message);
-  process.exit(1);
-}
-const bus = await connectBus(config.NATS_URL, "gateway", config.BUS_NAMESPACE);
-const gateway = await createGateway({
-  bus,
-  keys,
-  logger,
-  bodyLimit: config.BODY_LIMIT,
-  ssePingMs: config.SSE_PING_SECONDS * 1000,
-  busTimeoutMs: config.BUS_TIMEOUT_MS,
+await runMain("gateway", async () => {
+  const config = parseConfig("gateway", gatewayConfigSchema);
+  startTracing("gateway");
+  const logger = createLogger("gateway", config.LOG_LEVEL);
+  const keys = loadApiKeys(config.API_KEYS, config.API_KEYS_FILE);
+  const bus = await connectBus(config.NATS_URL, "gateway", config.BUS_NAMESPACE);
+  const gateway = await createGateway({
+    bus,
+    keys,
+    logger,
+    bodyLimit: config.BODY_LIMIT,
+    ssePingMs: config.SSE_PING_SECONDS * 1000,
+    busTimeoutMs: config.BUS_TIMEOUT_MS,
+  });
+  await gateway.listen(config.PORT, config.HOST);
+  logger.info({ host: config.HOST, port: config.PORT, keys: keys.size }, "gateway listening");
+  stopOnSignals(logger, [() => gateway.stop(), () => bus.close(), stopTracing]);
 });
-await gateway.listen(config.PORT, config.HOST);
-logger.info({ host: config.HOST, port: config.PORT, keys: keys.size }, "gateway listening");
-
-stopOnSignals(logger, [() => gateway.stop(), () => bus.close(), stopTracing]);
