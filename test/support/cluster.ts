@@ -58,6 +58,8 @@ export interface ClusterOptions {
   leaseSweepIntervalMs?: number;
   /** Run on an embedded PGlite database in a temporary directory instead of PostgreSQL. */
   embedded?: boolean;
+  /** A PostgreSQL server of the test's own to create the database on (fault tests crash it). */
+  databaseAdminUrl?: string;
   /** A NATS server of the test's own (fault tests stop and restart it). */
   natsUrl?: string;
   /** Where log lines go, at debug level, for tests that read them. */
@@ -71,7 +73,7 @@ function embeddedDatabase() {
 
 /** The whole cluster in this process, on a database and bus namespace of its own, as an agent sees it over HTTP. */
 export async function startTestCluster(options: ClusterOptions = {}): Promise<TestCluster> {
-  const testDb = options.embedded ? embeddedDatabase() : await createTestDatabase(inject("databaseUrl"));
+  const testDb = options.embedded ? embeddedDatabase() : await createTestDatabase(options.databaseAdminUrl ?? inject("databaseUrl"));
   const namespace = testNamespace();
   const logger = options.logDestination
     ? createLogger("test", "debug", options.logDestination)

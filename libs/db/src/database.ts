@@ -65,6 +65,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   // statement in flight fails on its own and the pool discards the broken client on release.
   pool.on("connect", (client) => client.on("error", () => undefined));
   const db = drizzlePg(pool) as unknown as Database;
+  db.transaction = releasingTransaction(pool);
   return {
     db,
     kind: "postgres",
@@ -156,6 +157,34 @@ function processRuns(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/**
+ * Transactions that always give their connection back. drizzle's pool transaction sends BEGIN
+ * before its try block, so a connection lost at BEGIN (PostgreSQL restarting) was never released:
+ * each crash shrank the pool for good until the service wedged. Here the connection is taken and
+ * released by us, around a drizzle transaction on that one client; a connection that failed
+ * (an error that is not the caller's AppError) is destroyed rather than reused.
+ */
+function releasingTransaction(pool: pg.Pool): Database["transaction"] {
+  const onClient = new WeakMap<pg.PoolClient, Database>();
+  return (async (run: Parameters<Database["transaction"]>[0], config?: Parameters<Database["transaction"]>[1]) => {
+    const client = await pool.connect();
+    let failure: Error | undefined;
+    try {
+      let clientDb = onClient.get(client);
+      if (!clientDb) {
+        clientDb = drizzlePg(client) as unknown as Database;
+        onClient.set(client, clientDb);
+      }
+      return await clientDb.transaction(run, config);
+    } catch (error) {
+      if ((error as Error)?.name !== "AppError") failure = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      client.release(failure);
+    }
+  }) as Database["transaction"];
 }
 
 /** What went wrong with a PostgreSQL connection, in a few words and never with a password. */
