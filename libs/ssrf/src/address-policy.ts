@@ -32,6 +32,8 @@ const METADATA_ADDRESSES: readonly string[] = [
 
 /** IPv4 special-purpose ranges (IANA registry, RFC 6890 and successors). */
 export const REFUSED_IPV4: readonly Cidr[] = [
+  // Broadcast sits inside 240.0.0.0/4; listed first so the narrower name wins.
+  ["255.255.255.255", 32, "broadcast", "255.255.255.255 (broadcast)"],
   ["0.0.0.0", 8, "unspecified", "0.0.0.0/8 (this network)"],
   ["10.0.0.0", 8, "private", "10.0.0.0/8 (private, RFC 1918)"],
   ["100.64.0.0", 10, "carrier_grade_nat", "100.64.0.0/10 (carrier-grade NAT)"],
@@ -50,7 +52,6 @@ export const REFUSED_IPV4: readonly Cidr[] = [
   ["203.0.113.0", 24, "documentation", "203.0.113.0/24 (documentation)"],
   ["224.0.0.0", 4, "multicast", "224.0.0.0/4 (multicast)"],
   ["240.0.0.0", 4, "reserved", "240.0.0.0/4 (reserved)"],
-  ["255.255.255.255", 32, "broadcast", "255.255.255.255 (broadcast)"],
 ];
 
 /**
