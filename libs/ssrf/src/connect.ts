@@ -50,7 +50,19 @@ function pinnedLookup(destination: PinnedDestination): LookupFunction {
  * Host header, TLS SNI and certificate check, reading at most maxResponseBytes of body.
  */
 export const pinnedConnector: Connector = (request) =>
-  new Promise<ConnectResponse>((resolve, reject) => {
+  new Promise<ConnectResponse>((resolvePromise, rejectPromise) => {
+    // Tearing a response down emits its own errors; the first outcome is the one that counts.
+    let settled = false;
+    const resolve = (value: ConnectResponse) => {
+      if (settled) return;
+      settled = true;
+      resolvePromise(value);
+    };
+    const reject = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      rejectPromise(error);
+    };
     const { destination } = request;
     const isHttps = destination.url.protocol === "https:";
     const options: https.RequestOptions = {
@@ -70,8 +82,8 @@ export const pinnedConnector: Connector = (request) =>
     const req = (isHttps ? https : http).request(options, (res) => {
       const declared = Number(res.headers["content-length"]);
       if (Number.isFinite(declared) && declared > request.maxResponseBytes) {
-        res.destroy();
         reject(failed("response_too_large", `the response declares ${declared} bytes, over the cap of ${request.maxResponseBytes}`));
+        res.destroy();
         return;
       }
       const chunks: Buffer[] = [];
@@ -79,8 +91,8 @@ export const pinnedConnector: Connector = (request) =>
       res.on("data", (chunk: Buffer) => {
         received += chunk.length;
         if (received > request.maxResponseBytes) {
-          res.destroy();
           reject(failed("response_too_large", `the response exceeds the cap of ${request.maxResponseBytes} bytes`));
+          res.destroy();
           return;
         }
         chunks.push(chunk);
