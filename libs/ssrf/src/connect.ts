@@ -12,6 +12,8 @@ export interface ConnectRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string | Uint8Array;
   readonly maxResponseBytes: number;
+  /** Certificate authorities (PEM) to trust instead of Node's default roots (tls `ca` semantics). */
+  readonly ca?: string | readonly string[];
   /** Aborted when the overall deadline passes; the connection must be torn down then. */
   readonly signal: AbortSignal;
 }
@@ -79,6 +81,7 @@ export const pinnedConnector: Connector = (request) =>
     };
     // The certificate is checked against the name the caller asked for, not the address.
     if (isHttps && destination.hostIsName) options.servername = destination.hostname;
+    if (isHttps && request.ca !== undefined) options.ca = typeof request.ca === "string" ? request.ca : [...request.ca];
     const req = (isHttps ? https : http).request(options, (res) => {
       const declared = Number(res.headers["content-length"]);
       if (Number.isFinite(declared) && declared > request.maxResponseBytes) {

@@ -17,6 +17,8 @@ export interface GuardedFetchOptions extends AddressPolicy {
   readonly maxResponseBytes?: number;
   /** Each hop is checked like the first; 0 refuses every redirect. */
   readonly maxRedirects?: number;
+  /** Certificate authorities (PEM) to trust for https instead of the default roots: a private PKI, or a test certificate. */
+  readonly ca?: string | readonly string[];
   /** The caller's own cancellation. */
   readonly signal?: AbortSignal;
 }
@@ -126,7 +128,7 @@ export async function guardedFetch(input: string | URL, init: GuardedRequestInit
     for (let redirects = 0; ; redirects++) {
       const destination = await untilAborted(pinDestination(hop.url, signal, options), signal);
       const response = await untilAborted(
-        connect({ destination, method: hop.method, headers: hop.headers, body: hop.body, maxResponseBytes, signal }),
+        connect({ destination, method: hop.method, headers: hop.headers, body: hop.body, maxResponseBytes, ca: options.ca, signal }),
         signal,
       );
       if (!REDIRECT_STATUSES.has(response.status)) return respond(destination, response, redirects);

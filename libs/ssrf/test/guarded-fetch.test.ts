@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { guardedFetch, OutboundError, type GuardedFetchOptions } from "../src/index";
 import { fakeResolver, readBody, startLoopbackServer, tripwire, type LoopbackServer, type Tripwire } from "./support";
@@ -324,5 +327,61 @@ describe("time and size limits", () => {
     const error = await outcome(guardedFetch(`http://127.0.0.1:${port}/`, {}, { connect: wire().connect, allowLoopback: true }));
     expect(error).toMatchObject({ code: "DISPATCH_FAILED", reason: "connection_failed" });
     expect(error.message).toContain("ECONNREFUSED");
+  });
+});
+
+describe("https to a pinned address", () => {
+  const fixtures = new URL("./fixtures/", import.meta.url);
+  const cert = readFileSync(new URL("peer.cert.pem", fixtures), "utf8");
+  const key = readFileSync(new URL("peer.key.pem", fixtures), "utf8");
+
+  async function tlsPeer(): Promise<{ port: number; sni: (string | false | null)[]; close(): Promise<void> }> {
+    const sni: (string | false | null)[] = [];
+    const peer = https.createServer({ cert, key }, (req, res) => res.end(`host=${req.headers.host}`));
+    peer.on("secureConnection", (socket) => sni.push(socket.servername));
+    await new Promise<void>((resolve) => peer.listen(0, "127.0.0.1", resolve));
+    const { port } = peer.address() as AddressInfo;
+    return {
+      port,
+      sni,
+      close: () => new Promise<void>((resolve) => { peer.closeAllConnections(); peer.close(() => resolve()); }),
+    };
+  }
+
+  it("verifies the certificate against the name and sends it as SNI while connecting to the checked address", async () => {
+    const peer = await tlsPeer();
+    try {
+      const w = wire();
+      const dns = fakeResolver({ "peer.example.org": ["127.0.0.1"] });
+      const response = await guardedFetch(`https://peer.example.org:${peer.port}/`, {}, { connect: w.connect, resolve: dns.resolve, allowLoopback: true, ca: cert });
+      expect(response.text()).toBe(`host=peer.example.org:${peer.port}`);
+      expect(peer.sni).toEqual(["peer.example.org"]);
+      expect(w.calls.map((c) => c.destination.address)).toEqual(["127.0.0.1"]);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it("refuses a certificate that does not name the host asked for", async () => {
+    const peer = await tlsPeer();
+    try {
+      const dns = fakeResolver({ "other.example.org": ["127.0.0.1"] });
+      const error = await outcome(guardedFetch(`https://other.example.org:${peer.port}/`, {}, { connect: wire().connect, resolve: dns.resolve, allowLoopback: true, ca: cert }));
+      expect(error).toMatchObject({ code: "DISPATCH_FAILED", reason: "connection_failed" });
+      expect(error.message).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it("refuses an untrusted certificate", async () => {
+    const peer = await tlsPeer();
+    try {
+      const dns = fakeResolver({ "peer.example.org": ["127.0.0.1"] });
+      const error = await outcome(guardedFetch(`https://peer.example.org:${peer.port}/`, {}, { connect: wire().connect, resolve: dns.resolve, allowLoopback: true }));
+      expect(error).toMatchObject({ code: "DISPATCH_FAILED", reason: "connection_failed" });
+    } finally {
+      await peer.close();
+    }
   });
 });
