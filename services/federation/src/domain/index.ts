@@ -1,0 +1,3 @@
+export * from "./governance";
+export * from "./delegation";
+export { toNameSet, type NameSet } from "./sorted-set";
