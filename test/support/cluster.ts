@@ -27,6 +27,8 @@ export interface TestCluster {
   /** Speaks to the services over the bus, as another team's service would. */
   client: BusClient;
   database: DatabaseHandle;
+  /** The connection URL of the cluster's own database (a directory for an embedded one). */
+  databaseUrl: string;
   intents: IntentsService;
   registry: RegistryService;
   gateway: Gateway;
@@ -91,6 +93,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     bus,
     client: new BusClient(bus, 10_000),
     database,
+    databaseUrl: testDb.url,
     intents,
     registry,
     gateway,
