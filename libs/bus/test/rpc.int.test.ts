@@ -130,3 +130,33 @@ describe("streams", () => {
     await bus.jsm.streams.delete(bus.streamName(spec.name));
   });
 });
+
+describe("replies and requests the bus cannot carry", () => {
+  it("answers a result larger than max_payload with REPLY_TOO_LARGE, and keeps serving", async () => {
+    const big = bus.nc.info!.max_payload + 10;
+    const sub = serveCommand(bus, echo, async (input) => ((input as { text: string }).text === "big" ? { blob: "b".repeat(big) } : { ok: true }), logger);
+    const error = await client.request(echo, caller, { text: "big" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppError);
+    expect(error).toMatchObject({ code: "REPLY_TOO_LARGE", status: 500 });
+    expect(await client.request(echo, caller, { text: "small" })).toEqual({ ok: true });
+    sub.unsubscribe();
+  });
+
+  it("refuses a request larger than the bus carries with 413 before sending it", async () => {
+    let called = false;
+    const sub = serveCommand(bus, echo, async () => ((called = true), {}), logger);
+    const error = await client.request(echo, caller, { text: "r".repeat(bus.nc.info!.max_payload) }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
+    expect(called).toBe(false);
+    sub.unsubscribe();
+  });
+
+  it("refuses unsafe values from any bus caller, not only the gateway", async () => {
+    let called = false;
+    const sub = serveCommand(bus, echo, async () => ((called = true), {}), logger);
+    const error = await client.request(echo, caller, { text: "a\u0000b" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "NUL_CHARACTER", status: 400 });
+    expect(called).toBe(false);
+    sub.unsubscribe();
+  });
+});
