@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, eq, lte, sql } from "drizzle-orm";
-import { AppError, errors, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
+import { and, asc, desc, eq, lte, sql } from "drizzle-orm";
+import { AppError, errors, fitPage, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
 import { leases } from "../db/schema";
@@ -148,14 +148,21 @@ export async function getLease(ctx: IntentsContext, intentId: string, leaseId: s
 }
 
 /** GET /intents/{id}/leases: every lease of the intent, oldest first; active=true keeps the live ones. */
-export async function listLeases(ctx: IntentsContext, intentId: string, activeOnly: boolean): Promise<{ leases: Lease[] }> {
-  const rows = await ctx.db.select().from(leases).where(eq(leases.intentId, intentId)).orderBy(asc(leases.acquiredAt));
+export async function listLeases(ctx: IntentsContext, intentId: string, activeOnly: boolean): Promise<{ leases: Lease[]; has_more: boolean }> {
+  // The newest leases, oldest first: an intent's history of leases has no bound, its answer does.
+  const filters = [eq(leases.intentId, intentId)];
+  if (activeOnly) filters.push(eq(leases.holdsScope, true));
+  const rows = await ctx.db.select().from(leases).where(and(...filters)).orderBy(desc(leases.acquiredAt)).limit(MAX_LEASES_LISTED + 1);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
   const now = ctx.clock.now();
   // Active as spec 2.4 derives it, and still holding its scope (not ended by the sweeper or a death).
-  const kept = activeOnly ? rows.filter((l) => l.holdsScope && leaseState(l, now) === "ACTIVE") : rows;
-  return { leases: kept.map(toLease) };
+  const kept = activeOnly ? rows.filter((l) => leaseState(l, now) === "ACTIVE") : rows;
+  const shown = fitPage(kept.slice(0, MAX_LEASES_LISTED).map(toLease));
+  return { leases: shown.items.reverse(), has_more: shown.cut || kept.length > MAX_LEASES_LISTED };
 }
+
+/** How many leases one listing shows at most (the newest). */
+const MAX_LEASES_LISTED = 1000;
 
 /** The lease-expiry event of spec part 6; reason is `expired` (ttl), `agent_dead` or `agent_deregistered`. */
 export function expiryEvent(lease: LeaseRow, reason: "expired" | "agent_dead" | "agent_deregistered", actor: string): NewEvent {
