@@ -77,7 +77,7 @@ describe("acquiring a lease", () => {
 
     const listed = await cluster.api(`/intents/${intent.id}/leases`);
     expect(listed.status).toBe(200);
-    expect(Object.keys(listed.body)).toEqual(["leases"]);
+    expect(Object.keys(listed.body)).toEqual(["leases", "has_more"]);
     expect(listed.body.leases.map((l: any) => l.scope).sort()).toEqual(["research", "researcher", "review/notes", "writing"]);
     for (const l of listed.body.leases) expect(l).not.toHaveProperty("status");
   });

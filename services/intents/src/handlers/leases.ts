@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, lte, sql } from "drizzle-orm";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
 import { AppError, errors, fitPage, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
@@ -149,19 +149,19 @@ export async function getLease(ctx: IntentsContext, intentId: string, leaseId: s
 
 /** GET /intents/{id}/leases: every lease of the intent, oldest first; active=true keeps the live ones. */
 export async function listLeases(ctx: IntentsContext, intentId: string, activeOnly: boolean): Promise<{ leases: Lease[]; has_more: boolean }> {
-  // The newest leases, oldest first: an intent's history of leases has no bound, its answer does.
+  // Oldest first, bounded: an intent's history of leases has no bound, its answer does (?active=true lists the live ones).
   const filters = [eq(leases.intentId, intentId)];
   if (activeOnly) filters.push(eq(leases.holdsScope, true));
-  const rows = await ctx.db.select().from(leases).where(and(...filters)).orderBy(desc(leases.acquiredAt)).limit(MAX_LEASES_LISTED + 1);
+  const rows = await ctx.db.select().from(leases).where(and(...filters)).orderBy(asc(leases.acquiredAt)).limit(MAX_LEASES_LISTED + 1);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
   const now = ctx.clock.now();
   // Active as spec 2.4 derives it, and still holding its scope (not ended by the sweeper or a death).
   const kept = activeOnly ? rows.filter((l) => leaseState(l, now) === "ACTIVE") : rows;
   const shown = fitPage(kept.slice(0, MAX_LEASES_LISTED).map(toLease));
-  return { leases: shown.items.reverse(), has_more: shown.cut || kept.length > MAX_LEASES_LISTED };
+  return { leases: shown.items, has_more: shown.cut || kept.length > MAX_LEASES_LISTED };
 }
 
-/** How many leases one listing shows at most (the newest). */
+/** How many leases one listing shows at most. */
 const MAX_LEASES_LISTED = 1000;
 
 /** The lease-expiry event of spec part 6; reason is `expired` (ttl), `agent_dead` or `agent_deregistered`. */
