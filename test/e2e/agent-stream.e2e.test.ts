@@ -33,8 +33,8 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
     await sse.waitFor((c) => c.events.length >= 3, 5000);
 
     const types = sse.events.map((e) => e.event);
-    expect(types).toEqual(expect.arrayContaining(["agent.assigned", "agent.lifecycle", "agent.command"]));
-    const assigned = sse.events.find((e) => e.event === "agent.assigned")!;
+    expect(types).toEqual(expect.arrayContaining(["agent_assigned", "agent.lifecycle", "agent.command"]));
+    const assigned = sse.events.find((e) => e.event === "agent_assigned")!;
     expect(assigned.data.payload).toMatchObject({ agent_id: id, intent_id: intent.id, role: "writer" });
     const drain = sse.events.find((e) => e.event === "agent.lifecycle")!;
     expect(drain.data.payload).toMatchObject({ previous_status: "active", new_status: "draining", reason: "drain_initiated" });

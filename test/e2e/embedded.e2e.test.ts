@@ -21,7 +21,7 @@ describe("the cluster on its embedded database", () => {
     const stale = await cluster.api(`/intents/${created.body.id}/state`, { body: [{ op: "append", path: "log", value: 2 }], headers: { "If-Match": "1" } });
     expect(stale.status).toBe(409);
     const events = await cluster.api(`/intents/${created.body.id}/events`);
-    expect(events.body.events.map((e: { event_type: string }) => e.event_type)).toEqual(["intent.created", "intent.state_patched"]);
+    expect(events.body.events.map((e: { event_type: string }) => e.event_type)).toEqual(["intent_created", "state_patched"]);
     const ready = await cluster.api("/readyz", { key: null });
     expect(ready.status).toBe(200);
     expect(ready.body.services.intents.database).toBe("ok");
@@ -42,7 +42,7 @@ describe("the cluster on its embedded database", () => {
     expect((await cluster.api(`/agents/${agentId}`, { key: "agent" })).body.status).toBe("dead");
     await vi.waitFor(async () => {
       const events = (await cluster.api(`/intents/${intent.id}/events`)).body.events;
-      expect(events.at(-1)).toMatchObject({ event_type: "lease.expired", payload: { reason: "agent_dead" } });
+      expect(events.at(-1)).toMatchObject({ event_type: "lease_released", payload: { reason: "agent_dead" } });
     });
   });
 });

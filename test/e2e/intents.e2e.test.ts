@@ -156,7 +156,7 @@ describe("POST /intents/{id}/state", () => {
     expect(read.body.state).toEqual({ n: 1 });
     expect(read.body.version).toBe(1);
     expect(read.headers.get("etag")).toBe('"1"');
-    expect(await eventTypes(cluster, intent.id)).toEqual(["intent.created"]);
+    expect(await eventTypes(cluster, intent.id)).toEqual(["intent_created"]);
   });
 
   it("requires If-Match: 428 PRECONDITION_REQUIRED without it, and nothing changes", async () => {
@@ -195,7 +195,7 @@ describe("POST /intents/{id}/state", () => {
     const read = await cluster.api(`/intents/${intent.id}`);
     expect(read.body.version).toBe(2);
     expect(read.body.state).toEqual({ winner: winner.body.state.winner, log: [winner.body.state.winner] });
-    expect(await eventTypes(cluster, intent.id)).toEqual(["intent.created", "intent.state_patched"]);
+    expect(await eventTypes(cluster, intent.id)).toEqual(["intent_created", "state_patched"]);
   });
 
   it("appends intent.state_patched with the patches and the new version", async () => {
@@ -291,7 +291,7 @@ describe("POST /intents/{id}/status: table 3.1", () => {
     const winner = results.find((r) => r.status === 200)!;
     const read = await cluster.api(`/intents/${intent.id}`);
     expect(read.body).toMatchObject({ version: 2, status: winner.body.status });
-    expect((await eventTypes(cluster, intent.id)).filter((t) => t === "intent.status_changed")).toHaveLength(1);
+    expect((await eventTypes(cluster, intent.id)).filter((t) => t === "status_changed")).toHaveLength(1);
   });
 
   it("moves updated_at on a transition and keeps created_at", async () => {
@@ -336,7 +336,7 @@ describe("assignments: POST/GET/DELETE /intents/{id}/agents", () => {
 
     const log = await cluster.api(`/intents/${intent.id}/events`);
     const types = log.body.events.map((e: any) => e.event_type);
-    expect(types).toEqual(["intent.created", "intent.agent_assigned", "intent.agent_assigned", "intent.agent_unassigned"]);
+    expect(types).toEqual(["intent_created", "agent_assigned", "agent_assigned", "agent_unassigned"]);
     expect(log.body.events[1].payload).toMatchObject({ agent_id: "agent-a", role: "writer" });
   });
 

@@ -30,7 +30,7 @@ describe("an agent's first minute through the gateway", () => {
     expect(moved.body).toMatchObject({ status: "completed", version: 3 });
 
     await sse.waitFor((c) => c.events.length >= 2);
-    expect(sse.events.map((e) => e.event)).toEqual(["intent.state_patched", "intent.status_changed"]);
+    expect(sse.events.map((e) => e.event)).toEqual(["state_patched", "status_changed"]);
     expect(sse.events[1]!.data).toMatchObject({ intent_id: id, sequence: 3, payload: { from: "active", to: "completed" } });
     await sse.close();
 

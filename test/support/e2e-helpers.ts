@@ -47,3 +47,10 @@ export async function eventTypes(cluster: TestCluster, intentId: string): Promis
 
 /** Headers for a raw fetch with the given key. */
 export const keyHeader = (key: keyof typeof TEST_KEYS = "admin") => ({ "X-API-Key": TEST_KEYS[key] });
+
+/**
+ * A lease-expiry event (spec part 6): logged as lease_released, the clients' name, with the
+ * reason expired, agent_dead or agent_deregistered (a release by hand says released).
+ */
+export const isLeaseExpiry = (event: { event_type: string; payload: { reason?: unknown } }) =>
+  event.event_type === "lease_released" && ["expired", "agent_dead", "agent_deregistered"].includes(String(event.payload.reason));

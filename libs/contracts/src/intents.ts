@@ -91,12 +91,23 @@ export const IntentEvent = z
     actor: z.string(),
     payload: JsonObject,
     created_at: Timestamp,
+    trace_id: z.string().optional().openapi({ description: "present when the appending client gave one" }),
+    parent_event_id: Uuid.optional().openapi({ description: "present when the appending client gave one" }),
   })
   .openapi("Event");
 export type IntentEvent = z.infer<typeof IntentEvent>;
 
+/** W3C trace ids are 32 hex digits; other tracers use other forms, so any printable token is kept. */
+export const TraceId = z.string().min(1).max(200).regex(/^[^\s]+$/, "must not contain whitespace");
+
 export const AppendEventBody = z
-  .object({ event_type: EventType, actor: ActorId.optional(), payload: JsonObject.default({}) })
+  .object({
+    event_type: EventType,
+    actor: ActorId.optional(),
+    payload: JsonObject.default({}),
+    trace_id: TraceId.nullable().optional().openapi({ description: "correlation id of a distributed trace; stored and returned" }),
+    parent_event_id: Uuid.nullable().optional().openapi({ description: "id of the event that caused this one (any intent's); stored and returned" }),
+  })
   .strict()
   .openapi("AppendEvent");
 export type AppendEventBody = z.infer<typeof AppendEventBody>;
