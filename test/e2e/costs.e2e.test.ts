@@ -177,7 +177,7 @@ describe("budget validation at intent creation", () => {
     ["a threshold above 100", { alert_threshold_percent: 101 }],
     ["an unknown field", { max_cents: 100 }],
   ])("refuses %s with 400", async (_name, budget) => {
-    const res = await cluster.api("/intents", { body: { title: "budgeted", constraints: { budget } } });
+    const res = await cluster.api("/intents", { body: { title: "budgeted", status: "active", constraints: { budget } } });
     expectError(res, 400, "VALIDATION_FAILED");
     expect(res.body.details.issues[0].path).toMatch(/^body\.constraints\.budget/);
   });
@@ -526,7 +526,7 @@ describe("on the embedded database (PGlite)", () => {
   it("records, sums, alerts and blocks the same way", async () => {
     const embedded = await startTestCluster({ embedded: true });
     try {
-      const created = await embedded.api("/intents", { body: { title: "embedded budget", constraints: { budget: { max_total_cents: 10, alert_threshold_percent: 50 } } } });
+      const created = await embedded.api("/intents", { body: { title: "embedded budget", status: "active", constraints: { budget: { max_total_cents: 10, alert_threshold_percent: 50 } } } });
       expect(created.status).toBe(201);
       const id = created.body.id;
       const headers = await agentHeaders(embedded, "pglite-agent", "agent");

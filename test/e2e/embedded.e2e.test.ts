@@ -14,7 +14,7 @@ afterAll(async () => {
 describe("the cluster on its embedded database", () => {
   it("migrates, serves writes with their events, and reports ready", async () => {
     expect(cluster.database.kind).toBe("pglite");
-    const created = await cluster.api("/intents", { body: { title: "embedded" } });
+    const created = await cluster.api("/intents", { body: { title: "embedded", status: "active" } });
     expect(created.status).toBe(201);
     const patched = await cluster.api(`/intents/${created.body.id}/state`, { body: { patches: [{ op: "append", path: "log", value: 1 }] }, headers: { "If-Match": "1" } });
     expect(patched.status).toBe(200);
@@ -34,7 +34,7 @@ describe("the cluster on its embedded database", () => {
     const agentId = "embedded-agent";
     const registered = await cluster.api("/agents", { body: { agent_id: agentId, heartbeat_config: { interval_seconds: 1, unhealthy_after_seconds: 2, dead_after_seconds: 4 } }, key: "agent" });
     expect(registered.status).toBe(201);
-    const intent = (await cluster.api("/intents", { body: { title: "leased" } })).body;
+    const intent = (await cluster.api("/intents", { body: { title: "leased", status: "active" } })).body;
     const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "work", ttl_seconds: 600 }, headers: { "X-Agent-ID": agentId }, key: "agent" });
     expect(lease.status).toBe(201);
     (cluster.clock as ManualClock).advance(5000);

@@ -192,7 +192,7 @@ describe("If-Match and ETag", () => {
   });
 
   it("sends the version as a quoted ETag on create, get, state and status", async () => {
-    const created = await cluster.api("/intents", { body: { title: "etag" } });
+    const created = await cluster.api("/intents", { body: { title: "etag", status: "active" } });
     expect(created.headers.get("etag")).toBe('"1"');
     const id = created.body.id as string;
     const got = await cluster.api(`/intents/${id}`);

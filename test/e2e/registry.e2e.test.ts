@@ -180,7 +180,7 @@ describe("listing and discovery (4.9, 5.4)", () => {
 
 describe("keys and identity (part 5)", () => {
   it("refuses X-Agent-ID naming an agent that is not registered (403 AGENT_NOT_REGISTERED)", async () => {
-    const intent = (await cluster.api("/intents", { body: { title: "t" } })).body;
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
     const res = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, headers: { "X-Agent-ID": uniqueTag("ghost") }, key: "agent" });
     expectError(res, 403, "AGENT_NOT_REGISTERED");
   });
@@ -188,7 +188,7 @@ describe("keys and identity (part 5)", () => {
   it("refuses acting as an agent bound to another key, by header or by body agent_id (403 AGENT_NOT_BOUND)", async () => {
     const id = uniqueTag("mine");
     await register({ agent_id: id });
-    const intent = (await cluster.api("/intents", { body: { title: "t" } })).body;
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
     expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, headers: { "X-Agent-ID": id }, key: "other" }), 403, "AGENT_NOT_BOUND");
     expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x", agent_id: id }, key: "other" }), 403, "AGENT_NOT_BOUND");
     expectError(await cluster.api(`/subscribe/intents/${intent.id}`, { headers: { "X-Agent-ID": id }, key: "other" }), 403, "AGENT_NOT_BOUND");
@@ -222,7 +222,7 @@ describe("keys and identity (part 5)", () => {
     await register({ agent_id: id, heartbeat_config: { interval_seconds: 1, unhealthy_after_seconds: 2, dead_after_seconds: 4 } });
     clock().advance(5000);
     await cluster.registry.sweeper.sweep();
-    const intent = (await cluster.api("/intents", { body: { title: "t" } })).body;
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
     await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, id)).toBe("dead"));
     expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, headers: { "X-Agent-ID": id }, key: "agent" }), 409, "AGENT_NOT_ACTIVE");
     expect((await register({ agent_id: id })).status).toBe(201);

@@ -12,7 +12,7 @@ afterAll(async () => {
 
 describe("an agent's first minute through the gateway", () => {
   it("creates, patches with If-Match, transitions and reads an intent, and sees its events over SSE", async () => {
-    const created = await cluster.api("/intents", { body: { title: "Write the launch post" } });
+    const created = await cluster.api("/intents", { body: { title: "Write the launch post", status: "active" } });
     expect(created.status).toBe(201);
     expect(created.headers.get("etag")).toBe('"1"');
     const id = created.body.id as string;

@@ -22,7 +22,8 @@ export function expectError(res: ApiResponse, status: number, code: string): voi
 
 /** POST /intents and returns the created intent (asserting 201). */
 export async function createIntent(cluster: TestCluster, body: Record<string, unknown> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<any> {
-  const res = await cluster.api("/intents", { body: { title: "an intent", ...body }, key });
+  // Created active: most tests work on an intent in progress (new intents start in draft, table 3.1).
+  const res = await cluster.api("/intents", { body: { title: "an intent", status: "active", ...body }, key });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
 }

@@ -31,7 +31,10 @@ export const CreateIntentBody = z
     constraints: IntentConstraints.default({}),
     state: JsonObject.default({}),
     confidence: z.number().min(0).max(100).default(0),
-    status: z.enum(["draft", "active"]).default("active").openapi({ description: "initial status; draft or active" }),
+    status: z
+      .enum(["draft", "active"], { error: "status at creation must be draft or active" })
+      .default("draft")
+      .openapi({ description: "initial status: draft (the default, table 3.1) or active" }),
   })
   .strict()
   .openapi("CreateIntent");

@@ -15,7 +15,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const createIntent = () => cluster.client.request<Intent>(commands.create, agent("creator"), { body: { title: "race" } });
+const createIntent = () => cluster.client.request<Intent>(commands.create, agent("creator"), { body: { title: "race", status: "active" } });
 const settle = <T>(promises: Promise<T>[]) => Promise.allSettled(promises);
 const codeOf = (r: PromiseSettledResult<unknown>) => (r.status === "rejected" ? (r.reason as AppError).code : "OK");
 
