@@ -8,7 +8,7 @@ import type { Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf } from "./http";
 import { routes, type Route } from "./routes";
-import { AgentBindings } from "./agent-bindings";
+import { actsForAnyAgent, AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
 import { EventFeed } from "./event-feed";
@@ -85,7 +85,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const input = route.input(req);
     const parsed = route.command.input.safeParse(input);
     if (!parsed.success) throw validationError(parsed.error);
-    await assertActingAgentsBound(bindings, req, route);
+    await assertActingAgentsBound(bindings, keys, req, route);
     if (route.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await client.requestRaw(route.command, req.caller!, input as never);
@@ -94,7 +94,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
   mountRoutes(api, routes, handle, uuidParams);
   api.use("/subscribe", async (req, _res, next) => {
-    await assertActingAgentsBound(bindings, req);
+    await assertActingAgentsBound(bindings, keys, req);
     next();
   });
   api.get("/subscribe/intents/:id", (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs: options.ssePingMs ?? 15_000, logger }));
@@ -222,10 +222,12 @@ function mountRoutes(api: express.Router, all: Route[], handle: (route: Route) =
 
 /**
  * The acting agent of a request (X-Agent-ID, and the body field a route names as the acting
- * agent) must be bound to the calling key. The one exception: a registration whose X-Agent-ID
- * names the agent it registers (an agent registering itself is not bound yet).
+ * agent): a registered agent must be bound to the calling key; an unregistered id is the caller's
+ * standalone label, unless it is another key's principal (that key's requests act under that
+ * name). Admins and coordinators may act for any agent. The one exception: a registration whose
+ * X-Agent-ID names the agent it registers (an agent registering itself is not bound yet).
  */
-async function assertActingAgentsBound(bindings: AgentBindings, req: Request, route?: Route): Promise<void> {
+async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, req: Request, route?: Route): Promise<void> {
   const caller = req.caller!;
   const acting = new Set<string>();
   const body = req.body as Record<string, unknown> | undefined;
@@ -233,7 +235,12 @@ async function assertActingAgentsBound(bindings: AgentBindings, req: Request, ro
   if (caller.agent_id && !registersItself) acting.add(caller.agent_id);
   const fromBody = route?.actingAgentField ? body?.[route.actingAgentField] : undefined;
   if (typeof fromBody === "string" && fromBody) acting.add(fromBody);
-  for (const agentId of acting) await bindings.assertBound(agentId, caller);
+  for (const agentId of acting) {
+    await bindings.assertMayActAs(agentId, caller);
+    if (agentId !== caller.principal && !actsForAnyAgent(caller) && keys.hasPrincipal(agentId) && (await bindings.boundPrincipal(agentId, caller)) === undefined) {
+      throw new AppError("AGENT_ID_RESERVED", 403, `${agentId} is the name of another API key's principal; act under another agent id`, { agent_id: agentId });
+    }
+  }
   for (const field of route?.claimsIdentity ?? []) {
     const name = body?.[field];
     if (typeof name === "string" && name && !acting.has(name) && name !== caller.principal) await bindings.assertNotAnothers(name, caller);
