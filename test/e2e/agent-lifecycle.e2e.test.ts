@@ -162,9 +162,9 @@ describe("drain", () => {
     const stale = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "7" }, key: "agent" });
     expectError(stale, 409, "VERSION_MISMATCH");
     expect(stale.body.current_version).toBe(1);
-    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "other" }), 403, "FORBIDDEN");
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "other" }), 403, "FORBIDDEN");
     expectError(await cluster.api(`/agents/${id}`, { method: "DELETE", key: "other" }), 403, "FORBIDDEN");
-    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "dead" }, key: "agent" }), 409, "INVALID_AGENT_TRANSITION");
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "dead" }, headers: { "If-Match": "1" }, key: "agent" }), 409, "INVALID_AGENT_TRANSITION");
   });
 
   it("the agent announcing draining in its heartbeat starts a drain (drain_initiated)", async () => {
@@ -178,7 +178,7 @@ describe("drain", () => {
     const intent = await createIntent(cluster);
     const lease = await acquire(intent.id, id, "work");
     expect(lease.status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 300 }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 300 }, headers: { "If-Match": "1" }, key: "agent" });
     // The intents service learns of the drain from the registry's event; then it refuses new leases.
     await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, id)).toBe("draining"));
     expectError(await acquire(intent.id, id, "other"), 409, "AGENT_DRAINING");
@@ -196,7 +196,7 @@ describe("drain", () => {
     const id = await registerAgent();
     const intent = await createIntent(cluster);
     expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
     advance(60);
     await sweep();
     expect(await status(id)).toBe("dead");
@@ -212,7 +212,7 @@ describe("drain", () => {
     const id = await registerAgent();
     const intent = await createIntent(cluster);
     expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
     advance(50);
     await heartbeat(id, { status: "draining" });
     advance(10);

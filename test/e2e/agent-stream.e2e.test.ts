@@ -29,7 +29,7 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
 
     const intent = await createIntent(cluster);
     expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: id, role: "writer" } })).status).toBe(201);
-    await cluster.api(`/agents/${encodeURIComponent(id)}/status`, { method: "PATCH", body: { status: "draining", reason: "rebalance" }, key: "coordinator" });
+    await cluster.api(`/agents/${encodeURIComponent(id)}/status`, { method: "PATCH", body: { status: "draining", reason: "rebalance" }, headers: { "If-Match": "1" }, key: "coordinator" });
     await sse.waitFor((c) => c.events.length >= 3, 5000);
 
     const types = sse.events.map((e) => e.event);
@@ -60,7 +60,7 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
   it("reads the agent's log after a cursor; a cursor number larger than any sequence is 400", async () => {
     const id = uniqueTag("cursor");
     await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" });
     const after1 = await cluster.api(`/agents/${id}/events?after=1`, { key: "agent" });
     expect(after1.body.events.map((e: any) => e.sequence)).toEqual([2]);
     expectError(await cluster.api(`/agents/${id}/events?after=99999999999999999999`, { key: "agent" }), 400, "VALIDATION_FAILED");

@@ -123,7 +123,7 @@ describe("killing the registry service mid-flight", () => {
         if (
           await send(
             `drain ${id}`,
-            () => api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: drainKey }),
+            () => api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: drainKey }),
             "INVALID_AGENT_TRANSITION",
           )
         ) {

@@ -65,10 +65,27 @@ describe("registration (4.9 rules 1-6)", () => {
     expect(ok.status).toBe(201);
   });
 
+  it("requires If-Match on PATCH and PUT /agents/{id}/status: 428 without it, 409 when stale, and nothing changes", async () => {
+    const id = uniqueTag("ifmatch");
+    await register({ agent_id: id });
+    for (const method of ["PATCH", "PUT"]) {
+      expectError(await cluster.api(`/agents/${id}/status`, { method, body: { status: "draining" }, key: "agent" }), 428, "PRECONDITION_REQUIRED");
+      const stale = await cluster.api(`/agents/${id}/status`, { method, body: { status: "draining" }, headers: { "If-Match": "7" }, key: "agent" });
+      expectError(stale, 409, "VERSION_MISMATCH");
+      expect(stale.body.current_version).toBe(1);
+    }
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "deregistered" }, key: "agent" }), 428, "PRECONDITION_REQUIRED");
+    expect((await cluster.api(`/agents/${id}`, { key: "agent" })).body).toMatchObject({ status: "active", version: 1 });
+    expect((await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events).toHaveLength(1);
+    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": 'W/"1"' }, key: "agent" });
+    expect(drained.status, JSON.stringify(drained.body)).toBe(200);
+    expect(drained.headers.get("etag")).toBe('"2"');
+  });
+
   it("re-activates a deregistered id with its version reset, and emits agent.lifecycle", async () => {
     const id = uniqueTag("re");
     await register({ agent_id: id });
-    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" });
+    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" });
     expect(drained.body.version).toBe(2);
     const gone = await cluster.api(`/agents/${id}`, { method: "DELETE", key: "agent" });
     expect(gone.body).toMatchObject({ status: "deregistered", version: 3 });
@@ -117,7 +134,7 @@ describe("registration (4.9 rules 1-6)", () => {
     expect(reg.status).toBe(201);
     const record = await cluster.api(`/agents/${id}/record`, { key: "agent" });
     expect(record.body.agent_id).toBe(id);
-    const drain = await cluster.api(`/agents/${id}/status`, { method: "PUT", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    const drain = await cluster.api(`/agents/${id}/status`, { method: "PUT", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
     expect(drain.status).toBe(200);
     expect(drain.body.status).toBe("draining");
   });
@@ -132,7 +149,7 @@ describe("listing and discovery (4.9, 5.4)", () => {
     await register({ agent_id: ids[2], role_id: role, capabilities: ["b"], capacity: { max_concurrent_tasks: 3 } });
     await register({ agent_id: ids[3], role_id: role, capabilities: ["a"] });
     await beat(ids[0]!, { current_load: 4 });
-    await cluster.api(`/agents/${ids[2]}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" });
+    await cluster.api(`/agents/${ids[2]}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" });
 
     const list = async (query: string) => (await cluster.api(`/agents?role_id=${role}${query}`, { key: "coordinator" })).body;
     const all = await list("");
