@@ -24,10 +24,3 @@ export async function agentHeaders(cluster: TestCluster, agentId: string, key: K
 export async function registerAgents(cluster: TestCluster, agentIds: string[], key: KeyName = "agent"): Promise<void> {
   await Promise.all(agentIds.map((id) => agentHeaders(cluster, id, key)));
 }
-
-/** The If-Match an agent status change needs: the agent's current version, read with an admin key. */
-export async function agentIfMatch(cluster: TestCluster, agentId: string): Promise<Record<string, string>> {
-  const res = await cluster.api(`/agents/${encodeURIComponent(agentId)}`, { key: "admin" });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return { "If-Match": String(res.body.version) };
-}
