@@ -274,3 +274,47 @@ describe("the lease sweeper", () => {
     expect(log.filter((e) => e.event_type === "lease_acquired").map((e) => e.payload.renewal)).toEqual([undefined, true]);
   });
 });
+
+describe("the official clients' spellings (issue 10)", () => {
+  it("takes duration_seconds as an alias of ttl_seconds on acquire and on renew; two different values are 400 and grant nothing", async () => {
+    const intent = await createIntent(cluster);
+    const headers = await as("agent-d");
+    const res = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "draft", duration_seconds: 45 }, headers, key: null });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(Date.parse(res.body.expires_at) - Date.parse(res.body.acquired_at)).toBe(45_000);
+    const both = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "other", duration_seconds: 45, ttl_seconds: 60 }, headers, key: null });
+    expectError(both, 400, "VALIDATION_FAILED");
+    expect(both.body.message).toContain("duration_seconds");
+    const same = await cluster.api(`/intents/${intent.id}/leases/${res.body.id}/renew`, { body: { duration_seconds: 70, ttl_seconds: 70 }, headers, key: null });
+    expect(same.status, JSON.stringify(same.body)).toBe(200);
+    expect(Date.parse(same.body.expires_at)).toBe(clock().now().getTime() + 70_000);
+    expect((await cluster.api(`/intents/${intent.id}/leases`)).body.leases.map((l: any) => l.scope)).toEqual(["draft"]);
+  });
+
+  it("renews by PATCH /intents/{id}/leases/{lease_id} with {duration_seconds}, only by the holder", async () => {
+    const intent = await createIntent(cluster);
+    const lease = await acquire(intent.id, "agent-p", "work", 30);
+    clock().advance(10_000);
+    const renewed = await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "PATCH", body: { duration_seconds: 300 }, headers: await as("agent-p"), key: null });
+    expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+    expect(renewed.body).toMatchObject({ id: lease.body.id, agent_id: "agent-p", scope: "work", released_at: null });
+    expect(Date.parse(renewed.body.expires_at)).toBe(clock().now().getTime() + 300_000);
+    const stranger = await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "PATCH", body: { duration_seconds: 300 }, headers: await as("agent-q"), key: null });
+    expectError(stranger, 403, "NOT_LEASE_HOLDER");
+    const log = await allEvents(cluster, intent.id);
+    expect(log.filter((e) => e.event_type === "lease_acquired").map((e) => e.payload.renewal ?? false)).toEqual([false, true]);
+  });
+
+  it("lists leases as {leases: [...]}; a collision is 409 whose message mentions the lease and carries existing_lease", async () => {
+    const intent = await createIntent(cluster);
+    const held = await acquire(intent.id, "agent-h", "notes");
+    const listed = await cluster.api(`/intents/${intent.id}/leases`);
+    expect(Object.keys(listed.body)).toEqual(["leases"]);
+    expect(listed.body.leases.map((l: any) => l.id)).toEqual([held.body.id]);
+    const collision = await acquire(intent.id, "agent-i", "notes");
+    expectError(collision, 409, "LEASE_HELD");
+    expect(collision.body.message.toLowerCase()).toContain("lease");
+    expect(collision.body.existing_lease).toEqual(held.body);
+    expect(collision.body.lease).toEqual(held.body);
+  });
+});

@@ -83,7 +83,7 @@ export async function acquireLease(
   return lease;
 }
 
-/** POST /intents/{id}/leases/{lease_id}/renew: only the holder, only while the lease is live (always, while the intent is suspended). */
+/** POST /intents/{id}/leases/{lease_id}/renew (and PATCH /intents/{id}/leases/{lease_id}): only the holder, only while the lease is live (always, while the intent is suspended). */
 export async function renewLease(
   ctx: IntentsContext,
   intentId: string,
@@ -199,7 +199,8 @@ function leaseHeld(held: LeaseRow): AppError {
     409,
     `scope ${held.scope} of intent ${held.intentId} is leased to agent ${held.agentId} until ${lease.expires_at}`,
     { lease },
-    { lease },
+    // existing_lease: the name the official Python client reads on a lease collision.
+    { lease, existing_lease: lease },
   );
 }
 
