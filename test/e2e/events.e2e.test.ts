@@ -25,6 +25,31 @@ async function intentWithNotes(n: number): Promise<{ id: string; events: any[] }
 }
 
 describe("POST /intents/{id}/events", () => {
+  it("stores the clients' trace_id and parent_event_id and returns them in the event and its log pages (the stream message is the same text)", async () => {
+    const intent = await createIntent(cluster);
+    const parent = await append(intent.id, { event_type: "comment", payload: { text: "first" } });
+    expect(parent.body).not.toHaveProperty("trace_id");
+    expect(parent.body).not.toHaveProperty("parent_event_id");
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const child = await append(intent.id, { event_type: "comment", payload: { text: "reply" }, trace_id: traceId, parent_event_id: parent.body.id.toUpperCase() });
+    expect(child.status, JSON.stringify(child.body)).toBe(201);
+    expect(child.body).toMatchObject({ event_type: "comment", trace_id: traceId, parent_event_id: parent.body.id });
+    const page = (await cluster.api(`/intents/${intent.id}/events`)).body.events;
+    expect(page.at(-1)).toEqual(child.body);
+    const filtered = (await cluster.api(`/intents/${intent.id}/events?event_type=comment`)).body.events;
+    expect(filtered.at(-1)).toEqual(child.body);
+    const nulls = await append(intent.id, { event_type: "comment", trace_id: null, parent_event_id: null });
+    expect(nulls.status).toBe(201);
+    expect(nulls.body).not.toHaveProperty("trace_id");
+  });
+
+  it("refuses a parent_event_id that is not a UUID and a trace_id with whitespace (400), appending nothing", async () => {
+    const intent = await createIntent(cluster);
+    expectError(await append(intent.id, { event_type: "comment", parent_event_id: "nope" }), 400, "VALIDATION_FAILED");
+    expectError(await append(intent.id, { event_type: "comment", trace_id: "a b" }), 400, "VALIDATION_FAILED");
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
+  });
+
   it("appends an event (201) with event_type, actor and payload", async () => {
     const intent = await createIntent(cluster);
     const res = await append(intent.id, { event_type: "research.finding", actor: "agent-7", payload: { url: "https://x", score: 3 } });
