@@ -13,6 +13,7 @@ import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
 import { EventFeed } from "./event-feed";
 import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
+import { agentStreamFrame } from "./client-frames";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -54,7 +55,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const portfolioFeed = new EventFeed(bus, streams.portfolios.name, streams.portfolios.subjects[0], 3, logger);
   await portfolioFeed.start();
   await ensureStream(bus, streams.registry);
-  const agentFeed = new EventFeed(bus, streams.registry.name, streams.registry.subjects[0], 3, logger);
+  const agentFeed = new EventFeed(bus, streams.registry.name, streams.registry.subjects[0], 3, logger, agentStreamFrame);
   await agentFeed.start();
 
   const app = express();
@@ -93,21 +94,24 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   };
   mountRoutes(api, routes, handle, uuidParams);
-  api.use("/subscribe", async (req, _res, next) => {
+  // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
+  // /<kind>/{id}/subscribe. The acting agent of a subscription is checked like any request's.
+  const bound = async (req: Request, _res: Response, next: NextFunction) => {
     await assertActingAgentsBound(bindings, keys, req);
     next();
-  });
-  api.get("/subscribe/intents/:id", (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs: options.ssePingMs ?? 15_000, logger }));
-  api.get("/subscribe/portfolios/:portfolioId", (req, res) => {
+  };
+  const pingMs = options.ssePingMs ?? 15_000;
+  api.get(["/subscribe/intents/:id", "/intents/:id/subscribe"], bound, (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs, logger }));
+  api.get(["/subscribe/portfolios/:portfolioId", "/portfolios/:portfolioId/subscribe"], bound, (req, res) => {
     const portfolioId = String(req.params.portfolioId);
     const source = busEventSource(client, req.caller!, portfoliosCommands.listEvents, portfolioId, { portfolio_id: portfolioId });
-    return streamEvents(req, res, { feed: portfolioFeed, source, pingMs: options.ssePingMs ?? 15_000, logger });
+    return streamEvents(req, res, { feed: portfolioFeed, source, pingMs, logger });
   });
-  api.get("/subscribe/agents/:agentId", (req, res) => {
+  api.get(["/subscribe/agents/:agentId", "/agents/:agentId/subscribe"], bound, (req, res) => {
     const agentId = String(req.params.agentId);
     // The feed dispatches on the subject token, the escaped form of the agent id.
     const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
-    return streamEvents(req, res, { feed: agentFeed, source, pingMs: options.ssePingMs ?? 15_000, logger });
+    return streamEvents(req, res, { feed: agentFeed, source, pingMs, logger });
   });
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
