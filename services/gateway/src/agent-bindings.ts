@@ -24,9 +24,14 @@ export class AgentBindings {
    * registered agent acts only through the key it is bound to. Admins and coordinators may act
    * for any agent (they assign and supervise work).
    */
-  async assertMayActAs(agentId: string, caller: Caller): Promise<void> {
+  async assertMayActAs(agentId: string, caller: Caller, isAnotherKeysPrincipal: (name: string) => boolean): Promise<void> {
     if (actsForAnyAgent(caller)) return;
-    await this.assertNotAnothers(agentId, caller);
+    const principal = await this.principalOf(agentId, caller);
+    if (principal !== undefined && principal !== caller.principal) throw notBound(agentId);
+    // An unregistered label equal to another key's principal would act as that key's requests do.
+    if (principal === undefined && agentId !== caller.principal && isAnotherKeysPrincipal(agentId)) {
+      throw new AppError("AGENT_ID_RESERVED", 403, `${agentId} is the name of another API key's principal; act under another agent id`, { agent_id: agentId });
+    }
   }
 
   /** A name that may be a person's label: free, unless it is a registered agent of another key (admins and coordinators excepted). */
@@ -36,14 +41,7 @@ export class AgentBindings {
     if (principal !== undefined && principal !== caller.principal) throw notBound(name);
   }
 
-  /**
-   * The principal an agent id is bound to, or undefined when no agent registered it. Asked by
-   * id, not cached when unregistered: a registration through another replica counts at once.
-   */
-  async boundPrincipal(agentId: string, caller: Caller): Promise<string | undefined> {
-    return this.principalOf(agentId, caller);
-  }
-
+  /** The principal an agent id is bound to; undefined (never cached) when no agent registered it, so a registration through another replica counts at once. */
   private async principalOf(agentId: string, caller: Caller): Promise<string | undefined> {
     const cached = this.cache.get(agentId);
     if (cached !== undefined) return cached;

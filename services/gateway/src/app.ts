@@ -8,7 +8,7 @@ import type { Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf } from "./http";
 import { routes, type Route } from "./routes";
-import { actsForAnyAgent, AgentBindings } from "./agent-bindings";
+import { AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
 import { EventFeed } from "./event-feed";
@@ -239,12 +239,7 @@ async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, r
   if (caller.agent_id && !registersItself) acting.add(caller.agent_id);
   const fromBody = route?.actingAgentField ? body?.[route.actingAgentField] : undefined;
   if (typeof fromBody === "string" && fromBody) acting.add(fromBody);
-  for (const agentId of acting) {
-    await bindings.assertMayActAs(agentId, caller);
-    if (agentId !== caller.principal && !actsForAnyAgent(caller) && keys.hasPrincipal(agentId) && (await bindings.boundPrincipal(agentId, caller)) === undefined) {
-      throw new AppError("AGENT_ID_RESERVED", 403, `${agentId} is the name of another API key's principal; act under another agent id`, { agent_id: agentId });
-    }
-  }
+  for (const agentId of acting) await bindings.assertMayActAs(agentId, caller, (name) => keys.hasPrincipal(name));
   for (const field of route?.claimsIdentity ?? []) {
     const name = body?.[field];
     if (typeof name === "string" && name && !acting.has(name) && name !== caller.principal) await bindings.assertNotAnothers(name, caller);
