@@ -583,7 +583,7 @@ function apiClient(baseUrl: string, apiKey: string) {
   return {
     request,
     createIntent: async (title: string): Promise<IntentRef> => {
-      const body = await expect(201, "POST", "/api/v1/intents", { title, state: { phase: "start" } });
+      const body = await expect(201, "POST", "/api/v1/intents", { title, status: "active", state: { phase: "start" } });
       return { id: String(body.id), version: Number(body.version) };
     },
     getIntent: async (id: string): Promise<IntentRef> => {

@@ -4,7 +4,7 @@ import { sql } from "drizzle-orm";
 import { isoTimestamp, type ManualClock } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
+import { allEvents, createIntent, expectError, isLeaseExpiry, uniqueTag } from "../support/e2e-helpers";
 import { knownAgentStatus } from "../../services/intents/src/agent-lifecycle-projection";
 
 let cluster: TestCluster;
@@ -162,9 +162,9 @@ describe("drain", () => {
     const stale = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "7" }, key: "agent" });
     expectError(stale, 409, "VERSION_MISMATCH");
     expect(stale.body.current_version).toBe(1);
-    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "other" }), 403, "FORBIDDEN");
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "other" }), 403, "FORBIDDEN");
     expectError(await cluster.api(`/agents/${id}`, { method: "DELETE", key: "other" }), 403, "FORBIDDEN");
-    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "dead" }, key: "agent" }), 409, "INVALID_AGENT_TRANSITION");
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "dead" }, headers: { "If-Match": "1" }, key: "agent" }), 409, "INVALID_AGENT_TRANSITION");
   });
 
   it("the agent announcing draining in its heartbeat starts a drain (drain_initiated)", async () => {
@@ -178,7 +178,7 @@ describe("drain", () => {
     const intent = await createIntent(cluster);
     const lease = await acquire(intent.id, id, "work");
     expect(lease.status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 300 }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 300 }, headers: { "If-Match": "1" }, key: "agent" });
     // The intents service learns of the drain from the registry's event; then it refuses new leases.
     await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, id)).toBe("draining"));
     expectError(await acquire(intent.id, id, "other"), 409, "AGENT_DRAINING");
@@ -196,14 +196,14 @@ describe("drain", () => {
     const id = await registerAgent();
     const intent = await createIntent(cluster);
     expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
     advance(60);
     await sweep();
     expect(await status(id)).toBe("dead");
     const types = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events.map((e: any) => e.event_type);
     expect(types.slice(-2)).toEqual(["agent.warning", "agent.lifecycle"]);
     await vi.waitFor(async () => {
-      const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+      const expired = (await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e));
       expect(expired.map((e) => e.payload.reason)).toEqual(["agent_dead"]);
     });
   });
@@ -212,21 +212,21 @@ describe("drain", () => {
     const id = await registerAgent();
     const intent = await createIntent(cluster);
     expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
     advance(50);
     await heartbeat(id, { status: "draining" });
     advance(10);
     await sweep();
     expect(await status(id)).toBe("deregistered");
     await vi.waitFor(async () => {
-      const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+      const expired = (await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e));
       expect(expired.map((e) => e.payload.reason)).toEqual(["agent_deregistered"]);
     });
   });
 });
 
 describe("an agent's death and its leases (3.4, across services)", () => {
-  it("expires every active lease with reason agent_dead and appends lease.expired to each intent; writes under them are 412", async () => {
+  it("expires every active lease with reason agent_dead and appends a lease expiry event (lease_released, reason agent_dead) to each intent; writes under them are 412", async () => {
     const id = await registerAgent();
     const a = await createIntent(cluster);
     const b = await createIntent(cluster);
@@ -238,7 +238,7 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     expect(await status(id)).toBe("dead");
     for (const intent of [a, b]) {
       await vi.waitFor(async () => {
-        const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+        const expired = (await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e));
         expect(expired).toHaveLength(1);
         expect(expired[0].payload).toMatchObject({ agent_id: id, reason: "agent_dead" });
       });
@@ -260,8 +260,8 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     const long = await acquire(intent.id, id, "long", 3600);
     advance(61);
     await sweep();
-    await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired")).toHaveLength(2));
-    const expired = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired");
+    await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e))).toHaveLength(2));
+    const expired = (await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e));
     const byLease = Object.fromEntries(expired.map((e) => [e.payload.lease_id, e.payload]));
     expect(byLease[short.body.id]).toMatchObject({ reason: "expired", expires_at: short.body.expires_at });
     expect(byLease[long.body.id]).toMatchObject({ reason: "agent_dead" });
@@ -287,7 +287,7 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     expect((await acquire(intent.id, id, "x")).status).toBe(201);
     advance(61);
     await sweep();
-    await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired")).toHaveLength(1));
+    await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e))).toHaveLength(1));
     // Publish the same lifecycle event again, as a relay crash after publish would (different msg id: past the dedupe window).
     const death = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events.find((e: any) => e.payload.new_status === "dead");
     await cluster.bus.js.publish(cluster.bus.subject(`im.evt.agent.${id}.agent.lifecycle`), JSON.stringify(death));
@@ -295,7 +295,7 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     const marker = await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "test.marker" } });
     expect(marker.status).toBe(201);
     await new Promise((r) => setTimeout(r, 300));
-    expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease.expired")).toHaveLength(1);
+    expect((await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e))).toHaveLength(1);
   });
 
   it("a death delivered after the re-registration that followed it still expires the leases of the ended incarnation, and only those", async () => {
@@ -328,11 +328,11 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     expect(fresh.status).toBe(201);
     await publish(2, "unhealthy", "dead", "heartbeat_timeout", t0 + 500);
     await vi.waitFor(async () => {
-      const expired = (await allEvents(cluster, before.id)).filter((e) => e.event_type === "lease.expired");
+      const expired = (await allEvents(cluster, before.id)).filter((e) => isLeaseExpiry(e));
       expect(expired.map((e) => e.payload.reason)).toEqual(["agent_dead"]);
     });
     expect(await knownAgentStatus(cluster.database.db, id)).toBe("active");
-    expect((await allEvents(cluster, after.id)).filter((e) => e.event_type === "lease.expired")).toEqual([]);
+    expect((await allEvents(cluster, after.id)).filter((e) => isLeaseExpiry(e))).toEqual([]);
     expect((await cluster.api(`/intents/${after.id}/leases?active=true`)).body.leases.map((l: any) => l.id)).toEqual([fresh.body.id]);
   });
 });

@@ -29,12 +29,12 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
 
     const intent = await createIntent(cluster);
     expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: id, role: "writer" } })).status).toBe(201);
-    await cluster.api(`/agents/${encodeURIComponent(id)}/status`, { method: "PATCH", body: { status: "draining", reason: "rebalance" }, key: "coordinator" });
+    await cluster.api(`/agents/${encodeURIComponent(id)}/status`, { method: "PATCH", body: { status: "draining", reason: "rebalance" }, headers: { "If-Match": "1" }, key: "coordinator" });
     await sse.waitFor((c) => c.events.length >= 3, 5000);
 
     const types = sse.events.map((e) => e.event);
-    expect(types).toEqual(expect.arrayContaining(["agent.assigned", "agent.lifecycle", "agent.command"]));
-    const assigned = sse.events.find((e) => e.event === "agent.assigned")!;
+    expect(types).toEqual(expect.arrayContaining(["agent_assigned", "agent.lifecycle", "agent.command"]));
+    const assigned = sse.events.find((e) => e.event === "agent_assigned")!;
     expect(assigned.data.payload).toMatchObject({ agent_id: id, intent_id: intent.id, role: "writer" });
     const drain = sse.events.find((e) => e.event === "agent.lifecycle")!;
     expect(drain.data.payload).toMatchObject({ previous_status: "active", new_status: "draining", reason: "drain_initiated" });
@@ -60,7 +60,7 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
   it("reads the agent's log after a cursor; a cursor number larger than any sequence is 400", async () => {
     const id = uniqueTag("cursor");
     await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" });
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" });
     const after1 = await cluster.api(`/agents/${id}/events?after=1`, { key: "agent" });
     expect(after1.body.events.map((e: any) => e.sequence)).toEqual([2]);
     expectError(await cluster.api(`/agents/${id}/events?after=99999999999999999999`, { key: "agent" }), 400, "VALIDATION_FAILED");
@@ -73,5 +73,52 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
     expectError({ status: other.status, headers: other.headers, body: await other.json() }, 403, "FORBIDDEN");
     const unknown = await fetch(`${cluster.baseUrl}/api/v1/subscribe/agents/${uniqueTag("nobody")}`, { headers: { "X-API-Key": TEST_KEYS.admin } });
     expectError({ status: unknown.status, headers: unknown.headers, body: await unknown.json() }, 404, "AGENT_NOT_FOUND");
+  });
+});
+
+describe("the paths and frames of the official clients (issue 10)", () => {
+  it("serves the agent stream at /agents/{id}/subscribe; an assignment is its agent_assigned frame, then an AGENT_ASSIGNED frame with data.intent_id and no id", async () => {
+    const id = uniqueTag("base-agent");
+    expect((await cluster.api("/agents/register", { body: { agent_id: id, capabilities: ["write"] }, key: "agent" })).status).toBe(201);
+    const headers = { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": id, Accept: "text/event-stream", "Content-Type": "application/json" };
+    const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/agents/${id}/subscribe`, headers);
+    open.push(sse);
+    expect(sse.status).toBe(200);
+    const intent = await createIntent(cluster);
+    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: id } })).status).toBe(201);
+    await sse.waitFor((c) => c.frames.some((f) => f.event === "AGENT_ASSIGNED"), 5000);
+    const at = sse.frames.findIndex((f) => f.event === "agent_assigned");
+    const spec = sse.frames[at]!;
+    const client = sse.frames[at + 1]!;
+    expect(client.event).toBe("AGENT_ASSIGNED");
+    expect(client.id).toBeUndefined();
+    expect(JSON.parse(client.data!)).toEqual({ intent_id: intent.id, agent_id: id, role: null, event_id: spec.id });
+    expect(JSON.parse(spec.data!)).toMatchObject({ event_type: "agent_assigned", payload: { intent_id: intent.id, agent_id: id } });
+
+    // Resuming before the assignment replays both frames of it.
+    const first = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events[0];
+    const resumed = await SseClient.open(`${cluster.baseUrl}/api/v1/agents/${id}/subscribe`, { ...headers, "Last-Event-ID": first.id });
+    open.push(resumed);
+    await resumed.waitFor((c) => c.frames.some((f) => f.event === "AGENT_ASSIGNED"), 5000);
+    expect(resumed.frames.filter((f) => f.event).map((f) => f.event)).toEqual(["agent_assigned", "AGENT_ASSIGNED"]);
+  });
+
+  it("serves the intent and portfolio streams at /intents/{id}/subscribe and /portfolios/{id}/subscribe", async () => {
+    const intent = await createIntent(cluster);
+    const intentSse = await SseClient.open(`${cluster.baseUrl}/api/v1/intents/${intent.id}/subscribe`, { "X-API-Key": TEST_KEYS.admin });
+    open.push(intentSse);
+    expect(intentSse.status).toBe(200);
+    const portfolio = (await cluster.api("/portfolios", { body: { name: uniqueTag("pf") } })).body;
+    const portfolioSse = await SseClient.open(`${cluster.baseUrl}/api/v1/portfolios/${portfolio.id}/subscribe`, { "X-API-Key": TEST_KEYS.admin });
+    open.push(portfolioSse);
+    expect(portfolioSse.status).toBe(200);
+    await cluster.api(`/intents/${intent.id}/state`, { body: { patches: [{ op: "set", path: "progress", value: 1 }] }, headers: { "If-Match": "1" } });
+    await cluster.api(`/portfolios/${portfolio.id}/intents`, { body: { intent_id: intent.id } });
+    await intentSse.waitFor((c) => c.events.length >= 1, 5000);
+    await portfolioSse.waitFor((c) => c.events.some((e) => e.event === "added_to_portfolio"), 5000);
+    expect(intentSse.events[0]).toMatchObject({ event: "state_patched", data: { intent_id: intent.id } });
+    const missing = await fetch(`${cluster.baseUrl}/api/v1/intents/not-a-uuid/subscribe`, { headers: { "X-API-Key": TEST_KEYS.admin } });
+    expect(missing.status).toBe(404);
+    await missing.body?.cancel();
   });
 });

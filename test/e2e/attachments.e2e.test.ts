@@ -52,7 +52,7 @@ describe("POST /intents/{id}/attachments", () => {
     expect(listed.body).toMatchObject({ attachments: [res.body], has_more: false });
 
     const events = await allEvents(cluster, intent.id);
-    const added = events.find((e) => e.event_type === "intent.attachment_added");
+    const added = events.find((e) => e.event_type === "attachment_added");
     expect(added).toMatchObject({
       actor: "att-uploader",
       payload: { attachment_id: res.body.id, filename: "report.pdf", mime_type: "application/pdf", size: 48_213, uploaded_by: "att-uploader" },
@@ -217,7 +217,7 @@ describe("attachment metadata is checked against the mime type", () => {
     expect(res.body.details.key).toBe(key);
     expect(res.body.details.issues[0].path).toBe(`body.metadata.${key}`);
     expect((await list(intent.id)).body.attachments).toEqual([]);
-    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent.created"]);
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 
   it.each([
@@ -255,7 +255,7 @@ describe("GET and DELETE /intents/{id}/attachments", () => {
     expect(res.body).toEqual(gone);
     expect((await list(intent.id)).body).toMatchObject({ attachments: [keep], has_more: false });
     const events = await allEvents(cluster, intent.id);
-    expect(events.map((e) => e.event_type)).toEqual(["intent.created", "intent.attachment_added", "intent.attachment_added", "intent.attachment_removed"]);
+    expect(events.map((e) => e.event_type)).toEqual(["intent_created", "attachment_added", "attachment_added", "intent.attachment_removed"]);
     expect(events[3]).toMatchObject({ actor: "admin", payload: { attachment_id: gone.id, filename: "gone.pdf" } });
     expectError(await remove(intent.id, gone.id), 404, "ATTACHMENT_NOT_FOUND");
   });

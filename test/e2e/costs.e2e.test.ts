@@ -25,7 +25,7 @@ const costsOf = (intentId: string, query = "") => cluster.api(`/intents/${intent
 const readIntent = (intentId: string) => cluster.api(`/intents/${intentId}`);
 const budgetEvents = async (intentId: string) => (await allEvents(cluster, intentId)).filter((e) => e.event_type === "budget_alert");
 const blockEvents = async (intentId: string) =>
-  (await allEvents(cluster, intentId)).filter((e) => e.event_type === "intent.status_changed" && e.payload.reason === "budget_exceeded");
+  (await allEvents(cluster, intentId)).filter((e) => e.event_type === "status_changed" && e.payload.reason === "budget_exceeded");
 const putBudget = (intentId: string, budget: unknown, version: number | null, key: "operator" | "admin" | "agent" | "coordinator" = "operator") =>
   cluster.api(`/intents/${intentId}/budget`, { method: "PUT", body: budget, key, headers: version === null ? {} : { "If-Match": String(version) } });
 const withBudget = (budget: Record<string, unknown>) => createIntent(cluster, { constraints: { budget } });
@@ -55,7 +55,7 @@ describe("POST /intents/{id}/costs", () => {
     expect(listed.status).toBe(200);
     expect(listed.body.costs).toEqual([res.body]);
     // Without a budget, recording appends nothing to the log.
-    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent.created"]);
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 
   it("takes agent_id from the body when it agrees with X-Agent-ID, refuses a contradiction, defaults provider to null and metadata to {}", async () => {
@@ -177,7 +177,7 @@ describe("budget validation at intent creation", () => {
     ["a threshold above 100", { alert_threshold_percent: 101 }],
     ["an unknown field", { max_cents: 100 }],
   ])("refuses %s with 400", async (_name, budget) => {
-    const res = await cluster.api("/intents", { body: { title: "budgeted", constraints: { budget } } });
+    const res = await cluster.api("/intents", { body: { title: "budgeted", status: "active", constraints: { budget } } });
     expectError(res, 400, "VALIDATION_FAILED");
     expect(res.body.details.issues[0].path).toMatch(/^body\.constraints\.budget/);
   });
@@ -371,7 +371,7 @@ describe("exceeding the budget", () => {
       await sse.waitFor((c) => c.events.length >= 2);
       expect(sse.events.map((e) => [e.event, e.data.sequence])).toEqual([
         ["budget_alert", 2],
-        ["intent.status_changed", 3],
+        ["status_changed", 3],
       ]);
       const logged = await allEvents(cluster, intent.id);
       expect(sse.events.map((e) => e.data)).toEqual(logged.slice(1));
@@ -438,7 +438,7 @@ describe("PUT /intents/{id}/budget", () => {
     expect(raised.status).toBe(200);
     expect(raised.body).toMatchObject({ status: "active", version: 4, constraints: { budget: { max_total_cents: 150 } } });
     const events = (await allEvents(cluster, intent.id)).slice(-3);
-    expect(events.map((e) => e.event_type)).toEqual(["intent.budget_updated", "intent.budget_updated", "intent.status_changed"]);
+    expect(events.map((e) => e.event_type)).toEqual(["intent.budget_updated", "intent.budget_updated", "status_changed"]);
     expect(events[1]).toMatchObject({
       actor: "operator",
       payload: { budget: { max_total_cents: 150, alert_threshold_percent: 90 }, previous: { max_total_cents: 120, alert_threshold_percent: 90 }, version: 4 },
@@ -464,7 +464,7 @@ describe("PUT /intents/{id}/budget", () => {
     expect(lowered.body).toMatchObject({ status: "blocked", version: 4 });
     const last = (await allEvents(cluster, intent.id)).at(-1);
     expect(last).toMatchObject({
-      event_type: "intent.status_changed",
+      event_type: "status_changed",
       payload: { from: "active", to: "blocked", reason: "budget_exceeded", version: 4, budget: { rule: "max_per_agent_cents", limit_cents: 5, spent_cents: 6 } },
     });
   });
@@ -512,7 +512,7 @@ describe("recordCostInTx", () => {
     expect(cost).toMatchObject({ intent_id: intent.id, agent_id: "tx-agent", cost_type: "compute", amount: 3, unit: "seconds", cents: 11, provider: "gpu-farm", metadata: {} });
     expect(events.map((e) => [e.event_type, e.sequence])).toEqual([
       ["budget_alert", 2],
-      ["intent.status_changed", 3],
+      ["status_changed", 3],
     ]);
     expect((await costsOf(intent.id)).body.costs).toEqual([cost]);
     expect((await readIntent(intent.id)).body).toMatchObject({ status: "blocked", version: 2 });
@@ -526,7 +526,7 @@ describe("on the embedded database (PGlite)", () => {
   it("records, sums, alerts and blocks the same way", async () => {
     const embedded = await startTestCluster({ embedded: true });
     try {
-      const created = await embedded.api("/intents", { body: { title: "embedded budget", constraints: { budget: { max_total_cents: 10, alert_threshold_percent: 50 } } } });
+      const created = await embedded.api("/intents", { body: { title: "embedded budget", status: "active", constraints: { budget: { max_total_cents: 10, alert_threshold_percent: 50 } } } });
       expect(created.status).toBe(201);
       const id = created.body.id;
       const headers = await agentHeaders(embedded, "pglite-agent", "agent");
@@ -538,7 +538,7 @@ describe("on the embedded database (PGlite)", () => {
       expect(listed.body.summary).toEqual({ total: 11, by_type: { api_call: 11 }, by_agent: { "pglite-agent": 11 }, count: 3, total_cents: 11, by_agent_cents: { "pglite-agent": 11 } });
       expect(listed.body.budget.blocked).toBe(true);
       const events = await allEvents(embedded, id);
-      expect(events.map((e) => e.event_type)).toEqual(["intent.created", "budget_alert", "intent.status_changed"]);
+      expect(events.map((e) => e.event_type)).toEqual(["intent_created", "budget_alert", "status_changed"]);
     } finally {
       await embedded.stop();
     }

@@ -14,14 +14,14 @@ afterAll(async () => {
 describe("the cluster on its embedded database", () => {
   it("migrates, serves writes with their events, and reports ready", async () => {
     expect(cluster.database.kind).toBe("pglite");
-    const created = await cluster.api("/intents", { body: { title: "embedded" } });
+    const created = await cluster.api("/intents", { body: { title: "embedded", status: "active" } });
     expect(created.status).toBe(201);
     const patched = await cluster.api(`/intents/${created.body.id}/state`, { body: { patches: [{ op: "append", path: "log", value: 1 }] }, headers: { "If-Match": "1" } });
     expect(patched.status).toBe(200);
     const stale = await cluster.api(`/intents/${created.body.id}/state`, { body: [{ op: "append", path: "log", value: 2 }], headers: { "If-Match": "1" } });
     expect(stale.status).toBe(409);
     const events = await cluster.api(`/intents/${created.body.id}/events`);
-    expect(events.body.events.map((e: { event_type: string }) => e.event_type)).toEqual(["intent.created", "intent.state_patched"]);
+    expect(events.body.events.map((e: { event_type: string }) => e.event_type)).toEqual(["intent_created", "state_patched"]);
     const ready = await cluster.api("/readyz", { key: null });
     expect(ready.status).toBe(200);
     expect(ready.body.services.intents.database).toBe("ok");
@@ -34,7 +34,7 @@ describe("the cluster on its embedded database", () => {
     const agentId = "embedded-agent";
     const registered = await cluster.api("/agents", { body: { agent_id: agentId, heartbeat_config: { interval_seconds: 1, unhealthy_after_seconds: 2, dead_after_seconds: 4 } }, key: "agent" });
     expect(registered.status).toBe(201);
-    const intent = (await cluster.api("/intents", { body: { title: "leased" } })).body;
+    const intent = (await cluster.api("/intents", { body: { title: "leased", status: "active" } })).body;
     const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "work", ttl_seconds: 600 }, headers: { "X-Agent-ID": agentId }, key: "agent" });
     expect(lease.status).toBe(201);
     (cluster.clock as ManualClock).advance(5000);
@@ -42,7 +42,7 @@ describe("the cluster on its embedded database", () => {
     expect((await cluster.api(`/agents/${agentId}`, { key: "agent" })).body.status).toBe("dead");
     await vi.waitFor(async () => {
       const events = (await cluster.api(`/intents/${intent.id}/events`)).body.events;
-      expect(events.at(-1)).toMatchObject({ event_type: "lease.expired", payload: { reason: "agent_dead" } });
+      expect(events.at(-1)).toMatchObject({ event_type: "lease_released", payload: { reason: "agent_dead" } });
     });
   });
 });

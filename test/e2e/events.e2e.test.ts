@@ -25,6 +25,31 @@ async function intentWithNotes(n: number): Promise<{ id: string; events: any[] }
 }
 
 describe("POST /intents/{id}/events", () => {
+  it("stores the clients' trace_id and parent_event_id and returns them in the event and its log pages (the stream message is the same text)", async () => {
+    const intent = await createIntent(cluster);
+    const parent = await append(intent.id, { event_type: "comment", payload: { text: "first" } });
+    expect(parent.body).not.toHaveProperty("trace_id");
+    expect(parent.body).not.toHaveProperty("parent_event_id");
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const child = await append(intent.id, { event_type: "comment", payload: { text: "reply" }, trace_id: traceId, parent_event_id: parent.body.id.toUpperCase() });
+    expect(child.status, JSON.stringify(child.body)).toBe(201);
+    expect(child.body).toMatchObject({ event_type: "comment", trace_id: traceId, parent_event_id: parent.body.id });
+    const page = (await cluster.api(`/intents/${intent.id}/events`)).body.events;
+    expect(page.at(-1)).toEqual(child.body);
+    const filtered = (await cluster.api(`/intents/${intent.id}/events?event_type=comment`)).body.events;
+    expect(filtered.at(-1)).toEqual(child.body);
+    const nulls = await append(intent.id, { event_type: "comment", trace_id: null, parent_event_id: null });
+    expect(nulls.status).toBe(201);
+    expect(nulls.body).not.toHaveProperty("trace_id");
+  });
+
+  it("refuses a parent_event_id that is not a UUID and a trace_id with whitespace (400), appending nothing", async () => {
+    const intent = await createIntent(cluster);
+    expectError(await append(intent.id, { event_type: "comment", parent_event_id: "nope" }), 400, "VALIDATION_FAILED");
+    expectError(await append(intent.id, { event_type: "comment", trace_id: "a b" }), 400, "VALIDATION_FAILED");
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
+  });
+
   it("appends an event (201) with event_type, actor and payload", async () => {
     const intent = await createIntent(cluster);
     const res = await append(intent.id, { event_type: "research.finding", actor: "agent-7", payload: { url: "https://x", score: 3 } });
@@ -34,7 +59,7 @@ describe("POST /intents/{id}/events", () => {
     expect(res.body.created_at).toMatch(TIMESTAMP);
 
     const log = await allEvents(cluster, intent.id);
-    expect(log.map((e) => e.event_type)).toEqual(["intent.created", "research.finding"]);
+    expect(log.map((e) => e.event_type)).toEqual(["intent_created", "research.finding"]);
     expect(log[1]).toEqual(res.body);
   });
 
@@ -50,12 +75,12 @@ describe("POST /intents/{id}/events", () => {
 
   it("refuses event types the server emits with 400 RESERVED_EVENT_TYPE, appending nothing", async () => {
     const intent = await createIntent(cluster);
-    for (const type of ["intent.created", "intent.status_changed", "lease.expired", "lease.acquired", "intent.agent_assigned"]) {
+    for (const type of ["intent_created", "status_changed", "lease_released", "lease_acquired", "agent_assigned", "attachment_added", "lease.expired", "intent.created"]) {
       const res = await append(intent.id, { event_type: type, payload: {} });
       expectError(res, 400, "RESERVED_EVENT_TYPE");
     }
     const log = await allEvents(cluster, intent.id);
-    expect(log.map((e) => e.event_type)).toEqual(["intent.created"]);
+    expect(log.map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 
   it("refuses a body without event_type (400)", async () => {
@@ -81,7 +106,7 @@ describe("POST /intents/{id}/events", () => {
     expect(read.body.version).toBe(2);
     expect(read.headers.get("etag")).toBe('"2"');
     const types = (await allEvents(cluster, intent.id)).map((e) => e.event_type);
-    expect(types).toEqual(["intent.created", "intent.state_patched", "note.y", "note.z"]);
+    expect(types).toEqual(["intent_created", "state_patched", "note.y", "note.z"]);
   });
 });
 
@@ -89,7 +114,7 @@ describe("GET /intents/{id}/events", () => {
   it("lists oldest first with consecutive sequence numbers", async () => {
     const { events } = await intentWithNotes(5);
     expect(events.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(events[0].event_type).toBe("intent.created");
+    expect(events[0].event_type).toBe("intent_created");
     expect(events.slice(1).map((e) => e.payload.i)).toEqual([0, 1, 2, 3, 4]);
     const times = events.map((e) => Date.parse(e.created_at));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
@@ -172,21 +197,24 @@ describe("every mutation appends its event", () => {
 
     const log = await allEvents(cluster, id);
     expect(log.map((e) => e.event_type)).toEqual([
-      "intent.created",
-      "intent.state_patched",
-      "intent.status_changed",
-      "intent.agent_assigned",
-      "lease.acquired",
-      "lease.renewed",
-      "lease.released",
-      "intent.agent_unassigned",
+      "intent_created",
+      "state_patched",
+      "status_changed",
+      "agent_assigned",
+      "lease_acquired",
+      "lease_acquired",
+      "lease_released",
+      "agent_unassigned",
     ]);
     expect(log.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(log[0].payload).toMatchObject({ title: "logged" });
     expect(log[2].payload).toMatchObject({ from: "active", to: "blocked", reason: "waiting" });
     expect(log[3].payload).toMatchObject({ agent_id: "agent-x" });
     expect(log[4]).toMatchObject({ actor: "agent-x", payload: { lease_id: lease.body.id, scope: "notes" } });
-    expect(log[6].payload).toMatchObject({ lease_id: lease.body.id });
+    // A renewal is the same lease for a new term; a release says so (an expiry says expired).
+    expect(log[5].payload).toMatchObject({ lease_id: lease.body.id, renewal: true });
+    expect(log[4].payload).not.toHaveProperty("renewal");
+    expect(log[6].payload).toMatchObject({ lease_id: lease.body.id, reason: "released" });
   });
 
   it("appends nothing for a refused mutation", async () => {
@@ -194,6 +222,6 @@ describe("every mutation appends its event", () => {
     await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/a", value: 1 }], headers: { "If-Match": "7" } });
     await cluster.api(`/intents/${intent.id}/status`, { body: { status: "draft" }, headers: { "If-Match": "1" } });
     await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" } });
-    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent.created"]);
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 });

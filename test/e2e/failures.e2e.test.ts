@@ -339,7 +339,7 @@ describe("fallback agents", () => {
 
     const events = await allEvents(cluster, intent.id);
     const handover = events.slice(-5);
-    expect(handover.map((e) => e.event_type)).toEqual(["lease.released", "lease.released", "lease.acquired", "lease.acquired", "fallback_triggered"]);
+    expect(handover.map((e) => e.event_type)).toEqual(["lease_released", "lease_released", "lease_acquired", "lease_acquired", "fallback_triggered"]);
     expect(new Set(handover.map((e) => e.created_at)).size).toBe(1);
     expect(handover[0].payload).toEqual({ lease_id: leases[0].id, agent_id: failingId, scope: "research", reason: "fallback" });
     expect(handover[2].payload).toEqual({ lease_id: active[0].id, agent_id: fallbackId, scope: "research", expires_at: active[0].expires_at });
@@ -416,8 +416,8 @@ describe("fallback agents", () => {
 
     const events = await allEvents(cluster, intent.id);
     expect(events.filter((e) => e.event_type === "fallback_triggered")).toHaveLength(1);
-    expect(events.filter((e) => e.event_type === "lease.released")).toHaveLength(1);
-    expect(events.filter((e) => e.event_type === "lease.acquired").map((e) => e.payload.agent_id)).toEqual([leases[0].agent_id, fallbackId]);
+    expect(events.filter((e) => e.event_type === "lease_released")).toHaveLength(1);
+    expect(events.filter((e) => e.event_type === "lease_acquired").map((e) => e.payload.agent_id)).toEqual([leases[0].agent_id, fallbackId]);
     const active = await activeLeases(intent.id);
     expect(active.map((l) => [l.agent_id, l.scope])).toEqual([[fallbackId, "research"]]);
     expect((await failures(intent.id)).body.failures).toHaveLength(2);

@@ -42,7 +42,7 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     const read = await cluster.api(`/intents/${intent.id}`);
     expect(read.body).toMatchObject({ version: 1, state: {}, status: "active" });
     const log = await cluster.api(`/intents/${intent.id}/events`);
-    expect(log.body.events.map((e: any) => e.event_type)).toEqual(["intent.created"]);
+    expect(log.body.events.map((e: any) => e.event_type)).toEqual(["intent_created"]);
   });
 
   it("does not create an intent for an unauthenticated POST /intents", async () => {
@@ -192,7 +192,7 @@ describe("If-Match and ETag", () => {
   });
 
   it("sends the version as a quoted ETag on create, get, state and status", async () => {
-    const created = await cluster.api("/intents", { body: { title: "etag" } });
+    const created = await cluster.api("/intents", { body: { title: "etag", status: "active" } });
     expect(created.headers.get("etag")).toBe('"1"');
     const id = created.body.id as string;
     const got = await cluster.api(`/intents/${id}`);

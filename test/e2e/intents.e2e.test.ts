@@ -28,7 +28,7 @@ describe("POST /intents and GET /intents/{id}", () => {
       title: "Ship the release",
       description: "v2",
       created_by: "agent-1",
-      status: "active",
+      status: "draft",
       constraints: { budget: { max_total_cents: 100 } },
       state: { step: 1 },
       confidence: 40,
@@ -41,6 +41,27 @@ describe("POST /intents and GET /intents/{id}", () => {
     const read = await cluster.api(`/intents/${res.body.id}`);
     expect(read.status).toBe(200);
     expect(read.body).toEqual(res.body);
+  });
+
+  it("starts new intents in draft (table 3.1); a body may ask for draft or active, any other status is 400 and writes nothing", async () => {
+    const tag = uniqueTag("initial");
+    const drafted = await cluster.api("/intents", { body: { title: "d", created_by: tag } });
+    expect(drafted.body.status).toBe("draft");
+    expect((await cluster.api(`/intents/${drafted.body.id}/events`)).body.events[0].payload).toMatchObject({ status: "draft" });
+    const active = await cluster.api("/intents", { body: { title: "a", created_by: tag, status: "active" } });
+    expect(active.status).toBe(201);
+    expect(active.body.status).toBe("active");
+    expect((await cluster.api("/intents", { body: { title: "d2", created_by: tag, status: "draft" } })).body.status).toBe("draft");
+    for (const status of ["blocked", "completed", "abandoned", "suspended_awaiting_input", "nonsense"]) {
+      const refused = await cluster.api("/intents", { body: { title: "x", created_by: tag, status } });
+      expectError(refused, 400, "VALIDATION_FAILED");
+      expect(refused.body.message).toContain("draft or active");
+    }
+    const listed = await cluster.api(`/intents?created_by=${tag}`);
+    expect(listed.body.intents).toHaveLength(3);
+    // The walkthrough: activate a draft first (If-Match 1), then work on it.
+    const activated = await cluster.api(`/intents/${drafted.body.id}/status`, { body: { status: "active" }, headers: { "If-Match": "1" } });
+    expect(activated.body).toMatchObject({ status: "active", version: 2 });
   });
 
   it("defaults description to null, constraints and state to {}, and created_by to the caller", async () => {
@@ -156,7 +177,7 @@ describe("POST /intents/{id}/state", () => {
     expect(read.body.state).toEqual({ n: 1 });
     expect(read.body.version).toBe(1);
     expect(read.headers.get("etag")).toBe('"1"');
-    expect(await eventTypes(cluster, intent.id)).toEqual(["intent.created"]);
+    expect(await eventTypes(cluster, intent.id)).toEqual(["intent_created"]);
   });
 
   it("requires If-Match: 428 PRECONDITION_REQUIRED without it, and nothing changes", async () => {
@@ -195,13 +216,13 @@ describe("POST /intents/{id}/state", () => {
     const read = await cluster.api(`/intents/${intent.id}`);
     expect(read.body.version).toBe(2);
     expect(read.body.state).toEqual({ winner: winner.body.state.winner, log: [winner.body.state.winner] });
-    expect(await eventTypes(cluster, intent.id)).toEqual(["intent.created", "intent.state_patched"]);
+    expect(await eventTypes(cluster, intent.id)).toEqual(["intent_created", "state_patched"]);
   });
 
   it("appends intent.state_patched with the patches and the new version", async () => {
     const intent = await createIntent(cluster);
     await patch(intent.id, [{ op: "set", path: "/a", value: 1 }], "1");
-    const log = await cluster.api(`/intents/${intent.id}/events?event_type=intent.state_patched`);
+    const log = await cluster.api(`/intents/${intent.id}/events?event_type=state_patched`);
     expect(log.body.events).toHaveLength(1);
     expect(log.body.events[0].payload).toMatchObject({ patches: [{ op: "set", path: "/a", value: 1 }], version: 2 });
   });
@@ -222,7 +243,7 @@ describe("POST /intents/{id}/status: table 3.1", () => {
       expect(res.headers.get("etag")).toBe(`"${version}"`);
       from = to;
     }
-    const changes = await cluster.api(`/intents/${intent.id}/events?event_type=intent.status_changed`);
+    const changes = await cluster.api(`/intents/${intent.id}/events?event_type=status_changed`);
     const pairs = changes.body.events.map((e: any) => `${e.payload.from}->${e.payload.to}`);
     const expected: string[] = [];
     let prev: string = initial;
@@ -291,7 +312,7 @@ describe("POST /intents/{id}/status: table 3.1", () => {
     const winner = results.find((r) => r.status === 200)!;
     const read = await cluster.api(`/intents/${intent.id}`);
     expect(read.body).toMatchObject({ version: 2, status: winner.body.status });
-    expect((await eventTypes(cluster, intent.id)).filter((t) => t === "intent.status_changed")).toHaveLength(1);
+    expect((await eventTypes(cluster, intent.id)).filter((t) => t === "status_changed")).toHaveLength(1);
   });
 
   it("moves updated_at on a transition and keeps created_at", async () => {
@@ -336,7 +357,7 @@ describe("assignments: POST/GET/DELETE /intents/{id}/agents", () => {
 
     const log = await cluster.api(`/intents/${intent.id}/events`);
     const types = log.body.events.map((e: any) => e.event_type);
-    expect(types).toEqual(["intent.created", "intent.agent_assigned", "intent.agent_assigned", "intent.agent_unassigned"]);
+    expect(types).toEqual(["intent_created", "agent_assigned", "agent_assigned", "agent_unassigned"]);
     expect(log.body.events[1].payload).toMatchObject({ agent_id: "agent-a", role: "writer" });
   });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, TIMESTAMP } from "../support/e2e-helpers";
+import { allEvents, createIntent, expectError, isLeaseExpiry, TIMESTAMP } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
 
 let cluster: TestCluster;
@@ -149,7 +149,7 @@ describe("renewing and releasing", () => {
     expect(active.body.leases.map((l: any) => l.id)).toEqual([next.body.id]);
 
     const log = await allEvents(cluster, intent.id);
-    expect(log.map((e) => e.event_type)).toEqual(["intent.created", "lease.acquired", "lease.released", "lease.acquired"]);
+    expect(log.map((e) => e.event_type)).toEqual(["intent_created", "lease_acquired", "lease_released", "lease_acquired"]);
   });
 
   it("only the holder renews; another agent gets 403 and the lease is unchanged", async () => {
@@ -171,7 +171,7 @@ describe("renewing and releasing", () => {
 });
 
 describe("expiry", () => {
-  it("frees the scope of an expired lease for another agent and logs lease.expired with reason expired", async () => {
+  it("frees the scope of an expired lease for another agent and logs its expiry (lease_released, reason expired)", async () => {
     const intent = await createIntent(cluster);
     const lease = await acquire(intent.id, "agent-a", "research", 10);
     clock().advance(10_001);
@@ -180,11 +180,10 @@ describe("expiry", () => {
     expect(next.body.agent_id).toBe("agent-b");
 
     const log = await allEvents(cluster, intent.id);
-    const expired = log.filter((e) => e.event_type === "lease.expired");
+    const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
     expect(expired[0].payload).toMatchObject({ lease_id: lease.body.id, agent_id: "agent-a", scope: "research", reason: "expired" });
-    const types = log.map((e) => e.event_type);
-    expect(types.indexOf("lease.expired")).toBeLessThan(types.lastIndexOf("lease.acquired"));
+    expect(log.indexOf(expired[0])).toBeLessThan(log.map((e) => e.event_type).lastIndexOf("lease_acquired"));
   });
 
   it("a lease whose expires_at has passed cannot be renewed (412)", async () => {
@@ -229,18 +228,18 @@ describe("expiry", () => {
 });
 
 describe("the lease sweeper", () => {
-  it("expires lapsed leases after the clock passes expires_at and appends lease.expired", async () => {
+  it("expires lapsed leases after the clock passes expires_at and appends its expiry event", async () => {
     const intent = await createIntent(cluster);
     const short = await acquire(intent.id, "agent-a", "short", 5);
     const long = await acquire(intent.id, "agent-b", "long", 3600);
     await cluster.intents.sweeper.sweep();
     let log = await allEvents(cluster, intent.id);
-    expect(log.filter((e) => e.event_type === "lease.expired")).toHaveLength(0);
+    expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(0);
 
     clock().advance(5_001);
     expect(await cluster.intents.sweeper.sweep()).toBeGreaterThanOrEqual(1);
     log = await allEvents(cluster, intent.id);
-    const expired = log.filter((e) => e.event_type === "lease.expired");
+    const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
     expect(expired[0].payload).toMatchObject({ lease_id: short.body.id, reason: "expired" });
 
@@ -250,7 +249,7 @@ describe("the lease sweeper", () => {
     // A second pass expires nothing more.
     await cluster.intents.sweeper.sweep();
     log = await allEvents(cluster, intent.id);
-    expect(log.filter((e) => e.event_type === "lease.expired")).toHaveLength(1);
+    expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(1);
     // The scope is free.
     expect((await acquire(intent.id, "agent-c", "short")).status).toBe(201);
   });
@@ -262,7 +261,7 @@ describe("the lease sweeper", () => {
     clock().advance(60_000);
     await cluster.intents.sweeper.sweep();
     let log = await allEvents(cluster, intent.id);
-    expect(log.filter((e) => e.event_type === "lease.expired")).toHaveLength(0);
+    expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(0);
 
     // Still owned: another agent cannot take it.
     expectError(await acquire(intent.id, "agent-b", "work"), 409, "LEASE_HELD");
@@ -271,7 +270,51 @@ describe("the lease sweeper", () => {
     expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
     expect(Date.parse(renewed.body.expires_at)).toBe(clock().now().getTime() + 30_000);
     log = await allEvents(cluster, intent.id);
-    expect(log.filter((e) => e.event_type === "lease.expired")).toHaveLength(0);
-    expect(log.map((e) => e.event_type)).toContain("lease.renewed");
+    expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(0);
+    expect(log.filter((e) => e.event_type === "lease_acquired").map((e) => e.payload.renewal)).toEqual([undefined, true]);
+  });
+});
+
+describe("the official clients' spellings (issue 10)", () => {
+  it("takes duration_seconds as an alias of ttl_seconds on acquire and on renew; two different values are 400 and grant nothing", async () => {
+    const intent = await createIntent(cluster);
+    const headers = await as("agent-d");
+    const res = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "draft", duration_seconds: 45 }, headers, key: null });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(Date.parse(res.body.expires_at) - Date.parse(res.body.acquired_at)).toBe(45_000);
+    const both = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "other", duration_seconds: 45, ttl_seconds: 60 }, headers, key: null });
+    expectError(both, 400, "VALIDATION_FAILED");
+    expect(both.body.message).toContain("duration_seconds");
+    const same = await cluster.api(`/intents/${intent.id}/leases/${res.body.id}/renew`, { body: { duration_seconds: 70, ttl_seconds: 70 }, headers, key: null });
+    expect(same.status, JSON.stringify(same.body)).toBe(200);
+    expect(Date.parse(same.body.expires_at)).toBe(clock().now().getTime() + 70_000);
+    expect((await cluster.api(`/intents/${intent.id}/leases`)).body.leases.map((l: any) => l.scope)).toEqual(["draft"]);
+  });
+
+  it("renews by PATCH /intents/{id}/leases/{lease_id} with {duration_seconds}, only by the holder", async () => {
+    const intent = await createIntent(cluster);
+    const lease = await acquire(intent.id, "agent-p", "work", 30);
+    clock().advance(10_000);
+    const renewed = await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "PATCH", body: { duration_seconds: 300 }, headers: await as("agent-p"), key: null });
+    expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+    expect(renewed.body).toMatchObject({ id: lease.body.id, agent_id: "agent-p", scope: "work", released_at: null });
+    expect(Date.parse(renewed.body.expires_at)).toBe(clock().now().getTime() + 300_000);
+    const stranger = await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "PATCH", body: { duration_seconds: 300 }, headers: await as("agent-q"), key: null });
+    expectError(stranger, 403, "NOT_LEASE_HOLDER");
+    const log = await allEvents(cluster, intent.id);
+    expect(log.filter((e) => e.event_type === "lease_acquired").map((e) => e.payload.renewal ?? false)).toEqual([false, true]);
+  });
+
+  it("lists leases as {leases: [...]}; a collision is 409 whose message mentions the lease and carries existing_lease", async () => {
+    const intent = await createIntent(cluster);
+    const held = await acquire(intent.id, "agent-h", "notes");
+    const listed = await cluster.api(`/intents/${intent.id}/leases`);
+    expect(Object.keys(listed.body)).toEqual(["leases"]);
+    expect(listed.body.leases.map((l: any) => l.id)).toEqual([held.body.id]);
+    const collision = await acquire(intent.id, "agent-i", "notes");
+    expectError(collision, 409, "LEASE_HELD");
+    expect(collision.body.message.toLowerCase()).toContain("lease");
+    expect(collision.body.existing_lease).toEqual(held.body);
+    expect(collision.body.lease).toEqual(held.body);
   });
 });

@@ -120,7 +120,7 @@ describe("POST /api/v1/portfolios", () => {
         id: expect.any(String),
         portfolio_id: res.body.id,
         sequence: 1,
-        event_type: "portfolio.created",
+        event_type: "portfolio_created",
         actor: "admin",
         payload: expect.objectContaining({ name: "Q4 launch", status: "draft", due_before: res.body.due_before, version: 1 }),
         created_at: expect.stringMatching(TIMESTAMP),
@@ -196,10 +196,10 @@ describe("membership: POST /portfolios/{id}/intents, DELETE /portfolios/{id}/int
     expect(res.body.members).toEqual([{ intent_id: intent.id, role: "lead", status: "active", added_by: "admin", added_at: expect.stringMatching(TIMESTAMP) }]);
 
     const events = await portfolioEvents(portfolio.id);
-    expect(types(events)).toEqual(["portfolio.created", "portfolio.member_added", "portfolio.status_changed"]);
+    expect(types(events)).toEqual(["portfolio_created", "added_to_portfolio", "portfolio.status_changed"]);
     expect(events.map((e) => e.sequence)).toEqual([1, 2, 3]);
     expect(events[1].payload).toEqual({ intent_id: intent.id, role: "lead", intent_status: "active", status: "active", version: 2 });
-    expect(events[2].payload).toMatchObject({ from: "draft", to: "active", intent_id: intent.id, cause: "portfolio.member_added" });
+    expect(events[2].payload).toMatchObject({ from: "draft", to: "active", intent_id: intent.id, cause: "added_to_portfolio" });
   });
 
   it("refuses a duplicate (409 MEMBER_EXISTS), an unknown intent or portfolio (404), a stale If-Match (409) and a bad body (400)", async () => {
@@ -217,7 +217,7 @@ describe("membership: POST /portfolios/{id}/intents, DELETE /portfolios/{id}/int
     // Nothing of the refused requests was written.
     const after = await getPortfolio(portfolio.id);
     expect(after).toMatchObject({ version: 2, member_count: 1 });
-    expect(types(await portfolioEvents(portfolio.id))).toEqual(["portfolio.created", "portfolio.member_added", "portfolio.status_changed"]);
+    expect(types(await portfolioEvents(portfolio.id))).toEqual(["portfolio_created", "added_to_portfolio", "portfolio.status_changed"]);
   });
 
   it("serializes concurrent additions: every member in, one version each, a log without gaps", async () => {
@@ -230,7 +230,7 @@ describe("membership: POST /portfolios/{id}/intents, DELETE /portfolios/{id}/int
     expect(after).toMatchObject({ version: 11, member_count: 10, status: "active" });
     const events = await portfolioEvents(portfolio.id);
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
-    expect(types(events).filter((t) => t === "portfolio.member_added")).toHaveLength(10);
+    expect(types(events).filter((t) => t === "added_to_portfolio")).toHaveLength(10);
     expect(types(events).filter((t) => t === "portfolio.status_changed")).toHaveLength(1);
   });
 
@@ -265,7 +265,7 @@ describe("membership: POST /portfolios/{id}/intents, DELETE /portfolios/{id}/int
     expect(res.headers.get("etag")).toBe('"3"');
     expect(res.body).toMatchObject({ version: 3, status: "draft", member_count: 0, members: [] });
     const events = await portfolioEvents(portfolio.id);
-    expect(types(events).slice(3)).toEqual(["portfolio.member_removed", "portfolio.status_changed"]);
+    expect(types(events).slice(3)).toEqual(["removed_from_portfolio", "portfolio.status_changed"]);
     expect(events[3].payload).toMatchObject({ intent_id: intent.id, status: "draft", version: 3 });
     expect(events[4].payload).toMatchObject({ from: "active", to: "draft" });
 
@@ -483,9 +483,9 @@ describe("the projection is idempotent", () => {
     await waitForPortfolioStatus(portfolio.id, "active");
     const before = await portfolioEvents(portfolio.id);
 
-    const old = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "intent.status_changed" && e.payload.to === "blocked");
+    const old = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "status_changed" && e.payload.to === "blocked");
     const msgId = `replayed:${intent.id}`;
-    await cluster.bus.js.publish(cluster.bus.subject(intentEventSubject(intent.id, "intent.status_changed")), JSON.stringify(old), { msgID: msgId });
+    await cluster.bus.js.publish(cluster.bus.subject(intentEventSubject(intent.id, "status_changed")), JSON.stringify(old), { msgID: msgId });
     await eventually(async () => {
       const rows = rowsOf(
         await cluster.database.db.execute(sql`select 1 from intents.inbox where consumer = ${PORTFOLIO_PROJECTION_DURABLE} and message_id = ${msgId}`),
@@ -523,7 +523,7 @@ describe("suspension primitive on the bus (im.intents.suspension.begin / .end)",
     const read = await cluster.api(`/intents/${intent.id}`);
     expect(read.body).toEqual(suspended);
     const log = await allEvents(cluster, intent.id);
-    expect(types(log)).toEqual(["intent.created", "intent.suspended", "intent.status_changed"]);
+    expect(types(log)).toEqual(["intent_created", "intent.suspended", "status_changed"]);
     expect(log[1].payload).toEqual({ suspension: suspended.state._suspension, version: 2 });
     expect(log[2].payload).toMatchObject({ from: "active", to: "suspended_awaiting_input", version: 2, suspension_id: suspended.state._suspension.id });
     // The status endpoint cannot leave suspension (table 3.1): only the end primitive does.
@@ -559,7 +559,7 @@ describe("suspension primitive on the bus (im.intents.suspension.begin / .end)",
     expect(resumed).toMatchObject({ status: "active", version: 3 });
     expect(resumed.state._suspension).toMatchObject({ id, resolution: "responded", response: "yes", responded_by: "ops-1", responded_at: expect.stringMatching(TIMESTAMP) });
     const log = await allEvents(cluster, intent.id);
-    expect(types(log).slice(-2)).toEqual(["intent.resumed", "intent.status_changed"]);
+    expect(types(log).slice(-2)).toEqual(["intent.resumed", "status_changed"]);
     expect(log.at(-2).payload).toMatchObject({ suspension_id: id, resolution: "responded", response: "yes", version: 3 });
     expect(log.at(-1).payload).toMatchObject({ from: "suspended_awaiting_input", to: "active", reason: "responded", version: 3 });
     await expect(endSuspension(intent.id, { suspension_id: id, resolution: "cancelled" })).rejects.toMatchObject({ code: "NOT_SUSPENDED", status: 409 });
@@ -574,7 +574,7 @@ describe("suspension primitive on the bus (im.intents.suspension.begin / .end)",
     const ended = await endSuspension(intent.id, { suspension_id: id, resolution: "expired", status: "abandoned" });
     expect(ended).toMatchObject({ status: "abandoned", state: { _suspension: { id, resolution: "expired" } } });
     const log = await allEvents(cluster, intent.id);
-    expect(types(log).slice(-2)).toEqual(["intent.suspension_expired", "intent.status_changed"]);
+    expect(types(log).slice(-2)).toEqual(["intent.suspension_expired", "status_changed"]);
     expect(log.at(-2).payload).toMatchObject({ suspension_id: id, fallback_policy: "fail", status: "abandoned" });
   });
 });
@@ -723,7 +723,7 @@ describe("GET /api/v1/subscribe/portfolios/{id}", () => {
       expect(JSON.parse(frame.data!)).toEqual(log[i]);
     });
     expect(frames.map((f) => f.event)).toEqual([
-      "portfolio.member_added",
+      "added_to_portfolio",
       "portfolio.member_status_changed",
       "portfolio.status_changed",
       "portfolio.member_status_changed",
@@ -803,7 +803,7 @@ describe("stream IM_PORTFOLIOS", () => {
     expect(seen.map((m) => m.data)).toEqual(log);
     expect(seen.map((m) => m.subject)).toEqual(log.map((e) => cluster.bus.subject(`im.evt.portfolio.${portfolio.id}.${e.event_type}`)));
     expect(seen.map((m) => m.msgId)).toEqual(log.map((e) => `portfolio:${portfolio.id}:e${e.sequence}`));
-    expect(new Set(seen.map((m) => m.schema))).toEqual(new Set(["im.portfolio-event/1"]));
+    expect(new Set(seen.map((m) => m.schema))).toEqual(new Set(["im.portfolio-event/2"]));
   });
 
   it("describes the portfolio endpoints in the OpenAPI document", async () => {

@@ -123,7 +123,7 @@ describe("PostgreSQL crash and restart under load", () => {
     for (let i = 0; i < 50 && !expired; i++) {
       await sleep(100);
       const tail = await cluster.api(`/intents/${intentIds[0]}/events?tail=true&limit=5`);
-      expired = tail.body.events.some((e: { event_type: string }) => e.event_type === intentEventTypes.leaseExpired);
+      expired = tail.body.events.some((e: { event_type: string; payload: { reason?: string } }) => e.event_type === intentEventTypes.leaseReleased && e.payload.reason === "expired");
     }
     expect(expired).toBe(true);
   }, 90_000);

@@ -84,10 +84,10 @@ describe("killing the registry service mid-flight", () => {
 
     /**
      * Sends until the registry answers. 503/504 (the registry is down, or died holding the request)
-     * are retried; once a retry has been needed, `doneCode` (409) says an earlier attempt committed
+     * are retried; once a retry has been needed, `doneCodes` (409) say an earlier attempt committed
      * without its answer reaching the client: done, but not acknowledged. Anything else is a failure.
      */
-    const send = async (what: string, request: () => Promise<ApiResponse>, doneCode: string): Promise<boolean> => {
+    const send = async (what: string, request: () => Promise<ApiResponse>, ...doneCodes: string[]): Promise<boolean> => {
       let retried = false;
       const deadline = Date.now() + 20_000;
       for (;;) {
@@ -96,7 +96,7 @@ describe("killing the registry service mid-flight", () => {
           acknowledgedWrites += 1;
           return true;
         }
-        if (retried && res.status === 409 && res.body?.code === doneCode) return false;
+        if (retried && res.status === 409 && doneCodes.includes(res.body?.code)) return false;
         if ((res.status !== 503 && res.status !== 504) || Date.now() > deadline) {
           unexpected.push(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
           return false;
@@ -123,8 +123,11 @@ describe("killing the registry service mid-flight", () => {
         if (
           await send(
             `drain ${id}`,
-            () => api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: drainKey }),
+            () => api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: drainKey }),
+            // A drain that committed before its answer was lost moved the version on: the retry's
+            // If-Match is stale (checked before the transition).
             "INVALID_AGENT_TRANSITION",
+            "VERSION_MISMATCH",
           )
         ) {
           tracked.acknowledged = "draining";

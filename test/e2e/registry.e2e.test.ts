@@ -65,10 +65,27 @@ describe("registration (4.9 rules 1-6)", () => {
     expect(ok.status).toBe(201);
   });
 
+  it("requires If-Match on PATCH and PUT /agents/{id}/status: 428 without it, 409 when stale, and nothing changes", async () => {
+    const id = uniqueTag("ifmatch");
+    await register({ agent_id: id });
+    for (const method of ["PATCH", "PUT"]) {
+      expectError(await cluster.api(`/agents/${id}/status`, { method, body: { status: "draining" }, key: "agent" }), 428, "PRECONDITION_REQUIRED");
+      const stale = await cluster.api(`/agents/${id}/status`, { method, body: { status: "draining" }, headers: { "If-Match": "7" }, key: "agent" });
+      expectError(stale, 409, "VERSION_MISMATCH");
+      expect(stale.body.current_version).toBe(1);
+    }
+    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "deregistered" }, key: "agent" }), 428, "PRECONDITION_REQUIRED");
+    expect((await cluster.api(`/agents/${id}`, { key: "agent" })).body).toMatchObject({ status: "active", version: 1 });
+    expect((await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events).toHaveLength(1);
+    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": 'W/"1"' }, key: "agent" });
+    expect(drained.status, JSON.stringify(drained.body)).toBe(200);
+    expect(drained.headers.get("etag")).toBe('"2"');
+  });
+
   it("re-activates a deregistered id with its version reset, and emits agent.lifecycle", async () => {
     const id = uniqueTag("re");
     await register({ agent_id: id });
-    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" });
+    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" });
     expect(drained.body.version).toBe(2);
     const gone = await cluster.api(`/agents/${id}`, { method: "DELETE", key: "agent" });
     expect(gone.body).toMatchObject({ status: "deregistered", version: 3 });
@@ -117,7 +134,7 @@ describe("registration (4.9 rules 1-6)", () => {
     expect(reg.status).toBe(201);
     const record = await cluster.api(`/agents/${id}/record`, { key: "agent" });
     expect(record.body.agent_id).toBe(id);
-    const drain = await cluster.api(`/agents/${id}/status`, { method: "PUT", body: { status: "draining", drain_timeout_seconds: 60 }, key: "agent" });
+    const drain = await cluster.api(`/agents/${id}/status`, { method: "PUT", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
     expect(drain.status).toBe(200);
     expect(drain.body.status).toBe("draining");
   });
@@ -132,7 +149,7 @@ describe("listing and discovery (4.9, 5.4)", () => {
     await register({ agent_id: ids[2], role_id: role, capabilities: ["b"], capacity: { max_concurrent_tasks: 3 } });
     await register({ agent_id: ids[3], role_id: role, capabilities: ["a"] });
     await beat(ids[0]!, { current_load: 4 });
-    await cluster.api(`/agents/${ids[2]}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" });
+    await cluster.api(`/agents/${ids[2]}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" });
 
     const list = async (query: string) => (await cluster.api(`/agents?role_id=${role}${query}`, { key: "coordinator" })).body;
     const all = await list("");
@@ -179,16 +196,63 @@ describe("listing and discovery (4.9, 5.4)", () => {
 });
 
 describe("keys and identity (part 5)", () => {
-  it("refuses X-Agent-ID naming an agent that is not registered (403 AGENT_NOT_REGISTERED)", async () => {
-    const intent = (await cluster.api("/intents", { body: { title: "t" } })).body;
-    const res = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, headers: { "X-Agent-ID": uniqueTag("ghost") }, key: "agent" });
-    expectError(res, 403, "AGENT_NOT_REGISTERED");
+  it("accepts an unregistered X-Agent-ID or body agent_id as the caller's label: a standalone agent is assigned, leases, records costs and failures, appends events (4.9 rule 6)", async () => {
+    const solo = uniqueTag("solo");
+    const headers = { "X-Agent-ID": solo };
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
+    const assigned = await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: solo } });
+    expect(assigned.status, JSON.stringify(assigned.body)).toBe(201);
+    const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, headers, key: "agent" });
+    expect(lease.status, JSON.stringify(lease.body)).toBe(201);
+    expect(lease.body.agent_id).toBe(solo);
+    const patched = await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x/done", value: true }], headers: { ...headers, "If-Match": "1" }, key: "agent" });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const cost = await cluster.api(`/intents/${intent.id}/costs`, { body: { agent_id: solo, cost_type: "tokens", amount: 5, unit: "tokens" }, key: "agent" });
+    expect(cost.status, JSON.stringify(cost.body)).toBe(201);
+    expect(cost.body.agent_id).toBe(solo);
+    const failure = await cluster.api(`/intents/${intent.id}/failures`, { body: { attempt_number: 1, error_code: "TIMEOUT" }, headers, key: "agent" });
+    expect(failure.status, JSON.stringify(failure.body)).toBe(201);
+    expect(failure.body.agent_id).toBe(solo);
+    const event = await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "comment", payload: { text: "hi" } }, headers, key: "agent" });
+    expect(event.status, JSON.stringify(event.body)).toBe(201);
+    expect(event.body.actor).toBe(solo);
+    // Registration is still optional, not forbidden: the key may register the id later and keeps acting as it.
+    expect((await register({ agent_id: solo })).status).toBe(201);
+    expect((await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "comment" }, headers, key: "agent" })).status).toBe(201);
+    // ...and from then on the id is bound: another key is refused.
+    expectError(await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "comment" }, headers, key: "other" }), 403, "AGENT_NOT_BOUND");
+  });
+
+  it("refuses an unregistered label that is another key's principal (403 AGENT_ID_RESERVED), writing nothing", async () => {
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
+    // "agent-2" is the principal of the `other` key.
+    const res = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "y" }, headers: { "X-Agent-ID": "agent-2" }, key: "agent" });
+    expectError(res, 403, "AGENT_ID_RESERVED");
+    expect((await cluster.api(`/intents/${intent.id}/leases`)).body.leases).toEqual([]);
+  });
+
+  it("lets admin and coordinator keys act for any agent, even one registered with another key; registered-agent rules still hold", async () => {
+    const id = uniqueTag("supervised");
+    await register({ agent_id: id });
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
+    const byAdmin = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "a" }, headers: { "X-Agent-ID": id }, key: "admin" });
+    expect(byAdmin.status, JSON.stringify(byAdmin.body)).toBe(201);
+    expect(byAdmin.body.agent_id).toBe(id);
+    const byCoordinator = await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "comment", actor: id }, key: "coordinator" });
+    expect(byCoordinator.status, JSON.stringify(byCoordinator.body)).toBe(201);
+    // Heartbeats stay bound to the registering key, even for admins.
+    expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: new Date().toISOString() }, key: "admin" }), 403, "AGENT_KEY_MISMATCH");
+    // A draining agent takes no new lease, whoever asks for it.
+    const version = (await cluster.api(`/agents/${id}`, { key: "agent" })).body.version;
+    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": String(version) }, key: "agent" });
+    await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, id)).toBe("draining"));
+    expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "b" }, headers: { "X-Agent-ID": id }, key: "admin" }), 409, "AGENT_DRAINING");
   });
 
   it("refuses acting as an agent bound to another key, by header or by body agent_id (403 AGENT_NOT_BOUND)", async () => {
     const id = uniqueTag("mine");
     await register({ agent_id: id });
-    const intent = (await cluster.api("/intents", { body: { title: "t" } })).body;
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
     expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, headers: { "X-Agent-ID": id }, key: "other" }), 403, "AGENT_NOT_BOUND");
     expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x", agent_id: id }, key: "other" }), 403, "AGENT_NOT_BOUND");
     expectError(await cluster.api(`/subscribe/intents/${intent.id}`, { headers: { "X-Agent-ID": id }, key: "other" }), 403, "AGENT_NOT_BOUND");
@@ -222,7 +286,7 @@ describe("keys and identity (part 5)", () => {
     await register({ agent_id: id, heartbeat_config: { interval_seconds: 1, unhealthy_after_seconds: 2, dead_after_seconds: 4 } });
     clock().advance(5000);
     await cluster.registry.sweeper.sweep();
-    const intent = (await cluster.api("/intents", { body: { title: "t" } })).body;
+    const intent = (await cluster.api("/intents", { body: { title: "t", status: "active" } })).body;
     await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, id)).toBe("dead"));
     expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, headers: { "X-Agent-ID": id }, key: "agent" }), 409, "AGENT_NOT_ACTIVE");
     expect((await register({ agent_id: id })).status).toBe(201);

@@ -35,7 +35,7 @@ afterAll(async () => {
 
 describe("two replicas of the gateway and of the intents service", () => {
   it("stream to a subscriber of one gateway the writes made through the other, in order, once", async () => {
-    const created = await cluster.api("/intents", { body: { title: "replicated" } });
+    const created = await cluster.api("/intents", { body: { title: "replicated", status: "active" } });
     const id = created.body.id as string;
     const sse = await SseClient.open(`${secondUrl}/api/v1/subscribe/intents/${id}`, { "X-API-Key": TEST_KEYS.admin });
     expect(sse.status).toBe(200);
@@ -52,7 +52,7 @@ describe("two replicas of the gateway and of the intents service", () => {
   });
 
   it("serve reads through either gateway", async () => {
-    const created = await cluster.api("/intents", { body: { title: "either" } });
+    const created = await cluster.api("/intents", { body: { title: "either", status: "active" } });
     const res = await fetch(`${secondUrl}/api/v1/intents/${created.body.id}`, { headers: { "X-API-Key": TEST_KEYS.admin } });
     expect(res.status).toBe(200);
     expect(res.headers.get("etag")).toBe('"1"');

@@ -39,7 +39,7 @@ describe("killing the intents service mid-flight", () => {
     const client = new BusClient(bus, 1500);
     service = startService();
     await untilHealthy(client, "intents", caller);
-    const intents = await Promise.all(Array.from({ length: 4 }, (_, i) => client.request<Intent>(intentsCommands.create, caller, { body: { title: `kill ${i}` } })));
+    const intents = await Promise.all(Array.from({ length: 4 }, (_, i) => client.request<Intent>(intentsCommands.create, caller, { body: { title: `kill ${i}`, status: "active" } })));
 
     const acknowledged: IntentEvent[] = [];
     let writing = true;

@@ -12,7 +12,7 @@ afterAll(async () => {
 
 describe("an agent's first minute through the gateway", () => {
   it("creates, patches with If-Match, transitions and reads an intent, and sees its events over SSE", async () => {
-    const created = await cluster.api("/intents", { body: { title: "Write the launch post" } });
+    const created = await cluster.api("/intents", { body: { title: "Write the launch post", status: "active" } });
     expect(created.status).toBe(201);
     expect(created.headers.get("etag")).toBe('"1"');
     const id = created.body.id as string;
@@ -30,7 +30,7 @@ describe("an agent's first minute through the gateway", () => {
     expect(moved.body).toMatchObject({ status: "completed", version: 3 });
 
     await sse.waitFor((c) => c.events.length >= 2);
-    expect(sse.events.map((e) => e.event)).toEqual(["intent.state_patched", "intent.status_changed"]);
+    expect(sse.events.map((e) => e.event)).toEqual(["state_patched", "status_changed"]);
     expect(sse.events[1]!.data).toMatchObject({ intent_id: id, sequence: 3, payload: { from: "active", to: "completed" } });
     await sse.close();
 

@@ -51,7 +51,7 @@ describe("GET /api/v1/subscribe/intents/{id}", () => {
       expect(frame.id).toBe(expected[i].id);
       expect(JSON.parse(frame.data!)).toEqual(expected[i]);
     });
-    expect(frames.map((f) => f.event)).toEqual(["intent.state_patched", "note.frame"]);
+    expect(frames.map((f) => f.event)).toEqual(["state_patched", "note.frame"]);
   });
 
   it("sends a `: ping` comment as keep-alive", async () => {

@@ -22,7 +22,8 @@ export function expectError(res: ApiResponse, status: number, code: string): voi
 
 /** POST /intents and returns the created intent (asserting 201). */
 export async function createIntent(cluster: TestCluster, body: Record<string, unknown> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<any> {
-  const res = await cluster.api("/intents", { body: { title: "an intent", ...body }, key });
+  // Created active: most tests work on an intent in progress (new intents start in draft, table 3.1).
+  const res = await cluster.api("/intents", { body: { title: "an intent", status: "active", ...body }, key });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
 }
@@ -47,3 +48,10 @@ export async function eventTypes(cluster: TestCluster, intentId: string): Promis
 
 /** Headers for a raw fetch with the given key. */
 export const keyHeader = (key: keyof typeof TEST_KEYS = "admin") => ({ "X-API-Key": TEST_KEYS[key] });
+
+/**
+ * A lease-expiry event (spec part 6): logged as lease_released, the clients' name, with the
+ * reason expired, agent_dead or agent_deregistered (a release by hand says released).
+ */
+export const isLeaseExpiry = (event: { event_type: string; payload: { reason?: unknown } }) =>
+  event.event_type === "lease_released" && ["expired", "agent_dead", "agent_deregistered"].includes(String(event.payload.reason));

@@ -8,6 +8,17 @@ export interface NewEvent {
   eventType: string;
   actor: string;
   payload: JsonObject;
+  /** Tracing links a client may give an event it appends (RFC-0020 of the clients; spec part 6 propagates trace_id). */
+  traceId?: string | null;
+  parentEventId?: string | null;
+}
+
+/** The optional tracing fields of an event's wire form: present only when set, as the clients write them. */
+export function traceFields(event: Pick<NewEvent, "traceId" | "parentEventId">): { trace_id?: string; parent_event_id?: string } {
+  return {
+    ...(event.traceId ? { trace_id: event.traceId } : {}),
+    ...(event.parentEventId ? { parent_event_id: event.parentEventId } : {}),
+  };
 }
 
 /** The wire form every aggregate's events share; the aggregate's id field is added by name. */
@@ -18,6 +29,8 @@ export interface WireEvent {
   actor: string;
   payload: JsonObject;
   created_at: string;
+  trace_id?: string;
+  parent_event_id?: string;
 }
 
 /**
@@ -47,6 +60,7 @@ export function buildEvents<E extends WireEvent>(spec: Pick<EventLogSpec<E>, "id
         actor: event.actor,
         payload: event.payload,
         created_at: createdAt,
+        ...traceFields(event),
       }) as unknown as E,
   );
 }

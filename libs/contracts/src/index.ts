@@ -6,6 +6,7 @@ export * from "./intents";
 export * from "./budget";
 export * from "./costs";
 export * from "./subjects";
+export * from "./event-types";
 export * from "./registry";
 export * from "./attachments";
 export * from "./retries";

@@ -46,9 +46,9 @@ describe("CreateIntentBody", () => {
     expect(CreateIntentBody.safeParse({ title }).success).toBe(false);
   });
 
-  it("defaults status to active, and constraints, state and confidence", () => {
+  it("defaults status to draft (table 3.1), and constraints, state and confidence", () => {
     const parsed = CreateIntentBody.parse({ title: "Plan" });
-    expect(parsed.status).toBe("active");
+    expect(parsed.status).toBe("draft");
     expect(parsed.constraints).toEqual({});
     expect(parsed.state).toEqual({});
     expect(parsed.confidence).toBe(0);

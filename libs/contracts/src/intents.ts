@@ -31,7 +31,10 @@ export const CreateIntentBody = z
     constraints: withinBytes(IntentConstraints).default({}),
     state: boundedJsonObject(LIMITS.stateBytes).default({}),
     confidence: z.number().min(0).max(100).default(0),
-    status: z.enum(["draft", "active"]).default("active").openapi({ description: "initial status; draft or active" }),
+    status: z
+      .enum(["draft", "active"], { error: "status at creation must be draft or active" })
+      .default("draft")
+      .openapi({ description: "initial status: draft (the default, table 3.1) or active" }),
   })
   .strict()
   .openapi("CreateIntent");
@@ -98,12 +101,23 @@ export const IntentEvent = z
     actor: z.string(),
     payload: JsonObject,
     created_at: Timestamp,
+    trace_id: z.string().optional().openapi({ description: "present when the appending client gave one" }),
+    parent_event_id: Uuid.optional().openapi({ description: "present when the appending client gave one" }),
   })
   .openapi("Event");
 export type IntentEvent = z.infer<typeof IntentEvent>;
 
+/** W3C trace ids are 32 hex digits; other tracers use other forms, so any printable token is kept. */
+export const TraceId = z.string().min(1).max(200).regex(/^[^\s]+$/, "must not contain whitespace");
+
 export const AppendEventBody = z
-  .object({ event_type: EventType, actor: ActorId.optional(), payload: boundedJsonObject().default({}) })
+  .object({
+    event_type: EventType,
+    actor: ActorId.optional(),
+    payload: boundedJsonObject().default({}),
+    trace_id: TraceId.nullable().optional().openapi({ description: "correlation id of a distributed trace; stored and returned" }),
+    parent_event_id: Uuid.nullable().optional().openapi({ description: "id of the event that caused this one (any intent's); stored and returned" }),
+  })
   .strict()
   .openapi("AppendEvent");
 export type AppendEventBody = z.infer<typeof AppendEventBody>;
@@ -158,18 +172,32 @@ export const LeaseScope = z
   .openapi({ description: "`*` for the whole intent, or a state path such as `research` covering /research and below" });
 
 export const MAX_LEASE_TTL_SECONDS = 86_400;
+const LeaseTtl = z.number().int().min(1).max(MAX_LEASE_TTL_SECONDS);
+
+/** ttl_seconds, or its alias duration_seconds (the official clients' name); both, and different, is a contradiction. */
+const leaseTerm = {
+  ttl_seconds: LeaseTtl.optional().openapi({ description: "seconds the lease lasts from now; default 300" }),
+  duration_seconds: LeaseTtl.optional().openapi({ description: "alias of ttl_seconds (the name the official clients send)" }),
+};
+
+function refineLeaseTerm(body: { ttl_seconds?: number | undefined; duration_seconds?: number | undefined }, ctx: z.RefinementCtx): void {
+  if (body.ttl_seconds !== undefined && body.duration_seconds !== undefined && body.ttl_seconds !== body.duration_seconds) {
+    ctx.addIssue({ code: "custom", path: ["duration_seconds"], message: "duration_seconds is an alias of ttl_seconds; send one, or the same value in both" });
+  }
+}
+
+const withTtl = <T extends { ttl_seconds?: number | undefined; duration_seconds?: number | undefined }>({ duration_seconds, ...rest }: T) => ({
+  ...rest,
+  ttl_seconds: rest.ttl_seconds ?? duration_seconds ?? 300,
+});
+
 export const AcquireLeaseBody = z
-  .object({
-    scope: LeaseScope,
-    ttl_seconds: z.number().int().min(1).max(MAX_LEASE_TTL_SECONDS).default(300),
-    agent_id: ActorId.optional(),
-  })
+  .object({ scope: LeaseScope, ...leaseTerm, agent_id: ActorId.optional() })
   .strict()
+  .superRefine(refineLeaseTerm)
+  .transform(withTtl)
   .openapi("AcquireLease");
-export const RenewLeaseBody = z
-  .object({ ttl_seconds: z.number().int().min(1).max(MAX_LEASE_TTL_SECONDS).default(300) })
-  .strict()
-  .openapi("RenewLease");
+export const RenewLeaseBody = z.object(leaseTerm).strict().superRefine(refineLeaseTerm).transform(withTtl).openapi("RenewLease");
 
 export const ListLeasesQuery = z.object({
   active: z.enum(["true", "false"]).optional().openapi({ description: "true: only leases that are neither released nor expired" }),

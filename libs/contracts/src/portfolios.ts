@@ -14,7 +14,7 @@ import { SuspensionEndInput, SuspensionRequest } from "./suspension";
 export const PortfolioStatus = IntentStatus;
 export type PortfolioStatus = IntentStatus;
 
-/** A member as the portfolio last saw it: `status` follows the intent's intent.status_changed events. */
+/** A member as the portfolio last saw it: `status` follows the intent's status_changed events. */
 export const PortfolioMember = z
   .object({
     intent_id: Uuid,
@@ -119,21 +119,11 @@ export const PortfolioEventPage = z
   .object({ events: z.array(PortfolioEvent), next_cursor: z.string().nullable(), has_more: z.boolean() })
   .openapi("PortfolioEventPage");
 
-export const portfolioEventTypes = {
-  created: "portfolio.created",
-  updated: "portfolio.updated",
-  memberAdded: "portfolio.member_added",
-  memberRemoved: "portfolio.member_removed",
-  memberStatusChanged: "portfolio.member_status_changed",
-  memberSuspended: "portfolio.member_suspended",
-  memberResumed: "portfolio.member_resumed",
-  statusChanged: "portfolio.status_changed",
-} as const;
 
 export const portfolioEventSubject = (portfolioId: string, eventType: string) => `im.evt.portfolio.${portfolioId}.${eventType}`;
 export const portfolioEventFilter = (portfolioId: string) => `im.evt.portfolio.${portfolioId}.>`;
 export const portfolioEventMsgId = (portfolioId: string, sequence: number) => `portfolio:${portfolioId}:e${sequence}`;
-export const PORTFOLIO_EVENT_SCHEMA = "im.portfolio-event/1";
+export const PORTFOLIO_EVENT_SCHEMA = "im.portfolio-event/2";
 
 const PortfolioRef = z.object({ portfolio_id: Uuid });
 
@@ -151,7 +141,7 @@ export const portfoliosCommands = {
 /**
  * Bus-only primitives (no HTTP route) for the governance service: suspend an active intent
  * (state._suspension written, status suspended_awaiting_input, intent.suspended) and end that
- * suspension (intent.resumed or intent.suspension_expired). Both emit intent.status_changed.
+ * suspension (intent.resumed or intent.suspension_expired). Both emit status_changed.
  */
 export const suspensionCommands = {
   begin: command("intents", "suspension.begin", IntentRef.extend({ if_match: z.number().int().nullable().default(null), suspension: withinBytes(SuspensionRequest) })),

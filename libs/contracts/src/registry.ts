@@ -1,6 +1,7 @@
 import { z } from "./zod";
 import { ActorId, INT32_MAX, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command, IfMatch } from "./subjects";
+import { agentEventTypes } from "./event-types";
 
 /** Part 3.4. `registering` is transient: a record is never stored in it. */
 export const AGENT_STATUSES = ["registering", "active", "draining", "unhealthy", "dead", "deregistered"] as const;
@@ -197,7 +198,7 @@ export const ListAgentEventsQuery = z.object({
 
 /** Payload of `agent.lifecycle` (part 6): type, agent_id, previous_status, new_status, reason, timestamp. */
 export const AgentLifecyclePayload = z.object({
-  type: z.literal("agent.lifecycle"),
+  type: z.literal(agentEventTypes.lifecycle),
   agent_id: z.string(),
   previous_status: AgentStatus,
   new_status: AgentStatus,
@@ -207,15 +208,6 @@ export const AgentLifecyclePayload = z.object({
 });
 export type AgentLifecyclePayload = z.infer<typeof AgentLifecyclePayload>;
 
-export const agentEventTypes = {
-  lifecycle: "agent.lifecycle",
-  /** A warning the server raises about the agent (drain timed out with work in progress). */
-  warning: "agent.warning",
-  /** A command queued for the agent; delivered with its next heartbeat. */
-  command: "agent.command",
-  assigned: "agent.assigned",
-  unassigned: "agent.unassigned",
-} as const;
 
 /** Reasons carried by agent.lifecycle (the spec's three plus the ones its other transitions need). */
 export const lifecycleReasons = {
@@ -274,4 +266,4 @@ export function agentSubjectToken(agentId: string): string {
 
 export const agentEventSubject = (agentId: string, eventType: string) => `im.evt.agent.${agentSubjectToken(agentId)}.${eventType}`;
 export const agentEventMsgId = (agentId: string, sequence: number) => `agent:${agentSubjectToken(agentId)}:e${sequence}`;
-export const AGENT_EVENT_SCHEMA = "im.agent-event/1";
+export const AGENT_EVENT_SCHEMA = "im.agent-event/2";

@@ -92,6 +92,8 @@ export type PutRetryPolicyBody = z.output<typeof PutRetryPolicyBody>;
 
 /** The failure codes of spec 2.8. Others are accepted and treated as retryable. */
 export const FAILURE_ERROR_CODES = ["RATE_LIMIT", "TIMEOUT", "NETWORK_ERROR", "INVALID_OUTPUT", "BUDGET_EXCEEDED", "PERMISSION_DENIED"] as const;
+/** The code of a failure recorded without one. */
+export const UNKNOWN_ERROR_CODE = "UNKNOWN";
 /** Codes that never schedule a retry (spec 2.8: "not retryable"). */
 export const NON_RETRYABLE_ERROR_CODES: readonly string[] = ["BUDGET_EXCEEDED", "PERMISSION_DENIED"];
 
@@ -106,18 +108,31 @@ export const RecordFailureBody = z
   .object({
     agent_id: ActorId.optional().openapi({ description: "the failing agent; default the acting agent (X-Agent-ID or the key's principal)" }),
     attempt_number: z.number().int().min(1).max(1_000_000).openapi({ description: "the attempt that failed, from 1" }),
+    // Spec 2.8 types both as strings; the official Python client sends null when its caller gave
+    // none, which reads as UNKNOWN (a retryable code, like any code 2.8 does not list) and "".
     error_code: z
       .string()
       .min(1)
       .max(100)
       .regex(/^[^\s]+$/, "must not contain whitespace")
-      .openapi({ description: `${FAILURE_ERROR_CODES.join(", ")}; others are accepted and treated as retryable` }),
-    error_message: z.string().max(10_000).default(""),
+      .nullable()
+      .default(UNKNOWN_ERROR_CODE)
+      .transform((code) => code ?? UNKNOWN_ERROR_CODE)
+      .openapi({ description: `${FAILURE_ERROR_CODES.join(", ")}; others are accepted and treated as retryable; null or omitted: ${UNKNOWN_ERROR_CODE}` }),
+    error_message: z
+      .string()
+      .max(10_000)
+      .nullable()
+      .default("")
+      .transform((message) => message ?? ""),
+    // Python's datetime.isoformat() of a naive datetime has no offset: read as UTC, as the
+    // clients' own timestamps are.
     retry_scheduled_at: z.iso
-      .datetime({ offset: true })
+      .datetime({ offset: true, local: true })
+      .transform((at) => (/(Z|[+-]\d\d:?\d\d)$/i.test(at) ? at : `${at}Z`))
       .nullable()
       .optional()
-      .openapi({ description: "omitted: computed from the retry policy; null: no retry" }),
+      .openapi({ description: "omitted: computed from the retry policy; null: no retry; without an offset: UTC" }),
     metadata: boundedJsonObject(16 * 1024).default({}),
     cost: FailureCost.optional().openapi({
       description: "the cost of the failed attempt, recorded as a cost record of the failing agent (its agent_id, when given, must name that agent)",

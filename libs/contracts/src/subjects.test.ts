@@ -1,26 +1,29 @@
 import { describe, expect, it } from "vitest";
-import { intentEventFilter, intentEventMsgId, intentEventSubject, intentEventTypes, isReservedEventType } from "./subjects";
+import { intentEventFilter, intentEventMsgId, intentEventSubject } from "./subjects";
+import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
 
 describe("isReservedEventType", () => {
-  it.each(["intent.created", "intent.suspended", "intent.resumed", "lease.acquired", "lease.expired", "budget_alert"])(
+  it.each(["intent_created", "intent.suspended", "intent.resumed", "lease_acquired", "lease.expired", "budget_alert", "state_patched", "added_to_portfolio", "agent_assigned", "channel_message"])(
     "reserves %j",
     (type) => {
       expect(isReservedEventType(type)).toBe(true);
     },
   );
 
-  it.each(["engagement.decision", "note", "intentional", "leases", "budget_alerts", "my.intent.created"])("does not reserve %j", (type) => {
+  it.each(["engagement.decision", "note", "intentional", "leases", "budget_alerts", "my.intent.created", "comment", "failure_recorded", "task.created"])("does not reserve %j", (type) => {
     expect(isReservedEventType(type)).toBe(false);
   });
 
-  it("reserves every event type the server emits on intents", () => {
-    for (const type of Object.values(intentEventTypes)) expect(isReservedEventType(type)).toBe(true);
+  it("reserves every event type the server emits on intents, portfolios and agents", () => {
+    for (const type of [...Object.values(intentEventTypes), ...Object.values(portfolioEventTypes), ...Object.values(agentEventTypes)]) {
+      expect(isReservedEventType(type)).toBe(true);
+    }
   });
 });
 
 describe("intent event subjects", () => {
   it("puts the event type after the intent id, under im.evt.intent", () => {
-    expect(intentEventSubject("i1", "intent.created")).toBe("im.evt.intent.i1.intent.created");
+    expect(intentEventSubject("i1", "intent_created")).toBe("im.evt.intent.i1.intent_created");
     expect(intentEventFilter("i1")).toBe("im.evt.intent.i1.>");
     expect(intentEventSubject("i1", "note").startsWith(intentEventFilter("i1").slice(0, -1))).toBe(true);
   });

@@ -78,33 +78,7 @@ export const intentEventSubject = (intentId: string, eventType: string) => `im.e
 export const intentEventFilter = (intentId: string) => `im.evt.intent.${intentId}.>`;
 export const intentEventMsgId = (intentId: string, sequence: number) => `intent:${intentId}:e${sequence}`;
 
-/** Header naming the schema and version of an event payload, e.g. `im.intent-event/1`. */
+/** Header naming the schema and version of an event payload, e.g. `im.intent-event/2`. */
 export const SCHEMA_HEADER = "Im-Schema";
-export const INTENT_EVENT_SCHEMA = "im.intent-event/1";
+export const INTENT_EVENT_SCHEMA = "im.intent-event/2";
 
-/** Event types the server itself emits on intents. Clients may not append these through POST /events. */
-export const intentEventTypes = {
-  created: "intent.created",
-  statePatched: "intent.state_patched",
-  statusChanged: "intent.status_changed",
-  agentAssigned: "intent.agent_assigned",
-  agentUnassigned: "intent.agent_unassigned",
-  leaseAcquired: "lease.acquired",
-  leaseRenewed: "lease.renewed",
-  leaseReleased: "lease.released",
-  leaseExpired: "lease.expired",
-  budgetAlert: "budget_alert",
-  budgetUpdated: "intent.budget_updated",
-  suspended: "intent.suspended",
-  resumed: "intent.resumed",
-  suspensionExpired: "intent.suspension_expired",
-  attachmentAdded: "intent.attachment_added",
-  attachmentRemoved: "intent.attachment_removed",
-  fallbackTriggered: "fallback_triggered",
-} as const;
-
-/** Namespaces and names reserved to the server: appending them would forge server facts. */
-const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio."];
-const RESERVED_EVENT_NAMES = ["budget_alert", "fallback_triggered", "channel_message"];
-export const isReservedEventType = (eventType: string) =>
-  RESERVED_EVENT_NAMES.includes(eventType) || RESERVED_EVENT_PREFIXES.some((prefix) => eventType.startsWith(prefix));

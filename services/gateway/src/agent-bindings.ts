@@ -3,7 +3,7 @@ import type { BusClient } from "@intentmesh/bus";
 
 /**
  * Which API key (principal) each agent id is bound to, asked of the registry. Part 5 and the
- * registry issue: the acting agent of a request must be bound to the calling key.
+ * registry issue: a registered agent acts only through the key it is bound to.
  *
  * A binding never changes once made (re-registration keeps it), so a positive answer is cached
  * for good, up to a bound on entries; a miss is always asked again, so an agent registered
@@ -17,23 +17,31 @@ export class AgentBindings {
     private readonly maxEntries = 100_000,
   ) {}
 
-  /** The acting agent: registered, and bound to the caller's key. */
-  async assertBound(agentId: string, caller: Caller): Promise<void> {
+  /**
+   * The acting agent (X-Agent-ID, or the body field naming it). An id no agent registered is the
+   * caller's own label: a standalone agent (spec 4.9, registration rule 6: registration is
+   * optional) may be assigned, lease, record costs and failures and append events under it. A
+   * registered agent acts only through the key it is bound to. Admins and coordinators may act
+   * for any agent (they assign and supervise work).
+   */
+  async assertMayActAs(agentId: string, caller: Caller, isAnotherKeysPrincipal: (name: string) => boolean): Promise<void> {
+    if (actsForAnyAgent(caller)) return;
     const principal = await this.principalOf(agentId, caller);
-    if (principal === undefined) {
-      throw new AppError("AGENT_NOT_REGISTERED", 403, `agent ${agentId} is not registered; register it with this API key (POST /agents) before acting as it`, {
-        agent_id: agentId,
-      });
+    if (principal !== undefined && principal !== caller.principal) throw notBound(agentId);
+    // An unregistered label equal to another key's principal would act as that key's requests do.
+    if (principal === undefined && agentId !== caller.principal && isAnotherKeysPrincipal(agentId)) {
+      throw new AppError("AGENT_ID_RESERVED", 403, `${agentId} is the name of another API key's principal; act under another agent id`, { agent_id: agentId });
     }
-    if (principal !== caller.principal) throw notBound(agentId);
   }
 
-  /** A name that may be a person's label: free, unless it is a registered agent of another key. */
+  /** A name that may be a person's label: free, unless it is a registered agent of another key (admins and coordinators excepted). */
   async assertNotAnothers(name: string, caller: Caller): Promise<void> {
+    if (actsForAnyAgent(caller)) return;
     const principal = await this.principalOf(name, caller);
     if (principal !== undefined && principal !== caller.principal) throw notBound(name);
   }
 
+  /** The principal an agent id is bound to; undefined (never cached) when no agent registered it, so a registration through another replica counts at once. */
   private async principalOf(agentId: string, caller: Caller): Promise<string | undefined> {
     const cached = this.cache.get(agentId);
     if (cached !== undefined) return cached;
@@ -49,6 +57,9 @@ export class AgentBindings {
     return principal;
   }
 }
+
+/** Admins and coordinators may act for any agent, registered or not. */
+export const actsForAnyAgent = (caller: Caller) => caller.roles.includes("admin") || caller.roles.includes("coordinator");
 
 const notBound = (agentId: string) =>
   new AppError("AGENT_NOT_BOUND", 403, `agent ${agentId} is registered with another API key; act as it only with that key`, { agent_id: agentId });

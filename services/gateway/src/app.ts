@@ -13,6 +13,7 @@ import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
 import { EventFeed } from "./event-feed";
 import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
+import { agentStreamFrame } from "./client-frames";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -60,7 +61,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const portfolioFeed = new EventFeed(bus, streams.portfolios.name, streams.portfolios.subjects[0], 3, logger);
   await portfolioFeed.start();
   await ensureStream(bus, streams.registry);
-  const agentFeed = new EventFeed(bus, streams.registry.name, streams.registry.subjects[0], 3, logger);
+  const agentFeed = new EventFeed(bus, streams.registry.name, streams.registry.subjects[0], 3, logger, agentStreamFrame);
   await agentFeed.start();
 
   const app = express();
@@ -93,7 +94,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const input = route.input(req);
     const parsed = route.command.input.safeParse(input);
     if (!parsed.success) throw validationError(parsed.error);
-    await assertActingAgentsBound(bindings, req, route);
+    await assertActingAgentsBound(bindings, keys, req, route);
     if (route.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await client.requestRaw(route.command, req.caller!, input as never);
@@ -101,22 +102,25 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   };
   mountRoutes(api, routes, handle, uuidParams);
-  api.use("/subscribe", async (req, _res, next) => {
+  // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
+  // /<kind>/{id}/subscribe. The acting agent of a subscription is checked like any request's.
+  const bound = async (req: Request, _res: Response, next: NextFunction) => {
     refuseUnsafeParams(req);
-    await assertActingAgentsBound(bindings, req);
+    await assertActingAgentsBound(bindings, keys, req);
     next();
-  });
-  api.get("/subscribe/intents/:id", (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs: options.ssePingMs ?? 15_000, logger }));
-  api.get("/subscribe/portfolios/:portfolioId", (req, res) => {
+  };
+  const pingMs = options.ssePingMs ?? 15_000;
+  api.get(["/subscribe/intents/:id", "/intents/:id/subscribe"], bound, (req, res) => streamIntentEvents(req, res, { bus: client, feed, pingMs, logger }));
+  api.get(["/subscribe/portfolios/:portfolioId", "/portfolios/:portfolioId/subscribe"], bound, (req, res) => {
     const portfolioId = String(req.params.portfolioId);
     const source = busEventSource(client, req.caller!, portfoliosCommands.listEvents, portfolioId, { portfolio_id: portfolioId });
-    return streamEvents(req, res, { feed: portfolioFeed, source, pingMs: options.ssePingMs ?? 15_000, logger });
+    return streamEvents(req, res, { feed: portfolioFeed, source, pingMs, logger });
   });
-  api.get("/subscribe/agents/:agentId", (req, res) => {
+  api.get(["/subscribe/agents/:agentId", "/agents/:agentId/subscribe"], bound, (req, res) => {
     const agentId = String(req.params.agentId);
     // The feed dispatches on the subject token, the escaped form of the agent id.
     const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
-    return streamEvents(req, res, { feed: agentFeed, source, pingMs: options.ssePingMs ?? 15_000, logger });
+    return streamEvents(req, res, { feed: agentFeed, source, pingMs, logger });
   });
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
@@ -236,10 +240,12 @@ function mountRoutes(api: express.Router, all: Route[], handle: (route: Route) =
 
 /**
  * The acting agent of a request (X-Agent-ID, and the body field a route names as the acting
- * agent) must be bound to the calling key. The one exception: a registration whose X-Agent-ID
- * names the agent it registers (an agent registering itself is not bound yet).
+ * agent): a registered agent must be bound to the calling key; an unregistered id is the caller's
+ * standalone label, unless it is another key's principal (that key's requests act under that
+ * name). Admins and coordinators may act for any agent. The one exception: a registration whose
+ * X-Agent-ID names the agent it registers (an agent registering itself is not bound yet).
  */
-async function assertActingAgentsBound(bindings: AgentBindings, req: Request, route?: Route): Promise<void> {
+async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, req: Request, route?: Route): Promise<void> {
   const caller = req.caller!;
   const acting = new Set<string>();
   const body = req.body as Record<string, unknown> | undefined;
@@ -247,7 +253,7 @@ async function assertActingAgentsBound(bindings: AgentBindings, req: Request, ro
   if (caller.agent_id && !registersItself) acting.add(caller.agent_id);
   const fromBody = route?.actingAgentField ? body?.[route.actingAgentField] : undefined;
   if (typeof fromBody === "string" && fromBody) acting.add(fromBody);
-  for (const agentId of acting) await bindings.assertBound(agentId, caller);
+  for (const agentId of acting) await bindings.assertMayActAs(agentId, caller, (name) => keys.hasPrincipal(name));
   for (const field of route?.claimsIdentity ?? []) {
     const name = body?.[field];
     if (typeof name === "string" && name && !acting.has(name) && name !== caller.principal) await bindings.assertNotAnothers(name, caller);

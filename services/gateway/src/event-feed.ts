@@ -39,6 +39,8 @@ export class EventFeed {
     /** Which subject token holds the aggregate id: im.evt.<aggregate>.<id>.<type> -> 3. */
     private readonly idToken: number,
     private readonly logger: Logger,
+    /** How an event becomes SSE text (the agent stream adds a frame for the official clients). */
+    readonly encode: FrameEncoder = sseFrame,
   ) {}
 
   async start(): Promise<void> {
@@ -57,7 +59,7 @@ export class EventFeed {
         try {
           const data = msg.string();
           const event = JSON.parse(data) as StreamEvent;
-          live = { event, frame: sseFrame(event, data) };
+          live = { event, frame: this.encode(event, data) };
         } catch (err) {
           this.logger.warn({ err, subject: msg.subject }, "unreadable event skipped");
           continue;
@@ -88,6 +90,9 @@ export class EventFeed {
     await this.loop;
   }
 }
+
+/** Turns an event (and its JSON, when already encoded) into the SSE text sent for it. */
+export type FrameEncoder = (event: StreamEvent, json?: string) => string;
 
 /** One SSE frame: `event: <event_type>`, `id: <event id>`, `data: <event JSON>`. */
 export function sseFrame(event: StreamEvent, json: string = JSON.stringify(event)): string {

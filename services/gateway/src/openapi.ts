@@ -46,14 +46,19 @@ export function buildOpenApi(routes: Route[], version: string) {
     });
   }
   for (const stream of SSE_STREAMS) {
-    registry.registerPath({
-      method: "get",
-      path: `/api/v1/subscribe/${stream.resource}/{${stream.param}}`,
-      summary: `Server-sent events of ${stream.what} (event: <event_type>, id: <event id>, data: <event JSON>); Last-Event-ID resumes`,
-      security: [{ ApiKey: [] }],
-      request: { params: z.object({ [stream.param]: z.string() }) },
-      responses: { 200: { description: "text/event-stream" } },
-    });
+    const paths = [`/api/v1/subscribe/${stream.resource}/{${stream.param}}`, `/api/v1/${stream.resource}/{${stream.param}}/subscribe`];
+    for (const [i, path] of paths.entries()) {
+      registry.registerPath({
+        method: "get",
+        path,
+        summary:
+          `Server-sent events of ${stream.what} (event: <event_type>, id: <event id>, data: <event JSON>); Last-Event-ID resumes` +
+          (i ? " (alias used by the OpenIntent clients)" : ""),
+        security: [{ ApiKey: [] }],
+        request: { params: z.object({ [stream.param]: z.string() }) },
+        responses: { 200: { description: "text/event-stream" } },
+      });
+    }
   }
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",

@@ -47,7 +47,7 @@ export const registryRoutes: Route[] = [
     input: (req) => ({ agent_id: agentId(req), body: req.body }),
     summary: "Heartbeat: only with the key the agent registered with; 410 once dead or deregistered",
   },
-  changeStatus("patch", "Drain an agent (the agent itself, a coordinator or an admin); If-Match honoured"),
+  changeStatus("patch", "Drain an agent (the agent itself, a coordinator or an admin); If-Match required"),
   changeStatus("put", "Drain an agent (alias of PATCH used by the OpenIntent clients)"),
   {
     method: "delete",

@@ -35,6 +35,14 @@ export interface Route {
 export const id = (req: Request) => String(req.params.id);
 export const ifMatch = (req: Request) => parseIfMatch(req.get("if-match"));
 
+const renewLease = (method: "post" | "patch", path: string, summary: string): Route => ({
+  method,
+  path,
+  command: c.renewLease,
+  input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), lease_id: String(req.params.leaseId), body: req.body }),
+  summary,
+});
+
 const intentRoutes: Route[] = [
   { method: "post", path: "/intents", command: c.create, input: (req) => ({ body: req.body }), status: 201, etag: true, claimsIdentity: ["created_by"], summary: "Create an intent" },
   { method: "get", path: "/intents", command: c.list, input: (req) => ({ query: req.query }), summary: "List intents (filters status, created_by; cursor pagination)" },
@@ -92,13 +100,8 @@ const intentRoutes: Route[] = [
   },
   { method: "get", path: "/intents/:id/leases", command: c.listLeases, input: (req) => ({ intent_id: id(req), query: req.query }), summary: "List leases" },
   { method: "get", path: "/intents/:id/leases/:leaseId", command: c.getLease, input: (req) => ({ intent_id: id(req), lease_id: String(req.params.leaseId) }), summary: "Read a lease" },
-  {
-    method: "post",
-    path: "/intents/:id/leases/:leaseId/renew",
-    command: c.renewLease,
-    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), lease_id: String(req.params.leaseId), body: req.body }),
-    summary: "Renew a lease",
-  },
+  renewLease("post", "/intents/:id/leases/:leaseId/renew", "Renew a lease ({ttl_seconds} or {duration_seconds})"),
+  renewLease("patch", "/intents/:id/leases/:leaseId", "Renew a lease (alias of POST .../renew used by the OpenIntent clients)"),
   {
     method: "delete",
     path: "/intents/:id/leases/:leaseId",

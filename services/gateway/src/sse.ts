@@ -2,7 +2,7 @@ import type { Request, Response } from "express";
 import { intentsCommands, type Caller, type CommandDef, type z } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { Logger } from "@intentmesh/telemetry";
-import { sseFrame, type EventFeed, type StreamEvent } from "./event-feed";
+import type { EventFeed, StreamEvent } from "./event-feed";
 
 export interface SseOptions {
   bus: BusClient;
@@ -94,7 +94,7 @@ export async function streamEvents(req: Request, res: Response, options: StreamO
   // Frames written in the same tick leave in one socket write: a burst of events costs one
   // syscall per subscriber, not one per event.
   let corked = false;
-  const write = (event: StreamEvent, frame = sseFrame(event)) => {
+  const write = (event: StreamEvent, frame = options.feed.encode(event)) => {
     if (!corked) {
       corked = true;
       res.cork();

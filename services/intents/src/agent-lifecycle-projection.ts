@@ -12,7 +12,7 @@ import { expiryEvent } from "./handlers/leases";
 /**
  * Follows the registry's agent.lifecycle events (stream IM_REGISTRY) into intents.agent_status,
  * and carries out what an agent's end means here (spec 3.4): when an agent becomes dead, every
- * lease it still holds expires with reason agent_dead and a lease.expired event goes to each
+ * lease it still holds expires with reason agent_dead and a lease expiry event (lease_released) goes to each
  * intent; a deregistered agent's leases expire the same way with reason agent_deregistered.
  * Effects and the inbox row commit together, so a redelivered event changes nothing twice.
  */
@@ -59,7 +59,7 @@ async function recordStatus(tx: Tx, agentId: string, status: string, sequence: n
 
 /**
  * Ends every lease the agent holds (acquired up to `acquiredBy`, when given) and appends
- * lease.expired to each intent. Each intent is locked before its leases, in id order, the order
+ * a lease expiry event to each intent. Each intent is locked before its leases, in id order, the order
  * requests and the lease sweeper take too, so none of them can deadlock with another. A lease
  * whose TTL had already run out ends as `expired` at its own time; the others end with the
  * agent's reason, their expires_at brought to now so the derived status (2.4) reads EXPIRED.

@@ -79,6 +79,8 @@ const intentLog: EventLogSpec<IntentEvent> = {
         payload: event.payload,
         createdAt: at,
         wire,
+        traceId: event.trace_id ?? null,
+        parentEventId: event.parent_event_id ?? null,
       })),
     ),
 };

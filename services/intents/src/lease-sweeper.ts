@@ -9,7 +9,7 @@ import { expiryEvent } from "./handlers/leases";
 type DueLease = typeof leases.$inferSelect;
 
 /**
- * Expires leases whose time has passed and appends lease.expired (reason `expired`) to their
+ * Expires leases whose time has passed and appends a lease expiry event (lease_released, reason `expired`) to their
  * intents. Intents in suspended_awaiting_input are skipped (spec 3.1). Safe with several
  * replicas: one sweeper per database runs at a time (advisory lock), and the intents holding due
  * leases are claimed with FOR UPDATE SKIP LOCKED. A pass reads only due leases through the partial index on

@@ -11,6 +11,8 @@ export function toEvent(row: typeof events.$inferSelect): IntentEvent {
     actor: row.actor,
     payload: row.payload,
     created_at: isoTimestamp(row.createdAt),
+    ...(row.traceId ? { trace_id: row.traceId } : {}),
+    ...(row.parentEventId ? { parent_event_id: row.parentEventId } : {}),
   };
 }
 

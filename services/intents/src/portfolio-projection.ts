@@ -11,7 +11,7 @@ import { aggregateStatus, suspensionEdge } from "./domain/portfolio-status";
 
 /**
  * Keeps portfolios in step with their members: a durable consumer of the intents' own
- * intent.status_changed events (stream IM_INTENTS) that, for every portfolio holding the
+ * status_changed events (stream IM_INTENTS) that, for every portfolio holding the
  * intent, records the member's new status and appends portfolio.member_status_changed,
  * portfolio.member_suspended / portfolio.member_resumed, and portfolio.status_changed when the
  * aggregate moves. The effects and the inbox row commit together, so a redelivered event applies
@@ -19,7 +19,12 @@ import { aggregateStatus, suspensionEdge } from "./domain/portfolio-status";
  * than what the portfolio already saw (a late duplicate, or one read before the intent joined)
  * changes nothing either.
  */
-export const PORTFOLIO_PROJECTION_DURABLE = "intents-portfolio-projection";
+/**
+ * "-v2": the consumer's filter follows the renamed status_changed event (issue 10). A durable
+ * keeps the filter it was created with (NATS 2.9 cannot change it), so the renamed filter needs
+ * a durable of its own; events already applied under the old name are in the inbox.
+ */
+export const PORTFOLIO_PROJECTION_DURABLE = "intents-portfolio-projection-v2";
 
 export const StatusChangedEvent = IntentEvent.extend({
   event_type: z.literal(intentEventTypes.statusChanged),

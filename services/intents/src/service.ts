@@ -38,7 +38,7 @@ export interface IntentsService {
   ctx: IntentsContext;
   relay: OutboxRelay;
   sweeper: LeaseSweeper;
-  /** Portfolios follow their members through this consumer of intent.status_changed. */
+  /** Portfolios follow their members through this consumer of status_changed. */
   portfolioProjection: PortfolioProjection;
   stop(): Promise<void>;
 }

@@ -15,7 +15,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const createIntent = () => cluster.client.request<Intent>(commands.create, agent("creator"), { body: { title: "race" } });
+const createIntent = () => cluster.client.request<Intent>(commands.create, agent("creator"), { body: { title: "race", status: "active" } });
 const settle = <T>(promises: Promise<T>[]) => Promise.allSettled(promises);
 const codeOf = (r: PromiseSettledResult<unknown>) => (r.status === "rejected" ? (r.reason as AppError).code : "OK");
 
@@ -85,13 +85,13 @@ describe("intents over the bus under concurrency", () => {
     const ids = intents.map((i) => i.id);
     const expired = rowsOf<{ n: number }>(
       await cluster.database.db.execute(
-        sql`select count(*)::int as n from intents.events where event_type = 'lease.expired' and intent_id in ${sql.raw(`('${ids.join("','")}')`)}`,
+        sql`select count(*)::int as n from intents.events where event_type = 'lease_released' and payload->>'reason' = 'expired' and intent_id in ${sql.raw(`('${ids.join("','")}')`)}`,
       ),
     );
     expect(expired[0]?.n).toBe(200);
     const distinct = rowsOf<{ n: number }>(
       await cluster.database.db.execute(
-        sql`select count(distinct payload->>'lease_id')::int as n from intents.events where event_type = 'lease.expired' and intent_id in ${sql.raw(`('${ids.join("','")}')`)}`,
+        sql`select count(distinct payload->>'lease_id')::int as n from intents.events where event_type = 'lease_released' and payload->>'reason' = 'expired' and intent_id in ${sql.raw(`('${ids.join("','")}')`)}`,
       ),
     );
     expect(distinct[0]?.n).toBe(200);

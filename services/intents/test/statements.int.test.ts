@@ -27,7 +27,7 @@ describe("single-statement writes", () => {
       intent.id,
       { version: 1, leaseEpoch: read!.intent.lease_epoch },
       { state: { plan: "overwritten" } },
-      { eventType: "intent.state_patched", actor: "writer", payload: {} },
+      { eventType: "state_patched", actor: "writer", payload: {} },
       new Date(),
     );
     expect(stale).toBeUndefined();

@@ -11,11 +11,13 @@ import { commitAgentChange } from "./agent-log";
  * (agent.assigned / agent.unassigned), so an agent's SSE stream tells it about new work. One
  * durable consumer per event type (NATS 2.9 has no multi-filter consumers), idempotent through
  * the registry's inbox. Assignments of agent ids the registry does not know are not projected.
+ * The durables end in "-v2" since their filters follow the event names of issue 10 (a durable
+ * keeps the filter it was created with).
  */
 export async function startAssignmentProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
   const kinds = [
-    { type: intentEventTypes.agentAssigned, projected: agentEventTypes.assigned, durable: "registry-agent-assigned" },
-    { type: intentEventTypes.agentUnassigned, projected: agentEventTypes.unassigned, durable: "registry-agent-unassigned" },
+    { type: intentEventTypes.agentAssigned, projected: agentEventTypes.assigned, durable: "registry-agent-assigned-v2" },
+    { type: intentEventTypes.agentUnassigned, projected: agentEventTypes.unassigned, durable: "registry-agent-unassigned-v2" },
   ];
   const consumers = await Promise.all(
     kinds.map((kind) =>

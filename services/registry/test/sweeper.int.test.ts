@@ -74,7 +74,7 @@ describe("two registry replicas sweeping at once", () => {
 describe("the sweeper and a slow or absent intents service (drain checks)", () => {
   const config = { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 };
   const register = async (id: string) => expect((await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: config }, key: "agent" })).status).toBe(201);
-  const drain = async (id: string) => expect((await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" })).status).toBe(200);
+  const drain = async (id: string) => expect((await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" })).status).toBe(200);
   const status = async (id: string) => (await cluster.api(`/agents/${id}`, { key: "agent" })).body.status as string;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   /** A sweeper of the main replica's context whose bus requests to the intents service go to `request`. */

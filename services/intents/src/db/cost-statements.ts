@@ -35,7 +35,7 @@ type Query = DatabaseHandle["query"];
  * - threshold of a limit L at p percent: crossed when before * 100 < L * p <= after * 100;
  * - L exceeded: before <= L < after; one record above max_per_call_cents exceeds that limit;
  * - an exceeded limit blocks an active intent (status blocked, version + 1, blocked_reason
- *   budget_exceeded, intent.status_changed); an intent already blocked by hand keeps its status
+ *   budget_exceeded, status_changed); an intent already blocked by hand keeps its status
  *   and takes the reason, so agents are refused there too. Other statuses are not blocked.
  * Budget fields that are not JSON numbers (intents older than the budget check) are ignored.
  */
@@ -156,7 +156,7 @@ export interface RecordedCost {
   record: CostRecord;
   /** The record's JSON, as the API returns it (built once, stored as the record's wire form). */
   wire: string;
-  /** The budget events written with it (budget_alert, intent.status_changed), oldest first. */
+  /** The budget events written with it (budget_alert, status_changed), oldest first. */
   events: IntentEvent[];
 }
 

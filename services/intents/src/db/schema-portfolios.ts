@@ -35,7 +35,7 @@ export const portfolioMembers = intentsSchema.table(
     role: text("role"),
     addedBy: text("added_by").notNull(),
     addedAt: ts("added_at").notNull(),
-    /** The member's status as of `intentSequence`: read when it joined, then from intent.status_changed events. */
+    /** The member's status as of `intentSequence`: read when it joined, then from status_changed events. */
     intentStatus: text("intent_status").notNull(),
     /** Sequence of the intent event `intentStatus` reflects; older or repeated events change nothing. */
     intentSequence: bigint("intent_sequence", { mode: "number" }).notNull(),

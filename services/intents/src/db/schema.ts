@@ -55,6 +55,9 @@ export const events = intentsSchema.table(
      * immutable), so a page of the log is a concatenation, not a re-encoding.
      */
     wire: text("wire").notNull(),
+    /** Tracing links a client gave the event it appended (null for the server's own events). */
+    traceId: text("trace_id"),
+    parentEventId: uuid("parent_event_id"),
   },
   (t) => [
     uniqueIndex("events_intent_sequence_idx").on(t.intentId, t.sequence),

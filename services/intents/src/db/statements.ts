@@ -10,7 +10,7 @@ import {
   type IntentStatus,
   type JsonObject,
 } from "@intentmesh/contracts";
-import { traceCarrier } from "@intentmesh/bus";
+import { traceCarrier, traceFields } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { NewEvent } from "../event-log";
 import type { leases } from "./schema";
@@ -71,7 +71,8 @@ export function rawToIntent(row: RawIntent): Intent {
 function prepareEvent(intentId: string, event: NewEvent, at: Date) {
   const id = randomUUID();
   const createdAt = isoTimestamp(at);
-  const body = JSON.stringify({ id, intent_id: intentId, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: createdAt });
+  const tracing = traceFields(event);
+  const body = JSON.stringify({ id, intent_id: intentId, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: createdAt, ...tracing });
   const headers = JSON.stringify({ ...traceCarrier(), [SCHEMA_HEADER]: INTENT_EVENT_SCHEMA });
   const complete = (sequence: number): IntentEvent => ({
     id,
@@ -81,6 +82,7 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
     actor: event.actor,
     payload: event.payload,
     created_at: createdAt,
+    ...tracing,
   });
   const subject = intentEventSubject(intentId, event.eventType);
   /** The event's parameters in the order the create and change statements take them. */
@@ -132,7 +134,7 @@ export function leaseFromRaw(row: Record<string, unknown>): LeaseRow {
   };
 }
 
-/** POST /intents as one statement: the intent at version 1, its intent.created event and outbox row. */
+/** POST /intents as one statement: the intent at version 1, its intent_created event and outbox row. */
 export async function insertIntent(query: Query, intent: Intent, event: NewEvent, at: Date): Promise<void> {
   const prepared = prepareEvent(intent.id, event, at);
   await query(
@@ -175,13 +177,13 @@ export async function appendEventStatement(query: Query, intentId: string, ifMat
        where id = $1 and ($2::int is null or version = $2::int)
        returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
      e as (
-       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
-       select $3, $1, s.event_seq, $4, $5, $6::jsonb, $7, s.wire from s),
+       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire, trace_id, parent_event_id)
+       select $3, $1, s.event_seq, $4, $5, $6::jsonb, $7, s.wire, $11, $12::uuid from s),
      o as (
        insert into intents.outbox (subject, msg_id, payload, headers)
        select $8, 'intent:' || $1::text || ':e' || s.event_seq, s.wire, $10::jsonb from s)
      select event_seq from s`,
-    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers],
+    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null],
   );
   const row = rows[0];
   return row ? prepared.complete(Number(row.event_seq)) : undefined;

@@ -15,7 +15,7 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
   }
   const actor = actingAgent(caller, body.actor, "actor");
   const now = ctx.clock.now();
-  const event = await appendEventStatement(ctx.query, intentId, ifMatch, { eventType: body.event_type, actor, payload: body.payload }, now);
+  const event = await appendEventStatement(ctx.query, intentId, ifMatch, { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() }, now);
   if (!event) throw await missingOrStale(ctx.db, intentId, ifMatch ?? -1);
   ctx.published();
   return event;

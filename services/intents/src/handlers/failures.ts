@@ -179,8 +179,8 @@ interface HandOver {
 
 /**
  * The fallback of spec 2.8, inside the failure's transaction: the failing agent's live leases
- * on the intent are released (lease.released, reason fallback), the fallback agent receives a
- * lease of each same scope for the term the failing lease was granted (lease.acquired), the
+ * on the intent are released (lease_released, reason fallback), the fallback agent receives a
+ * lease of each same scope for the term the failing lease was granted (lease_acquired), the
  * failing agent's unresolved failures are resolved, and fallback_triggered is appended. The
  * intent's state and failure history stay readable to the fallback agent as to everyone.
  * Returns the updated failure, or null when the failing agent holds no live lease to hand over.

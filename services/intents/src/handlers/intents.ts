@@ -7,7 +7,7 @@ import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent
 import { rowsOf } from "@intentmesh/db";
 import { RESERVED_STATE_KEYS } from "../domain/state-patch";
 
-/** POST /intents: the intent at version 1 and its intent.created event, in one statement. */
+/** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
 export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller): Promise<Intent> {
   const reserved = Object.keys(body.state).filter((key) => (RESERVED_STATE_KEYS as readonly string[]).includes(key));
   if (reserved.length) throw errors.validation(`state.${reserved[0]} is managed by the server and cannot be set at creation`);

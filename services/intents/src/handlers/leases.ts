@@ -83,7 +83,7 @@ export async function acquireLease(
   return lease;
 }
 
-/** POST /intents/{id}/leases/{lease_id}/renew: only the holder, only while the lease is live (always, while the intent is suspended). */
+/** POST /intents/{id}/leases/{lease_id}/renew (and PATCH /intents/{id}/leases/{lease_id}): only the holder, only while the lease is live (always, while the intent is suspended). */
 export async function renewLease(
   ctx: IntentsContext,
   intentId: string,
@@ -109,7 +109,14 @@ export async function renewLease(
       .where(eq(leases.id, leaseId))
       .returning();
     const renewed = toLease(row!);
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.leaseRenewed, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, expires_at: renewed.expires_at } }], now);
+    // A renewal acquires the same lease for a new term: logged as lease_acquired with `renewal`,
+    // a name the clients' strict EventType enum can read (it has no lease_renewed).
+    await appendToLog(
+      tx,
+      intentId,
+      [{ eventType: intentEventTypes.leaseAcquired, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, expires_at: renewed.expires_at, renewal: true } }],
+      now,
+    );
     return renewed;
   });
   ctx.published();
@@ -135,7 +142,7 @@ export async function releaseLease(ctx: IntentsContext, intentId: string, ifMatc
       .set({ releasedAt: now, holdsScope: false, endReason: "released", endedAt: now })
       .where(eq(leases.id, leaseId))
       .returning();
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.leaseReleased, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope } }], now);
+    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.leaseReleased, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, reason: "released" } }], now);
     changed = true;
     return toLease(row!);
   });
@@ -164,10 +171,14 @@ export async function listLeases(ctx: IntentsContext, intentId: string, activeOn
 /** How many leases one listing shows at most. */
 const MAX_LEASES_LISTED = 1000;
 
-/** The lease-expiry event of spec part 6; reason is `expired` (ttl), `agent_dead` or `agent_deregistered`. */
+/**
+ * The lease-expiry event of spec part 6; reason is `expired` (ttl), `agent_dead` or
+ * `agent_deregistered`. Its type is lease_released (the lease no longer holds its scope), the
+ * name the clients' EventType enum knows; the reason tells an expiry from a release.
+ */
 export function expiryEvent(lease: LeaseRow, reason: "expired" | "agent_dead" | "agent_deregistered", actor: string): NewEvent {
   return {
-    eventType: intentEventTypes.leaseExpired,
+    eventType: intentEventTypes.leaseReleased,
     actor,
     payload: { lease_id: lease.id, agent_id: lease.agentId, scope: lease.scope, expires_at: lease.expiresAt.toISOString().replace("Z", "+00:00"), reason },
   };
@@ -195,7 +206,8 @@ function leaseHeld(held: LeaseRow): AppError {
     409,
     `scope ${held.scope} of intent ${held.intentId} is leased to agent ${held.agentId} until ${lease.expires_at}`,
     { lease },
-    { lease },
+    // existing_lease: the name the official Python client reads on a lease collision.
+    { lease, existing_lease: lease },
   );
 }
 

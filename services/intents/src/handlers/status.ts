@@ -5,7 +5,7 @@ import { missingOrStale } from "../event-log";
 import { assertTransition } from "../domain/status";
 import { assertAgentMayWork } from "../domain/budget";
 
-/** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, intent.status_changed. */
+/** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
   if (ifMatch === null) throw errors.preconditionRequired("intent status");
   const now = ctx.clock.now();

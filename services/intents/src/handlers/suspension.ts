@@ -56,7 +56,7 @@ async function commitSuspensionChange(tx: Tx, intentId: string, state: JsonObjec
  * suspended_at and expires_at; its deadline must not pass the due_before of any portfolio
  * holding the intent (spec 8), read under a share lock so neither a due_before change nor a new
  * membership slips past the check. Events: intent.suspended {suspension, version} and
- * intent.status_changed {from, to, reason, version, suspension_id}.
+ * status_changed {from, to, reason, version, suspension_id}.
  */
 export async function beginSuspension(
   ctx: IntentsContext,
@@ -114,7 +114,7 @@ export async function beginSuspension(
  * suspended_awaiting_input -> active (responded, cancelled, expired) or abandoned (expired with
  * the `fail` fallback). The suspension named must be the active one; state._suspension keeps
  * the record with its resolution (and the response). Events: intent.resumed, or
- * intent.suspension_expired, then intent.status_changed.
+ * intent.suspension_expired, then status_changed.
  */
 export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInput, caller: Caller): Promise<Intent> {
   const now = ctx.clock.now();

@@ -22,9 +22,11 @@ import { toAgent, type AgentRow } from "../mapping";
 /**
  * PATCH /agents/{id}/status (and PUT): a drain, by the agent itself, a coordinator or an admin.
  * A drain someone else asks for is also queued as a pending `drain` command, which the agent
- * receives with its next heartbeat. If-Match is honoured when sent.
+ * receives with its next heartbeat. If-Match is required (spec 4.9 lists it, like every other
+ * versioned write): 428 without it, 409 when stale.
  */
 export async function changeAgentStatus(ctx: RegistryContext, agentId: string, ifMatch: number | null, body: AgentStatusBody, caller: Caller): Promise<Agent> {
+  if (ifMatch === null) throw errors.preconditionRequired("agent status");
   if (body.status === "deregistered") return deregisterAgent(ctx, agentId, ifMatch, caller);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {

@@ -1,0 +1,117 @@
+/**
+ * The catalogue of event type names: every name the server writes to a log is spelled once,
+ * here, and every writer, projection, test and document takes it from here.
+ *
+ * How a name was chosen (docs/compatibility.md):
+ * - the spec names it (part 6: intent.suspended, agent.lifecycle, budget_alert,
+ *   fallback_triggered, portfolio.member_suspended, ...): the spec's name, exactly;
+ * - the spec leaves it unnamed and the official clients' closed `EventType` enum knows it
+ *   (intent_created, state_patched, lease_acquired, ...): the clients' name, so their strict
+ *   parsers read every event of a log;
+ * - neither: a name of our own in the reserved `intent.` / `portfolio.` / `agent.` namespaces.
+ *
+ * Names become NATS subject tokens (im.evt.<aggregate>.<id>.<event_type>).
+ */
+
+/** Events on an intent's log. */
+export const intentEventTypes = {
+  created: "intent_created",
+  statePatched: "state_patched",
+  statusChanged: "status_changed",
+  agentAssigned: "agent_assigned",
+  agentUnassigned: "agent_unassigned",
+  leaseAcquired: "lease_acquired",
+  /**
+   * Every end of a lease: released by its holder, a coordinator or an admin, expired by its TTL,
+   * or ended by its agent's death or deregistration (spec part 6 "lease expiry events"), or
+   * handed to a fallback agent. `payload.reason` says which: released, expired, agent_dead,
+   * agent_deregistered, fallback. The clients' enum has no lease_expired.
+   */
+  leaseReleased: "lease_released",
+  attachmentAdded: "attachment_added",
+  attachmentRemoved: "intent.attachment_removed",
+  budgetAlert: "budget_alert",
+  budgetUpdated: "intent.budget_updated",
+  fallbackTriggered: "fallback_triggered",
+  suspended: "intent.suspended",
+  resumed: "intent.resumed",
+  suspensionExpired: "intent.suspension_expired",
+} as const;
+export type IntentEventType = (typeof intentEventTypes)[keyof typeof intentEventTypes];
+
+/** Events on a portfolio's log. */
+export const portfolioEventTypes = {
+  created: "portfolio_created",
+  updated: "portfolio.updated",
+  memberAdded: "added_to_portfolio",
+  memberRemoved: "removed_from_portfolio",
+  memberStatusChanged: "portfolio.member_status_changed",
+  memberSuspended: "portfolio.member_suspended",
+  memberResumed: "portfolio.member_resumed",
+  statusChanged: "portfolio.status_changed",
+} as const;
+
+/** Events on an agent's own log (the registry). */
+export const agentEventTypes = {
+  lifecycle: "agent.lifecycle",
+  /** A warning the server raises about the agent (drain timed out with work in progress). */
+  warning: "agent.warning",
+  /** A command queued for the agent; delivered with its next heartbeat. */
+  command: "agent.command",
+  /** Projected from the intents' agent_assigned / agent_unassigned: the agent learns of its work. */
+  assigned: "agent_assigned",
+  unassigned: "agent_unassigned",
+} as const;
+
+/**
+ * Names the spec gives to events a later service will emit (channels): reserved now so no client
+ * can forge them before that service exists. (`engagement.decision` stays open: the clients'
+ * SDK appends it itself.)
+ */
+const SPEC_NAMED = ["channel_message"] as const;
+
+/**
+ * The names this server writes before issue 10 renamed them (see migration 0003 of the intents
+ * service and 0001 of the registry): still refused from clients, so an old reader is not fooled.
+ */
+export const LEGACY_EVENT_TYPES = {
+  intents: {
+    "intent.created": intentEventTypes.created,
+    "intent.state_patched": intentEventTypes.statePatched,
+    "intent.status_changed": intentEventTypes.statusChanged,
+    "intent.agent_assigned": intentEventTypes.agentAssigned,
+    "intent.agent_unassigned": intentEventTypes.agentUnassigned,
+    "intent.attachment_added": intentEventTypes.attachmentAdded,
+    "lease.acquired": intentEventTypes.leaseAcquired,
+    "lease.renewed": intentEventTypes.leaseAcquired,
+    "lease.released": intentEventTypes.leaseReleased,
+    "lease.expired": intentEventTypes.leaseReleased,
+  },
+  portfolios: {
+    "portfolio.created": portfolioEventTypes.created,
+    "portfolio.member_added": portfolioEventTypes.memberAdded,
+    "portfolio.member_removed": portfolioEventTypes.memberRemoved,
+  },
+  agents: {
+    "agent.assigned": agentEventTypes.assigned,
+    "agent.unassigned": agentEventTypes.unassigned,
+  },
+} as const;
+
+/** Namespaces reserved to the server: appending a name in them through POST /events would forge server facts. */
+const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio."];
+
+/** Every name the server writes on any log, and the spec's names for what later services will write. */
+const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set<string>([
+  ...Object.values(intentEventTypes),
+  ...Object.values(portfolioEventTypes),
+  ...Object.values(agentEventTypes),
+  ...SPEC_NAMED,
+]);
+
+/**
+ * Event types a client may not append through POST /intents/{id}/events. Client names the
+ * server does not emit itself (`comment`, `failure_recorded`, `task.*`, ...) stay open.
+ */
+export const isReservedEventType = (eventType: string): boolean =>
+  RESERVED_EVENT_NAMES.has(eventType) || RESERVED_EVENT_PREFIXES.some((prefix) => eventType.startsWith(prefix));
