@@ -309,7 +309,7 @@ describe("the official clients' spellings (issue 10)", () => {
     const intent = await createIntent(cluster);
     const held = await acquire(intent.id, "agent-h", "notes");
     const listed = await cluster.api(`/intents/${intent.id}/leases`);
-    expect(Object.keys(listed.body)).toEqual(["leases"]);
+    expect(Object.keys(listed.body)).toEqual(["leases", "has_more"]);
     expect(listed.body.leases.map((l: any) => l.id)).toEqual([held.body.id]);
     const collision = await acquire(intent.id, "agent-i", "notes");
     expectError(collision, 409, "LEASE_HELD");
