@@ -11,3 +11,4 @@ export * from "./attachments";
 export * from "./retries";
 export * from "./suspension";
 export * from "./portfolios";
+export * from "./tasks";

@@ -104,7 +104,7 @@ export const intentEventTypes = {
 } as const;
 
 /** Namespaces and names reserved to the server: appending them would forge server facts. */
-const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio."];
+const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio.", "task."];
 const RESERVED_EVENT_NAMES = ["budget_alert", "fallback_triggered", "channel_message"];
 export const isReservedEventType = (eventType: string) =>
   RESERVED_EVENT_NAMES.includes(eventType) || RESERVED_EVENT_PREFIXES.some((prefix) => eventType.startsWith(prefix));

@@ -79,7 +79,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(authenticate(keys));
   api.use(express.json({ limit: options.bodyLimit ?? "1mb", type: ["application/json", "application/*+json"] }));
   api.use(requireJsonBody);
-  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment" };
+  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment", taskId: "task" };
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
   const handle = (route: Route) => async (req: Request, res: Response) => {
     const input = route.input(req);
