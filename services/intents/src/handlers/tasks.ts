@@ -79,10 +79,10 @@ function assertMayCreate(caller: Caller): void {
 }
 
 /** The intent of a task, read without a lock (it never changes), so the intent can be locked first. */
-async function intentOfTask(ctx: IntentsContext, taskId: string): Promise<string> {
-  const [row] = await ctx.db.select({ intentId: tasks.intentId }).from(tasks).where(eq(tasks.id, taskId));
+async function readTaskUnlocked(ctx: IntentsContext, taskId: string): Promise<TaskRow> {
+  const [row] = await ctx.db.select().from(tasks).where(eq(tasks.id, taskId));
   if (!row) throw errors.notFound("task", taskId);
-  return row.intentId;
+  return row;
 }
 
 async function readTask(tx: Tx, taskId: string): Promise<TaskRow> {
@@ -242,6 +242,12 @@ async function planTransition(to: TaskStatus, t: TransitionContext): Promise<Mov
   assertTaskTransition(task.id, from, to);
   const agentOf = (row: TaskRow) => row.assignedAgent;
   const base = (row: TaskRow) => ({ task_id: row.id, status: row.status as TaskStatus, version: row.version });
+  if (from === "blocked" && task.blockedReason === INTENT_SUSPENDED && to !== "cancelled" && to !== "failed") {
+    throw new AppError("TASK_SUSPENDED", 409, `task ${task.id} is blocked because intent ${task.suspendedIntentId} is suspended; it unblocks when the intent resumes`, {
+      task_id: task.id,
+      suspended_intent_id: task.suspendedIntentId,
+    });
+  }
   if (to === "claimed" || to === "running") {
     if (t.intentStatus === "suspended_awaiting_input") {
       throw new AppError("INTENT_SUSPENDED", 409, `intent ${task.intentId} is suspended awaiting input; its tasks are not claimed or started until it resumes`, {
@@ -252,16 +258,11 @@ async function planTransition(to: TaskStatus, t: TransitionContext): Promise<Mov
       throw new AppError("INTENT_CLOSED", 409, `intent ${task.intentId} is ${t.intentStatus}; its tasks take no more work`, { status: t.intentStatus });
     }
   }
-  if (from === "blocked" && task.blockedReason === INTENT_SUSPENDED && to !== "cancelled" && to !== "failed") {
-    throw new AppError("TASK_SUSPENDED", 409, `task ${task.id} is blocked because intent ${task.suspendedIntentId} is suspended; it unblocks when the intent resumes`, {
-      task_id: task.id,
-      suspended_intent_id: task.suspendedIntentId,
-    });
-  }
   switch (to) {
     case "claimed": {
       const agent = t.assignedAgent ?? task.assignedAgent ?? caller.actor;
-      const refusal = await agentWorkRefusal(t.tx, agent, true);
+      // Held (FOR SHARE) by changeTask before the intent lock, in the order leases take too; read again here.
+      const refusal = await agentWorkRefusal(t.tx, agent);
       if (refusal) throw refusal;
       return {
         change: { status: to, assignedAgent: agent, claimedAt: now, ...(from === "blocked" ? unblocked : {}) },
@@ -373,10 +374,19 @@ async function changeTask(
   taskId: string,
   ifMatch: number | null,
   decide: (task: TaskRow, intentStatus: string, tx: Tx) => Promise<{ change: TaskChange; events: (updated: TaskRow) => NewEvent[] }>,
+  claimingAgent?: (task: TaskRow) => string | null,
 ): Promise<Task> {
-  const intentId = await intentOfTask(ctx, taskId);
+  const before = await readTaskUnlocked(ctx, taskId);
+  const intentId = before.intentId;
+  const agent = claimingAgent?.(before) ?? null;
   const now = ctx.clock.now();
   const updated = await ctx.db.transaction(async (tx) => {
+    // A claim holds the agent's status row first, as lease grants do (agent, then intent), so an
+    // agent's death being projected waits for it and then releases the task too.
+    if (agent) {
+      const refusal = await agentWorkRefusal(tx, agent, true);
+      if (refusal) throw refusal;
+    }
     const intent = await lockIntentRow(tx, intentId, null);
     const task = await readTask(tx, taskId);
     if (ifMatch !== null && task.version !== ifMatch) throw errors.versionMismatch("task", taskId, task.version, ifMatch);
@@ -430,10 +440,11 @@ const singleEvent = (move: Move) => ({ change: move.change, events: (row: TaskRo
 
 export function claimTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, caller: Caller): Promise<Task> {
   return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
-    assertMayClaim(task, caller, task.assignedAgent ?? caller.actor);
+    // A task already taken is a conflict (409) before it is anyone's permission question: the loser of a race learns it lost.
     if (task.status !== "ready") assertTaskTransition(task.id, task.status as TaskStatus, "claimed");
-    return singleEvent(await planTransition("claimed", { task, intentStatus, caller, now: ctx.clock.now(), tx, assignedAgent: caller.actor }));
-  });
+    assertMayClaim(task, caller, task.assignedAgent ?? caller.actor);
+    return singleEvent(await planTransition("claimed", { task, intentStatus, caller, now: ctx.clock.now(), tx, assignedAgent: task.assignedAgent ?? caller.actor }));
+  }, (before) => before.assignedAgent ?? caller.actor);
 }
 
 export function startTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, caller: Caller): Promise<Task> {
@@ -522,7 +533,7 @@ export function patchTask(ctx: IntentsContext, taskId: string, ifMatch: number |
     // A coordinator naming the new agent with the move: it is assigned after the holder is recorded.
     if (reassigning && to !== "claimed") change.assignedAgent = body.assigned_agent ?? null;
     return { change, events: (row) => [move.event(row)] };
-  });
+  }, (before) => (body.status === "claimed" ? (body.assigned_agent ?? before.assignedAgent ?? caller.actor) : null));
 }
 
 /**
