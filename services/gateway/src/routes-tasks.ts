@@ -1,5 +1,5 @@
 import type { Request } from "express";
-import { taskCommands as t, TASK_ACTIONS, type TaskAction } from "@intentmesh/contracts";
+import { CreateTaskWithIntentBody, taskCommands as t, TASK_ACTIONS, type TaskAction } from "@intentmesh/contracts";
 import { id, ifMatch, type Route } from "./routes";
 
 const taskId = (req: Request) => String(req.params.taskId);
@@ -34,6 +34,7 @@ export const taskRoutes: Route[] = [
     },
     status: 201,
     etag: true,
+    documentedBody: CreateTaskWithIntentBody,
     summary: "Create a task; the body names its intent_id (the clients' route)",
   },
   { method: "get", path: "/intents/:id/tasks", command: t.list, input: (req) => ({ intent_id: id(req), query: req.query }), summary: "List an intent's tasks, oldest first (filters status, assigned_agent; cursor pages)" },

@@ -28,6 +28,8 @@ export interface Route {
    * when one names a registered agent, that agent must be bound to the calling key.
    */
   claimsIdentity?: ("actor" | "created_by")[];
+  /** The body as the client sends it, for the OpenAPI document, when the route reshapes it into the command's input. */
+  documentedBody?: z.ZodType;
   /** Registration: an X-Agent-ID naming the agent it registers is not bound yet, and is not checked. */
   registersAgent?: boolean;
   summary: string;
