@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { randomUUID } from "node:crypto";
-import { agentEventTypes, suspensionCommands, TASK_EVENT_TYPES, type Caller, type ManualClock } from "@intentmesh/contracts";
+import { DeliverPolicy } from "@nats-io/jetstream";
+import { agentEventTypes, streams, suspensionCommands, TASK_END_EVENT_TYPES, TASK_EVENT_TYPES, type Caller, type ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
@@ -263,6 +264,43 @@ describe("the task lifecycle through the gateway", () => {
     expect(back.body).toMatchObject({ status: "running", blocked_reason: null });
     const types = (await taskEventsOf(intent.id, task.id)).map((e) => e.event_type);
     expect(types.slice(-2)).toEqual(["task.blocked", "task.unblocked"]);
+  });
+});
+
+describe("ends of tasks reach other services on the bus", () => {
+  it("task.completed, task.failed and task.cancelled are published on im.evt.intent.<id>.<type> with the memory policy", async () => {
+    const intent = await activeIntent();
+    const a = await runningTask(intent.id, { memory_policy: { archive_on_completion: false } });
+    await act(a.task.id, "complete", a.agent.headers, { output: { ok: 1 } });
+    const b = await runningTask(intent.id);
+    await act(b.task.id, "fail", b.agent.headers, { error: "no" });
+    const c = await createTask(intent.id);
+    await act(c.id, "cancel", { "X-API-Key": TEST_KEYS.coordinator });
+    const stream = cluster.bus.streamName(streams.intents.name);
+    // What a channels or memory service would consume: one filter per end type.
+    const seen = await vi.waitFor(
+      async () => {
+        const out: any[] = [];
+        for (const type of TASK_END_EVENT_TYPES) {
+          const consumer = await cluster.bus.js.consumers.get(stream, { filter_subjects: cluster.bus.subject(`im.evt.intent.${intent.id}.${type}`), deliver_policy: DeliverPolicy.All });
+          const batch = await consumer.fetch({ max_messages: 10, expires: 1000 });
+          for await (const msg of batch) {
+            out.push({ subject: msg.subject, data: msg.json() });
+            if (msg.info.pending === 0) break;
+          }
+        }
+        expect(out).toHaveLength(3);
+        return out;
+      },
+      { timeout: 10_000, interval: 200 },
+    );
+    expect(seen.map((m) => [m.data.event_type, m.data.payload.task_id])).toEqual([
+      ["task.completed", a.task.id],
+      ["task.failed", b.task.id],
+      ["task.cancelled", c.id],
+    ]);
+    expect(seen[0].subject).toBe(cluster.bus.subject(`im.evt.intent.${intent.id}.task.completed`));
+    expect(seen[0].data.payload).toMatchObject({ agent_id: a.agent.id, memory_policy: { archive_on_completion: false } });
   });
 });
 
