@@ -352,7 +352,14 @@ describe("listing tasks", () => {
       after = page.body.next_cursor;
     }
     expect(seen).toEqual(created.map((t) => t.id));
+    // The clients' form: limit and offset, a bare array (the Python client iterates it).
+    const raw = await cluster.api(`/intents/${intent.id}/tasks?limit=2&offset=3`);
+    expect(raw.status).toBe(200);
+    expect(raw.body.map((t: any) => t.id)).toEqual([created[3].id, created[4].id]);
+    const rawClaimed = await cluster.api(`/intents/${intent.id}/tasks?status=claimed&limit=100&offset=0`);
+    expect(rawClaimed.body.map((t: any) => t.id)).toEqual([created[1].id, created[3].id]);
     expectError(await cluster.api(`/intents/${intent.id}/tasks?limit=501`), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${intent.id}/tasks?offset=-1`), 400, "VALIDATION_FAILED");
     expectError(await cluster.api(`/intents/${intent.id}/tasks?status=bogus`), 400, "VALIDATION_FAILED");
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/tasks`), 404, "INTENT_NOT_FOUND");
   });

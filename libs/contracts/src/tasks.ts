@@ -32,8 +32,8 @@ export const MemoryPolicy = z
   .object({
     archive_on_completion: z.boolean().default(true),
     inherit_from_parent: z.boolean().default(false),
-    max_entries: z.number().int().min(1).max(1_000_000).optional(),
-    max_total_size_kb: z.number().int().min(1).max(10_000_000).optional(),
+    max_entries: z.number().int().min(1).max(1_000_000).nullable().optional(),
+    max_total_size_kb: z.number().int().min(1).max(10_000_000).nullable().optional(),
   })
   .strict()
   .openapi("TaskMemoryPolicy");
@@ -147,6 +147,13 @@ export const ListTasksQuery = z.object({
     .openapi({ description: "comma-separated statuses" }),
   assigned_agent: z.string().max(200).optional(),
   after: z.string().regex(/^\d{1,15}$/, "after must be a cursor from next_cursor").optional(),
+  offset: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(100_000)
+    .optional()
+    .openapi({ description: "the clients' paging: with offset the answer is a bare array of tasks (what the Python client's list_tasks reads), without it {tasks, next_cursor, has_more}" }),
   limit: pageLimit(100, MAX_TASK_PAGE),
 });
 export type ListTasksQuery = z.infer<typeof ListTasksQuery>;

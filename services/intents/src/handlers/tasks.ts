@@ -187,26 +187,41 @@ const MAX_PAGE_BYTES = 768 * 1024;
  * GET /intents/{id}/tasks: oldest first, filters status (comma-separated) and assigned_agent,
  * cursor `after` = next_cursor. A page stops at `limit` tasks or MAX_PAGE_BYTES of JSON, whichever comes first.
  */
-export async function listTasks(ctx: IntentsContext, intentId: string, query: ListTasksQuery): Promise<{ tasks: Task[]; next_cursor: string | null; has_more: boolean }> {
+export async function listTasks(
+  ctx: IntentsContext,
+  intentId: string,
+  query: ListTasksQuery,
+): Promise<{ tasks: Task[]; next_cursor: string | null; has_more: boolean } | Task[]> {
   const limit = Math.min(query.limit ?? 100, MAX_TASK_PAGE);
   const after = query.after === undefined ? 0 : Number(query.after);
   const filters: SQL[] = [eq(tasks.intentId, intentId), gt(tasks.seq, after)];
   if (query.status?.length) filters.push(inArray(tasks.status, query.status));
   if (query.assigned_agent) filters.push(eq(tasks.assignedAgent, query.assigned_agent));
-  const rows = await ctx.db.select().from(tasks).where(and(...filters)).orderBy(asc(tasks.seq)).limit(limit + 1);
+  const rows = await ctx.db
+    .select()
+    .from(tasks)
+    .where(and(...filters))
+    .orderBy(asc(tasks.seq))
+    .offset(query.offset ?? 0)
+    .limit(limit + 1);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  const page: Task[] = [];
+  // The clients page with offset and read a bare array (CLIENTS.md section 3).
+  if (query.offset !== undefined) return pageWithinBytes(rows.slice(0, limit)).map(toTask);
+  const page = pageWithinBytes(rows.slice(0, limit));
+  const last = page.at(-1)?.seq;
+  return { tasks: page.map(toTask), next_cursor: last !== undefined ? String(last) : (query.after ?? null), has_more: rows.length > page.length };
+}
+
+/** The first rows whose JSON stays within MAX_PAGE_BYTES (at least one). */
+function pageWithinBytes(rows: TaskRow[]): TaskRow[] {
   let bytes = 0;
-  let last = after;
-  for (const row of rows.slice(0, limit)) {
-    const task = toTask(row);
-    bytes += Buffer.byteLength(JSON.stringify(task));
+  const page: TaskRow[] = [];
+  for (const row of rows) {
+    bytes += Buffer.byteLength(JSON.stringify(toTask(row)));
     if (page.length && bytes > MAX_PAGE_BYTES) break;
-    page.push(task);
-    last = row.seq;
+    page.push(row);
   }
-  const hasMore = rows.length > page.length;
-  return { tasks: page, next_cursor: page.length ? String(last) : query.after ?? null, has_more: hasMore };
+  return page;
 }
 
 /** What one transition writes: the task's new fields and its event. */
