@@ -165,6 +165,15 @@ describe("authorization", () => {
     expect((await act(task.id, "complete", owner.headers, { output: { ok: true } })).status).toBe(200);
   });
 
+  it("a draining agent claims no new task (409 AGENT_DRAINING), as it takes no new lease", async () => {
+    const intent = await activeIntent();
+    const agent = await newAgent("drainer");
+    const task = await createTask(intent.id);
+    expect((await cluster.api(`/agents/${agent.id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" })).status).toBe(200);
+    await vi.waitFor(async () => expectError(await act(task.id, "claim", agent.headers), 409, "AGENT_DRAINING"), { timeout: 10_000, interval: 100 });
+    expect((await getTask(task.id)).status).toBe("ready");
+  });
+
   it("an agent claims an unassigned ready task for itself", async () => {
     const intent = await activeIntent();
     const agent = await newAgent();
@@ -535,6 +544,15 @@ describe("an agent's death makes its tasks ready for reassignment (4.9, 4.8 rule
     await cluster.bus.js.publish(cluster.bus.subject(`im.evt.agent.${agentId}.${agentEventTypes.lifecycle}`), JSON.stringify(death), { msgID: `redelivered-${randomUUID()}` });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await taskEventsOf(intent.id)).filter((e) => e.event_type === "task.retrying")).toHaveLength(2);
+
+    // Registered again, the agent claims a new task; a late copy of its old death leaves that one alone.
+    expect((await cluster.api("/agents", { body: { agent_id: agentId }, key: "agent" })).status).toBe(201);
+    clock().advance(1000);
+    const fresh = await createTask(intent.id);
+    await vi.waitFor(async () => expect((await act(fresh.id, "claim", headers)).status).toBe(200), { timeout: 10_000, interval: 100 });
+    await cluster.bus.js.publish(cluster.bus.subject(`im.evt.agent.${agentId}.${agentEventTypes.lifecycle}`), JSON.stringify(death), { msgID: `late-${randomUUID()}` });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await getTask(fresh.id)).toMatchObject({ status: "claimed", assigned_agent: agentId });
 
     // Another agent takes the task over and can see whose work it continues.
     const heir = await newAgent("heir");
