@@ -7,7 +7,7 @@ import { inbox, leases } from "./db/schema";
 import { agentStatus } from "./db/schema-agents";
 import { appendToLog, lockIntent } from "./event-log";
 import { expiryEvent } from "./handlers/leases";
-import { releaseTasksOf } from "./handlers/tasks";
+import { releaseTasksOf } from "./handlers/task-effects";
 
 
 /**

@@ -24,7 +24,7 @@ import { actingAgent } from "./actor";
 import { recordCostInTx } from "./costs";
 import { toRetryPolicy } from "./retry-policy";
 import { agentWorkRefusal } from "../agent-lifecycle-projection";
-import { taskOfIntent } from "./tasks";
+import { taskOfIntent } from "./task-store";
 
 type FailureRow = typeof failures.$inferSelect;
 type LeaseRow = typeof leases.$inferSelect;

@@ -18,7 +18,7 @@ import type { IntentsContext } from "../context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../db/statements";
 import { reserveSequences, writeEvents, type NewEvent } from "../event-log";
 import { assertDeadlineWithinDueBefore, buildSuspensionRecord } from "../domain/suspension";
-import { blockTasksForSuspension, releaseTasksAfterSuspension } from "./tasks";
+import { blockTasksForSuspension, releaseTasksAfterSuspension } from "./task-effects";
 
 /**
  * The intents side of human-input suspension (spec 3.1, 2.9), served on the bus only
