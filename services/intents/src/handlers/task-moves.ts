@@ -38,6 +38,8 @@ interface TransitionContext {
   reason?: string | undefined;
   /** The fail action applies the retry policy; PATCH status failed does not. */
   applyRetryPolicy?: boolean;
+  /** The agent whose status changeTask already checked (and holds) for this claim. */
+  checkedAgent?: string | null;
 }
 
 /**
@@ -69,9 +71,12 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
   switch (to) {
     case "claimed": {
       const agent = t.assignedAgent ?? task.assignedAgent ?? caller.actor;
-      // Held (FOR SHARE) by changeTask before the intent lock, in the order leases take too; read again here.
-      const refusal = await agentWorkRefusal(t.tx, agent);
-      if (refusal) throw refusal;
+      // changeTask checked and holds (FOR SHARE) the claiming agent's status before the intent
+      // lock, in the order lease grants take too; another agent named here is checked now.
+      if (agent !== t.checkedAgent) {
+        const refusal = await agentWorkRefusal(t.tx, agent);
+        if (refusal) throw refusal;
+      }
       return {
         change: { status: to, assignedAgent: agent, claimedAt: now, ...(from === "blocked" ? unblocked : {}) },
         event: (row) => (from === "blocked" ? unblockEvent(row, from, caller.actor, t.reason ?? "unblocked") : taskEvent("claimed", caller.actor, { ...base(row), agent_id: agentOf(row) })),
@@ -178,7 +183,7 @@ export async function changeTask(
   ctx: IntentsContext,
   taskId: string,
   ifMatch: number | null,
-  decide: (task: TaskRow, intentStatus: string, tx: Tx) => Promise<{ change: TaskChange; events: (updated: TaskRow) => NewEvent[] }>,
+  decide: (task: TaskRow, intentStatus: string, tx: Tx, checkedAgent: string | null) => Promise<{ change: TaskChange; events: (updated: TaskRow) => NewEvent[] }>,
   claimingAgent?: (task: TaskRow) => string | null,
 ): Promise<Task> {
   const before = await readTaskUnlocked(ctx, taskId);
@@ -195,7 +200,7 @@ export async function changeTask(
     const intent = await lockIntentRow(tx, intentId, null);
     const task = await readTask(tx, taskId);
     if (ifMatch !== null && task.version !== ifMatch) throw errors.versionMismatch("task", taskId, task.version, ifMatch);
-    const plan = await decide(task, intent.status, tx);
+    const plan = await decide(task, intent.status, tx, agent);
     const row = await updateTask(tx, task, plan.change, now);
     const newEvents = plan.events(row);
     if (row.status !== task.status && DEPENDENCY_DONE_STATUSES.includes(row.status as TaskStatus)) newEvents.push(...(await readyDependents(tx, row, now)));

@@ -145,11 +145,11 @@ function pageWithinBytes(rows: TaskRow[]): TaskRow[] {
 const singleEvent = (move: Move) => ({ change: move.change, events: (row: TaskRow) => [move.event(row)] });
 
 export function claimTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, caller: Caller): Promise<Task> {
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
+  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx, checkedAgent) => {
     // A task already taken is a conflict (409) before it is anyone's permission question: the loser of a race learns it lost.
     if (task.status !== "ready") assertTaskTransition(task.id, task.status as TaskStatus, "claimed");
     assertMayClaimTask(task, caller, task.assignedAgent ?? caller.actor);
-    return singleEvent(await planTransition("claimed", { task, intentStatus, caller, now: ctx.clock.now(), tx, assignedAgent: task.assignedAgent ?? caller.actor }));
+    return singleEvent(await planTransition("claimed", { task, intentStatus, caller, now: ctx.clock.now(), tx, assignedAgent: task.assignedAgent ?? caller.actor, checkedAgent }));
   }, (before) => before.assignedAgent ?? caller.actor);
 }
 
@@ -192,7 +192,7 @@ export function cancelTask(ctx: IntentsContext, taskId: string, ifMatch: number 
  */
 export function patchTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, body: PatchTaskBody, caller: Caller): Promise<Task> {
   if (ifMatch === null) throw errors.preconditionRequired("task");
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
+  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx, checkedAgent) => {
     const from = task.status as TaskStatus;
     const reassigning = body.assigned_agent !== undefined && body.assigned_agent !== task.assignedAgent;
     let to = body.status !== undefined && body.status !== from ? body.status : undefined;
@@ -222,6 +222,7 @@ export function patchTask(ctx: IntentsContext, taskId: string, ifMatch: number |
       blockedReason: body.blocked_reason,
       assignedAgent: body.assigned_agent,
       reason: "patched",
+      checkedAgent,
     });
     const change = { ...fields, ...move.change };
     // A coordinator naming the new agent with the move: it is assigned after the holder is recorded.
