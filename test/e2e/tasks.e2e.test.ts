@@ -5,6 +5,7 @@ import { agentEventTypes, streams, suspensionCommands, TASK_END_EVENT_TYPES, TAS
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
+import { knownAgentStatus } from "../../services/intents/src/agent-lifecycle-projection";
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -170,7 +171,9 @@ describe("authorization", () => {
     const agent = await newAgent("drainer");
     const task = await createTask(intent.id);
     expect((await cluster.api(`/agents/${agent.id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" })).status).toBe(200);
-    await vi.waitFor(async () => expectError(await act(task.id, "claim", agent.headers), 409, "AGENT_DRAINING"), { timeout: 10_000, interval: 100 });
+    // The intents service learns it from the registry's agent.lifecycle event (eventually).
+    await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, agent.id)).toBe("draining"), { timeout: 10_000, interval: 100 });
+    expectError(await act(task.id, "claim", agent.headers), 409, "AGENT_DRAINING");
     expect((await getTask(task.id)).status).toBe("ready");
   });
 
