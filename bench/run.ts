@@ -22,12 +22,13 @@ import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile, runFanout, type FanoutResult } from "./lib/sse-fanout";
 import { heartbeatClientSetup, registerHeartbeatAgents, registerRequests } from "./lib/agents";
 import { COST_FIXTURE_RECORDS, costFixtureIntent, getCostsRequests, recordCostRequests, registerBenchAgents } from "./lib/costs";
+import { taskClientSetup, taskWorkers } from "./lib/tasks";
 import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } from "./lib/profile";
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
-const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "sse_fanout"] as const;
+const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "task_claim_complete", "sse_fanout"] as const;
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 
 const num = (name: string, fallback: number) => {
@@ -84,6 +85,7 @@ const DESCRIPTIONS: Record<ScenarioName, string> = {
   get_costs: `GET /api/v1/intents/{id}/costs (first page of 100 and the summary) of an intent with ${COST_FIXTURE_RECORDS} records`,
   register_agent: "POST /api/v1/agents, a new agent id per request",
   heartbeat: "POST /api/v1/agents/{id}/heartbeat, each connection its own registered agent",
+  task_claim_complete: "POST /intents/{id}/tasks, then /tasks/{tid}/claim, /start, /complete; each connection one agent and one intent (4 requests per task)",
   sse_fanout: "SSE subscribers on one intent; per-delivery latency from POST sent to frame received",
 };
 
@@ -287,6 +289,9 @@ async function main(): Promise<void> {
   const costIntent = config.scenarios.includes("get_costs") ? await api.createIntent(`${COST_FIXTURE_RECORDS} cost records`) : undefined;
   if (costIntent) await costFixtureIntent(api, costIntent.id, benchAgents, mapLimit);
   const heartbeatAgents = config.scenarios.includes("heartbeat") ? await registerHeartbeatAgents(api, config.connections, namespace, mapLimit) : [];
+  const taskWorkersOfRun = config.scenarios.includes("task_claim_complete")
+    ? await taskWorkers(api, config.connections, namespace, mapLimit, (title) => api.createIntent(title))
+    : [];
   await waitForOutbox(api, 30_000);
 
   // (d) and (e) the scenarios
@@ -372,6 +377,10 @@ async function main(): Promise<void> {
       case "heartbeat":
         options.requests = [{ method: "GET", path: "/healthz" }];
         options.setupClient = heartbeatClientSetup(heartbeatAgents);
+        break;
+      case "task_claim_complete":
+        options.requests = [{ method: "GET", path: "/healthz" }];
+        options.setupClient = taskClientSetup(taskWorkersOfRun);
         break;
       case "state_patch": {
         // Each connection owns one intent and carries its version from one response's ETag to the

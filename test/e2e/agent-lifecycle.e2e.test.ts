@@ -108,7 +108,8 @@ describe("heartbeats (4.9)", () => {
     const id = await registerAgent();
     const res = await heartbeat(id, { current_load: 1, tasks_in_progress: ["t1"] });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ acknowledged: true, server_timestamp: expect.any(String), agent_status: "active", pending_commands: [] });
+    // "t1" is no task the agent holds: reported, not refused (docs/tasks.md).
+    expect(res.body).toEqual({ acknowledged: true, server_timestamp: expect.any(String), agent_status: "active", pending_commands: [], unknown_tasks: ["t1"] });
     expect(Date.parse(res.body.server_timestamp)).toBe(clock().now().getTime());
     expect((await cluster.api(`/agents/${id}`, { key: "agent" })).body.tasks_in_progress).toEqual(["t1"]);
   });

@@ -123,6 +123,7 @@ describe("POST and GET /intents/{id}/failures", () => {
       id: expect.any(String),
       intent_id: intent.id,
       agent_id: "fl-rec-a",
+      task_id: null,
       attempt_number: 1,
       error_code: "RATE_LIMIT",
       error_message: "429 from provider",

@@ -13,3 +13,4 @@ export * from "./retries";
 export * from "./suspension";
 export * from "./portfolios";
 export * from "./json-safety";
+export * from "./tasks";

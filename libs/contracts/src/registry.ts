@@ -158,6 +158,10 @@ export const HeartbeatResponse = z
     server_timestamp: Timestamp,
     agent_status: AgentStatus,
     pending_commands: z.array(PendingCommand),
+    unknown_tasks: z
+      .array(z.string())
+      .optional()
+      .openapi({ description: "ids in tasks_in_progress that are not tasks this agent holds; present when tasks_in_progress was sent and checked" }),
   })
   .openapi("HeartbeatResponse");
 export type HeartbeatResponse = z.infer<typeof HeartbeatResponse>;

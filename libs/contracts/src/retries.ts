@@ -107,6 +107,7 @@ export type FailureCost = z.output<typeof FailureCost>;
 export const RecordFailureBody = z
   .object({
     agent_id: ActorId.optional().openapi({ description: "the failing agent; default the acting agent (X-Agent-ID or the key's principal)" }),
+    task_id: Uuid.optional().openapi({ description: "the task of the intent that failed; its retry policy, when it has one, overrides the intent's" }),
     attempt_number: z.number().int().min(1).max(1_000_000).openapi({ description: "the attempt that failed, from 1" }),
     // Spec 2.8 types both as strings; the official Python client sends null when its caller gave
     // none, which reads as UNKNOWN (a retryable code, like any code 2.8 does not list) and "".
@@ -152,6 +153,7 @@ export const FailureRecord = z
     id: Uuid,
     intent_id: Uuid,
     agent_id: z.string(),
+    task_id: Uuid.nullable(),
     attempt_number: z.number().int(),
     error_code: z.string(),
     error_message: z.string(),

@@ -24,7 +24,7 @@ export function buildOpenApi(routes: Route[], version: string) {
     const shape = (route.command.input as z.ZodObject).shape as Record<string, z.ZodType>;
     const params = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
     const openPath = route.path.replace(/:(\w+)/g, "{$1}");
-    const body = shape.body ?? shape.patches;
+    const body = route.documentedBody ?? shape.body ?? shape.patches;
     registry.registerPath({
       method: route.method,
       path: `/api/v1${openPath}`,

@@ -6,6 +6,7 @@ import { attachmentRoutes } from "./routes-attachments";
 import { retryRoutes } from "./routes-retries";
 import { portfolioRoutes } from "./routes-portfolios";
 import { costRoutes } from "./routes-costs";
+import { taskRoutes } from "./routes-tasks";
 
 /**
  * The REST surface: each route names one bus command and how to build its input from the
@@ -27,6 +28,8 @@ export interface Route {
    * when one names a registered agent, that agent must be bound to the calling key.
    */
   claimsIdentity?: ("actor" | "created_by")[];
+  /** The body as the client sends it, for the OpenAPI document, when the route reshapes it into the command's input. */
+  documentedBody?: z.ZodType;
   /** Registration: an X-Agent-ID naming the agent it registers is not bound yet, and is not checked. */
   registersAgent?: boolean;
   summary: string;
@@ -112,4 +115,4 @@ const intentRoutes: Route[] = [
 ];
 
 /** Every route of the API; each area of the API keeps its routes in its own module. */
-export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes];
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes];

@@ -7,6 +7,7 @@ import { inbox, leases } from "./db/schema";
 import { agentStatus } from "./db/schema-agents";
 import { appendToLog, lockIntent } from "./event-log";
 import { expiryEvent } from "./handlers/leases";
+import { releaseTasksOf } from "./handlers/task-effects";
 
 
 /**
@@ -14,6 +15,7 @@ import { expiryEvent } from "./handlers/leases";
  * and carries out what an agent's end means here (spec 3.4): when an agent becomes dead, every
  * lease it still holds expires with reason agent_dead and a lease expiry event (lease_released) goes to each
  * intent; a deregistered agent's leases expire the same way with reason agent_deregistered.
+ * Its claimed and running tasks become ready again for reassignment (handlers/tasks.ts releaseTasksOf).
  * Effects and the inbox row commit together, so a redelivered event changes nothing twice.
  */
 export async function startAgentLifecycleProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
@@ -38,6 +40,10 @@ export async function startAgentLifecycleProjection(bus: Bus, db: Database, cloc
       const acquiredBy = applied ? undefined : new Date(lifecycle.timestamp);
       if (lifecycle.new_status === "dead") await expireLeasesOf(tx, event.agent_id, "agent_dead", clock.now(), acquiredBy);
       if (lifecycle.new_status === "deregistered") await expireLeasesOf(tx, event.agent_id, "agent_deregistered", clock.now(), acquiredBy);
+      // Its claimed and running tasks become ready for another agent (4.9), the same way exactly once.
+      if (lifecycle.new_status === "dead" || lifecycle.new_status === "deregistered") {
+        await releaseTasksOf(tx, event.agent_id, lifecycle.new_status === "dead" ? "agent_dead" : "agent_deregistered", clock.now(), acquiredBy);
+      }
     },
     afterCommit: onCommitted,
   });

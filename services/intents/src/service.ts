@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { attachmentCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, intentsCommands as commands, retryCommands, streams, systemClock, type Clock } from "@intentmesh/contracts";
+import { attachmentCommands, taskCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, intentsCommands as commands, retryCommands, streams, systemClock, type Clock } from "@intentmesh/contracts";
 import { ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -22,6 +22,7 @@ import { createAttachment, deleteAttachment, listAttachments } from "./handlers/
 import { getRetryPolicy, putRetryPolicy } from "./handlers/retry-policy";
 import { listFailures, recordFailure } from "./handlers/failures";
 import { listCosts, recordCost, setBudget } from "./handlers/costs";
+import { cancelTask, claimTask, completeTask, createTask, failTask, getTask, listTasks, patchTask, startTask, unknownTasksOf } from "./handlers/tasks";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -92,6 +93,16 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     serveCommand(bus, costsCommands.record, (input, caller) => recordCost(ctx, input.intent_id, input.body, caller), logger),
     serveCommand(bus, costsCommands.list, (input) => listCosts(ctx, input.intent_id, input.query), logger),
     serveCommand(bus, costsCommands.setBudget, (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, taskCommands.create, (input, caller) => createTask(ctx, input.intent_id, input.body, caller), logger),
+    serveCommand(bus, taskCommands.get, (input) => getTask(ctx, input.task_id), logger),
+    serveCommand(bus, taskCommands.list, (input) => listTasks(ctx, input.intent_id, input.query), logger),
+    serveCommand(bus, taskCommands.patch, (input, caller) => patchTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, taskCommands.claim, (input, caller) => claimTask(ctx, input.task_id, input.if_match, caller), logger),
+    serveCommand(bus, taskCommands.start, (input, caller) => startTask(ctx, input.task_id, input.if_match, caller), logger),
+    serveCommand(bus, taskCommands.complete, (input, caller) => completeTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, taskCommands.fail, (input, caller) => failTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, taskCommands.cancel, (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, taskCommands.held, (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids), logger),
     serveCommand(
       bus,
       healthCommand("intents"),

@@ -51,6 +51,8 @@ export const failures = intentsSchema.table(
     seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity().notNull(),
     intentId: uuid("intent_id").notNull(),
     agentId: text("agent_id").notNull(),
+    /** The task that failed, when the failure named one (its retry policy decided). */
+    taskId: uuid("task_id"),
     attemptNumber: integer("attempt_number").notNull(),
     errorCode: text("error_code").notNull(),
     errorMessage: text("error_message").notNull(),

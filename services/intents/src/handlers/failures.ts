@@ -26,6 +26,7 @@ import { actingAgent } from "./actor";
 import { recordCostInTx } from "./costs";
 import { toRetryPolicy } from "./retry-policy";
 import { agentWorkRefusal } from "../agent-lifecycle-projection";
+import { taskOfIntent } from "./task-store";
 
 type FailureRow = typeof failures.$inferSelect;
 type LeaseRow = typeof leases.$inferSelect;
@@ -35,6 +36,7 @@ export function toFailure(row: FailureRow): FailureRecord {
     id: row.id,
     intent_id: row.intentId,
     agent_id: row.agentId,
+    task_id: row.taskId,
     attempt_number: row.attemptNumber,
     error_code: row.errorCode,
     error_message: row.errorMessage,
@@ -69,7 +71,12 @@ export async function recordFailure(ctx: IntentsContext, intentId: string, ifMat
   const record = await ctx.db.transaction(async (tx) => {
     const intent = await lockIntentRow(tx, intentId, ifMatch);
     const [policyRow] = await tx.select().from(retryPolicies).where(eq(retryPolicies.intentId, intentId));
-    const policy = policyRow ? toRetryPolicy(policyRow) : null;
+    const intentPolicy = policyRow ? toRetryPolicy(policyRow) : null;
+    // A failure of a task follows the task's retry policy when it has one (spec 2.8).
+    const task = body.task_id ? await taskOfIntent(tx, intentId, body.task_id) : null;
+    const policy: RetryPolicy | null = task?.retryPolicy
+      ? { ...task.retryPolicy, id: intentPolicy?.id ?? task.id, intent_id: intentId, created_at: isoTimestamp(task.createdAt), updated_at: isoTimestamp(task.updatedAt) }
+      : intentPolicy;
     const [unresolved] = await tx
       .select({ n: count() })
       .from(failures)
@@ -92,6 +99,7 @@ export async function recordFailure(ctx: IntentsContext, intentId: string, ifMat
         id: randomUUID(),
         intentId,
         agentId,
+        taskId: body.task_id ?? null,
         attemptNumber: body.attempt_number,
         errorCode: body.error_code,
         errorMessage: body.error_message,

@@ -19,6 +19,7 @@ import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../db/statements";
 import { reserveSequences, writeEvents, type NewEvent } from "../event-log";
 import { assertDeadlineWithinDueBefore, buildSuspensionRecord } from "../domain/suspension";
 import { assertStateWithinLimit } from "../domain/state-size";
+import { blockTasksForSuspension, releaseTasksAfterSuspension } from "./task-effects";
 
 /**
  * The intents side of human-input suspension (spec 3.1, 2.9), served on the bus only
@@ -90,7 +91,7 @@ export async function beginSuspension(
       holders.flatMap((p) => (p.due_before === null ? [] : [{ portfolio_id: p.id, due_before: new Date(p.due_before) }])),
     );
     const version = current.version + 1;
-    return commitSuspensionChange(
+    const suspended = await commitSuspensionChange(
       tx,
       intentId,
       { ...current.state, _suspension: record },
@@ -105,6 +106,9 @@ export async function beginSuspension(
       ],
       now,
     );
+    // Spec 3.1: the intent's claimed and running tasks block with it, in this transaction.
+    await blockTasksForSuspension(tx, intentId, caller.actor, now);
+    return suspended;
   });
   ctx.published();
   return intent;
@@ -144,7 +148,7 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
             payload: { suspension_id: active.id, resolution: "expired", fallback_policy: active.fallback_policy, status: to, version },
           }
         : { eventType: intentEventTypes.resumed, actor: caller.actor, payload: { suspension_id: active.id, resolution: input.resolution, ...responded, version } };
-    return commitSuspensionChange(
+    const ended = await commitSuspensionChange(
       tx,
       intentId,
       { ...current.state, _suspension: record },
@@ -152,6 +156,9 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
       [ending, { eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: SUSPENDED, to, reason: input.resolution, version, suspension_id: active.id } }],
       now,
     );
+    // The tasks the suspension blocked return to what they were doing (or are cancelled with an abandoned intent).
+    await releaseTasksAfterSuspension(tx, intentId, to === "active", caller.actor, now);
+    return ended;
   });
   ctx.published();
   return intent;

@@ -5,6 +5,7 @@ import {
   errors,
   isoTimestamp,
   lifecycleReasons,
+  taskCommands,
   type AgentStatus,
   type Caller,
   type HeartbeatBody,
@@ -57,7 +58,31 @@ export async function heartbeat(ctx: RegistryContext, agentId: string, body: Hea
   ]);
   const result = fast ?? (await slowHeartbeat(ctx, agentId, body, caller, now));
   warnOnDrift(ctx, agentId, body.client_timestamp, now, result.interval_seconds);
-  return { acknowledged: true, server_timestamp: isoTimestamp(now), agent_status: result.status, pending_commands: result.pending_commands };
+  const unknownTasks = body.tasks_in_progress?.length ? await checkTasksInProgress(ctx, agentId, body.tasks_in_progress, caller) : undefined;
+  return {
+    acknowledged: true,
+    server_timestamp: isoTimestamp(now),
+    agent_status: result.status,
+    pending_commands: result.pending_commands,
+    ...(unknownTasks ? { unknown_tasks: unknownTasks } : {}),
+  };
+}
+
+/**
+ * Spec 4.9: tasks_in_progress checked against the tasks the agent holds. Tasks belong to the
+ * intents service, so the registry asks it (im.intents.tasks.held) rather than reading its
+ * tables. Unknown ids are reported in the response and logged; never fatal: when the intents
+ * service does not answer, the heartbeat is acknowledged without the check.
+ */
+async function checkTasksInProgress(ctx: RegistryContext, agentId: string, taskIds: string[], caller: Caller): Promise<string[] | undefined> {
+  try {
+    const { unknown } = await ctx.client.request<{ unknown: string[] }>(taskCommands.held, caller, { agent_id: agentId, task_ids: taskIds });
+    if (unknown.length) ctx.logger.warn({ agent_id: agentId, unknown_tasks: unknown.slice(0, 20) }, "heartbeat lists tasks the agent does not hold");
+    return unknown;
+  } catch (error) {
+    ctx.logger.warn({ agent_id: agentId, err: error }, "could not check the heartbeat's tasks_in_progress");
+    return undefined;
+  }
 }
 
 /**
