@@ -79,12 +79,14 @@ function queryFields(route: (typeof routes)[number]): string[] {
   return query?.shape ? Object.keys(query.shape) : [];
 }
 
-const bodyFor = (fields: string[]) =>
-  fc.oneof(
+const bodyFor = (known: string[]) => {
+  const fields = known.length ? known : ["unknown"];
+  return fc.oneof(
     { weight: 6, arbitrary: fc.uniqueArray(fc.tuple(fc.constantFrom(...fields), value), { minLength: 1, maxLength: 4, selector: (t) => t[0] }).map((pairs) => `{${pairs.map(([k, v]) => `"${k}":${v}`).join(",")}}`) },
     { weight: 1, arbitrary: value },
     { weight: 1, arbitrary: fc.constantFrom(deep(10_000), `[${'"z",'.repeat(200_000)}"z"]`, "{", '{"a":1,}', "\uFEFF{}") },
   );
+};
 
 const HOSTILE_QUERY = ["%00", "a%00b", "%ED%A0%80", "%FF", "9223372036854775808", "1e309", "-1", "99999999999999999999", "", "true,false", "%2F..%2F", "x".repeat(5000)];
 const queryFor = (fields: string[]) =>
@@ -110,7 +112,10 @@ describe("fuzzing every route with hostile input", () => {
       body: { filename: "f.txt", mime_type: "text/plain", size: 1, storage_url: "https://files.example.com/f.txt" },
     });
     for (const res of [intent, agent, lease, portfolio, attachment]) expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+    const task = await cluster.api(`/intents/${intent.body.id}/tasks`, { body: { title: "fuzz task" } });
+    expect(task.status, JSON.stringify(task.body)).toBeLessThan(300);
     fixtures = {
+      taskId: task.body.id,
       id: intent.body.id,
       intentId: intent.body.id,
       agentId: "fuzz-agent",

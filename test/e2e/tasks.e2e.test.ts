@@ -170,7 +170,9 @@ describe("authorization", () => {
     const intent = await activeIntent();
     const agent = await newAgent("drainer");
     const task = await createTask(intent.id);
-    expect((await cluster.api(`/agents/${agent.id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent" })).status).toBe(200);
+    const registered = await cluster.api(`/agents/${agent.id}`, { key: "agent" });
+    const drained = await cluster.api(`/agents/${agent.id}/status`, { method: "PATCH", body: { status: "draining" }, key: "agent", headers: { "If-Match": String(registered.body.version) } });
+    expect(drained.status).toBe(200);
     // The intents service learns it from the registry's agent.lifecycle event (eventually).
     await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, agent.id)).toBe("draining"), { timeout: 10_000, interval: 100 });
     expectError(await act(task.id, "claim", agent.headers), 409, "AGENT_DRAINING");

@@ -3,14 +3,14 @@ import { intentEventFilter, intentEventMsgId, intentEventSubject } from "./subje
 import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
 
 describe("isReservedEventType", () => {
-  it.each(["intent_created", "intent.suspended", "intent.resumed", "lease_acquired", "lease.expired", "budget_alert", "state_patched", "added_to_portfolio", "agent_assigned", "channel_message"])(
+  it.each(["intent_created", "intent.suspended", "intent.resumed", "lease_acquired", "lease.expired", "budget_alert", "state_patched", "added_to_portfolio", "agent_assigned", "channel_message", "task.created"])(
     "reserves %j",
     (type) => {
       expect(isReservedEventType(type)).toBe(true);
     },
   );
 
-  it.each(["engagement.decision", "note", "intentional", "leases", "budget_alerts", "my.intent.created", "comment", "failure_recorded", "task.created"])("does not reserve %j", (type) => {
+  it.each(["engagement.decision", "note", "intentional", "leases", "budget_alerts", "my.intent.created", "comment", "failure_recorded"])("does not reserve %j", (type) => {
     expect(isReservedEventType(type)).toBe(false);
   });
 
