@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
 import { command, IfMatch, IntentRef } from "./subjects";
 
 /**
@@ -110,11 +110,7 @@ export const AttachmentList = z
   .openapi("AttachmentList");
 
 export const ListAttachmentsQuery = z.object({
-  after: z
-    .string()
-    .regex(/^\d{1,15}$/, "after must be a cursor from next_cursor")
-    .optional()
-    .openapi({ description: "next_cursor of the previous page" }),
+  after: seqCursor("attachments added"),
   limit: pageLimit(500, 1000),
 });
 

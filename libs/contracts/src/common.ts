@@ -63,6 +63,18 @@ export const ActorId = z
 /** The largest value of a PostgreSQL integer column: counts and sizes stored as int4 stay below it. */
 export const INT32_MAX = 2_147_483_647;
 
+/**
+ * `after` of a list paged by a row sequence: the next_cursor of the previous page. At most 15
+ * digits: every cursor the server issues fits, and a longer one would overflow the bigint it is
+ * compared with.
+ */
+export const seqCursor = (what: string) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, "after must be a cursor from next_cursor")
+    .optional()
+    .openapi({ description: `next_cursor of the previous page: ${what} after it` });
+
 /** A positive page size with a default and a ceiling, read from a query string. */
 export const pageLimit = (fallback: number, max: number) => z.coerce.number().int().min(1).max(max).default(fallback);
 

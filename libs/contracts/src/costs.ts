@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
 import { command, IfMatch, IntentRef } from "./subjects";
 import { Budget } from "./budget";
 
@@ -95,12 +95,7 @@ export const CostPage = z
   .openapi("CostPage");
 
 export const ListCostsQuery = z.object({
-  after: z
-    .string()
-    // At most 15 digits: every cursor the server issues fits, and a longer one would overflow the bigint it is compared with (a 500).
-    .regex(/^\d{1,15}$/, "after must be a cursor from next_cursor")
-    .optional()
-    .openapi({ description: "next_cursor of the previous page: records recorded after it" }),
+  after: seqCursor("records recorded"),
   limit: pageLimit(100, 1000),
 });
 export type ListCostsQuery = z.infer<typeof ListCostsQuery>;

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
 import { command, IfMatch, IntentRef } from "./subjects";
 import { RecordCostBody } from "./costs";
 
@@ -173,11 +173,7 @@ export const MAX_FAILURE_PAGE = 1000;
 
 export const ListFailuresQuery = z.object({
   agent_id: z.string().optional().openapi({ description: "only the failures of this agent" }),
-  after: z
-    .string()
-    .regex(/^\d{1,15}$/, "after must be a cursor from next_cursor")
-    .optional()
-    .openapi({ description: "next_cursor of the previous page: failures recorded after it" }),
+  after: seqCursor("failures recorded"),
   limit: pageLimit(MAX_FAILURE_PAGE, MAX_FAILURE_PAGE),
 });
 export type ListFailuresQuery = z.infer<typeof ListFailuresQuery>;
