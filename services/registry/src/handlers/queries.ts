@@ -50,7 +50,8 @@ export async function listAgents(ctx: RegistryContext, query: ListAgentsQuery, c
     ctx.db.select().from(agents).where(where).orderBy(asc(agents.agentId)).limit(query.limit).offset(query.offset),
     ctx.db.select({ total: sql<number>`count(*)::int` }).from(agents).where(where),
   ]);
-  return { agents: rows.map(toSummary), total: count?.total ?? 0 };
+  // Summaries carry capabilities (up to 100 of 100 characters): a page also stops at the byte limit.
+  return { agents: fitPage(rows.map(toSummary)).items, total: count?.total ?? 0 };
 }
 
 /**
