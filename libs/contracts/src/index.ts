@@ -14,3 +14,4 @@ export * from "./suspension";
 export * from "./portfolios";
 export * from "./json-safety";
 export * from "./tasks";
+export * from "./system-events";
