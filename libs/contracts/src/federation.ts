@@ -74,11 +74,23 @@ export const SignedRequest = z.object({
 });
 export type SignedRequest = z.infer<typeof SignedRequest>;
 
+/** GET /api/v1/federation/agents: local agents by federation visibility (public by default). */
+export const FederationAgentsQuery = z.object({
+  visibility: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split(",").map((s) => s.trim()).filter(Boolean) : ["public"]))
+    .pipe(z.array(AgentVisibility).min(1))
+    .openapi({ description: "comma-separated: public, unlisted, private; default public" }),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+
 export const federationCommands = {
   discovery: command("federation", "discovery", z.object({})),
   did: command("federation", "did", z.object({})),
   status: command("federation", "status", z.object({})),
-  agents: command("federation", "agents", z.object({ query: z.record(z.string(), z.unknown()).default({}) })),
+  agents: command("federation", "agents", z.object({ query: FederationAgentsQuery })),
   dispatch: command("federation", "dispatch", z.object({ body: DispatchBody, idempotency_key: z.string().min(1).max(200).nullable() })),
   receive: command("federation", "receive", z.object({ request: SignedRequest })),
   callback: command("federation", "callback", z.object({ dispatch_id: Uuid, request: SignedRequest })),

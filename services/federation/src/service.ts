@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { federationCommands as commands, healthCommand, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
 import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
-import type { Resolver } from "@intentmesh/ssrf";
+import type { Connector, GuardedFetchOptions, Resolver } from "@intentmesh/ssrf";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Subscription } from "@nats-io/transport-node";
 import { count, isNull } from "drizzle-orm";
@@ -32,6 +32,8 @@ export interface FederationServiceOptions {
   clock?: Clock;
   /** Test seam: name resolution of outbound calls (default: the system resolver). */
   resolve?: Resolver;
+  /** Test seam: the connect step of outbound calls (tests pass a tripwire that refuses anything but loopback). */
+  connect?: Connector;
   callbackIntervalMs?: number;
   relay?: Partial<RelayOptions>;
 }
@@ -60,10 +62,11 @@ export async function startFederationService(options: FederationServiceOptions):
 
   const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "federation", ...options.relay });
   const clock = options.clock ?? systemClock;
-  const outbound = {
+  const outbound: GuardedFetchOptions = {
     allowLoopback: settings.allowLoopback,
     timeoutMs: settings.dispatchTimeoutMs,
     ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(options.connect ? { connect: options.connect } : {}),
   };
   let sender: CallbackSender | undefined;
   const ctx: FederationContext = {

@@ -1,5 +1,5 @@
 import { count, isNull, isNotNull, sql } from "drizzle-orm";
-import { AgentVisibility, registryCommands, type Agent } from "@intentmesh/contracts";
+import { FederationAgentsQuery, registryCommands, type Agent } from "@intentmesh/contracts";
 import { z } from "zod";
 import { validationError } from "@intentmesh/bus";
 import type { FederationContext } from "../context";
@@ -66,23 +66,13 @@ export async function status(ctx: FederationContext) {
   };
 }
 
-const AgentsQuery = z.object({
-  visibility: z
-    .string()
-    .optional()
-    .transform((v) => (v ? v.split(",").map((s) => s.trim()).filter(Boolean) : ["public"]))
-    .pipe(z.array(AgentVisibility).min(1)),
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
-});
-
 /**
  * GET /api/v1/federation/agents: local agents (not federated ones) by federation visibility
  * (metadata.federation_visibility, else the server default); `visibility` filters, public by default.
  */
-export async function agents(ctx: FederationContext, query: Record<string, unknown>) {
+export async function agents(ctx: FederationContext, query: unknown) {
   assertEnabled(ctx);
-  const parsed = AgentsQuery.safeParse(query);
+  const parsed = FederationAgentsQuery.safeParse(query);
   if (!parsed.success) throw validationError(parsed.error);
   const { visibility, limit, offset } = parsed.data;
   const page = await ctx.client.request<{ agents: { agent_id: string }[]; total: number }>(registryCommands.list, SERVICE_CALLER, {
