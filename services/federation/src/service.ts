@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { federationCommands as commands, healthCommand, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
@@ -53,7 +54,11 @@ export async function startFederationService(options: FederationServiceOptions):
   await ensureStream(bus, streams.intents);
   await ensureStream(bus, systemEventStream);
 
-  const key = loadSigningKey({ pem: options.key?.pem, file: options.key?.file, dataDir: options.key?.dataDir ?? ".data" });
+  // Disabled, nothing is signed or published: an in-memory key stands in, and no file is written
+  // (a read-only container never needs a data directory for a service it does not use).
+  const key = settings.enabled
+    ? loadSigningKey({ pem: options.key?.pem, file: options.key?.file, dataDir: options.key?.dataDir ?? ".data" })
+    : { privateKey: crypto.generateKeyPairSync("ed25519").privateKey, source: "development" as const, file: undefined };
   if (settings.enabled && key.source === "development") {
     logger.warn({ file: key.file }, "federation: no signing key configured (FEDERATION_SIGNING_KEY or FEDERATION_SIGNING_KEY_FILE); using a development key from the data directory, which replicas do not share");
   }

@@ -74,7 +74,12 @@ const json = <S extends z.ZodType>(schema: S) =>
 /** Environment variables of the federation service (docs/federation.md, "Configuration"). */
 export const federationEnvSchema = z.object({
   FEDERATION_ENABLED: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
-  FEDERATION_SERVER_URL: z.string().url().optional(),
+  // An empty value (compose passes unset variables as "") reads as absent.
+  FEDERATION_SERVER_URL: z
+    .string()
+    .optional()
+    .transform((v) => v?.trim() || undefined)
+    .pipe(z.string().url().optional()),
   FEDERATION_SIGNING_KEY: z.string().optional(),
   FEDERATION_SIGNING_KEY_FILE: z.string().optional(),
   FEDERATION_TRUST_POLICY: TrustPolicy.default("allowlist"),
