@@ -11,6 +11,10 @@ import { fakeResolver, tripwire } from "../../libs/ssrf/test/support";
 import { RESOLVED_PROBES, URL_PROBES } from "../../libs/ssrf/test/probes";
 import { ed25519PublicKey, rawFromMultibase } from "../../services/federation/src/identity";
 import { contentDigest, signRequest } from "../../services/federation/src/signatures";
+import { startFederationService } from "../../services/federation/src/service";
+import { dispatch } from "../../services/federation/src/handlers/dispatch";
+import { ManualClock } from "@intentmesh/contracts";
+import { createLogger } from "@intentmesh/telemetry";
 
 /**
  * Issue 16 point 5: two complete clusters (two gateways on loopback ports, separate databases
@@ -22,6 +26,7 @@ const probeNames = Object.fromEntries(RESOLVED_PROBES.map(([address], i) => [`r$
 const resolver = fakeResolver({ ...probeNames, "rebind.probe.example.com": ["127.0.0.1", "10.0.0.1"] });
 const wire = tripwire(pinnedConnector);
 
+const keyOfA = crypto.generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }).toString();
 let a: TestCluster; // the origin
 let b: TestCluster; // the receiver
 let silent: http.Server; // a peer that accepts connections and never answers
@@ -50,7 +55,8 @@ async function createIntent(cluster: TestCluster, title = uniqueTag("fed")) {
 
 beforeAll(async () => {
   const common = { allowLoopback: true, dispatchTimeoutMs: 1500, resolve: resolver.resolve, connect: wire.connect, trustPolicy: "allowlist" as const };
-  [a, b] = await Promise.all([startTestCluster({ federation: common }), startTestCluster({ federation: common })]);
+  // A's key is configured (as every replica would get it from a secret); B uses a development key.
+  [a, b] = await Promise.all([startTestCluster({ federation: { ...common, signingKeyPem: keyOfA } }), startTestCluster({ federation: common })]);
   a.federation.ctx.settings.peers.push({ server_url: b.baseUrl, relationship: "downstream" });
   b.federation.ctx.settings.peers.push({ server_url: a.baseUrl, relationship: "upstream" });
   silent = http.createServer((_req, res) => void hanging.push(res));
@@ -286,5 +292,89 @@ describe("two federated clusters", () => {
       ctx.outbound = savedOutbound;
       a.registry.ctx.outboundPolicy = { allowLoopback: true };
     }
+  });
+
+  it("lists local agents by federation visibility, and a private agent cannot be dispatched to", async () => {
+    const tag = uniqueTag("vis");
+    for (const visibility of ["public", "unlisted", "private"]) {
+      expect((await b.api("/agents", { body: { agent_id: `${tag}-${visibility}`, metadata: { federation_visibility: visibility } }, key: "agent" })).status).toBe(201);
+    }
+    expect((await b.api("/agents", { body: { agent_id: `${tag}-federated`, origin_server_url: a.baseUrl }, key: "agent" })).status).toBe(201);
+    const listed = async (query: string) =>
+      ((await b.api(`/federation/agents?limit=100${query}`).then((r) => (r.status === 200 ? r : Promise.reject(new Error(JSON.stringify(r.body)))))).body.agents as { agent_id: string; visibility: string }[]).filter((x) => x.agent_id.startsWith(tag));
+    expect(await listed("")).toEqual([expect.objectContaining({ agent_id: `${tag}-public`, visibility: "public" })]);
+    expect((await listed("&visibility=unlisted,private")).map((x) => x.agent_id).sort()).toEqual([`${tag}-private`, `${tag}-unlisted`]);
+    expectError(await b.api("/federation/agents?visibility=everyone"), 400, "VALIDATION_FAILED");
+    const intent = await createIntent(a);
+    const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: `${tag}-private` } });
+    expectError(res, 502, "DISPATCH_FAILED");
+    expect(res.body.details).toMatchObject({ remote_status: 404 });
+    expect((await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: `${tag}-unlisted` } })).status).toBe(200);
+  });
+
+  it("refuses a received body over the federation limit with 413, before reading it whole", async () => {
+    const res = await b.api("/api/v1/federation/receive", { rawBody: JSON.stringify({ x: "y".repeat(300 * 1024) }), headers: { "content-type": "application/json" }, key: null });
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe("PAYLOAD_TOO_LARGE");
+  });
+
+  it("keeps idempotency and identity across a restart and another replica, and loses no callback while the origin is down", async () => {
+    const worker = uniqueTag("worker");
+    expect((await b.api("/agents", { body: { agent_id: worker } , key: "agent" })).status).toBe(201);
+    const intent = await createIntent(a);
+    const key = uniqueTag("restart");
+    const body = { intent_id: intent.id, target_server: b.baseUrl, agent_id: worker };
+    const first = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+    expect(first.status).toBe(200);
+    const didBefore = (await a.api("/.well-known/did.json", { key: null })).body;
+
+    // The origin's federation service goes away (a crash or a rolling restart): B's callbacks wait in its table.
+    await a.federation.stop();
+    const remoteId = first.body.remote_intent_id as string;
+    const remote = await b.api(`/intents/${remoteId}`);
+    expect((await b.api(`/intents/${remoteId}/state`, { body: [{ op: "set", path: "/progress", value: 50 }], headers: { "If-Match": String(remote.body.version) } })).status).toBe(200);
+    await until("a failed callback attempt", async () => ((await b.api("/federation/status")).body.callbacks.pending > 0 && (await b.federation.callbacks.sweep()) === 0 ? true : undefined));
+
+    // A new process with the same configuration and database: same did:web, same key, same stored answers.
+    const restarted = await startFederationService({
+      bus: a.bus,
+      database: a.database,
+      logger: createLogger("test", "silent"),
+      clock: a.clock,
+      settings: { ...a.federation.ctx.settings },
+      key: { pem: keyOfA, dataDir: "/nonexistent" },
+      connect: wire.connect,
+      callbackIntervalMs: 200,
+    });
+    a.federation = restarted;
+    expect((await a.api("/.well-known/did.json", { key: null })).body).toEqual(didBefore);
+    const retry = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual(first.body);
+    // A second replica on the same database answers the retry from the stored row too.
+    const replica = await startFederationService({
+      bus: a.bus,
+      database: a.database,
+      logger: createLogger("test", "silent"),
+      clock: a.clock,
+      settings: { ...a.federation.ctx.settings },
+      key: { pem: keyOfA, dataDir: "/nonexistent" },
+      connect: wire.connect,
+    });
+    try {
+      const answer = await dispatch(replica.ctx, body, key, { principal: "admin", roles: ["admin"], actor: "admin", agent_id: null });
+      expect(answer).toEqual(first.body);
+    } finally {
+      await replica.stop();
+    }
+
+    // The callback held back while A was down is delivered on a later attempt.
+    (b.clock as ManualClock).advance(5_000);
+    const callback = await until("the delayed callback", async () => {
+      await b.federation.callbacks.sweep();
+      return (await systemEvents(a)).find((e) => e.intent_id === intent.id && e.event_type === "federation.callback");
+    });
+    expect(callback.payload).toMatchObject({ callback_type: "state_delta", remote_intent_id: remoteId });
+    expect((callback.payload.remote_event as { payload: unknown }).payload).toMatchObject({ patches: [{ op: "set", path: "/progress", value: 50 }] });
   });
 });

@@ -31,8 +31,17 @@ export function contentDigest(body: string | Buffer): string {
   return `sha-256=:${crypto.createHash("sha256").update(body).digest("base64")}:`;
 }
 
+export interface SignedHeaders {
+  "content-type": string;
+  "content-digest": string;
+  "idempotency-key": string;
+  "signature-input": string;
+  signature: string;
+  [name: string]: string;
+}
+
 /** The headers that make `request` a signed request: Content-Type, Content-Digest, Idempotency-Key, Signature-Input, Signature. */
-export function signRequest(request: OutgoingRequest, key: SigningKey, nowMs: number, nonce = crypto.randomBytes(16).toString("base64url")): Record<string, string> {
+export function signRequest(request: OutgoingRequest, key: SigningKey, nowMs: number, nonce = crypto.randomBytes(16).toString("base64url")): SignedHeaders {
   const created = Math.floor(nowMs / 1000);
   const headers = {
     "content-type": "application/json",

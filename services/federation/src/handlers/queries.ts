@@ -1,7 +1,6 @@
 import { count, isNull, isNotNull, sql } from "drizzle-orm";
 import { FederationAgentsQuery, registryCommands, type Agent } from "@intentmesh/contracts";
 import { z } from "zod";
-import { validationError } from "@intentmesh/bus";
 import type { FederationContext } from "../context";
 import { dispatches, outgoingCallbacks, receivedDispatches } from "../db/schema";
 import { didDocument, didFromServerUrl, multibaseEd25519 } from "../identity";
@@ -70,11 +69,9 @@ export async function status(ctx: FederationContext) {
  * GET /api/v1/federation/agents: local agents (not federated ones) by federation visibility
  * (metadata.federation_visibility, else the server default); `visibility` filters, public by default.
  */
-export async function agents(ctx: FederationContext, query: unknown) {
+export async function agents(ctx: FederationContext, query: z.output<typeof FederationAgentsQuery>) {
   assertEnabled(ctx);
-  const parsed = FederationAgentsQuery.safeParse(query);
-  if (!parsed.success) throw validationError(parsed.error);
-  const { visibility, limit, offset } = parsed.data;
+  const { visibility, limit, offset } = query;
   const page = await ctx.client.request<{ agents: { agent_id: string }[]; total: number }>(registryCommands.list, SERVICE_CALLER, {
     query: { limit: String(limit), offset: String(offset), status: "active,draining,unhealthy" },
   });
