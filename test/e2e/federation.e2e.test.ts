@@ -148,6 +148,12 @@ describe("two federated clusters", () => {
     const callbacks = (await systemEvents(a)).filter((e) => e.intent_id === intent.id && e.event_type === "federation.callback");
     expect(callbacks.map((e) => e.payload.callback_type).sort()).toEqual(["completed", "state_delta"]);
     expect((await b.api("/federation/status")).body.callbacks).toMatchObject({ pending: 0, delivered: 2 });
+    // The status carries the names the official clients read.
+    expect((await a.api("/federation/status")).body).toMatchObject({ enabled: true, server_did: a.federation.ctx.identity.did, trust_policy: "allowlist", peer_count: 1, active_dispatches: 0 });
+    // callback_url (sent by the official clients) is accepted but must pass the guard like any outbound address.
+    const probe = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, callback_url: "http://[fd00:ec2::254]/latest" } });
+    expectError(probe, 400, "SSRF_BLOCKED");
+    expect(probe.body.details).toMatchObject({ field: "callback_url", refused_class: "metadata" });
   });
 
   it("a receive with a forged, tampered or replayed signature is 401 SIGNATURE_INVALID and creates nothing", async () => {

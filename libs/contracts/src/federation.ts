@@ -58,6 +58,12 @@ export const DispatchBody = z
     delegation_scope: DelegationScopeBody.optional(),
     federation_policy: FederationPolicyBody.optional(),
     trace_context: z.record(z.string().max(64), z.string().max(512)).optional(),
+    /**
+     * Accepted because the official clients send it, checked by the SSRF guard, and not used:
+     * the peer's callbacks always come back to this server's callback endpoint, which writes
+     * them into the intent's log (docs/federation.md).
+     */
+    callback_url: z.string().max(2048).nullable().optional(),
     idempotency_key: z.string().min(1).max(200).optional(),
   })
   .strict()

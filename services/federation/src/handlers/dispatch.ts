@@ -25,6 +25,7 @@ type DispatchRow = typeof dispatches.$inferSelect;
 export async function dispatch(ctx: FederationContext, body: DispatchBody, headerKey: string | null, caller: Caller) {
   assertEnabled(ctx);
   const target = peerServerUrl(ctx, body.target_server, "target_server");
+  if (body.callback_url) peerServerUrl(ctx, body.callback_url, "callback_url");
   if (target === ctx.identity.serverUrl) throw federationErrors.loop("target_server is this server: a dispatch to oneself would loop", { target_server: target });
   if (body.agent_id) {
     const agent = await localAgent(ctx, body.agent_id);
@@ -36,7 +37,7 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
   const intent = await ctx.client.request<Intent>(intentsCommands.get, caller, { intent_id: body.intent_id });
 
   const key = body.idempotency_key ?? headerKey ?? randomUUID();
-  const { idempotency_key: _ignored, ...fingerprinted } = body;
+  const { idempotency_key: _key, callback_url: _callback, ...fingerprinted } = body;
   const requestHash = crypto.createHash("sha256").update(JSON.stringify({ ...fingerprinted, target_server: target })).digest("hex");
   const row = await claim(ctx, caller.principal, key, requestHash, { intentId: intent.id, targetServer: target, agentId: body.agent_id ?? null });
   if (row.status === "accepted") return row.answer!;
@@ -146,6 +147,7 @@ async function accept(ctx: FederationContext, row: DispatchRow, envelope: Envelo
     agent_id: envelope.agent_id,
     remote_intent_id: remoteIntentId,
     idempotency_key: envelope.idempotency_key,
+    message: `accepted by ${row.targetDid}`,
   };
   await ctx.db.transaction(async (tx) => {
     await tx.update(dispatches).set({ status: "accepted", answer, remoteIntentId, lastError: null, updatedAt: now }).where(eq(dispatches.dispatchId, row.dispatchId));

@@ -61,6 +61,11 @@ export async function status(ctx: FederationContext) {
     peers: ctx.settings.peers.length,
     dispatches: { accepted: dispatched.accepted ?? 0, failed: dispatched.failed ?? 0, sending: dispatched.sending ?? 0 },
     received: Number(received?.n ?? 0),
+    // The names the official clients read (CLIENTS.md section 1).
+    peer_count: ctx.settings.peers.length,
+    active_dispatches: dispatched.sending ?? 0,
+    total_dispatches: Object.values(dispatched).reduce((a, b) => a + b, 0),
+    total_received: Number(received?.n ?? 0),
     callbacks: { pending: Number(pending?.n ?? 0), delivered: Number(delivered?.n ?? 0) },
   };
 }
@@ -80,6 +85,15 @@ export async function agents(ctx: FederationContext, query: z.output<typeof Fede
     .filter((a): a is Agent => a !== null && !a.origin_server_url)
     .map((a) => ({ agent: a, visibility: visibilityOf(a.metadata, ctx.settings.visibilityDefault) }))
     .filter((x) => visibility.includes(x.visibility))
-    .map(({ agent, visibility: v }) => ({ agent_id: agent.agent_id, name: agent.name, role_id: agent.role_id, capabilities: agent.capabilities, status: agent.status, visibility: v }));
+    .map(({ agent, visibility: v }) => ({
+      agent_id: agent.agent_id,
+      name: agent.name,
+      role_id: agent.role_id,
+      capabilities: agent.capabilities,
+      status: agent.status,
+      visibility: v,
+      server_url: ctx.identity.serverUrl,
+      server_did: ctx.identity.did,
+    }));
   return { server_did: ctx.identity.did, agents: listed, offset, limit, total_scanned: page.agents.length, has_more: offset + page.agents.length < page.total };
 }
