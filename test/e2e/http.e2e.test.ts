@@ -78,6 +78,9 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
       expect(openapi.body.paths[path], path).toBeDefined();
     }
     expect(openapi.body.paths["/api/v1/intents/{id}"]).toBeDefined();
+    for (const path of ["/api/v1/federation/dispatch", "/api/v1/federation/receive", "/api/v1/federation/callbacks/{dispatch_id}", "/.well-known/did.json"]) {
+      expect(openapi.body.paths[path], path).toBeDefined();
+    }
 
     const docs = await fetch(`${cluster.baseUrl}/docs`);
     expect(docs.status).toBe(200);
