@@ -47,6 +47,29 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** A well-formed envelope from A to B (unsigned: tests sign it or not as they need). */
+function strangerEnvelope(intentId: string) {
+  return {
+    envelope_version: "1",
+    dispatch_id: crypto.randomUUID(),
+    idempotency_key: uniqueTag("env"),
+    source_server: a.baseUrl,
+    source_did: a.federation.ctx.identity.did,
+    target_server: b.baseUrl,
+    intent_id: intentId,
+    intent_title: "from afar",
+    intent_description: null,
+    intent_state: {},
+    constraints: {},
+    agent_id: null,
+    delegation_scope: { permissions: [], denied_operations: [], max_delegation_depth: 0 },
+    governance: {},
+    callback_url: `${a.baseUrl}/api/v1/federation/callbacks/${crypto.randomUUID()}`,
+    trace_context: {},
+    created_at: new Date().toISOString(),
+  };
+}
+
 async function createIntent(cluster: TestCluster, title = uniqueTag("fed")) {
   const res = await cluster.api("/intents", { body: { title, description: "federated work", state: { step: 1 }, status: "active" } });
   expect(res.status).toBe(201);
@@ -159,25 +182,7 @@ describe("two federated clusters", () => {
   it("a receive with a forged, tampered or replayed signature is 401 SIGNATURE_INVALID and creates nothing", async () => {
     const intent = await createIntent(a);
     const identity = a.federation.ctx.identity;
-    const envelope = {
-      envelope_version: "1",
-      dispatch_id: crypto.randomUUID(),
-      idempotency_key: uniqueTag("forged"),
-      source_server: a.baseUrl,
-      source_did: identity.did,
-      target_server: b.baseUrl,
-      intent_id: intent.id,
-      intent_title: "forged",
-      intent_description: null,
-      intent_state: {},
-      constraints: {},
-      agent_id: null,
-      delegation_scope: { permissions: [], denied_operations: [], max_delegation_depth: 0 },
-      governance: {},
-      callback_url: `${a.baseUrl}/api/v1/federation/callbacks/${crypto.randomUUID()}`,
-      trace_context: {},
-      created_at: new Date().toISOString(),
-    };
+    const envelope = { ...strangerEnvelope(intent.id), idempotency_key: uniqueTag("forged"), intent_title: "forged" };
     const text = JSON.stringify(envelope);
     const targetUri = `${b.baseUrl}/api/v1/federation/receive`;
     const post = (headers: Record<string, string>, body = text) => b.api("/api/v1/federation/receive", { rawBody: body, headers, key: null });
@@ -235,8 +240,24 @@ describe("two federated clusters", () => {
       const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } });
       expectError(res, 502, "DISPATCH_FAILED");
       expect(res.body.details).toMatchObject({ remote_status: 403, remote_error: { code: "UNTRUSTED_SERVER" } });
+      // A stranger's claim is refused before anything is fetched for it (no lookup of its name).
+      const stranger = { envelope_version: "1", source_server: "https://stranger.example.com", source_did: "did:web:stranger.example.com" };
+      const claim = await b.api("/api/v1/federation/receive", { body: { ...strangerEnvelope(intent.id), ...stranger }, key: null });
+      expectError(claim, 403, "UNTRUSTED_SERVER");
+      expect(resolver.lookups).not.toContain("stranger.example.com");
+
+      b.federation.ctx.settings.trustPolicy = "trustless";
+      const trustless = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, delegation_scope: { permissions: ["intent.read", "task.create"], max_delegation_depth: 5 } } });
+      expect(trustless.status).toBe(200);
+      const narrowed = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === trustless.body.remote_intent_id && e.event_type === "federation.received"));
+      // A non-peer under trustless gets only the minimal grant (read and state updates, depth 1), narrowed further.
+      expect(narrowed.payload).toMatchObject({ trust_policy: "trustless", delegation_scope: { permissions: ["intent.read"], denied_operations: [], max_delegation_depth: 0 } });
+
       b.federation.ctx.settings.trustPolicy = "open";
-      expect((await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } })).status).toBe(200);
+      const open = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, delegation_scope: { permissions: ["intent.read", "task.create"], max_delegation_depth: 5 } } });
+      expect(open.status).toBe(200);
+      const granted = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === open.body.remote_intent_id && e.event_type === "federation.received"));
+      expect(granted.payload.delegation_scope).toEqual({ permissions: ["intent.read", "task.create"], denied_operations: [], max_delegation_depth: 1 });
     } finally {
       peers.push(...saved);
       b.federation.ctx.settings.trustPolicy = "allowlist";

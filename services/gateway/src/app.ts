@@ -86,7 +86,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use("/docs", swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: "intentmesh API" }));
   app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
   // Federation's documents and the signed requests of other servers: no API key (a signature instead).
-  mountPublicFederationRoutes(app, client, API_PREFIXES);
+  mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES);
 
   const api = express.Router();
   api.use(authenticate(keys));

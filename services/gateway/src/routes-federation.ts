@@ -56,7 +56,7 @@ function signedRequest(req: Request): SignedRequest {
  * /.well-known/did.json, and the signed POSTs of other servers (receive and callbacks), mounted
  * before the API-key router. Bodies are kept as bytes: the signature covers their digest.
  */
-export function mountPublicFederationRoutes(app: Express, client: BusClient, prefixes: string[]): void {
+export function mountPublicFederationRoutes(app: Express, client: BusClient, slowClient: BusClient, prefixes: string[]): void {
   const send = (res: Response, reply: { body: Uint8Array }, type = "application/json") =>
     void res.status(200).type(type).send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   app.get("/.well-known/openintent-federation.json", async (_req, res) => send(res, await client.requestRaw(f.discovery, PUBLIC_CALLER, {})));
@@ -65,7 +65,8 @@ export function mountPublicFederationRoutes(app: Express, client: BusClient, pre
   app.post(
     prefixes.map((p) => `${p}/federation/receive`),
     raw,
-    async (req, res) => send(res, await client.requestRaw(f.receive, PUBLIC_CALLER, { request: signedRequest(req) })),
+    // Slow: verifying may fetch the sender's did.json (up to the 10-second outbound deadline).
+    async (req, res) => send(res, await slowClient.requestRaw(f.receive, PUBLIC_CALLER, { request: signedRequest(req) })),
   );
   app.post(
     prefixes.map((p) => `${p}/federation/callbacks/:dispatchId`),
@@ -73,7 +74,7 @@ export function mountPublicFederationRoutes(app: Express, client: BusClient, pre
     async (req, res) => {
       const dispatchId = String(req.params.dispatchId).toLowerCase();
       if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(dispatchId)) throw new AppError("NOT_FOUND", 404, `dispatch ${dispatchId.slice(0, 64)} was not found`);
-      send(res, await client.requestRaw(f.callback, PUBLIC_CALLER, { dispatch_id: dispatchId, request: signedRequest(req) }));
+      send(res, await slowClient.requestRaw(f.callback, PUBLIC_CALLER, { dispatch_id: dispatchId, request: signedRequest(req) }));
     },
   );
 }

@@ -30,12 +30,14 @@ export async function receive(ctx: FederationContext, request: SignedRequest) {
   const source = peerServerUrl(ctx, envelope.source_server, "source_server");
   if (source === ctx.identity.serverUrl) throw federationErrors.loop("the envelope comes from this server itself");
   if (didFromServerUrl(source) !== envelope.source_did) throw federationErrors.signatureInvalid(`source_did ${envelope.source_did} is not the did:web of ${source}`);
-  await verifySignedRequest(ctx, request, `${ctx.identity.serverUrl}/api/v1/federation/receive`, source);
-  if (request.headers["idempotency-key"] !== envelope.idempotency_key) throw federationErrors.signatureInvalid("the signed Idempotency-Key differs from the envelope's");
-
+  // Under allowlist, a sender that is not a peer is refused before its did.json is fetched: an
+  // unsigned claim must not make this server call an address of the claimant's choosing.
   const peer = ctx.settings.peers.find((p) => peerUrl(p.server_url) === source);
   const trust = ctx.settings.trustPolicy;
   if (trust === "allowlist" && !peer) throw federationErrors.untrusted(envelope.source_did);
+  await verifySignedRequest(ctx, request, `${ctx.identity.serverUrl}/api/v1/federation/receive`, source);
+  if (request.headers["idempotency-key"] !== envelope.idempotency_key) throw federationErrors.signatureInvalid("the signed Idempotency-Key differs from the envelope's");
+
   const grant = trust === "trustless" && !peer ? ctx.settings.trustlessGrant : ctx.settings.peerGrant;
 
   const [existing] = await ctx.db.select().from(receivedDispatches).where(and(eq(receivedDispatches.sourceDid, envelope.source_did), eq(receivedDispatches.idempotencyKey, envelope.idempotency_key)));
