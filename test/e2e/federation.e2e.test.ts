@@ -154,6 +154,12 @@ describe("two federated clusters", () => {
     // federation.dispatched on the origin's intent, federation.received on the peer's (system-event path).
     const dispatched = await until("federation.dispatched", async () => (await systemEvents(a)).find((e) => e.intent_id === intent.id && e.event_type === "federation.dispatched"));
     expect(dispatched).toMatchObject({ source: "federation", payload: { dispatch_id: first.body.dispatch_id, remote_intent_id: first.body.remote_intent_id } });
+    // Shared contract point 1: subject, message id and schema header of the system-event path.
+    const raw = await readStream(a.bus, a.bus.streamName(systemEventStream.name), (msg) => ({ subject: msg.subject, id: msg.headers?.get("Nats-Msg-Id"), schema: msg.headers?.get("Im-Schema"), event: msg.json<SystemEvent>() }));
+    const wireEvent = raw.find((m) => m.event.id === dispatched.id)!;
+    expect(wireEvent.subject).toBe(a.bus.subject(`im.sys.intent.${intent.id}.federation.dispatched`));
+    expect(wireEvent.id).toBe(`sys:federation:${dispatched.id}`);
+    expect(wireEvent.schema).toBe("im.system-event/1");
     const receivedEvent = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === first.body.remote_intent_id && e.event_type === "federation.received"));
     // Delegation narrowed (the peer's grant intersected, depth reduced) and governance composed.
     expect(receivedEvent.payload.delegation_scope).toEqual({ permissions: ["intent.read", "intent.update_state"], denied_operations: [], max_delegation_depth: 1 });

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { federationEnvSchema, settingsFromEnv } from "./settings";
+import { defaultSettings, federationEnvSchema, settingsFromEnv } from "./settings";
 
 const parse = (env: Record<string, string>) => settingsFromEnv(federationEnvSchema.parse(env));
 
 describe("federation settings from the environment", () => {
-  it("is off by default, with the allowlist trust policy", () => {
+  it("is off by default, with the allowlist trust policy and the 10-second dispatch timeout of SPEC 8", () => {
+    expect(defaultSettings()).toMatchObject({ enabled: false, trustPolicy: "allowlist", dispatchTimeoutMs: 10_000, allowLoopback: false });
     expect(parse({})).toMatchObject({ enabled: false, trustPolicy: "allowlist", peers: [], dispatchTimeoutMs: 10_000, allowLoopback: false });
   });
 
