@@ -27,6 +27,8 @@ const resolver = fakeResolver({ ...probeNames, "rebind.probe.example.com": ["127
 const wire = tripwire(pinnedConnector);
 
 const keyOfA = crypto.generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }).toString();
+const logsOfA: string[] = [];
+const logsOfB: string[] = [];
 let a: TestCluster; // the origin
 let b: TestCluster; // the receiver
 let silent: http.Server; // a peer that accepts connections and never answers
@@ -79,7 +81,11 @@ async function createIntent(cluster: TestCluster, title = uniqueTag("fed")) {
 beforeAll(async () => {
   const common = { allowLoopback: true, dispatchTimeoutMs: 1500, resolve: resolver.resolve, connect: wire.connect, trustPolicy: "allowlist" as const };
   // A's key is configured (as every replica would get it from a secret); B uses a development key.
-  [a, b] = await Promise.all([startTestCluster({ federation: { ...common, signingKeyPem: keyOfA } }), startTestCluster({ federation: common })]);
+  const capture = (into: string[]) => ({ write: (line: string) => void into.push(line) });
+  [a, b] = await Promise.all([
+    startTestCluster({ federation: { ...common, signingKeyPem: keyOfA }, logDestination: capture(logsOfA) }),
+    startTestCluster({ federation: common, logDestination: capture(logsOfB) }),
+  ]);
   a.federation.ctx.settings.peers.push({ server_url: b.baseUrl, relationship: "downstream" });
   b.federation.ctx.settings.peers.push({ server_url: a.baseUrl, relationship: "upstream" });
   silent = http.createServer((_req, res) => void hanging.push(res));
@@ -409,5 +415,54 @@ describe("two federated clusters", () => {
     });
     expect(callback.payload).toMatchObject({ callback_type: "state_delta", remote_intent_id: remoteId });
     expect((callback.payload.remote_event as { payload: unknown }).payload).toMatchObject({ patches: [{ op: "set", path: "/progress", value: 50 }] });
+  });
+
+  it("sends one dispatch per key at a time, re-sends after a failure, and takes over a dispatch a crashed process left", async () => {
+    const intent = await createIntent(a);
+    const key = uniqueTag("concurrent");
+    const body = { intent_id: intent.id, target_server: silentUrl };
+    const [one, two] = await Promise.all([
+      a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } }),
+      new Promise((r) => setTimeout(r, 200)).then(() => a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } })),
+    ]);
+    expectError(one, 502, "DISPATCH_TIMEOUT");
+    expectError(two, 409, "DISPATCH_IN_PROGRESS");
+    // After the failure, the same key sends again (attempt 2), with the same dispatch id.
+    expectError(await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } }), 502, "DISPATCH_TIMEOUT");
+    const failures = await until("two federation.failed", async () => {
+      const found = (await systemEvents(a)).filter((e) => e.intent_id === intent.id && e.event_type === "federation.failed");
+      return found.length === 2 ? found : undefined;
+    });
+    expect(failures.map((e) => e.payload.attempt)).toEqual([1, 2]);
+    expect(new Set(failures.map((e) => e.payload.dispatch_id)).size).toBe(1);
+
+    // A row a crashed process left "sending" is taken over once its claim is older than the deadline.
+    const worker = uniqueTag("worker");
+    expect((await b.api("/agents", { body: { agent_id: worker }, key: "agent" })).status).toBe(201);
+    const stuckKey = uniqueTag("stuck");
+    const stuckBody = { intent_id: intent.id, target_server: b.baseUrl, agent_id: worker };
+    expect((await a.api("/federation/dispatch", { body: { ...stuckBody, target_server: silentUrl }, headers: { "Idempotency-Key": stuckKey } })).status).toBe(502);
+    await a.database.query("stuck_dispatch", "update federation.dispatches set status = 'sending', claimed_at = $1 where idempotency_key = $2", [a.clock.now(), stuckKey]);
+    expectError(await a.api("/federation/dispatch", { body: { ...stuckBody, target_server: silentUrl }, headers: { "Idempotency-Key": stuckKey } }), 409, "DISPATCH_IN_PROGRESS");
+    (a.clock as ManualClock).advance(1500 + 5001);
+    expectError(await a.api("/federation/dispatch", { body: { ...stuckBody, target_server: silentUrl }, headers: { "Idempotency-Key": stuckKey } }), 502, "DISPATCH_TIMEOUT");
+  });
+
+  it("never writes a signing key to a log line", () => {
+    expect(logsOfA.length).toBeGreaterThan(0);
+    expect(logsOfB.length).toBeGreaterThan(0);
+    for (const [logs, cluster] of [[logsOfA, a], [logsOfB, b]] as const) {
+      const key = cluster.federation.ctx.identity.privateKey;
+      const pemBody = key.export({ format: "pem", type: "pkcs8" }).toString().split("\n").slice(1, -2).join("");
+      const d = key.export({ format: "jwk" }).d!;
+      const all = logs.join("\n");
+      expect(all).not.toContain(pemBody);
+      expect(all).not.toContain(d);
+      expect(all).not.toContain(Buffer.from(d, "base64url").toString("base64"));
+    }
+    // B runs on a development key and says so; the loopback allowance announces itself.
+    expect(logsOfB.join("\n")).toContain("using a development key");
+    expect(logsOfA.join("\n")).not.toContain("using a development key");
+    expect(logsOfA.join("\n")).toContain("TEST-ONLY");
   });
 });
