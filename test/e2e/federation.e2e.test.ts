@@ -191,6 +191,27 @@ describe("two federated clusters", () => {
     expect(probe.body.details).toMatchObject({ field: "callback_url", refused_class: "metadata" });
   });
 
+  it("calls back budget warnings and failure: federation.budget_warning and federation.failed on the origin's log", async () => {
+    const worker = uniqueTag("worker");
+    expect((await b.api("/agents", { body: { agent_id: worker }, key: "agent" })).status).toBe(201);
+    // The budget travels in the envelope's constraints, so the peer's intent has the same one.
+    const created = await a.api("/intents", { body: { title: uniqueTag("budget"), status: "active", constraints: { budget: { max_total_cents: 1000, alert_threshold_percent: 80 } } } });
+    expect(created.status).toBe(201);
+    const sent = await a.api("/federation/dispatch", { body: { intent_id: created.body.id, target_server: b.baseUrl, agent_id: worker } });
+    expect(sent.status).toBe(200);
+    const remoteId = sent.body.remote_intent_id as string;
+    expect((await b.api(`/intents/${remoteId}/costs`, { body: { agent_id: worker, cost_type: "api_call", amount: 800, unit: "cents" } })).status).toBe(201);
+    const warning = await until("federation.budget_warning", async () => (await systemEvents(a)).find((e) => e.intent_id === created.body.id && e.event_type === "federation.budget_warning"));
+    expect(warning.payload).toMatchObject({ callback_type: "budget_warning", remote_intent_id: remoteId, remote_event: { event_type: "budget_alert" } });
+
+    const remote = await b.api(`/intents/${remoteId}`);
+    expect((await b.api(`/intents/${remoteId}/status`, { body: { status: "abandoned", reason: "cannot be done" }, headers: { "If-Match": String(remote.body.version) } })).status).toBe(200);
+    const failed = await until("federation.failed", async () =>
+      (await systemEvents(a)).find((e) => e.intent_id === created.body.id && e.event_type === "federation.failed" && e.payload.callback_type === "failed"),
+    );
+    expect(failed.payload).toMatchObject({ dispatch_id: sent.body.dispatch_id, remote_event: { event_type: "status_changed", payload: { to: "abandoned" } } });
+  });
+
   it("a receive with a forged, tampered or replayed signature is 401 SIGNATURE_INVALID and creates nothing", async () => {
     const intent = await createIntent(a);
     const identity = a.federation.ctx.identity;
