@@ -7,6 +7,7 @@ import { retryRoutes } from "./routes-retries";
 import { portfolioRoutes } from "./routes-portfolios";
 import { costRoutes } from "./routes-costs";
 import { taskRoutes } from "./routes-tasks";
+import { federationRoutes } from "./routes-federation";
 
 /**
  * The REST surface: each route names one bus command and how to build its input from the
@@ -32,6 +33,8 @@ export interface Route {
   documentedBody?: z.ZodType;
   /** Registration: an X-Agent-ID naming the agent it registers is not bound yet, and is not checked. */
   registersAgent?: boolean;
+  /** How long the gateway waits for the service's answer when longer than the default (federation dispatch). */
+  busTimeoutMs?: number;
   summary: string;
 }
 
@@ -115,4 +118,4 @@ const intentRoutes: Route[] = [
 ];
 
 /** Every route of the API; each area of the API keeps its routes in its own module. */
-export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes];
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...federationRoutes];
