@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SystemEvent, systemEventStream } from "@intentmesh/contracts";
 import { pinnedConnector } from "@intentmesh/ssrf";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { expectError, uniqueTag } from "../support/e2e-helpers";
+import { allEvents, expectError, uniqueTag } from "../support/e2e-helpers";
 import { readStream } from "../support/service-process";
 import { fakeResolver, tripwire } from "../../libs/ssrf/test/support";
 import { RESOLVED_PROBES, URL_PROBES } from "../../libs/ssrf/test/probes";
@@ -182,6 +182,13 @@ describe("two federated clusters", () => {
     expect(completed.payload).toMatchObject({ dispatch_id: first.body.dispatch_id, callback_type: "completed", remote_intent_id: first.body.remote_intent_id });
     const callbacks = (await systemEvents(a)).filter((e) => e.intent_id === intent.id && e.event_type === "federation.callback");
     expect(callbacks.map((e) => e.payload.callback_type).sort()).toEqual(["completed", "state_delta"]);
+    // End to end: the intents service appended them to the origin intent's own log, under their ids.
+    const logged = await until("federation events in the intent log", async () => {
+      const list = (await allEvents(a, intent.id)).filter((e: any) => e.event_type.startsWith("federation."));
+      return list.length >= 4 ? list : undefined;
+    });
+    expect(logged.map((e: any) => e.event_type)).toEqual(expect.arrayContaining(["federation.dispatched", "federation.callback", "federation.completed"]));
+    expect(logged.find((e: any) => e.event_type === "federation.dispatched").id).toBe(dispatched.id);
     expect((await b.api("/federation/status")).body.callbacks).toMatchObject({ pending: 0, delivered: 2 });
     // The status carries the names the official clients read.
     expect((await a.api("/federation/status")).body).toMatchObject({ enabled: true, server_did: a.federation.ctx.identity.did, trust_policy: "allowlist", peer_count: 1, active_dispatches: 0 });

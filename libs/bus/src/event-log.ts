@@ -5,6 +5,8 @@ import { enqueue, type OutboxTable } from "./outbox";
 
 /** An event about to be appended to an aggregate's log. */
 export interface NewEvent {
+  /** The event's id when it was given one already (a system event from another service); else a new UUID. */
+  id?: string;
   eventType: string;
   actor: string;
   payload: JsonObject;
@@ -53,7 +55,7 @@ export function buildEvents<E extends WireEvent>(spec: Pick<EventLogSpec<E>, "id
   return newEvents.map(
     (event, i) =>
       ({
-        id: randomUUID(),
+        id: event.id ?? randomUUID(),
         [spec.idField]: aggregateId,
         sequence: firstSequence + i,
         event_type: event.eventType,

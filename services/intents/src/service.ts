@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { attachmentCommands, taskCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, intentsCommands as commands, retryCommands, streams, systemClock, type Clock } from "@intentmesh/contracts";
+import { attachmentCommands, taskCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, intentsCommands as commands, retryCommands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
 import { ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -18,6 +18,7 @@ import { appendEvent, listEvents } from "./handlers/events";
 import { assignAgent, listAssignments, unassignAgent } from "./handlers/agents";
 import { acquireLease, getLease, leasesHeldBy, listLeases, releaseLease, renewLease } from "./handlers/leases";
 import { startAgentLifecycleProjection } from "./agent-lifecycle-projection";
+import { startSystemEventConsumer } from "./system-event-consumer";
 import { createAttachment, deleteAttachment, listAttachments } from "./handlers/attachments";
 import { getRetryPolicy, putRetryPolicy } from "./handlers/retry-policy";
 import { listFailures, recordFailure } from "./handlers/failures";
@@ -51,6 +52,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   await ensureStream(bus, streams.intents);
   await ensureStream(bus, streams.portfolios);
   await ensureStream(bus, streams.registry);
+  await ensureStream(bus, systemEventStream);
 
   const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "intents", ...options.relay });
   const ctx: IntentsContext = { db: database.db, query: database.query, clock: options.clock ?? systemClock, logger, published: () => relay.kick() };
@@ -114,6 +116,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     ),
   ];
   const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, () => relay.kick());
+  const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, () => relay.kick());
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
   relay.start();
   sweeper.start();
@@ -128,6 +131,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
       for (const sub of subs) sub.unsubscribe();
       await portfolioProjection.stop();
       await agentLifecycle.stop();
+      await systemEvents.stop();
       await sweeper.stop();
       await relay.stop();
     },
