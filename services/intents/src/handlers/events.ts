@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
-import { AppError, Uuid, errors, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import { AppError, Uuid, errors, intentEventTypes, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../event-log";
@@ -7,9 +7,15 @@ import { appendEventStatement, selectEventPageJson } from "../db/statements";
 import { RawJson } from "@intentmesh/bus";
 import { toEvent } from "../mapping";
 import { actingAgent } from "./actor";
+import { acknowledgeSuspended } from "./suspension";
 
 /** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
 export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent> {
+  if (body.event_type === intentEventTypes.suspended) {
+    // The clients' own announcement of a suspension the server already announced (suspension.ts).
+    const announced = await acknowledgeSuspended(ctx, intentId, body.payload ?? {});
+    if (announced) return announced;
+  }
   if (isReservedEventType(body.event_type)) {
     throw new AppError("RESERVED_EVENT_TYPE", 400, `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
   }

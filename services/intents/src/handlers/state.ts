@@ -5,6 +5,7 @@ import { commitChangeStatement, selectIntentForWrite } from "../db/statements";
 import { applyStatePatches } from "../domain/state-patch";
 import { assertLeasesAllowWrite } from "./lease-guard";
 import { assertAgentMayWork } from "../domain/budget";
+import { adoptSuspension } from "./suspension";
 
 /** How often a write re-checks when only the leases changed under it (its version still holds). */
 const LEASE_RACE_ATTEMPTS = 5;
@@ -18,6 +19,9 @@ const LEASE_RACE_ATTEMPTS = 5;
  */
 export async function patchState(ctx: IntentsContext, intentId: string, ifMatch: number | null, patches: StatePatch[], caller: Caller): Promise<Intent> {
   if (ifMatch === null) throw errors.preconditionRequired("intent state");
+  // The official clients' suspension record arrives as one `set _suspension` patch (CLIENTS.md §1).
+  const only = patches.length === 1 ? patches[0]! : undefined;
+  if (only?.op === "set" && (only.path === "_suspension" || only.path === "/_suspension")) return adoptSuspension(ctx, intentId, ifMatch, only.value, caller);
   for (let attempt = 1; ; attempt++) {
     const now = ctx.clock.now();
     const read = await selectIntentForWrite(ctx.query, intentId, caller.actor);
