@@ -3,12 +3,13 @@ import os from "node:os";
 import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
-import { ManualClock, type Caller, type Clock } from "@intentmesh/contracts";
+import { ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
 import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
+import { startGovernanceService, type GovernanceService } from "../../services/governance/src/service";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -31,6 +32,7 @@ export interface TestCluster {
   databaseUrl: string;
   intents: IntentsService;
   registry: RegistryService;
+  governance: GovernanceService;
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -64,6 +66,8 @@ export interface ClusterOptions {
   databaseAdminUrl?: string;
   /** A NATS server of the test's own (fault tests stop and restart it). */
   natsUrl?: string;
+  /** The platform default human retry policy of the governance service. */
+  defaultRetryPolicy?: HumanRetryPolicy;
   /** Where log lines go, at debug level, for tests that read them. */
   logDestination?: { write(line: string): void };
 }
@@ -86,6 +90,8 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
   // The registry's sweeper runs only when a test calls registry.sweeper.sweep(), on the manual clock.
   const registry = await startRegistryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
+  // The suspension timer runs only when a test calls governance.timer.sweep(), on the manual clock.
+  const governance = await startGovernanceService({ bus, database, logger, clock, timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy });
   const { gateway, baseUrl, api } = await startTestGateway(bus, logger, { ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit });
 
   return {
@@ -96,12 +102,14 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     databaseUrl: testDb.url,
     intents,
     registry,
+    governance,
     gateway,
     clock,
     namespace,
     api,
     stop: async () => {
       await gateway.stop();
+      await governance.stop();
       await registry.stop();
       await intents.stop();
       await deleteNamespaceStreams(bus, namespace);

@@ -51,6 +51,7 @@ export const HumanRetryPolicy = z
     final_fallback_policy: FallbackPolicy.optional(),
   })
   .strict();
+export type HumanRetryPolicy = z.infer<typeof HumanRetryPolicy>;
 
 /**
  * What the caller of suspension.begin supplies. The server adds `suspended_at` (its clock),

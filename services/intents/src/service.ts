@@ -11,6 +11,7 @@ import { LeaseSweeper } from "./lease-sweeper";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./handlers/portfolios";
 import { beginSuspension, endSuspension } from "./handlers/suspension";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolio-projection";
+import { startSystemEventConsumer } from "./system-event-consumer";
 import { createIntent, getIntent, listIntents } from "./handlers/intents";
 import { patchState } from "./handlers/state";
 import { transitionStatus } from "./handlers/status";
@@ -115,6 +116,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   ];
   const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, () => relay.kick());
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
+  const systemEvents = await startSystemEventConsumer(ctx, bus);
   relay.start();
   sweeper.start();
   logger.info({ database: database.kind }, "intents service started");
@@ -127,6 +129,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     stop: async () => {
       for (const sub of subs) sub.unsubscribe();
       await portfolioProjection.stop();
+      await systemEvents.stop();
       await agentLifecycle.stop();
       await sweeper.stop();
       await relay.stop();
