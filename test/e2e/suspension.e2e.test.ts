@@ -307,9 +307,13 @@ describe("server-side timeouts (ManualClock)", () => {
   it("an answer that wins the race with the timeout: the timer finds it ended and fires nothing", async () => {
     const intent = await suspended({ timeout_seconds: 20 });
     const id = intent.state._suspension.id;
-    // Answered behind governance's back (the primitive directly), so the tracking row still waits.
-    await cluster.database.db.execute(sql`update governance.suspensions set status = 'waiting' where suspension_id = ${id}`);
     expect((await respond(intent.id, { suspension_id: id, value: "approve" })).status).toBe(200);
+    // As if governance had crashed before recording the end: the row waits and is due. (First let
+    // the tracker apply intent.resumed, so it does not mark the row again behind the test's back.)
+    const inboxed = async () => rowsOf<{ n: number }>(await cluster.database.db.execute(sql`select count(*)::int as n from governance.inbox`))[0]!.n;
+    const before = await inboxed();
+    await vi.waitFor(async () => expect(await inboxed()).toBeGreaterThan(before), { timeout: 3000 }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 200));
     await cluster.database.db.execute(sql`update governance.suspensions set status = 'waiting', next_due_at = ${clock().now()} where suspension_id = ${id}`);
     expect(await cluster.governance.timer.sweep()).toBe(1);
     expect((await cluster.api(`/intents/${intent.id}`)).body).toMatchObject({ status: "active", state: { _suspension: { resolution: "responded" } } });

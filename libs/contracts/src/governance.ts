@@ -87,6 +87,54 @@ export interface EngagementDecision {
   signals: EngagementSignals;
 }
 
+/**
+ * GovernancePolicy (spec 2.11). Every field is optional; GET shows the effective policy with the
+ * defaults filled in (EFFECTIVE_POLICY_DEFAULTS). Unknown fields are refused.
+ */
+export const GovernancePolicy = z
+  .object({
+    completion_mode: z.enum(["auto", "require_approval", "quorum"]).optional(),
+    write_scope: z.enum(["any", "assigned_only"]).optional(),
+    max_cost: z.number().min(0).max(1e15).nullable().optional(),
+    quorum_threshold: z.number().gt(0, "quorum_threshold must be in (0, 1]").max(1, "quorum_threshold must be in (0, 1]").optional(),
+    allowed_agents: z.array(ActorId).max(1000).nullable().optional(),
+    require_status_reason: z.boolean().optional(),
+  })
+  .strict()
+  .openapi("GovernancePolicy");
+export type GovernancePolicy = z.infer<typeof GovernancePolicy>;
+
+export const EFFECTIVE_POLICY_DEFAULTS = {
+  completion_mode: "auto",
+  write_scope: "any",
+  max_cost: null,
+  quorum_threshold: 0.5,
+  allowed_agents: null,
+  require_status_reason: false,
+} as const;
+
+export interface EffectiveGovernancePolicy {
+  completion_mode: "auto" | "require_approval" | "quorum";
+  write_scope: "any" | "assigned_only";
+  max_cost: number | null;
+  quorum_threshold: number;
+  allowed_agents: string[] | null;
+  require_status_reason: boolean;
+}
+
+export const effectivePolicy = (policy: GovernancePolicy | null | undefined): EffectiveGovernancePolicy => {
+  const effective = { ...EFFECTIVE_POLICY_DEFAULTS } as EffectiveGovernancePolicy;
+  for (const [key, value] of Object.entries(policy ?? {})) if (value !== undefined && value !== null) (effective as unknown as Record<string, unknown>)[key] = value;
+  return effective;
+};
+
+/** The policy commands: served by the intents service, which keeps the policy in the intent's row. */
+export const governancePolicyCommands = {
+  set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy })),
+  get: command("intents", "governance.get", IntentRef),
+  remove: command("intents", "governance.remove", IntentRef.merge(IfMatch)),
+} as const;
+
 const ApprovalRef = IntentRef.extend({ approval_id: Uuid });
 
 export const governanceCommands = {
@@ -98,4 +146,6 @@ export const governanceCommands = {
   approve: command("governance", "approvals.approve", ApprovalRef.extend({ body: DecideApprovalBody })),
   deny: command("governance", "approvals.deny", ApprovalRef.extend({ body: DecideApprovalBody })),
   decideEngagement: command("governance", "engagement.decide", IntentRef.extend({ body: EngagementSignals })),
+  /** Asked by the intents service when a completion needs approvals: {granted} approvals of `action`. */
+  grantedApprovals: command("governance", "approvals.granted", IntentRef.extend({ action: z.string().max(200) })),
 } as const;

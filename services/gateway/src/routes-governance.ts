@@ -1,4 +1,4 @@
-import { governanceCommands as g, SuspensionRequest } from "@intentmesh/contracts";
+import { governanceCommands as g, governancePolicyCommands as policy, SuspensionRequest } from "@intentmesh/contracts";
 import type { Request } from "express";
 import { id, ifMatch, type Route } from "./routes";
 
@@ -6,6 +6,23 @@ const approval = (req: Request) => ({ intent_id: String(req.params.id), approval
 
 /** Suspension, approvals and engagement decisions (spec 4.5, 4.6): the governance service. */
 export const governanceRoutes: Route[] = [
+  {
+    method: "put",
+    path: "/intents/:id/governance",
+    command: policy.set,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req), body: req.body }),
+    etag: true,
+    summary: "Set the governance policy (spec 2.11; If-Match required); answers the intent at its new version",
+  },
+  { method: "get", path: "/intents/:id/governance", command: policy.get, input: (req) => ({ intent_id: id(req) }), summary: "The policy and the effective policy (defaults filled in)" },
+  {
+    method: "delete",
+    path: "/intents/:id/governance",
+    command: policy.remove,
+    input: (req) => ({ intent_id: id(req), if_match: ifMatch(req) }),
+    etag: true,
+    summary: "Remove the governance policy (If-Match required)",
+  },
   {
     method: "post",
     path: "/intents/:id/suspend",

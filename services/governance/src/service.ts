@@ -8,7 +8,7 @@ import type { Subscription } from "@nats-io/transport-node";
 import type { GovernanceContext } from "./context";
 import { outbox } from "./db/schema";
 import { respond, suspend } from "./handlers/suspension";
-import { createApproval, decideApproval, getApproval, listApprovals } from "./handlers/approvals";
+import { createApproval, decideApproval, getApproval, grantedApprovals, listApprovals } from "./handlers/approvals";
 import { engagementDecision } from "./handlers/engagement";
 import { SuspensionTimer } from "./timer";
 import { startSuspensionTracker } from "./tracker";
@@ -63,6 +63,7 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     serveCommand(bus, commands.listApprovals, (input) => listApprovals(ctx, input.intent_id, input.query), logger),
     serveCommand(bus, commands.approve, (input, caller) => decideApproval(ctx, input, "approved", caller), logger),
     serveCommand(bus, commands.deny, (input, caller) => decideApproval(ctx, input, "denied", caller), logger),
+    serveCommand(bus, commands.grantedApprovals, (input) => grantedApprovals(ctx, input.intent_id, input.action), logger),
     serveCommand(bus, commands.decideEngagement, (input, caller) => engagementDecision(ctx, input.intent_id, input.body, caller), logger),
     serveCommand(
       bus,

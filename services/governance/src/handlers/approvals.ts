@@ -128,3 +128,12 @@ export async function decideApproval(
   ctx.published();
   return toApproval(decided);
 }
+
+/** For the intents service's completion_mode check: how many approvals of `action` were granted on the intent. */
+export async function grantedApprovals(ctx: GovernanceContext, intentId: string, action: string): Promise<{ granted: number }> {
+  const rows = await ctx.db
+    .select({ id: approvals.id })
+    .from(approvals)
+    .where(and(eq(approvals.intentId, intentId), eq(approvals.action, action), eq(approvals.status, "approved")));
+  return { granted: rows.length };
+}

@@ -12,6 +12,7 @@ import {
 } from "@intentmesh/contracts";
 import { traceCarrier, traceFields } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
+import type { GovernancePolicy } from "@intentmesh/contracts";
 import type { NewEvent } from "../event-log";
 import type { leases } from "./schema";
 
@@ -41,6 +42,8 @@ export type RawIntent = {
   lease_epoch: number;
   /** Why the server blocked the intent (`budget_exceeded`); not part of the wire intent. */
   blocked_reason?: string | null;
+  /** The governance policy (spec 2.11) the intent's mutations are checked against; not part of the wire intent. */
+  governance_policy?: GovernancePolicy | null;
   created_at: Date;
   updated_at: Date;
 };
@@ -48,7 +51,7 @@ export type RawIntent = {
 
 export type LeaseRow = typeof leases.$inferSelect;
 
-export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason";
+export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason, governance_policy";
 
 export function rawToIntent(row: RawIntent): Intent {
   return {

@@ -1,4 +1,5 @@
 import { and, asc, eq } from "drizzle-orm";
+import { enforceGovernance } from "./governance";
 import { AppError, intentEventTypes, type Assignment, type Caller } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { assignments } from "../db/schema";
@@ -16,6 +17,7 @@ export async function assignAgent(
   body: { agent_id: string; role?: string | null | undefined },
   caller: Caller,
 ): Promise<Assignment> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "assignment", agent_id: body.agent_id }, caller);
   const now = ctx.clock.now();
   const role = body.role ?? null;
   let changed = false;
@@ -45,6 +47,7 @@ export async function listAssignments(ctx: IntentsContext, intentId: string): Pr
 
 /** DELETE /intents/{id}/agents/{agent_id}. */
 export async function unassignAgent(ctx: IntentsContext, intentId: string, ifMatch: number | null, agentId: string, caller: Caller): Promise<Assignment> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "unassignment" }, caller);
   const now = ctx.clock.now();
   const removed = await ctx.db.transaction(async (tx) => {
     await lockIntent(tx, intentId, ifMatch);

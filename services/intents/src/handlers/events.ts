@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
+import { enforceGovernance } from "./governance";
 import { AppError, Uuid, errors, intentEventTypes, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
@@ -11,6 +12,7 @@ import { acknowledgeSuspended } from "./suspension";
 
 /** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
 export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "event" }, caller);
   if (body.event_type === intentEventTypes.suspended) {
     // The clients' own announcement of a suspension the server already announced (suspension.ts).
     const announced = await acknowledgeSuspended(ctx, intentId, body.payload ?? {});

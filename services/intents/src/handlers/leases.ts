@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { enforceGovernance } from "./governance";
 import { and, asc, eq, lte, sql } from "drizzle-orm";
 import { AppError, errors, fitPage, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
 import { rowsOf, type Tx } from "@intentmesh/db";
@@ -32,6 +33,7 @@ export async function acquireLease(
   body: { scope: string; ttl_seconds: number; agent_id?: string | undefined },
   caller: Caller,
 ): Promise<Lease> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "lease" }, caller);
   const agentId = actingAgent(caller, body.agent_id);
   const key = parseScope(body.scope);
   const now = ctx.clock.now();
@@ -92,6 +94,7 @@ export async function renewLease(
   body: { ttl_seconds: number },
   caller: Caller,
 ): Promise<Lease> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "lease" }, caller);
   const now = ctx.clock.now();
   const lease = await ctx.db.transaction(async (tx) => {
     const intent = await lockIntent(tx, intentId, ifMatch);
@@ -128,6 +131,7 @@ export async function renewLease(
  * Releasing a lease that already ended changes nothing and answers it as it is.
  */
 export async function releaseLease(ctx: IntentsContext, intentId: string, ifMatch: number | null, leaseId: string, caller: Caller): Promise<Lease> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "lease" }, caller);
   const now = ctx.clock.now();
   let changed = false;
   const lease = await ctx.db.transaction(async (tx) => {
