@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectBus, type Bus } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
-import { startTestCluster, startTestGateway, type TestCluster } from "../support/cluster";
+import { startTestCluster, startTestGateway, type ApiResponse, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
@@ -39,7 +39,7 @@ async function governed(policy: Record<string, unknown>) {
   return res.body;
 }
 
-function expectViolation(res: { status: number; body: any }, rule: string) {
+function expectViolation(res: ApiResponse, rule: string) {
   expectError(res, 403, "GOVERNANCE_VIOLATION");
   expect(res.body.details.rule).toBe(rule);
   expect(res.body).toMatchObject({ error: "governance_violation", rule });
