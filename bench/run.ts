@@ -22,7 +22,7 @@ import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile, runFanout, type FanoutResult } from "./lib/sse-fanout";
 import { heartbeatClientSetup, registerHeartbeatAgents, registerRequests } from "./lib/agents";
 import { COST_FIXTURE_RECORDS, costFixtureIntent, getCostsRequests, recordCostRequests, registerBenchAgents } from "./lib/costs";
-import { governIntent, respondLatency, suspendRespondClientSetup } from "./lib/governance";
+import { answerLeftovers, governIntent, respondLatency, suspendRespondClientSetup } from "./lib/governance";
 import { taskClientSetup, taskWorkers } from "./lib/tasks";
 import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } from "./lib/profile";
 
@@ -396,6 +396,7 @@ async function main(): Promise<void> {
       case "suspend_respond":
         options.requests = [{ method: "GET", path: "/healthz" }];
         options.setupClient = suspendRespondClientSetup(suspendIntents.slice(1).map((i) => i.id));
+        resync = () => answerLeftovers(api, suspendIntents.slice(1).map((i) => i.id));
         break;
       case "state_patch_governed":
       case "state_patch": {
@@ -489,6 +490,7 @@ async function main(): Promise<void> {
     };
     if (scenario === "suspend_respond") {
       await waitForOutbox(api, 60_000);
+      await answerLeftovers(api, [suspendIntents[0]!.id]);
       const alone = await respondLatency(api, suspendIntents[0]!.id, 200);
       result.respondAlone = { cycles: alone.length, p50: percentile(alone, 50), p90: percentile(alone, 90), p99: percentile(alone, 99) };
       log(`  respond alone (200 sequential): p50 ${result.respondAlone.p50.toFixed(2)} ms, p90 ${result.respondAlone.p90.toFixed(2)} ms, p99 ${result.respondAlone.p99.toFixed(2)} ms`);

@@ -63,3 +63,17 @@ export async function respondLatency(api: BenchApi, intentId: string, cycles: nu
   }
   return times.sort((a, b) => a - b);
 }
+
+/**
+ * Between runs: a run that stopped between a suspend and its answer leaves the intent suspended;
+ * answer it so the next run starts each cycle from an active intent.
+ */
+export async function answerLeftovers(api: BenchApi, intentIds: string[]): Promise<void> {
+  for (const id of intentIds) {
+    const got = await api.request("GET", `/api/v1/intents/${id}`);
+    const intent = got.body as { status: string; state: { _suspension?: { id: string } } };
+    if (intent.status === "suspended_awaiting_input" && intent.state._suspension) {
+      await api.request("POST", `/api/v1/intents/${id}/suspend/respond`, { suspension_id: intent.state._suspension.id, value: "yes" });
+    }
+  }
+}
