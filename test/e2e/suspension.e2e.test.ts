@@ -331,6 +331,16 @@ describe("platform default human retry policy (cascade level 3)", () => {
     await withDefault?.stop();
   });
 
+  it("GET /server/config (no key) hands it to the clients' cascade; null where none is configured", async () => {
+    for (const path of ["/api/v1/server/config", "/v1/server/config", "/server/config"]) {
+      const res = await fetch(`${withDefault.baseUrl}${path}`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ protocol_version: "0.1", suspension: { default_retry_policy: { max_attempts: 2, interval_seconds: 60, strategy: "fixed", escalation_ladder: [] } } });
+    }
+    expect(await (await fetch(`${cluster.baseUrl}/api/v1/server/config`)).json()).toMatchObject({ suspension: { default_retry_policy: null } });
+    expect((await (await fetch(`${cluster.baseUrl}/.well-known/openintent.json`)).json()).capabilities.suspension).toMatchObject({ server_timeouts: true });
+  });
+
   it("applies to a suspension with neither retry_policy nor timeout_seconds; a call-site timeout wins", async () => {
     const a = (await withDefault.api("/intents", { body: { title: "a", status: "active" } })).body;
     const res = await withDefault.api(`/intents/${a.id}/suspend`, { body: { question: "q", response_type: "text", fallback_policy: "fail" } });

@@ -146,6 +146,8 @@ export const governanceCommands = {
   approve: command("governance", "approvals.approve", ApprovalRef.extend({ body: DecideApprovalBody })),
   deny: command("governance", "approvals.deny", ApprovalRef.extend({ body: DecideApprovalBody })),
   decideEngagement: command("governance", "engagement.decide", IntentRef.extend({ body: EngagementSignals })),
+  /** GET /server/config (no key): {protocol_version, suspension: {default_retry_policy}}, the clients' retry cascade level 3. */
+  serverConfig: command("governance", "server_config", z.object({})),
   /** Asked by the intents service when a completion needs approvals: {granted} approvals of `action`. */
   grantedApprovals: command("governance", "approvals.granted", IntentRef.extend({ action: z.string().max(200) })),
 } as const;

@@ -63,6 +63,7 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     serveCommand(bus, commands.listApprovals, (input) => listApprovals(ctx, input.intent_id, input.query), logger),
     serveCommand(bus, commands.approve, (input, caller) => decideApproval(ctx, input, "approved", caller), logger),
     serveCommand(bus, commands.deny, (input, caller) => decideApproval(ctx, input, "denied", caller), logger),
+    serveCommand(bus, commands.serverConfig, async () => ({ protocol_version: "0.1", suspension: { default_retry_policy: ctx.defaultRetryPolicy } }), logger),
     serveCommand(bus, commands.grantedApprovals, (input) => grantedApprovals(ctx, input.intent_id, input.action), logger),
     serveCommand(bus, commands.decideEngagement, (input, caller) => engagementDecision(ctx, input.intent_id, input.body, caller), logger),
     serveCommand(
