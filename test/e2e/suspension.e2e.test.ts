@@ -94,6 +94,8 @@ describe("POST /intents/{id}/suspend/respond (4.5, part 7)", () => {
     expect(after.state._suspension).toMatchObject({ id, resolution: "responded", response: "approve", responded_by: "alice" });
     await sse.waitFor((c) => c.events.some((e) => e.event === "intent.resumed"));
     await sse.close();
+    const resumed = sse.events.find((e) => e.event === "intent.resumed")!.data;
+    expect(resumed.payload).toMatchObject({ intent_id: intent.id, suspension_id: id, resolution: "responded", value: "approve", response: "approve", responded_by: "alice" });
     expect(await tracked(id)).toMatchObject({ status: "responded", next_due_at: null });
     // Answered once: a second answer finds the intent active.
     expectError(await respond(intent.id, { suspension_id: id, value: "reject" }), 409, "NOT_SUSPENDED");
@@ -338,7 +340,7 @@ describe("platform default human retry policy (cascade level 3)", () => {
       expect(await res.json()).toEqual({ protocol_version: "0.1", suspension: { default_retry_policy: { max_attempts: 2, interval_seconds: 60, strategy: "fixed", escalation_ladder: [] } } });
     }
     expect(await (await fetch(`${cluster.baseUrl}/api/v1/server/config`)).json()).toMatchObject({ suspension: { default_retry_policy: null } });
-    expect((await (await fetch(`${cluster.baseUrl}/.well-known/openintent.json`)).json()).capabilities.suspension).toMatchObject({ server_timeouts: true });
+    expect(((await (await fetch(`${cluster.baseUrl}/.well-known/openintent.json`)).json()) as any).capabilities.suspension).toMatchObject({ server_timeouts: true });
   });
 
   it("applies to a suspension with neither retry_policy nor timeout_seconds; a call-site timeout wins", async () => {

@@ -165,7 +165,12 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
             actor: caller.actor,
             payload: { suspension_id: active.id, resolution: "expired", fallback_policy: active.fallback_policy, status: to, version },
           }
-        : { eventType: intentEventTypes.resumed, actor: caller.actor, payload: { suspension_id: active.id, resolution: input.resolution, ...responded, version } };
+        : {
+            eventType: intentEventTypes.resumed,
+            actor: caller.actor,
+            // intent_id and value as the official clients read intent.resumed (CLIENTS.md §1).
+            payload: { intent_id: intentId, suspension_id: active.id, resolution: input.resolution, ...responded, ...(input.resolution === "responded" ? { value: input.response } : {}), version },
+          };
     const ended = await commitSuspensionChange(
       tx,
       intentId,
