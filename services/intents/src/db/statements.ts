@@ -171,13 +171,21 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
  * honouring an If-Match), writes the event and its outbox row. Undefined when the intent is
  * absent or past the If-Match version.
  */
-export async function appendEventStatement(query: Query, intentId: string, ifMatch: number | null, event: NewEvent, at: Date): Promise<IntentEvent | undefined> {
+export async function appendEventStatement(
+  query: Query,
+  intentId: string,
+  ifMatch: number | null,
+  event: NewEvent,
+  at: Date,
+  /** Write only when the intent has no governance policy (the caller checks a policy itself, then appends without this). */
+  onlyUngoverned = false,
+): Promise<IntentEvent | undefined> {
   const prepared = prepareEvent(intentId, event, at);
   const rows = await query<{ event_seq: string | number }>(
     "intents_append_event",
     `with s as (
        update intents.intents set event_seq = event_seq + 1
-       where id = $1 and ($2::int is null or version = $2::int)
+       where id = $1 and ($2::int is null or version = $2::int) and (not $13::bool or governance_policy is null)
        returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
      e as (
        insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire, trace_id, parent_event_id)
@@ -186,7 +194,7 @@ export async function appendEventStatement(query: Query, intentId: string, ifMat
        insert into intents.outbox (subject, msg_id, payload, headers)
        select $8, 'intent:' || $1::text || ':e' || s.event_seq, s.wire, $10::jsonb from s)
      select event_seq from s`,
-    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null],
+    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned],
   );
   const row = rows[0];
   return row ? prepared.complete(Number(row.event_seq)) : undefined;

@@ -12,7 +12,6 @@ import { acknowledgeSuspended } from "./suspension";
 
 /** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
 export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent> {
-  await enforceGovernance(ctx, intentId, undefined, { kind: "event" }, caller);
   if (body.event_type === intentEventTypes.suspended) {
     // The clients' own announcement of a suspension the server already announced (suspension.ts).
     const announced = await acknowledgeSuspended(ctx, intentId, body.payload ?? {});
@@ -23,7 +22,14 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
   }
   const actor = actingAgent(caller, body.actor, "actor");
   const now = ctx.clock.now();
-  const event = await appendEventStatement(ctx.query, intentId, ifMatch, { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() }, now);
+  const newEvent = { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() };
+  // The hot path writes only to an intent without a governance policy, in one statement; an
+  // intent with one (or absent, or past the If-Match) is checked first and then written.
+  let event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now, true);
+  if (!event) {
+    await enforceGovernance(ctx, intentId, undefined, { kind: "event" }, caller);
+    event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now);
+  }
   if (!event) throw await missingOrStale(ctx.db, intentId, ifMatch ?? -1);
   ctx.published();
   return event;
