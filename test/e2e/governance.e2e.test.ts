@@ -128,6 +128,18 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
     expect(refused.body.details).toMatchObject({ agent_id: "bob", allowed_agents: ["alice"] });
     expect((await cluster.api(`/intents/${intent.id}/agents`)).body.agents).toEqual([]);
     expect((await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...agent("alice") })).status).toBe(201);
+    // A lease alice holds cannot be renewed or released by her once the policy leaves her out.
+    const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "draft" }, ...agent("alice") });
+    expect(lease.status, JSON.stringify(lease.body)).toBe(201);
+    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "alice" } })).status).toBe(201);
+    const current = (await cluster.api(`/intents/${intent.id}`)).body;
+    expect((await put(intent.id, { allowed_agents: ["carol"] }, current.version)).status).toBe(200);
+    expectViolation(await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}/renew`, { body: {}, ...agent("alice") }), "allowed_agents");
+    expectViolation(await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
+    expectViolation(await cluster.api(`/intents/${intent.id}/agents/alice`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
+    expect((await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`)).body).toMatchObject({ released_at: null, expires_at: lease.body.expires_at });
+    // People are not bound by allowed_agents: an operator removes alice.
+    expect((await cluster.api(`/intents/${intent.id}/agents/alice`, { method: "DELETE", key: "operator" })).status).toBe(200);
   });
 
   it("require_status_reason: a status change without a reason is 403", async () => {

@@ -1,5 +1,6 @@
 import { and, asc, eq } from "drizzle-orm";
 import { enforceGovernance } from "./governance";
+import type { GovernancePolicy } from "@intentmesh/contracts";
 import { AppError, intentEventTypes, type Assignment, type Caller } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { assignments } from "../db/schema";
@@ -17,13 +18,13 @@ export async function assignAgent(
   body: { agent_id: string; role?: string | null | undefined },
   caller: Caller,
 ): Promise<Assignment> {
-  await enforceGovernance(ctx, intentId, undefined, { kind: "assignment", agent_id: body.agent_id }, caller);
   const now = ctx.clock.now();
   const role = body.role ?? null;
   let changed = false;
   const assignment = await ctx.db.transaction(async (tx) => {
-    // Locks the intent (and checks If-Match) before touching its assignments.
-    await lockIntent(tx, intentId, ifMatch);
+    // Locks the intent (and checks If-Match) before touching its assignments; the policy is read under that lock.
+    const intent = await lockIntent(tx, intentId, ifMatch);
+    await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "assignment", agent_id: body.agent_id }, caller, tx);
     const [existing] = await tx.select().from(assignments).where(and(eq(assignments.intentId, intentId), eq(assignments.agentId, body.agent_id)));
     if (existing && existing.role === role) return toAssignment(existing);
     const [row] = await tx
@@ -47,10 +48,10 @@ export async function listAssignments(ctx: IntentsContext, intentId: string): Pr
 
 /** DELETE /intents/{id}/agents/{agent_id}. */
 export async function unassignAgent(ctx: IntentsContext, intentId: string, ifMatch: number | null, agentId: string, caller: Caller): Promise<Assignment> {
-  await enforceGovernance(ctx, intentId, undefined, { kind: "unassignment" }, caller);
   const now = ctx.clock.now();
   const removed = await ctx.db.transaction(async (tx) => {
-    await lockIntent(tx, intentId, ifMatch);
+    const intent = await lockIntent(tx, intentId, ifMatch);
+    await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "unassignment" }, caller, tx);
     const [row] = await tx
       .delete(assignments)
       .where(and(eq(assignments.intentId, intentId), eq(assignments.agentId, agentId)))

@@ -7,7 +7,7 @@ import {
   type GovernancePolicy,
   type Intent,
 } from "@intentmesh/contracts";
-import { rowsOf } from "@intentmesh/db";
+import { rowsOf, type Queryable } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../db/statements";
 import { missingOrStale, reserveSequences, writeEvents } from "../event-log";
@@ -71,7 +71,15 @@ async function readPolicy(ctx: IntentsContext, intentId: string): Promise<Govern
  * Approvals are asked of the governance service only when a completion needs them: they only
  * ever go from pending to decided, so a grant that answered is seen.
  */
-export async function enforceGovernance(ctx: IntentsContext, intentId: string, policy: GovernancePolicy | null | undefined, mutation: GovernedMutation, caller: Caller): Promise<void> {
+export async function enforceGovernance(
+  ctx: IntentsContext,
+  intentId: string,
+  policy: GovernancePolicy | null | undefined,
+  mutation: GovernedMutation,
+  caller: Caller,
+  /** The caller's open transaction, when it holds one: the facts are read on it, never on a second pooled connection. */
+  db: Queryable = ctx.db,
+): Promise<void> {
   const stored = policy === undefined ? await readPolicy(ctx, intentId) : policy;
   if (!stored) return;
   const needed = factsNeeded(effectivePolicy(stored), mutation, caller);
@@ -79,7 +87,7 @@ export async function enforceGovernance(ctx: IntentsContext, intentId: string, p
   if (needed.assigned || needed.assignedCount) {
     const agent = caller.agent_id ?? caller.actor;
     const [row] = rowsOf<{ assigned: boolean; n: number }>(
-      await ctx.db.execute(sql`
+      await db.execute(sql`
         select exists(select 1 from intents.assignments where intent_id = ${intentId} and agent_id = ${agent}) as assigned,
                (select count(*)::int from intents.assignments where intent_id = ${intentId}) as n`),
     );
@@ -87,7 +95,7 @@ export async function enforceGovernance(ctx: IntentsContext, intentId: string, p
     facts.assignedCount = Number(row!.n);
   }
   if (needed.costTotal) {
-    const [row] = rowsOf<{ amount: string | number | null }>(await ctx.db.execute(sql`select amount from intents.cost_totals where intent_id = ${intentId}`));
+    const [row] = rowsOf<{ amount: string | number | null }>(await db.execute(sql`select amount from intents.cost_totals where intent_id = ${intentId}`));
     facts.costTotal = row?.amount === undefined || row.amount === null ? 0 : Number(row.amount);
   }
   if (needed.approvals) {
