@@ -22,13 +22,14 @@ import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile, runFanout, type FanoutResult } from "./lib/sse-fanout";
 import { heartbeatClientSetup, registerHeartbeatAgents, registerRequests } from "./lib/agents";
 import { COST_FIXTURE_RECORDS, costFixtureIntent, getCostsRequests, recordCostRequests, registerBenchAgents } from "./lib/costs";
+import { answerLeftovers, governIntent, respondLatency, suspendRespondClientSetup } from "./lib/governance";
 import { taskClientSetup, taskWorkers } from "./lib/tasks";
 import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } from "./lib/profile";
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
-const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "task_claim_complete", "sse_fanout"] as const;
+const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "task_claim_complete", "state_patch_governed", "suspend_respond", "sse_fanout"] as const;
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 
 const num = (name: string, fallback: number) => {
@@ -86,6 +87,8 @@ const DESCRIPTIONS: Record<ScenarioName, string> = {
   register_agent: "POST /api/v1/agents, a new agent id per request",
   heartbeat: "POST /api/v1/agents/{id}/heartbeat, each connection its own registered agent",
   task_claim_complete: "POST /intents/{id}/tasks, then /tasks/{tid}/claim, /start, /complete; each connection one agent and one intent (4 requests per task)",
+  state_patch_governed: "state_patch on intents with a governance policy (every rule checked on each write, none refusing): the overhead of enforcement",
+  suspend_respond: "POST /intents/{id}/suspend then /suspend/respond, each connection its own intent (2 requests per cycle); respond latency alone measured after the run",
   sse_fanout: "SSE subscribers on one intent; per-delivery latency from POST sent to frame received",
 };
 
@@ -117,6 +120,8 @@ interface HttpResult {
   pass: boolean | null;
   cpu: CpuReport;
   outboxBacklogAfter: number | null;
+  /** suspend_respond: the latency of respond alone, measured sequentially after the run (ms). */
+  respondAlone?: { cycles: number; p50: number; p90: number; p99: number };
 }
 
 interface SseResult extends FanoutResult {
@@ -233,6 +238,7 @@ async function main(): Promise<void> {
   const profFlags = (name: string) => (config.profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(PROFILE_DIR, name)}`] : []);
   const intents = startNode({ name: "intents", script: "services/intents/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("intents") });
   const registry = startNode({ name: "registry", script: "services/registry/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("registry") });
+  const governance = startNode({ name: "governance", script: "services/governance/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("governance") });
   const gateway = startNode({
     name: "gateway",
     script: "services/gateway/src/main.ts",
@@ -240,7 +246,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForOk(`${baseUrl}/readyz`, [intents, registry, gateway]);
+  await waitForOk(`${baseUrl}/readyz`, [intents, registry, governance, gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair
@@ -267,6 +273,7 @@ async function main(): Promise<void> {
     { name: "gateway", pids: () => [gateway.pid] },
     { name: "intents", pids: () => [intents.pid] },
     { name: "registry", pids: () => [registry.pid] },
+    { name: "governance", pids: () => [governance.pid] },
     { name: "baseline", pids: () => baselineChildren.map((c) => c.pid) },
     { name: "postgres", pids: () => pidsByCommand("postgres") },
     { name: "nats-server", pids: () => pidsByCommand("nats-server") },
@@ -292,6 +299,10 @@ async function main(): Promise<void> {
   const taskWorkersOfRun = config.scenarios.includes("task_claim_complete")
     ? await taskWorkers(api, config.connections, namespace, mapLimit, (title) => api.createIntent(title))
     : [];
+  const governedIntents = config.scenarios.includes("state_patch_governed")
+    ? await mapLimit(config.connections, 16, async (i) => governIntent(api, await api.createIntent(`governed patch ${i}`)))
+    : [];
+  const suspendIntents = config.scenarios.includes("suspend_respond") ? await mapLimit(config.connections + 1, 16, (i) => api.createIntent(`suspend ${i}`)) : [];
   await waitForOutbox(api, 30_000);
 
   // (d) and (e) the scenarios
@@ -382,11 +393,17 @@ async function main(): Promise<void> {
         options.requests = [{ method: "GET", path: "/healthz" }];
         options.setupClient = taskClientSetup(taskWorkersOfRun);
         break;
+      case "suspend_respond":
+        options.requests = [{ method: "GET", path: "/healthz" }];
+        options.setupClient = suspendRespondClientSetup(suspendIntents.slice(1).map((i) => i.id));
+        resync = () => answerLeftovers(api, suspendIntents.slice(1).map((i) => i.id));
+        break;
+      case "state_patch_governed":
       case "state_patch": {
         // Each connection owns one intent and carries its version from one response's ETag to the
         // next request's If-Match. autocannon resets a request's context between requests, so the
         // state lives per client, bound in setupClient.
-        const owned = patchIntents.map((intent) => ({ id: intent.id, version: intent.version }));
+        const owned = (scenario === "state_patch" ? patchIntents : governedIntents).map((intent) => ({ id: intent.id, version: intent.version }));
         let next = 0;
         resync = async () => {
           next = 0;
@@ -471,13 +488,20 @@ async function main(): Promise<void> {
       cpu,
       outboxBacklogAfter: backlog,
     };
+    if (scenario === "suspend_respond") {
+      await waitForOutbox(api, 60_000);
+      await answerLeftovers(api, [suspendIntents[0]!.id]);
+      const alone = await respondLatency(api, suspendIntents[0]!.id, 200);
+      result.respondAlone = { cycles: alone.length, p50: percentile(alone, 50), p90: percentile(alone, 90), p99: percentile(alone, 99) };
+      log(`  respond alone (200 sequential): p50 ${result.respondAlone.p50.toFixed(2)} ms, p90 ${result.respondAlone.p90.toFixed(2)} ms, p99 ${result.respondAlone.p99.toFixed(2)} ms`);
+    }
     results.push(result);
     log(`  ${rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, non-2xx ${r.non2xx}, errors ${r.errors}`);
     if (scenario !== "baseline") await waitForOutbox(api, 60_000);
   }
 
   // Make sure nothing died under load before reporting.
-  for (const child of [intents, gateway, ...baselineChildren]) {
+  for (const child of [intents, governance, gateway, ...baselineChildren]) {
     if (!child.isRunning()) throw new Error(`${child.name} exited during the run (${await child.exited}); its log ends:\n${tailOf(child.logFile)}`);
   }
 
@@ -569,10 +593,10 @@ interface IntentRef {
 }
 
 function apiClient(baseUrl: string, apiKey: string) {
-  const request = async (method: string, urlPath: string, body?: unknown) => {
+  const request = async (method: string, urlPath: string, body?: unknown, extraHeaders: Record<string, string> = {}) => {
     const res = await fetch(`${baseUrl}${urlPath}`, {
       method,
-      headers: { "X-API-Key": apiKey, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+      headers: { "X-API-Key": apiKey, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...extraHeaders },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();

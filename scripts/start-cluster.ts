@@ -14,6 +14,7 @@ import { startIntentsService } from "../services/intents/src/service";
 import { startRegistryService } from "../services/registry/src/service";
 import { startFederationService } from "../services/federation/src/service";
 import { federationEnvSchema, settingsFromEnv } from "../services/federation/src/settings";
+import { startGovernanceService } from "../services/governance/src/service";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
@@ -41,6 +42,7 @@ await runMain("intentmesh", async () => {
     settings: settingsFromEnv(config),
     key: { pem: config.FEDERATION_SIGNING_KEY, file: config.FEDERATION_SIGNING_KEY_FILE, dataDir: config.DATA_DIR },
   });
+  const governance = await startGovernanceService({ bus, database, logger: createLogger("governance", config.LOG_LEVEL) });
   const gateway = await createGateway({
     bus,
     keys,
@@ -56,7 +58,7 @@ await runMain("intentmesh", async () => {
     { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
     `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
   );
-  stopOnSignals(logger, [() => gateway.stop(), () => federation.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
+  stopOnSignals(logger, [() => gateway.stop(), () => governance.stop(), () => federation.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 });
 
 /** Starts a nats-server with JetStream under the data directory when nothing answers the default NATS address. */

@@ -114,7 +114,10 @@ describe("fuzzing every route with hostile input", () => {
     for (const res of [intent, agent, lease, portfolio, attachment]) expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
     const task = await cluster.api(`/intents/${intent.body.id}/tasks`, { body: { title: "fuzz task" } });
     expect(task.status, JSON.stringify(task.body)).toBeLessThan(300);
+    const approval = await cluster.api(`/intents/${intent.body.id}/approvals`, { key: "agent", body: { action: "complete" } });
+    expect(approval.status, JSON.stringify(approval.body)).toBe(201);
     fixtures = {
+      approvalId: approval.body.id,
       taskId: task.body.id,
       id: intent.body.id,
       intentId: intent.body.id,
@@ -127,7 +130,7 @@ describe("fuzzing every route with hostile input", () => {
     db = new pg.Client({ connectionString: cluster.databaseUrl });
     await db.connect();
     const rows = await db.query<{ t: string }>(
-      "select table_schema || '.' || table_name as t from information_schema.tables where table_schema in ('intents', 'registry') and table_type = 'BASE TABLE' order by 1",
+      "select table_schema || '.' || table_name as t from information_schema.tables where table_schema in ('intents', 'registry', 'governance') and table_type = 'BASE TABLE' order by 1",
     );
     tables = rows.rows.map((r) => r.t);
   }, 60_000);

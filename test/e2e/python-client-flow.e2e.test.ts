@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
@@ -249,7 +250,7 @@ describe("an unchanged Python agent (CLIENTS.md section 6)", () => {
     expectPythonIntent(fetched.body);
   });
 
-  it("request_input (BaseAgent): reads the intent, then its suspension by POST /status is refused as this server suspends through governance only", async () => {
+  it("request_input (BaseAgent): status, then the _suspension patch, then intent.suspended: one tracked suspension; the operator's answer resolves it", async () => {
     const agentId = uniqueTag("py-ask");
     const py = pythonClient(agentId);
     const intent = (await py.post("/intents", { title: "Ask", description: "", constraints: {}, state: {}, created_by: agentId })).body;
@@ -258,9 +259,32 @@ describe("an unchanged Python agent (CLIENTS.md section 6)", () => {
     const got = await py.get(`/intents/${intent.id}`);
     expect(got.body.version).toBe(active.version);
     const suspend = await py.post(`/intents/${intent.id}/status`, { status: "suspended_awaiting_input" }, { "If-Match": String(got.body.version) });
-    expectError(suspend, 409, "INVALID_TRANSITION");
-    // Step 6 would append intent.suspended, a name of the spec the server writes itself.
-    expectError(await py.post(`/intents/${intent.id}/events`, { event_type: "intent.suspended", actor: agentId, payload: {} }), 400, "RESERVED_EVENT_TYPE");
+    expect(suspend.status, JSON.stringify(suspend.body)).toBe(200);
+    // Steps 4-5: the record as the SDK writes it (spec names, nulls omitted, client escalation names).
+    const suspensionId = randomUUID();
+    const record = {
+      id: suspensionId,
+      question: "Which?",
+      response_type: "choice",
+      choices: [{ value: "a", label: "A" }, { value: "b", label: "B" }],
+      suspended_at: new Date().toISOString(),
+      timeout_seconds: 300,
+      fallback_policy: "fail",
+      retry_policy: { max_attempts: 2, interval_seconds: 60, strategy: "fixed", escalation_ladder: [{ attempt: 1, channel_hint: "email", notify_to: "lead" }], final_fallback_policy: "fail" },
+    };
+    const patched = await py.post(`/intents/${intent.id}/state`, { patches: [{ op: "set", path: "_suspension", value: record }] }, { "If-Match": String(suspend.body.version) });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expectPythonIntent(patched.body);
+    // Step 6: the SDK's own intent.suspended is answered with the server's one.
+    const announced = await py.post(`/intents/${intent.id}/events`, { event_type: "intent.suspended", actor: agentId, payload: { suspension_id: suspensionId, question: "Which?" } });
+    expect(announced.status).toBe(201);
+    expect((await cluster.api(`/intents/${intent.id}/events?event_type=intent.suspended`)).body.events).toHaveLength(1);
+    // Step 7: the operator answers; the SDK's poll sees the resolution.
+    const answer = await cluster.api(`/intents/${intent.id}/suspend/respond`, { body: { suspension_id: suspensionId, value: "b", responded_by: "op" }, key: "operator" });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    const polled = await py.get(`/intents/${intent.id}`);
+    expect(polled.body.state._suspension).toMatchObject({ resolution: "responded", response: "b" });
+    expect(polled.body.status).toBe("active");
     // The engagement decision the SDK logs stays open to it.
     expect((await py.post(`/intents/${intent.id}/events`, { event_type: "engagement.decision", actor: agentId, payload: { mode: "autonomous" } })).status).toBe(201);
   });

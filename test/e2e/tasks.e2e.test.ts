@@ -477,6 +477,18 @@ describe("an intent's suspension blocks its running tasks (3.1)", () => {
     expect((await act(running.id, "complete", agent.headers)).body.status).toBe("completed");
   });
 
+  it("the official clients' suspension (POST /status) blocks the tasks too; abandoning the suspended intent cancels them", async () => {
+    const intent = await activeIntent();
+    const { task } = await runningTask(intent.id);
+    const current = (await cluster.api(`/intents/${intent.id}`)).body;
+    const suspended = await cluster.api(`/intents/${intent.id}/status`, { body: { status: "suspended_awaiting_input" }, headers: { "If-Match": String(current.version) } });
+    expect(suspended.status, JSON.stringify(suspended.body)).toBe(200);
+    expect(await getTask(task.id)).toMatchObject({ status: "blocked", blocked_reason: "intent_suspended", suspended_intent_id: intent.id });
+    const abandoned = await cluster.api(`/intents/${intent.id}/status`, { body: { status: "abandoned" }, headers: { "If-Match": String(suspended.body.version) } });
+    expect(abandoned.status, JSON.stringify(abandoned.body)).toBe(200);
+    expect(await getTask(task.id)).toMatchObject({ status: "cancelled", blocked_reason: null });
+  });
+
   it("a suspension that expires and abandons the intent cancels the tasks it blocked", async () => {
     const intent = await activeIntent();
     const { task } = await runningTask(intent.id);

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
-import { ManualClock, type Caller, type Clock } from "@intentmesh/contracts";
+import { ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
@@ -11,6 +11,7 @@ import { startIntentsService, type IntentsService } from "../../services/intents
 import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
 import { startFederationService, type FederationService, type FederationSettings } from "../../services/federation/src/service";
 import type { Connector, Resolver } from "@intentmesh/ssrf";
+import { startGovernanceService, type GovernanceService } from "../../services/governance/src/service";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -35,6 +36,7 @@ export interface TestCluster {
   registry: RegistryService;
   /** Always running; disabled (404 FEDERATION_DISABLED) unless the cluster was started with `federation`. */
   federation: FederationService;
+  governance: GovernanceService;
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -68,6 +70,8 @@ export interface ClusterOptions {
   databaseAdminUrl?: string;
   /** A NATS server of the test's own (fault tests stop and restart it). */
   natsUrl?: string;
+  /** The platform default human retry policy of the governance service. */
+  defaultRetryPolicy?: HumanRetryPolicy;
   /** Where log lines go, at debug level, for tests that read them. */
   logDestination?: { write(line: string): void };
   /** Enables federation; the server URL is the gateway's own address unless given. */
@@ -124,6 +128,8 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     connect,
     callbackIntervalMs: 200,
   });
+  // The suspension timer runs only when a test calls governance.timer.sweep(), on the manual clock.
+  const governance = await startGovernanceService({ bus, database, logger, clock, timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy });
 
   return {
     baseUrl,
@@ -134,6 +140,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     intents,
     registry,
     federation,
+    governance,
     gateway,
     clock,
     namespace,
@@ -141,6 +148,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     stop: async () => {
       await gateway.stop();
       await federation.stop();
+      await governance.stop();
       await registry.stop();
       await intents.stop();
       await deleteNamespaceStreams(bus, namespace);

@@ -1,11 +1,11 @@
-import { SYSTEM_EVENT_SCHEMA, systemEventMsgId, systemEventSubject, type SystemEvent } from "@intentmesh/contracts";
+import { SYSTEM_EVENT_SCHEMA, SCHEMA_HEADER, systemEventMsgId, systemEventSubject, type SystemEvent } from "@intentmesh/contracts";
 import type { Queryable } from "@intentmesh/db";
 import { enqueue, type OutboxTable } from "./outbox";
 
 /**
- * Puts system events (shared contract point 1, libs/contracts/src/system-events.ts) into the
- * caller's transaction as outbox rows: the service's relay publishes them on stream
- * IM_SYSTEM_EVENTS, and the intents service appends each to its intent's log, once per `id`.
+ * Shared contract point 1: a source service puts facts into an intent's log by writing them to
+ * its own outbox, in the transaction of the change they announce. Its relay publishes them on
+ * IM_SYSTEM_EVENTS; the intents service appends each once, by `id`.
  */
 export async function enqueueSystemEvents(tx: Queryable, outbox: OutboxTable, events: SystemEvent[]): Promise<void> {
   await enqueue(
@@ -15,7 +15,7 @@ export async function enqueueSystemEvents(tx: Queryable, outbox: OutboxTable, ev
       subject: systemEventSubject(event.intent_id, event.event_type),
       msgId: systemEventMsgId(event.source, event.id),
       payload: event,
-      headers: { "Im-Schema": SYSTEM_EVENT_SCHEMA },
+      headers: { [SCHEMA_HEADER]: SYSTEM_EVENT_SCHEMA },
     })),
   );
 }

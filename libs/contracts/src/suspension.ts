@@ -24,15 +24,34 @@ export const SuspensionChoice = z
 
 const MAX_SUSPENSION_SECONDS = 365 * 24 * 3600;
 
+/**
+ * An escalation step (spec 2.9: after_attempt, channel, notify). The official clients write
+ * `{attempt, channel_hint, notify_to}`; both spellings are read and stored in the spec's names.
+ */
+export const EscalationStep = z.preprocess(
+  (step) => {
+    if (typeof step !== "object" || step === null || Array.isArray(step)) return step;
+    const { attempt, channel_hint, notify_to, ...rest } = step as Record<string, unknown>;
+    return {
+      ...rest,
+      ...(rest.after_attempt === undefined && attempt !== undefined ? { after_attempt: attempt } : {}),
+      ...(rest.channel === undefined && channel_hint !== undefined ? { channel: channel_hint } : {}),
+      ...(rest.notify === undefined && notify_to !== undefined ? { notify: notify_to } : {}),
+    };
+  },
+  z.object({ after_attempt: z.number().int().min(1).max(100), channel: z.string().max(200), notify: z.unknown() }).passthrough(),
+);
+
 export const HumanRetryPolicy = z
   .object({
     max_attempts: z.number().int().min(1).max(100),
     interval_seconds: z.number().int().min(1).max(MAX_SUSPENSION_SECONDS),
     strategy: z.enum(["fixed", "linear", "exponential"]).default("fixed"),
-    escalation_ladder: z.array(z.object({ after_attempt: z.number().int().min(1), channel: z.string(), notify: z.unknown() }).passthrough()).default([]),
+    escalation_ladder: z.array(EscalationStep).max(100).default([]),
     final_fallback_policy: FallbackPolicy.optional(),
   })
   .strict();
+export type HumanRetryPolicy = z.infer<typeof HumanRetryPolicy>;
 
 /**
  * What the caller of suspension.begin supplies. The server adds `suspended_at` (its clock),
@@ -126,3 +145,20 @@ export const SuspensionEndInput = z
   .strict()
   .superRefine(refineEnd);
 export type SuspensionEndInput = z.infer<typeof SuspensionEndInput>;
+
+/** Fields of a record the server sets itself; a client's own copy of them is dropped, not trusted. */
+const SERVER_SET_SUSPENSION_FIELDS = ["suspended_at", "expires_at", "response", "responded_at", "responded_by", "resolution"];
+
+/**
+ * The value of the official clients' `set _suspension` state patch (CLIENTS.md §1: status change,
+ * then this patch, then an intent.suspended event). It is read as a SuspensionRequest: the
+ * server computes suspended_at and expires_at on its own clock, as for POST /intents/{id}/suspend.
+ */
+export const AdoptedSuspension = z.preprocess((value) => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) {
+    if (!SERVER_SET_SUSPENSION_FIELDS.includes(key) && member !== null) copy[key] = member;
+  }
+  return copy;
+}, SuspensionRequest);

@@ -2,7 +2,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { StartupError, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -87,13 +87,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
   // Federation's documents and the signed requests of other servers: no API key (a signature instead).
   mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES);
+  // The official clients read the platform default human retry policy here, without a key (CLIENTS.md).
+  app.get(["/server/config", ...API_PREFIXES.map((prefix) => `${prefix}/server/config`)], async (req, res) => {
+    const config = await client.request(governanceCommands.serverConfig, { principal: "anonymous", roles: [], actor: "anonymous", agent_id: null }, {});
+    res.json(config);
+  });
 
   const api = express.Router();
   api.use(authenticate(keys));
   api.use(jsonBody(options.bodyLimit ?? "1mb"));
   api.use(requireJsonBody);
   api.use(refuseUnsafeQuery);
-  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment", taskId: "task" };
+  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment", taskId: "task", approvalId: "approval" };
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
   const handle = (route: Route) => async (req: Request, res: Response) => {
     refuseUnsafeParams(req);

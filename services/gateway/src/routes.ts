@@ -8,6 +8,7 @@ import { portfolioRoutes } from "./routes-portfolios";
 import { costRoutes } from "./routes-costs";
 import { taskRoutes } from "./routes-tasks";
 import { federationRoutes } from "./routes-federation";
+import { governanceRoutes } from "./routes-governance";
 
 /**
  * The REST surface: each route names one bus command and how to build its input from the
@@ -118,4 +119,4 @@ const intentRoutes: Route[] = [
 ];
 
 /** Every route of the API; each area of the API keeps its routes in its own module. */
-export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...federationRoutes];
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...governanceRoutes, ...federationRoutes];

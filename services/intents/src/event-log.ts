@@ -34,7 +34,7 @@ export async function lockIntent(tx: Tx, intentId: string, ifMatch: number | nul
     .update(intents)
     .set({ leaseEpoch: sql`${intents.leaseEpoch} + 1` })
     .where(condition)
-    .returning({ version: intents.version, status: intents.status, blockedReason: intents.blockedReason });
+    .returning({ version: intents.version, status: intents.status, blockedReason: intents.blockedReason, governancePolicy: intents.governancePolicy });
   if (!row) throw await missingOrStale(tx, intentId, ifMatch ?? -1);
   return row;
 }

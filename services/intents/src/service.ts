@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { attachmentCommands, taskCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, intentsCommands as commands, retryCommands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { attachmentCommands, taskCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Subscription } from "@nats-io/transport-node";
@@ -11,6 +11,8 @@ import { LeaseSweeper } from "./lease-sweeper";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./handlers/portfolios";
 import { beginSuspension, endSuspension } from "./handlers/suspension";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolio-projection";
+import { startSystemEventConsumer } from "./system-event-consumer";
+import { getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./handlers/governance";
 import { createIntent, getIntent, listIntents } from "./handlers/intents";
 import { patchState } from "./handlers/state";
 import { transitionStatus } from "./handlers/status";
@@ -55,10 +57,20 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   await ensureStream(bus, systemEventStream);
 
   const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "intents", ...options.relay });
-  const ctx: IntentsContext = { db: database.db, query: database.query, clock: options.clock ?? systemClock, logger, published: () => relay.kick() };
+  const ctx: IntentsContext = {
+    db: database.db,
+    query: database.query,
+    clock: options.clock ?? systemClock,
+    logger,
+    client: new BusClient(bus, 5000),
+    published: () => relay.kick(),
+  };
   const sweeper = new LeaseSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
 
   const subs: Subscription[] = [
+    serveCommand(bus, governancePolicyCommands.set, (input, caller) => setGovernancePolicy(ctx, input.intent_id, input.if_match, input.body, caller), logger),
+    serveCommand(bus, governancePolicyCommands.get, (input) => getGovernancePolicy(ctx, input.intent_id), logger),
+    serveCommand(bus, governancePolicyCommands.remove, (input, caller) => removeGovernancePolicy(ctx, input.intent_id, input.if_match, caller), logger),
     serveCommand(bus, commands.create, (input, caller) => createIntent(ctx, input.body, caller), logger),
     serveCommand(bus, commands.get, (input) => getIntent(ctx, input.intent_id), logger),
     serveCommand(bus, commands.list, (input) => listIntents(ctx, input.query), logger),

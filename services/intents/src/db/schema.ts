@@ -30,6 +30,12 @@ export const intents = intentsSchema.table(
     leaseEpoch: integer("lease_epoch").notNull().default(0),
     /** Why a blocked intent is blocked, when the server blocked it (`budget_exceeded`); cleared by every status change. */
     blockedReason: text("blocked_reason"),
+    /**
+     * The intent's governance policy (spec 2.11), as PUT /intents/{id}/governance stored it; null
+     * when none. It lives in the intent's own versioned row so every mutation reads it with the
+     * row it changes: a PUT that answered binds every later write on every replica.
+     */
+    governancePolicy: jsonb("governance_policy").$type<Record<string, unknown>>(),
     createdAt: ts("created_at").notNull(),
     updatedAt: ts("updated_at").notNull(),
   },

@@ -12,6 +12,7 @@ import {
 } from "@intentmesh/contracts";
 import { traceCarrier, traceFields } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
+import type { GovernancePolicy } from "@intentmesh/contracts";
 import type { NewEvent } from "../event-log";
 import type { leases } from "./schema";
 
@@ -41,6 +42,8 @@ export type RawIntent = {
   lease_epoch: number;
   /** Why the server blocked the intent (`budget_exceeded`); not part of the wire intent. */
   blocked_reason?: string | null;
+  /** The governance policy (spec 2.11) the intent's mutations are checked against; not part of the wire intent. */
+  governance_policy?: GovernancePolicy | null;
   created_at: Date;
   updated_at: Date;
 };
@@ -48,7 +51,7 @@ export type RawIntent = {
 
 export type LeaseRow = typeof leases.$inferSelect;
 
-export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason";
+export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason, governance_policy";
 
 export function rawToIntent(row: RawIntent): Intent {
   return {
@@ -168,13 +171,21 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
  * honouring an If-Match), writes the event and its outbox row. Undefined when the intent is
  * absent or past the If-Match version.
  */
-export async function appendEventStatement(query: Query, intentId: string, ifMatch: number | null, event: NewEvent, at: Date): Promise<IntentEvent | undefined> {
+export async function appendEventStatement(
+  query: Query,
+  intentId: string,
+  ifMatch: number | null,
+  event: NewEvent,
+  at: Date,
+  /** Write only when the intent has no governance policy (the caller checks a policy itself, then appends without this). */
+  onlyUngoverned = false,
+): Promise<IntentEvent | undefined> {
   const prepared = prepareEvent(intentId, event, at);
   const rows = await query<{ event_seq: string | number }>(
     "intents_append_event",
     `with s as (
        update intents.intents set event_seq = event_seq + 1
-       where id = $1 and ($2::int is null or version = $2::int)
+       where id = $1 and ($2::int is null or version = $2::int) and (not $13::bool or governance_policy is null)
        returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
      e as (
        insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire, trace_id, parent_event_id)
@@ -183,7 +194,7 @@ export async function appendEventStatement(query: Query, intentId: string, ifMat
        insert into intents.outbox (subject, msg_id, payload, headers)
        select $8, 'intent:' || $1::text || ':e' || s.event_seq, s.wire, $10::jsonb from s)
      select event_seq from s`,
-    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null],
+    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned],
   );
   const row = rows[0];
   return row ? prepared.complete(Number(row.event_seq)) : undefined;

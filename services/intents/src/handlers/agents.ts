@@ -1,4 +1,6 @@
 import { and, asc, eq } from "drizzle-orm";
+import { enforceGovernance } from "./governance";
+import type { GovernancePolicy } from "@intentmesh/contracts";
 import { AppError, intentEventTypes, type Assignment, type Caller } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { assignments } from "../db/schema";
@@ -20,8 +22,9 @@ export async function assignAgent(
   const role = body.role ?? null;
   let changed = false;
   const assignment = await ctx.db.transaction(async (tx) => {
-    // Locks the intent (and checks If-Match) before touching its assignments.
-    await lockIntent(tx, intentId, ifMatch);
+    // Locks the intent (and checks If-Match) before touching its assignments; the policy is read under that lock.
+    const intent = await lockIntent(tx, intentId, ifMatch);
+    await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "assignment", agent_id: body.agent_id }, caller, tx);
     const [existing] = await tx.select().from(assignments).where(and(eq(assignments.intentId, intentId), eq(assignments.agentId, body.agent_id)));
     if (existing && existing.role === role) return toAssignment(existing);
     const [row] = await tx
@@ -47,7 +50,8 @@ export async function listAssignments(ctx: IntentsContext, intentId: string): Pr
 export async function unassignAgent(ctx: IntentsContext, intentId: string, ifMatch: number | null, agentId: string, caller: Caller): Promise<Assignment> {
   const now = ctx.clock.now();
   const removed = await ctx.db.transaction(async (tx) => {
-    await lockIntent(tx, intentId, ifMatch);
+    const intent = await lockIntent(tx, intentId, ifMatch);
+    await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "unassignment" }, caller, tx);
     const [row] = await tx
       .delete(assignments)
       .where(and(eq(assignments.intentId, intentId), eq(assignments.agentId, agentId)))

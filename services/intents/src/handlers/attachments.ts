@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { enforceGovernance } from "./governance";
 import { and, asc, eq, gt } from "drizzle-orm";
 import { AppError, errors, fitPage, intentEventTypes, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
@@ -35,6 +36,7 @@ export async function createAttachment(
   body: CreateAttachmentBody,
   caller: Caller,
 ): Promise<Attachment> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "attachment" }, caller);
   const issues = metadataIssues(body.mime_type, body.metadata);
   if (issues.length) {
     throw new AppError("VALIDATION_FAILED", 400, `the request is invalid: ${issues[0]!.message}`, {
@@ -108,6 +110,7 @@ export async function listAttachments(
  * appended. Answers the removed attachment. An attachment of another intent is 404.
  */
 export async function deleteAttachment(ctx: IntentsContext, intentId: string, ifMatch: number | null, attachmentId: string, caller: Caller): Promise<Attachment> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "attachment" }, caller);
   const now = ctx.clock.now();
   const removed = await ctx.db.transaction(async (tx) => {
     const [current] = await tx

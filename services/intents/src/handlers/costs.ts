@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { enforceGovernance } from "./governance";
 import {
   AppError,
   BUDGET_EXCEEDED_REASON,
@@ -62,6 +63,7 @@ function refuseUnrecorded(recorded: RecordedCost, intentId: string, agentId: str
  * statement as the record (see db/cost-statements.ts). Answers the record.
  */
 export async function recordCost(ctx: IntentsContext, intentId: string, body: RecordCostBody, caller: Caller): Promise<RawJson> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "cost", amount: body.amount }, caller);
   const cost = newCost(body, caller);
   const recorded = await recordCostStatement(ctx.query, intentId, cost, caller.actor, ctx.clock.now());
   refuseUnrecorded(recorded, intentId, cost.agent_id);

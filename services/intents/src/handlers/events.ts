@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
-import { AppError, Uuid, errors, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import { enforceGovernance } from "./governance";
+import { AppError, Uuid, errors, intentEventTypes, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../event-log";
@@ -7,15 +8,28 @@ import { appendEventStatement, selectEventPageJson } from "../db/statements";
 import { RawJson } from "@intentmesh/bus";
 import { toEvent } from "../mapping";
 import { actingAgent } from "./actor";
+import { acknowledgeSuspended } from "./suspension";
 
 /** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
 export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent> {
+  if (body.event_type === intentEventTypes.suspended) {
+    // The clients' own announcement of a suspension the server already announced (suspension.ts).
+    const announced = await acknowledgeSuspended(ctx, intentId, body.payload ?? {});
+    if (announced) return announced;
+  }
   if (isReservedEventType(body.event_type)) {
     throw new AppError("RESERVED_EVENT_TYPE", 400, `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
   }
   const actor = actingAgent(caller, body.actor, "actor");
   const now = ctx.clock.now();
-  const event = await appendEventStatement(ctx.query, intentId, ifMatch, { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() }, now);
+  const newEvent = { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() };
+  // The hot path writes only to an intent without a governance policy, in one statement; an
+  // intent with one (or absent, or past the If-Match) is checked first and then written.
+  let event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now, true);
+  if (!event) {
+    await enforceGovernance(ctx, intentId, undefined, { kind: "event" }, caller);
+    event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now);
+  }
   if (!event) throw await missingOrStale(ctx.db, intentId, ifMatch ?? -1);
   ctx.published();
   return event;

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { enforceGovernance } from "./governance";
 import { and, asc, count, eq, gt, inArray, isNull, type SQL } from "drizzle-orm";
 import {
   fitPage,
@@ -59,6 +60,7 @@ export function toFailure(row: FailureRow): FailureRecord {
  * second finds the leases already moved.
  */
 export async function recordFailure(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: RecordFailureBody, caller: Caller): Promise<FailureRecord> {
+  await enforceGovernance(ctx, intentId, undefined, body.cost ? { kind: "cost", amount: body.cost.amount } : { kind: "failure" }, caller);
   const agentId = actingAgent(caller, body.agent_id);
   const now = ctx.clock.now();
   if (body.cost?.agent_id && body.cost.agent_id !== agentId) {

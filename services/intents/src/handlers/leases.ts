@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { enforceGovernance } from "./governance";
+import type { GovernancePolicy } from "@intentmesh/contracts";
 import { and, asc, eq, lte, sql } from "drizzle-orm";
 import { AppError, errors, fitPage, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
 import { rowsOf, type Tx } from "@intentmesh/db";
@@ -39,6 +41,8 @@ export async function acquireLease(
     const refusal = await agentWorkRefusal(tx, agentId, true);
     if (refusal) throw refusal;
     const intent = await lockIntent(tx, intentId, ifMatch);
+    // The policy read under the intent's lock: no PUT can slip between the check and the write.
+    await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "lease" }, caller, tx);
     if (TERMINAL_STATUSES.includes(intent.status as never)) {
       throw new AppError("INTENT_CLOSED", 409, `intent ${intentId} is ${intent.status}; leases are taken on open intents only`, { status: intent.status });
     }
@@ -95,6 +99,7 @@ export async function renewLease(
   const now = ctx.clock.now();
   const lease = await ctx.db.transaction(async (tx) => {
     const intent = await lockIntent(tx, intentId, ifMatch);
+    await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "lease" }, caller, tx);
     const current = await findLease(tx, intentId, leaseId);
     if (current.agentId !== caller.actor) {
       throw new AppError("NOT_LEASE_HOLDER", 403, `lease ${leaseId} is held by agent ${current.agentId}, not ${caller.actor}`, { holder: current.agentId });
@@ -131,7 +136,8 @@ export async function releaseLease(ctx: IntentsContext, intentId: string, ifMatc
   const now = ctx.clock.now();
   let changed = false;
   const lease = await ctx.db.transaction(async (tx) => {
-    await lockIntent(tx, intentId, ifMatch);
+    const intent = await lockIntent(tx, intentId, ifMatch);
+    await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "lease" }, caller, tx);
     const current = await findLease(tx, intentId, leaseId);
     if (current.agentId !== caller.actor && !isCoordinatorOrAdmin(caller)) {
       throw new AppError("NOT_LEASE_HOLDER", 403, `lease ${leaseId} is held by agent ${current.agentId}; only it, a coordinator or an admin may release it`, { holder: current.agentId });

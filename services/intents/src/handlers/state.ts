@@ -5,6 +5,8 @@ import { commitChangeStatement, selectIntentForWrite } from "../db/statements";
 import { applyStatePatches } from "../domain/state-patch";
 import { assertLeasesAllowWrite } from "./lease-guard";
 import { assertAgentMayWork } from "../domain/budget";
+import { adoptSuspension } from "./suspension";
+import { enforceGovernance } from "./governance";
 
 /** How often a write re-checks when only the leases changed under it (its version still holds). */
 const LEASE_RACE_ATTEMPTS = 5;
@@ -18,6 +20,12 @@ const LEASE_RACE_ATTEMPTS = 5;
  */
 export async function patchState(ctx: IntentsContext, intentId: string, ifMatch: number | null, patches: StatePatch[], caller: Caller): Promise<Intent> {
   if (ifMatch === null) throw errors.preconditionRequired("intent state");
+  // The official clients' suspension record arrives as one `set _suspension` patch (CLIENTS.md §1).
+  const only = patches.length === 1 ? patches[0]! : undefined;
+  if (only?.op === "set" && (only.path === "_suspension" || only.path === "/_suspension")) {
+    await enforceGovernance(ctx, intentId, undefined, { kind: "state" }, caller);
+    return adoptSuspension(ctx, intentId, ifMatch, only.value, caller);
+  }
   for (let attempt = 1; ; attempt++) {
     const now = ctx.clock.now();
     const read = await selectIntentForWrite(ctx.query, intentId, caller.actor);
@@ -25,6 +33,9 @@ export async function patchState(ctx: IntentsContext, intentId: string, ifMatch:
     const { intent, leases } = read;
     assertAgentMayWork(intentId, intent, caller, "write its state");
     if (intent.version !== ifMatch) throw errors.versionMismatch("intent", intentId, intent.version, ifMatch);
+    // The policy was read with the row at this version: a policy change bumps the version, so the
+    // conditional write below cannot commit under a policy older than the one checked.
+    if (intent.governance_policy) await enforceGovernance(ctx, intentId, intent.governance_policy, { kind: "state" }, caller);
     assertLeasesAllowWrite(leases, intent.status, caller.actor, patches.map((p) => p.path), now);
     const state = applyStatePatches(intent.state, patches);
     assertStateWithinLimit(intentId, state);

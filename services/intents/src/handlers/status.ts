@@ -4,6 +4,8 @@ import { commitChangeStatement, selectIntent } from "../db/statements";
 import { missingOrStale } from "../event-log";
 import { assertTransition } from "../domain/status";
 import { assertAgentMayWork } from "../domain/budget";
+import { cancelByAbandon, suspendByStatus } from "./suspension";
+import { enforceGovernance } from "./governance";
 
 /** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
@@ -15,6 +17,11 @@ export async function transitionStatus(ctx: IntentsContext, intentId: string, if
   const from = current.status as IntentStatus;
   // Only an operator lifts a block the budget put on the intent.
   if (body.status === "active") assertAgentMayWork(intentId, current, caller, "return it to active");
+  await enforceGovernance(ctx, intentId, current.governance_policy ?? null, { kind: "status", to: body.status, reason: body.reason ?? null }, caller);
+  // The official clients suspend through this endpoint (CLIENTS.md §1), and abandoning a
+  // suspended intent cancels its suspension (spec 3.5): both are suspension moves (suspension.ts).
+  if (body.status === "suspended_awaiting_input" && from === "active") return suspendByStatus(ctx, intentId, ifMatch, body.reason ?? null, caller);
+  if (body.status === "abandoned" && from === "suspended_awaiting_input") return cancelByAbandon(ctx, intentId, ifMatch, body.reason ?? null, caller);
   assertTransition(from, body.status);
   // Conditional on the version read: a concurrent change turns this into a 409.
   const written = await commitChangeStatement(

@@ -6,14 +6,20 @@ import {
   intentEventTypes,
   isoTimestamp,
   type Caller,
+  AdoptedSuspension,
   type Intent,
+  type IntentEvent,
   type IntentStatus,
   type JsonObject,
   type SuspensionEndInput,
   type SuspensionRecord,
   type SuspensionRequest,
 } from "@intentmesh/contracts";
+import { and, desc, eq } from "drizzle-orm";
 import { rowsOf, type Tx } from "@intentmesh/db";
+import { validationError } from "@intentmesh/bus";
+import { events } from "../db/schema";
+import { toEvent } from "../mapping";
 import type { IntentsContext } from "../context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../db/statements";
 import { reserveSequences, writeEvents, type NewEvent } from "../event-log";
@@ -53,6 +59,26 @@ async function commitSuspensionChange(tx: Tx, intentId: string, state: JsonObjec
 }
 
 /**
+ * Spec 8: the record's deadline must not pass the due_before of a portfolio holding the intent.
+ * Every portfolio holding the intent is share-locked, not only those with a due_before now:
+ * a due_before being set concurrently must be waited for, not read from a snapshot.
+ */
+async function assertWithinPortfolioDeadlines(tx: Tx, intentId: string, record: SuspensionRecord): Promise<void> {
+  const holders = rowsOf<{ id: string; due_before: Date | string | null }>(
+    await tx.execute(sql`
+      select p.id, p.due_before from intents.portfolios p
+      join intents.portfolio_members m on m.portfolio_id = p.id
+      where m.intent_id = ${intentId}
+      order by p.id for share of p`),
+  );
+  assertDeadlineWithinDueBefore(
+    intentId,
+    record.expires_at ? new Date(record.expires_at) : null,
+    holders.flatMap((p) => (p.due_before === null ? [] : [{ portfolio_id: p.id, due_before: new Date(p.due_before) }])),
+  );
+}
+
+/**
  * active -> suspended_awaiting_input. The record gets its id (when the caller sent none),
  * suspended_at and expires_at; its deadline must not pass the due_before of any portfolio
  * holding the intent (spec 8), read under a share lock so neither a due_before change nor a new
@@ -76,20 +102,7 @@ export async function beginSuspension(
       });
     }
     const record = buildSuspensionRecord(input.suspension, input.suspension.id ?? randomUUID(), now);
-    // Every portfolio holding the intent is share-locked, not only those with a due_before now:
-    // a due_before being set concurrently must be waited for, not read from a snapshot.
-    const holders = rowsOf<{ id: string; due_before: Date | string | null }>(
-      await tx.execute(sql`
-        select p.id, p.due_before from intents.portfolios p
-        join intents.portfolio_members m on m.portfolio_id = p.id
-        where m.intent_id = ${intentId}
-        order by p.id for share of p`),
-    );
-    assertDeadlineWithinDueBefore(
-      intentId,
-      record.expires_at ? new Date(record.expires_at) : null,
-      holders.flatMap((p) => (p.due_before === null ? [] : [{ portfolio_id: p.id, due_before: new Date(p.due_before) }])),
-    );
+    await assertWithinPortfolioDeadlines(tx, intentId, record);
     const version = current.version + 1;
     const suspended = await commitSuspensionChange(
       tx,
@@ -135,8 +148,13 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
         suspension_id: input.suspension_id,
       });
     }
+    // A fallback that continues records fallback_value as the response (spec 2.10), with no responder.
     const responded =
-      input.resolution === "responded" ? { response: input.response, responded_by: input.responded_by ?? caller.actor, responded_at: isoTimestamp(now) } : {};
+      input.resolution === "responded"
+        ? { response: input.response, responded_by: input.responded_by ?? caller.actor, responded_at: isoTimestamp(now) }
+        : input.resolution === "expired" && input.response !== undefined
+          ? { response: input.response }
+          : {};
     const record: SuspensionRecord = { ...active, ...responded, resolution: input.resolution };
     const to: IntentStatus = input.status;
     const version = current.version + 1;
@@ -147,7 +165,12 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
             actor: caller.actor,
             payload: { suspension_id: active.id, resolution: "expired", fallback_policy: active.fallback_policy, status: to, version },
           }
-        : { eventType: intentEventTypes.resumed, actor: caller.actor, payload: { suspension_id: active.id, resolution: input.resolution, ...responded, version } };
+        : {
+            eventType: intentEventTypes.resumed,
+            actor: caller.actor,
+            // intent_id and value as the official clients read intent.resumed (CLIENTS.md §1).
+            payload: { intent_id: intentId, suspension_id: active.id, resolution: input.resolution, ...responded, ...(input.resolution === "responded" ? { value: input.response } : {}), version },
+          };
     const ended = await commitSuspensionChange(
       tx,
       intentId,
@@ -158,6 +181,145 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
     );
     // The tasks the suspension blocked return to what they were doing (or are cancelled with an abandoned intent).
     await releaseTasksAfterSuspension(tx, intentId, to === "active", caller.actor, now);
+    return ended;
+  });
+  ctx.published();
+  return intent;
+}
+
+/** A record that is still waiting for its answer (absent or resolved records are not). */
+export function activeRecord(state: JsonObject): SuspensionRecord | undefined {
+  const record = state._suspension as SuspensionRecord | undefined;
+  return record && typeof record === "object" && !record.resolution ? record : undefined;
+}
+
+/**
+ * The official clients' agent-side sequence, step 1 (CLIENTS.md §1): POST /status
+ * {status: suspended_awaiting_input} on an active intent. The intent suspends at once (version + 1,
+ * status_changed, its tasks blocked) and waits for its record, which the next step's
+ * `set _suspension` patch brings (adoptSuspension). Until then there is no tracked suspension.
+ */
+export async function suspendByStatus(ctx: IntentsContext, intentId: string, ifMatch: number, reason: string | null, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, ifMatch);
+    if (current.status !== "active") {
+      throw new AppError("INVALID_TRANSITION", 409, `only an active intent can be suspended; intent ${intentId} is ${current.status}`, {
+        from: current.status,
+        to: SUSPENDED,
+        allowed: [],
+      });
+    }
+    const version = current.version + 1;
+    const suspended = await commitSuspensionChange(
+      tx,
+      intentId,
+      current.state,
+      SUSPENDED,
+      [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "active", to: SUSPENDED, reason: reason ?? "awaiting operator input", version } }],
+      now,
+    );
+    await blockTasksForSuspension(tx, intentId, caller.actor, now);
+    return suspended;
+  });
+  ctx.published();
+  return intent;
+}
+
+/**
+ * Step 2 of the clients' sequence: one `set _suspension` patch on an intent suspended without a
+ * waiting record. The value is read as a SuspensionRequest; the server sets suspended_at and
+ * expires_at on its clock and announces it with intent.suspended, the one event of this
+ * suspension (the client's own intent.suspended, step 3, is answered with it: acknowledgeSuspended).
+ * The governance service tracks the suspension from that event, with the same timeouts as one
+ * begun through POST /intents/{id}/suspend.
+ */
+export async function adoptSuspension(ctx: IntentsContext, intentId: string, ifMatch: number, value: unknown, caller: Caller): Promise<Intent> {
+  const parsed = AdoptedSuspension.safeParse(value);
+  if (!parsed.success) throw validationError(parsed.error);
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, ifMatch);
+    if (current.status !== SUSPENDED) {
+      throw new AppError("PATCH_FAILED", 400, `_suspension is managed by the server; it may be set only on a suspended intent awaiting its record (intent ${intentId} is ${current.status})`, {
+        index: 0,
+        op: "set",
+        path: "_suspension",
+      });
+    }
+    if (activeRecord(current.state)) {
+      throw new AppError("SUSPENSION_ACTIVE", 409, `intent ${intentId} already has a waiting suspension; answer or cancel it first`, { intent_id: intentId });
+    }
+    const record = buildSuspensionRecord(parsed.data, parsed.data.id ?? randomUUID(), now);
+    await assertWithinPortfolioDeadlines(tx, intentId, record);
+    const version = current.version + 1;
+    return commitSuspensionChange(
+      tx,
+      intentId,
+      { ...current.state, _suspension: record },
+      SUSPENDED,
+      [
+        { eventType: intentEventTypes.statePatched, actor: caller.actor, payload: { patches: [{ op: "set", path: "_suspension", value: record }], version } },
+        { eventType: intentEventTypes.suspended, actor: caller.actor, payload: { suspension: record, version } },
+      ],
+      now,
+    );
+  });
+  ctx.published();
+  return intent;
+}
+
+/**
+ * Step 3 of the clients' sequence: POST /events intent.suspended. The server already announced
+ * the suspension; the client's append returns that event (201) and writes nothing, so the log
+ * holds one intent.suspended per suspension. Anything else stays reserved (400).
+ */
+export async function acknowledgeSuspended(ctx: IntentsContext, intentId: string, payload: JsonObject): Promise<IntentEvent | null> {
+  const [row] = rowsOf<{ status: string; state: JsonObject }>(await ctx.db.execute(sql`select status, state from intents.intents where id = ${intentId}`));
+  if (!row || row.status !== SUSPENDED) return null;
+  const record = activeRecord(row.state);
+  if (!record) return null;
+  const named = payload.suspension_id ?? payload.id;
+  if (named !== undefined && String(named).toLowerCase() !== record.id) return null;
+  const [event] = await ctx.db
+    .select()
+    .from(events)
+    .where(and(eq(events.intentId, intentId), eq(events.eventType, intentEventTypes.suspended), sql`${events.payload}->'suspension'->>'id' = ${record.id}`))
+    .orderBy(desc(events.sequence))
+    .limit(1);
+  return event ? toEvent(event) : null;
+}
+
+/**
+ * suspended_awaiting_input -> abandoned through POST /status: the suspension is cancelled
+ * (resolution `cancelled`, spec 3.5), its tasks are cancelled with the intent; status_changed
+ * carries suspension_id and resolution so the governance service stops its timers.
+ */
+export async function cancelByAbandon(ctx: IntentsContext, intentId: string, ifMatch: number, reason: string | null, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, ifMatch);
+    if (current.status !== SUSPENDED) {
+      throw new AppError("INVALID_TRANSITION", 409, `intent ${intentId} is ${current.status}, not suspended_awaiting_input`, { from: current.status, to: "abandoned" });
+    }
+    const active = activeRecord(current.state);
+    const state = active ? { ...current.state, _suspension: { ...active, resolution: "cancelled" } } : current.state;
+    const version = current.version + 1;
+    const ended = await commitSuspensionChange(
+      tx,
+      intentId,
+      state as JsonObject,
+      "abandoned",
+      [
+        {
+          eventType: intentEventTypes.statusChanged,
+          actor: caller.actor,
+          payload: { from: SUSPENDED, to: "abandoned", reason: reason ?? null, version, ...(active ? { suspension_id: active.id, resolution: "cancelled" } : {}) },
+        },
+      ],
+      now,
+    );
+    await releaseTasksAfterSuspension(tx, intentId, false, caller.actor, now);
     return ended;
   });
   ctx.published();

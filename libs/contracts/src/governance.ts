@@ -1,0 +1,153 @@
+import { z } from "./zod";
+import { ActorId, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
+import { IntentRef, IfMatch, command } from "./subjects";
+import { SuspensionRequest } from "./suspension";
+
+/**
+ * The governance service (spec 2.9-2.11, 4.5, 4.6): the REST surface of suspensions and their
+ * server-side timeouts, approvals and engagement decisions. Commands are `im.governance.<verb>`.
+ */
+
+/** POST /intents/{id}/suspend/respond (spec 4.5). suspension_id is checked by the handler: missing or empty is 422. */
+export const RespondBody = z
+  .object({
+    suspension_id: z.string().max(200).optional(),
+    value: z.unknown().optional(),
+    responded_by: ActorId.optional(),
+    metadata: boundedJsonObject().optional(),
+  })
+  .strict()
+  .openapi("SuspensionResponse");
+export type RespondBody = z.infer<typeof RespondBody>;
+
+/** InputResponse (spec 2.9), the 200 body of respond. */
+export interface InputResponse {
+  intent_id: string;
+  suspension_id: string;
+  resolution: "responded";
+  value: unknown;
+  choice_label?: string;
+  choice_description?: string;
+  responded_by: string;
+  responded_at: string;
+  metadata?: Record<string, unknown>;
+}
+
+export const APPROVAL_STATUSES = ["pending", "approved", "denied"] as const;
+
+/** POST /intents/{id}/approvals: a pending approval request (the body of the official clients). */
+export const CreateApprovalBody = z
+  .object({
+    action: z.string().trim().min(1).max(200),
+    reason: z.string().max(2000).nullable().optional(),
+    context: boundedJsonObject().nullable().optional(),
+    requested_by: ActorId.optional(),
+  })
+  .strict()
+  .openapi("ApprovalRequest");
+export type CreateApprovalBody = z.infer<typeof CreateApprovalBody>;
+
+/**
+ * POST …/approve and …/deny. Every field is optional; the Python client sends no body, the MCP
+ * server `{notes, approved_by}` / `{reason, denied_by}`. The decider is always the key's
+ * principal: approved_by / denied_by are read and ignored.
+ */
+export const DecideApprovalBody = z
+  .object({
+    reason: z.string().max(2000).nullable().optional(),
+    notes: z.string().max(2000).nullable().optional(),
+    approved_by: z.string().max(200).nullable().optional(),
+    denied_by: z.string().max(200).nullable().optional(),
+  })
+  .strict();
+export type DecideApprovalBody = z.infer<typeof DecideApprovalBody>;
+
+export const ListApprovalsQuery = z
+  .object({ status: z.enum(APPROVAL_STATUSES).optional(), limit: pageLimit(100, 1000) })
+  .strict();
+
+const Signal = z.number().min(0).max(1);
+/** EngagementSignals (spec 2.9); missing fields take the spec's defaults. */
+export const EngagementSignals = z
+  .object({
+    confidence: Signal.default(1),
+    risk: Signal.default(0),
+    reversibility: Signal.default(1),
+    context: boundedJsonObject().default({}),
+  })
+  .strict()
+  .openapi("EngagementSignals");
+export type EngagementSignals = z.infer<typeof EngagementSignals>;
+
+export const ENGAGEMENT_MODES = ["autonomous", "request_input", "require_input", "defer"] as const;
+export interface EngagementDecision {
+  mode: (typeof ENGAGEMENT_MODES)[number];
+  should_ask: boolean;
+  rationale: string;
+  signals: EngagementSignals;
+}
+
+/**
+ * GovernancePolicy (spec 2.11). Every field is optional; GET shows the effective policy with the
+ * defaults filled in (EFFECTIVE_POLICY_DEFAULTS). Unknown fields are refused.
+ */
+export const GovernancePolicy = z
+  .object({
+    completion_mode: z.enum(["auto", "require_approval", "quorum"]).optional(),
+    write_scope: z.enum(["any", "assigned_only"]).optional(),
+    max_cost: z.number().min(0).max(1e15).nullable().optional(),
+    quorum_threshold: z.number().gt(0, "quorum_threshold must be in (0, 1]").max(1, "quorum_threshold must be in (0, 1]").optional(),
+    allowed_agents: z.array(ActorId).max(1000).nullable().optional(),
+    require_status_reason: z.boolean().optional(),
+  })
+  .strict()
+  .openapi("GovernancePolicy");
+export type GovernancePolicy = z.infer<typeof GovernancePolicy>;
+
+export const EFFECTIVE_POLICY_DEFAULTS = {
+  completion_mode: "auto",
+  write_scope: "any",
+  max_cost: null,
+  quorum_threshold: 0.5,
+  allowed_agents: null,
+  require_status_reason: false,
+} as const;
+
+export interface EffectiveGovernancePolicy {
+  completion_mode: "auto" | "require_approval" | "quorum";
+  write_scope: "any" | "assigned_only";
+  max_cost: number | null;
+  quorum_threshold: number;
+  allowed_agents: string[] | null;
+  require_status_reason: boolean;
+}
+
+export const effectivePolicy = (policy: GovernancePolicy | null | undefined): EffectiveGovernancePolicy => {
+  const effective = { ...EFFECTIVE_POLICY_DEFAULTS } as EffectiveGovernancePolicy;
+  for (const [key, value] of Object.entries(policy ?? {})) if (value !== undefined && value !== null) (effective as unknown as Record<string, unknown>)[key] = value;
+  return effective;
+};
+
+/** The policy commands: served by the intents service, which keeps the policy in the intent's row. */
+export const governancePolicyCommands = {
+  set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy })),
+  get: command("intents", "governance.get", IntentRef),
+  remove: command("intents", "governance.remove", IntentRef.merge(IfMatch)),
+} as const;
+
+const ApprovalRef = IntentRef.extend({ approval_id: Uuid });
+
+export const governanceCommands = {
+  suspend: command("governance", "suspend", IntentRef.merge(IfMatch).extend({ body: withinBytes(SuspensionRequest) })),
+  respond: command("governance", "respond", IntentRef.extend({ body: RespondBody })),
+  createApproval: command("governance", "approvals.create", IntentRef.extend({ body: CreateApprovalBody })),
+  getApproval: command("governance", "approvals.get", ApprovalRef),
+  listApprovals: command("governance", "approvals.list", IntentRef.extend({ query: ListApprovalsQuery })),
+  approve: command("governance", "approvals.approve", ApprovalRef.extend({ body: DecideApprovalBody })),
+  deny: command("governance", "approvals.deny", ApprovalRef.extend({ body: DecideApprovalBody })),
+  decideEngagement: command("governance", "engagement.decide", IntentRef.extend({ body: EngagementSignals })),
+  /** GET /server/config (no key): {protocol_version, suspension: {default_retry_policy}}, the clients' retry cascade level 3. */
+  serverConfig: command("governance", "server_config", z.object({})),
+  /** Asked by the intents service when a completion needs approvals: {granted} approvals of `action`. */
+  grantedApprovals: command("governance", "approvals.granted", IntentRef.extend({ action: z.string().max(200) })),
+} as const;

@@ -1,0 +1,1 @@
+ALTER TABLE "intents"."intents" ADD COLUMN "governance_policy" jsonb;

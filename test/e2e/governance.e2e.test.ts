@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { connectBus, type Bus } from "@intentmesh/bus";
+import { createLogger } from "@intentmesh/telemetry";
+import { startTestCluster, startTestGateway, type ApiResponse, type TestCluster } from "../support/cluster";
+import { allEvents, createIntent, expectError, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
+import { SseClient } from "../support/sse";
+import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
+import type { Gateway } from "../../services/gateway/src/app";
+
+let cluster: TestCluster;
+// A second replica of the gateway and of the intents service, on a bus connection of their own.
+let secondBus: Bus;
+let secondIntents: IntentsService;
+let secondGateway: Gateway;
+let second: TestCluster["api"];
+
+beforeAll(async () => {
+  cluster = await startTestCluster();
+  const logger = createLogger("replica", "silent");
+  secondBus = await connectBus(inject("natsUrl"), "replica", cluster.namespace);
+  secondIntents = await startIntentsService({ bus: secondBus, database: cluster.database, logger, clock: cluster.clock, leaseSweepIntervalMs: 3_600_000 });
+  ({ gateway: secondGateway, api: second } = await startTestGateway(secondBus, logger));
+});
+afterAll(async () => {
+  await secondGateway?.stop();
+  await secondIntents?.stop();
+  await secondBus?.close();
+  await cluster?.stop();
+});
+
+const put = (intentId: string, policy: unknown, version: number | null, key: "admin" | "operator" | "agent" = "admin") =>
+  cluster.api(`/intents/${intentId}/governance`, { method: "PUT", body: policy, key, headers: version === null ? {} : { "If-Match": String(version) } });
+const agent = (id: string) => ({ key: "agent" as const, headers: { "X-Agent-ID": id } });
+
+async function governed(policy: Record<string, unknown>) {
+  const intent = await createIntent(cluster);
+  const res = await put(intent.id, policy, intent.version);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}
+
+function expectViolation(res: ApiResponse, rule: string) {
+  expectError(res, 403, "GOVERNANCE_VIOLATION");
+  expect(res.body.details.rule).toBe(rule);
+  expect(res.body).toMatchObject({ error: "governance_violation", rule });
+}
+
+describe("PUT / GET / DELETE /intents/{id}/governance (4.6)", () => {
+  it("If-Match: 428 missing, 409 stale; version + 1, new ETag, governance.policy_set over SSE; GET shows the effective policy", async () => {
+    const intent = await createIntent(cluster);
+    expectError(await put(intent.id, { write_scope: "assigned_only" }, null), 428, "PRECONDITION_REQUIRED");
+    expectError(await put(intent.id, { write_scope: "assigned_only" }, intent.version + 1), 409, "VERSION_MISMATCH");
+    const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/intents/${intent.id}`, keyHeader("admin"));
+    const res = await put(intent.id, { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 }, intent.version);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.version).toBe(intent.version + 1);
+    expect(res.headers.get("etag")).toBe(`"${intent.version + 1}"`);
+    await sse.waitFor((c) => c.events.some((e) => e.event === "governance.policy_set"));
+    await sse.close();
+    const got = await cluster.api(`/intents/${intent.id}/governance`);
+    expect(got.body).toEqual({
+      intent_id: intent.id,
+      governance_policy: { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 },
+      effective_policy: { completion_mode: "quorum", write_scope: "any", max_cost: 0, quorum_threshold: 0.5, allowed_agents: null, require_status_reason: false },
+    });
+    expectError(await cluster.api(`/intents/${intent.id}/governance`, { method: "DELETE" }), 428, "PRECONDITION_REQUIRED");
+    const removed = await cluster.api(`/intents/${intent.id}/governance`, { method: "DELETE", headers: { "If-Match": String(res.body.version) } });
+    expect(removed.status).toBe(200);
+    expect(removed.body.version).toBe(res.body.version + 1);
+    expect((await cluster.api(`/intents/${intent.id}/governance`)).body.governance_policy).toBeNull();
+    const log = await allEvents(cluster, intent.id);
+    expect(log.find((e) => e.event_type === "governance.policy_set").payload).toEqual({ governance_policy: { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 }, version: intent.version + 1 });
+    expect(log.find((e) => e.event_type === "governance.policy_removed").payload).toEqual({ version: intent.version + 2 });
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/governance`), 404, "INTENT_NOT_FOUND");
+  });
+
+  it("validates every field of 2.11 as 400 and writes nothing; agents may not set a policy", async () => {
+    const intent = await createIntent(cluster);
+    for (const bad of [
+      { completion_mode: "vote" },
+      { write_scope: "mine" },
+      { max_cost: -1 },
+      { quorum_threshold: 0 },
+      { quorum_threshold: 1.01 },
+      { allowed_agents: "a" },
+      { require_status_reason: "yes" },
+      { unknown: 1 },
+    ]) {
+      expectError(await put(intent.id, bad, intent.version), 400, "VALIDATION_FAILED");
+    }
+    expectError(await put(intent.id, { write_scope: "any" }, intent.version, "agent"), 403, "FORBIDDEN");
+    expect((await cluster.api(`/intents/${intent.id}`)).body.version).toBe(intent.version);
+  });
+});
+
+describe("enforcement on every mutation (403 with details, nothing written)", () => {
+  it("write_scope assigned_only: unassigned agents cannot patch, post events, lease, record costs, attach or fail; assigned ones can", async () => {
+    const intent = await governed({ write_scope: "assigned_only" });
+    const who = agent("outsider");
+    expectViolation(await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 1 }], headers: { ...who.headers, "If-Match": String(intent.version) }, key: who.key }), "write_scope");
+    expectViolation(await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...who }), "write_scope");
+    expectViolation(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, ...who }), "write_scope");
+    expectViolation(await cluster.api(`/intents/${intent.id}/costs`, { body: { cost_type: "api_call", amount: 1, unit: "cents" }, ...who }), "write_scope");
+    expectViolation(
+      await cluster.api(`/intents/${intent.id}/attachments`, { body: { filename: "a.txt", mime_type: "text/plain", size: 1, storage_url: "https://example.com/a.txt" }, ...who }),
+      "write_scope",
+    );
+    expectViolation(await cluster.api(`/intents/${intent.id}/failures`, { body: { attempt_number: 1 }, ...who }), "write_scope");
+    expectViolation(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" }, headers: { ...who.headers, "If-Match": String(intent.version) }, key: who.key }), "write_scope");
+    const res = await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 1 }], headers: { ...who.headers, "If-Match": String(intent.version) }, key: who.key });
+    expect(res.body.details).toMatchObject({ rule: "write_scope", agent_id: "outsider", write_scope: "assigned_only" });
+    // Nothing was written by any refusal.
+    const after = (await cluster.api(`/intents/${intent.id}`)).body;
+    expect(after.version).toBe(intent.version);
+    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type).filter((t) => !["intent_created", "governance.policy_set", "status_changed"].includes(t))).toEqual([]);
+    // Assigned: allowed. A person (operator key, no agent id) is not bound by write_scope.
+    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "insider" } })).status).toBe(201);
+    const ok = await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 2 }], headers: { "X-Agent-ID": "insider", "If-Match": String(intent.version) }, key: "agent" });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect((await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, key: "operator" })).status).toBe(201);
+  });
+
+  it("allowed_agents: other agents are refused, and may not be assigned", async () => {
+    const intent = await governed({ allowed_agents: ["alice"] });
+    expectViolation(await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...agent("bob") }), "allowed_agents");
+    const refused = await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "bob" } });
+    expectViolation(refused, "allowed_agents");
+    expect(refused.body.details).toMatchObject({ agent_id: "bob", allowed_agents: ["alice"] });
+    expect((await cluster.api(`/intents/${intent.id}/agents`)).body.agents).toEqual([]);
+    expect((await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...agent("alice") })).status).toBe(201);
+    // A lease alice holds cannot be renewed or released by her once the policy leaves her out.
+    const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "draft" }, ...agent("alice") });
+    expect(lease.status, JSON.stringify(lease.body)).toBe(201);
+    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "alice" } })).status).toBe(201);
+    const current = (await cluster.api(`/intents/${intent.id}`)).body;
+    expect((await put(intent.id, { allowed_agents: ["carol"] }, current.version)).status).toBe(200);
+    expectViolation(await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}/renew`, { body: {}, ...agent("alice") }), "allowed_agents");
+    expectViolation(await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
+    expectViolation(await cluster.api(`/intents/${intent.id}/agents/alice`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
+    expect((await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`)).body).toMatchObject({ released_at: null, expires_at: lease.body.expires_at });
+    // People are not bound by allowed_agents: an operator removes alice.
+    expect((await cluster.api(`/intents/${intent.id}/agents/alice`, { method: "DELETE", key: "operator" })).status).toBe(200);
+  });
+
+  it("require_status_reason: a status change without a reason is 403", async () => {
+    const intent = await governed({ require_status_reason: true });
+    expectViolation(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" }, headers: { "If-Match": String(intent.version) } }), "require_status_reason");
+    expectViolation(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked", reason: " " }, headers: { "If-Match": String(intent.version) } }), "require_status_reason");
+    expect((await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked", reason: "waiting on legal" }, headers: { "If-Match": String(intent.version) } })).status).toBe(200);
+  });
+
+  it("max_cost: a cost that would pass it is 403 with the values compared; up to it is fine", async () => {
+    const intent = await governed({ max_cost: 100 });
+    const cost = (amount: number) => cluster.api(`/intents/${intent.id}/costs`, { body: { cost_type: "api_call", amount, unit: "cents" } });
+    expect((await cost(60)).status).toBe(201);
+    const over = await cost(41);
+    expectViolation(over, "max_cost");
+    expect(over.body.details).toMatchObject({ max_cost: 100, current_total: 60, amount: 41 });
+    expect((await cost(40)).status).toBe(201);
+    expect((await cluster.api(`/intents/${intent.id}/costs`)).body.summary.count).toBe(2);
+  });
+
+  it("completion_mode require_approval: completion needs a granted approval of action complete", async () => {
+    const intent = await governed({ completion_mode: "require_approval" });
+    const complete = () => cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } });
+    const refused = await complete();
+    expectViolation(refused, "completion_mode");
+    expect(refused.body.details).toMatchObject({ completion_mode: "require_approval", granted_approvals: 0, required: 1 });
+    const denied = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "complete" }, ...agent("w") })).body;
+    await cluster.api(`/intents/${intent.id}/approvals/${denied.id}/deny`, { body: {}, key: "operator" });
+    expectViolation(await complete(), "completion_mode");
+    const other = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "deploy" }, ...agent("w") })).body;
+    await cluster.api(`/intents/${intent.id}/approvals/${other.id}/approve`, { body: {}, key: "operator" });
+    expectViolation(await complete(), "completion_mode");
+    const approval = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "complete" }, ...agent("w") })).body;
+    expect((await cluster.api(`/intents/${intent.id}/approvals/${approval.id}/approve`, { body: {}, key: "operator" })).status).toBe(200);
+    // Read-your-writes: the grant that answered counts at once.
+    const done = await complete();
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(done.body.status).toBe("completed");
+  });
+
+  it("completion_mode quorum: granted approvals from at least quorum_threshold of the assigned agents (at least one)", async () => {
+    const intent = await governed({ completion_mode: "quorum", quorum_threshold: 0.6 });
+    for (const a of ["a1", "a2", "a3"]) await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: a } });
+    const complete = () => cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } });
+    const grant = async () => {
+      const a = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "complete" }, ...agent("a1") })).body;
+      expect((await cluster.api(`/intents/${intent.id}/approvals/${a.id}/approve`, { body: {}, key: "coordinator" })).status).toBe(200);
+    };
+    await grant();
+    const refused = await complete();
+    expectViolation(refused, "completion_mode");
+    expect(refused.body.details).toMatchObject({ assigned_agents: 3, granted_approvals: 1, required: 2, quorum_threshold: 0.6 });
+    await grant();
+    expect((await complete()).status).toBe(200);
+  });
+
+  it("read-your-writes on two replicas: once PUT answered on one, no mutation escapes on the other", async () => {
+    for (let round = 0; round < 10; round++) {
+      const intent = await createIntent(cluster);
+      const set = await put(intent.id, { allowed_agents: ["only-me"] }, intent.version);
+      expect(set.status).toBe(200);
+      const [viaSecond, viaFirst] = await Promise.all([
+        second(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...agent("intruder") }),
+        cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: round }], headers: { "X-Agent-ID": "intruder", "If-Match": String(set.body.version) }, key: "agent" }),
+      ]);
+      expectViolation(viaSecond, "allowed_agents");
+      expectViolation(viaFirst, "allowed_agents");
+      // And a state write checked under the old policy cannot commit after the PUT: the version moved.
+      const stale = await second(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 1 }], headers: { "X-Agent-ID": "only-me", "If-Match": String(intent.version) }, key: "agent" });
+      expectError(stale, 409, "VERSION_MISMATCH");
+    }
+  });
+
+  it("an intent without a policy behaves as if no governance existed", async () => {
+    const intent = await createIntent(cluster);
+    expect((await cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } })).status).toBe(200);
+  });
+});
