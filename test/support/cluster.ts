@@ -9,6 +9,7 @@ import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
 import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
+import { startMemoryService, type MemoryService } from "../../services/memory/src/service";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -31,6 +32,7 @@ export interface TestCluster {
   databaseUrl: string;
   intents: IntentsService;
   registry: RegistryService;
+  memory: MemoryService;
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -66,6 +68,8 @@ export interface ClusterOptions {
   natsUrl?: string;
   /** Where log lines go, at debug level, for tests that read them. */
   logDestination?: { write(line: string): void };
+  /** Memory service options (episodic capacity, guardrails). */
+  memory?: { episodicCapacity?: number; guardrails?: import("../../services/memory/src/domain/access").Guardrails };
 }
 
 function embeddedDatabase() {
@@ -86,6 +90,8 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
   // The registry's sweeper runs only when a test calls registry.sweeper.sweep(), on the manual clock.
   const registry = await startRegistryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
+  // The memory service's expiry sweeper runs only when a test calls memory.sweeper.sweep(), on the manual clock.
+  const memory = await startMemoryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000, ...options.memory });
   const { gateway, baseUrl, api } = await startTestGateway(bus, logger, { ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit });
 
   return {
@@ -96,12 +102,14 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     databaseUrl: testDb.url,
     intents,
     registry,
+    memory,
     gateway,
     clock,
     namespace,
     api,
     stop: async () => {
       await gateway.stop();
+      await memory.stop();
       await registry.stop();
       await intents.stop();
       await deleteNamespaceStreams(bus, namespace);

@@ -5,3 +5,4 @@ export * from "./rpc";
 export * from "./outbox";
 export * from "./consumer";
 export * from "./event-log";
+export * from "./system-events";

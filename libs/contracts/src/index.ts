@@ -15,3 +15,4 @@ export * from "./portfolios";
 export * from "./json-safety";
 export * from "./tasks";
 export * from "./system-events";
+export * from "./memory";

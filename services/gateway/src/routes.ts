@@ -7,6 +7,7 @@ import { retryRoutes } from "./routes-retries";
 import { portfolioRoutes } from "./routes-portfolios";
 import { costRoutes } from "./routes-costs";
 import { taskRoutes } from "./routes-tasks";
+import { memoryRoutes } from "./routes-memory";
 
 /**
  * The REST surface: each route names one bus command and how to build its input from the
@@ -115,4 +116,4 @@ const intentRoutes: Route[] = [
 ];
 
 /** Every route of the API; each area of the API keeps its routes in its own module. */
-export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes];
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...memoryRoutes];
