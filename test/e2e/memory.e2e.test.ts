@@ -172,6 +172,215 @@ describe("query (4.8)", () => {
     const seen = await query(b.headers, `agent_id=${a.id}&namespace=${ns}`);
     expect(seen.status).toBe(200);
     expect(seen.body).toMatchObject({ entries: [], total: 0 });
-    expectError(await query(b.headers, "memory_type=episodic"), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api("/memory?memory_type=episodic", { key: "coordinator" }), 400, "VALIDATION_FAILED");
+  });
+});
+
+describe("access (rules 2-5)", () => {
+  it("working memory: owner writes, coordinator of the task reads only, others nothing; the new holder after reassignment reads", async () => {
+    const a = await newAgent();
+    const b = await newAgent("next");
+    const stranger = await newAgent("stranger", "other");
+    const { task } = await claimedTask(a);
+    const created = await write(a.headers, { namespace: "work", key: "step", value: { n: 1 }, scope: { task_id: task.id } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.scope).toEqual({ task_id: task.id, intent_id: task.intent_id });
+    const id = created.body.id;
+    // coordinator (created the task): read, not write
+    expect((await cluster.api(`/memory/${id}`, { key: "coordinator" })).status).toBe(200);
+    expectError(await cluster.api(`/memory/${id}`, { method: "DELETE", key: "coordinator" }), 403, "ACCESS_DENIED");
+    // another agent: nothing
+    expectError(await read(stranger.headers, id), 403, "ACCESS_DENIED");
+    expectError(await read(b.headers, id), 403, "ACCESS_DENIED");
+    // reassignment: b now holds the task; it reads a's entries, read-only
+    const current = (await cluster.api(`/tasks/${task.id}`)).body;
+    const moved = await cluster.api(`/tasks/${task.id}`, { method: "PATCH", body: { assigned_agent: b.id }, headers: { "If-Match": String(current.version) }, key: "coordinator" });
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+    expect(moved.body.previous_agents).toContain(a.id);
+    expect((await read(b.headers, id)).status).toBe(200);
+    expectError(await cluster.api(`/memory/${id}`, { method: "PATCH", body: { value: {} }, headers: { ...b.headers, "If-Match": "1" }, key: null }), 403, "ACCESS_DENIED");
+    await vi.waitFor(async () => expect((await query(b.headers, `agent_id=${a.id}&memory_type=working`)).body.total).toBe(1), { timeout: 5000 });
+    expect((await query(stranger.headers, `agent_id=${a.id}&memory_type=working`)).body.total).toBe(0);
+  });
+
+  it("inherit_from_parent: the holder of a sub-task reads the parent's working memory", async () => {
+    const a = await newAgent();
+    const c = await newAgent("child");
+    const { intent, task: parent } = await claimedTask(a);
+    const entry = await write(a.headers, { namespace: "work", key: "parent-note", value: {}, scope: { task_id: parent.id } });
+    const child = await cluster.api(`/intents/${intent.id}/tasks`, { body: { title: "child", parent_task_id: parent.id, memory_policy: { inherit_from_parent: true } }, key: "coordinator" });
+    expect(child.status, JSON.stringify(child.body)).toBe(201);
+    expect((await cluster.api(`/tasks/${child.body.id}/claim`, { body: {}, headers: c.headers, key: null })).status).toBe(200);
+    await vi.waitFor(async () => expect((await read(c.headers, entry.body.id)).status).toBe(200), { timeout: 5000 });
+    expectError(await cluster.api(`/memory/${entry.body.id}`, { method: "DELETE", headers: c.headers, key: null }), 403, "ACCESS_DENIED");
+  });
+
+  it("episodic: owner and same role_id read and write; a coordinator of a task assigned to the owner reads; others nothing", async () => {
+    const role = uniqueTag("role");
+    const a = await newAgent("ep", "agent", role);
+    const twin = await newAgent("twin", "agent", role);
+    const stranger = await newAgent("s", "other");
+    const e = await write(a.headers, { namespace: "ep", key: "lesson", value: {}, memory_type: "episodic" });
+    expect(e.status).toBe(201);
+    expect((await read(twin.headers, e.body.id)).status).toBe(200);
+    expectError(await read(stranger.headers, e.body.id), 403, "ACCESS_DENIED");
+    expectError(await cluster.api(`/memory/${e.body.id}`, { key: "coordinator" }), 403, "ACCESS_DENIED");
+    await claimedTask(a);
+    await vi.waitFor(async () => expect((await cluster.api(`/memory/${e.body.id}`, { key: "coordinator" })).status).toBe(200), { timeout: 5000 });
+    const patched = await cluster.api(`/memory/${e.body.id}`, { method: "PATCH", body: { value: { by: "twin" } }, headers: { ...twin.headers, "If-Match": "1" }, key: null });
+    expect(patched.status).toBe(200);
+  });
+
+  it("semantic: memory.read / write / admin from key roles and the namespace permission object", async () => {
+    const ns = uniqueTag("kb");
+    const a = await newAgent();
+    const b = await newAgent("b", "other");
+    // an agent has read by default, not write
+    expectError(await write(a.headers, { namespace: ns, key: "f", value: {}, memory_type: "semantic" }), 403, "ACCESS_DENIED");
+    const curated = await cluster.api("/memory", { body: { namespace: ns, key: "f", value: { fact: 1 }, memory_type: "semantic" }, key: "coordinator" });
+    expect(curated.status).toBe(201);
+    expect((await read(a.headers, curated.body.id)).status).toBe(200);
+    // only memory.admin changes permissions
+    expectError(await cluster.api(`/memory/namespaces/${ns}`, { method: "PATCH", body: { permissions: { default: "none", allow: [] } }, key: "coordinator" }), 403, "ACCESS_DENIED");
+    const set = await cluster.api(`/memory/namespaces/${ns}`, { method: "PATCH", body: { permissions: { default: "none", allow: [{ agent: a.id, access: "write" }] } }, key: "admin" });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect((await write(a.headers, { namespace: ns, key: "g", value: {}, memory_type: "semantic" })).status).toBe(201);
+    expectError(await read(b.headers, curated.body.id), 403, "ACCESS_DENIED");
+    expect((await query(b.headers, `namespace=${ns}`)).body.total).toBe(0);
+    expect((await query(a.headers, `namespace=${ns}`)).body.total).toBe(2);
+    const listed = await cluster.api("/memory/namespaces", { headers: b.headers, key: null });
+    expect(listed.body.namespaces.map((n: any) => n.namespace)).not.toContain(ns);
+    const details = await cluster.api(`/memory/namespaces/${ns}`, { headers: a.headers, key: null });
+    expect(details.body).toMatchObject({ namespace: ns, access: "write", permissions: { default: "none" } });
+  });
+});
+
+describe("capacity (rules 4, 6)", () => {
+  it("episodic evicts lower priority first, then least recently used, never pinned; 429 when only pinned remain", async () => {
+    const a = await newAgent();
+    const mk = (key: string, extra: Record<string, unknown> = {}) => write(a.headers, { namespace: "cap", key, value: {}, memory_type: "episodic", ...extra });
+    const high = await mk("high", { priority: "high" });
+    clock().advance(1000);
+    const low = await mk("low", { priority: "low" });
+    clock().advance(1000);
+    const normal = await mk("normal");
+    clock().advance(1000);
+    expect((await mk("fourth")).status).toBe(201); // capacity 3: low goes
+    expectError(await read(a.headers, low.body.id), 404, "ENTRY_NOT_FOUND");
+    expect((await mk("fifth")).status).toBe(201); // then normal (older than fourth)
+    expectError(await read(a.headers, normal.body.id), 404, "ENTRY_NOT_FOUND");
+    expect((await read(a.headers, high.body.id)).status).toBe(200);
+    const b = await newAgent();
+    for (const key of ["p1", "p2", "p3"]) expect((await write(b.headers, { namespace: "cap", key, value: {}, memory_type: "episodic", pinned: true })).status).toBe(201);
+    const refused = await write(b.headers, { namespace: "cap", key: "p4", value: {}, memory_type: "episodic" });
+    expectError(refused, 429, "CAPACITY_EXCEEDED");
+    expect(refused.body.title).toBe("Memory Capacity Exceeded");
+  });
+
+  it("working memory per task: max_entries and max_total_size_kb give 429 CAPACITY_EXCEEDED", async () => {
+    const a = await newAgent();
+    const { task } = await claimedTask(a, { memory_policy: { max_entries: 2, max_total_size_kb: 1 } });
+    const w = (key: string, size: number) => write(a.headers, { namespace: "w", key, value: { s: "x".repeat(size) }, scope: { task_id: task.id } });
+    expect((await w("a", 10)).status).toBe(201);
+    const tooBig = await w("b", 2000);
+    expectError(tooBig, 429, "CAPACITY_EXCEEDED");
+    expect(tooBig.body.title).toBe("Memory Capacity Exceeded");
+    expect((await w("b", 10)).status).toBe(201);
+    expectError(await w("c", 10), 429, "CAPACITY_EXCEEDED");
+  });
+});
+
+describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
+  it("expired entries are swept on the server clock with memory.expired", async () => {
+    const a = await newAgent();
+    const e = await write(a.headers, { namespace: "exp", key: "soon", value: {}, ttl: "duration:PT10M" });
+    await cluster.memory.sweeper.sweep();
+    expect((await read(a.headers, e.body.id)).status).toBe(200);
+    clock().advance(11 * 60_000);
+    expect(await cluster.memory.sweeper.sweep()).toBeGreaterThanOrEqual(1);
+    expectError(await read(a.headers, e.body.id), 404, "ENTRY_NOT_FOUND");
+  });
+
+  it("a completed task's working memory is archived into memory.archived (snapshot) and deleted; system events carry no value", async () => {
+    const a = await newAgent();
+    const { intent, task } = await claimedTask(a);
+    const e1 = await write(a.headers, { namespace: "w", key: "k1", value: { secret: "v1" }, tags: ["t"], scope: { task_id: task.id } });
+    expect(e1.status).toBe(201);
+    const started = await cluster.api(`/tasks/${task.id}/start`, { body: {}, headers: a.headers, key: null });
+    const done = await cluster.api(`/tasks/${task.id}/complete`, { body: {}, headers: { ...a.headers, "If-Match": String(started.body.version) }, key: null });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    await vi.waitFor(async () => expectError(await read(a.headers, e1.body.id), 404, "ENTRY_NOT_FOUND"), { timeout: 8000 });
+    const events = await vi.waitFor(
+      async () => {
+        const out = await systemEvents(intent.id);
+        expect(out.map((m) => m.data.event_type)).toEqual(["memory.created", "memory.archived"]);
+        return out;
+      },
+      { timeout: 8000, interval: 200 },
+    );
+    const [created, archived] = events;
+    expect(created.subject).toBe(cluster.bus.subject(`im.sys.intent.${intent.id}.memory.created`));
+    expect(created.msgId).toBe(`sys:memory:${created.data.id}`);
+    expect(created.schema).toBe("im.system-event/1");
+    expect(created.data).toMatchObject({ source: "memory", intent_id: intent.id, event_type: "memory.created" });
+    expect(created.data.payload).toMatchObject({ type: "memory.created", agent_id: a.id, intent_id: intent.id, task_id: task.id, data: { entry_id: e1.body.id, namespace: "w", key: "k1", memory_type: "working", version: 1, previous_version: null, tags: ["t"] } });
+    expect(JSON.stringify(created.data)).not.toContain("v1");
+    expect(archived.data.payload.data).toEqual({ entries_archived: 1, snapshot: [{ namespace: "w", key: "k1", value: { secret: "v1" }, tags: ["t"] }] });
+    expectError(await write(a.headers, { namespace: "w", key: "late", value: {}, scope: { task_id: task.id } }), 409, "TASK_ENDED");
+  });
+
+  it("events without task or intent context go to the memory stream for the agent", async () => {
+    const a = await newAgent();
+    const e = await write(a.headers, { namespace: "solo", key: "k", value: { hidden: "zzz" }, memory_type: "episodic" });
+    const stream = cluster.bus.streamName(memoryStream.name);
+    const got = await vi.waitFor(async () => {
+      const consumer = await cluster.bus.js.consumers.get(stream, { filter_subjects: cluster.bus.subject(`im.evt.memory.${a.id}.>`), deliver_policy: DeliverPolicy.All });
+      const msg = await consumer.next({ expires: 1000 });
+      expect(msg).toBeTruthy();
+      return msg!.json<any>();
+    }, { timeout: 5000 });
+    expect(got).toMatchObject({ event_type: "memory.created", payload: { agent_id: a.id, intent_id: null, task_id: null, data: { entry_id: e.body.id } } });
+    expect(JSON.stringify(got)).not.toContain("zzz");
+  });
+});
+
+describe("batch and summary", () => {
+  it("POST /memory/batch is all or none; DELETE /memory/batch deletes by filter", async () => {
+    const a = await newAgent();
+    const ns = uniqueTag("batch");
+    const ok = await cluster.api("/memory/batch", { body: { entries: [{ namespace: ns, key: "1", value: {} }, { namespace: ns, key: "2", value: {}, tags: ["d"] }] }, headers: a.headers, key: null });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.entries).toHaveLength(2);
+    const bad = await cluster.api("/memory/batch", {
+      body: { entries: [{ namespace: ns, key: "3", value: {} }, { id: ok.body.entries[0].id, if_match: 7, value: { x: 1 } }] },
+      headers: a.headers,
+      key: null,
+    });
+    expectError(bad, 409, "VERSION_MISMATCH");
+    expect((await query(a.headers, `agent_id=${a.id}&namespace=${ns}`)).body.total).toBe(2);
+    const upd = await cluster.api("/memory/batch", { body: { entries: [{ id: ok.body.entries[0].id, if_match: 1, value: { x: 1 } }] }, headers: a.headers, key: null });
+    expect(upd.body.entries[0].version).toBe(2);
+    const del = await cluster.api("/memory/batch", { method: "DELETE", body: { namespace: ns, tags: ["d"] }, headers: a.headers, key: null });
+    expect(del.status, JSON.stringify(del.body)).toBe(200);
+    expect(del.body).toMatchObject({ deleted: 1, has_more: false });
+    expect((await query(a.headers, `agent_id=${a.id}&namespace=${ns}`)).body.total).toBe(1);
+  });
+
+  it("GET /agents/{id}/memory/summary has the 4.8 shape", async () => {
+    const a = await newAgent();
+    const { task } = await claimedTask(a);
+    await write(a.headers, { namespace: "s", key: "w", value: { a: 1 }, scope: { task_id: task.id } });
+    await write(a.headers, { namespace: "s", key: "e", value: {}, memory_type: "episodic", pinned: true });
+    const res = await cluster.api(`/agents/${a.id}/memory/summary`, { headers: a.headers, key: null });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({
+      agent_id: a.id,
+      working: { entry_count: 1, tasks_with_memory: [task.id] },
+      episodic: { entry_count: 1, capacity: 3, pinned_count: 1 },
+    });
+    expect(typeof res.body.working.total_size_kb).toBe("number");
+    expect(res.body.episodic.oldest_entry).toBeTruthy();
+    expect(Array.isArray(res.body.semantic_namespaces_accessible)).toBe(true);
+    expectError(await cluster.api(`/agents/${a.id}/memory/summary`, { headers: (await newAgent("x", "other")).headers, key: null }), 403, "ACCESS_DENIED");
   });
 });
