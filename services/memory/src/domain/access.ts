@@ -1,4 +1,4 @@
-import type { AccessLevel, Caller, MemoryPolicy, MemoryType } from "@intentmesh/contracts";
+import type { AccessLevel, Caller, MemoryPolicy } from "@intentmesh/contracts";
 
 /**
  * Who may read and write which memory entry (spec 4.8 rules 2-5 and 8), as pure decisions.
@@ -124,12 +124,4 @@ export function namespaceAccess(caller: Caller, namespace: string, permissions: 
   const names = callerNames(caller);
   for (const grant of permissions.allow) if (names.includes(grant.agent)) level = max(level, grant.access);
   return level;
-}
-
-/** Access to an entry of any tier, given the facts that tier needs. */
-export function tierAccess(memoryType: MemoryType, decide: { working: () => Access; episodic: () => Access; semantic: () => AccessLevel }): Access {
-  if (memoryType === "working") return decide.working();
-  if (memoryType === "episodic") return decide.episodic();
-  const level = decide.semantic();
-  return atLeast(level, "write") ? "write" : atLeast(level, "read") ? "read" : "none";
 }
