@@ -341,6 +341,18 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
     }, { timeout: 5000 });
     expect(got).toMatchObject({ event_type: "memory.created", payload: { agent_id: a.id, intent_id: null, task_id: null, data: { entry_id: e.body.id } } });
     expect(JSON.stringify(got)).not.toContain("zzz");
+    // The registry appends it to the agent's own log, the one /subscribe/agents/{id} streams.
+    const logged = await vi.waitFor(
+      async () => {
+        const res = await cluster.api(`/agents/${a.id}/events`, { headers: a.headers, key: null });
+        const found = res.body.events.find((ev: any) => ev.event_type === "memory.created");
+        expect(found).toBeTruthy();
+        return found;
+      },
+      { timeout: 5000, interval: 100 },
+    );
+    expect(logged.payload).toMatchObject({ type: "memory.created", agent_id: a.id, data: { entry_id: e.body.id, namespace: "solo", key: "k", memory_type: "episodic", version: 1, previous_version: null } });
+    expect(JSON.stringify(logged)).not.toContain("zzz");
   });
 });
 
