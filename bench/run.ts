@@ -233,6 +233,8 @@ async function main(): Promise<void> {
   const profFlags = (name: string) => (config.profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(PROFILE_DIR, name)}`] : []);
   const intents = startNode({ name: "intents", script: "services/intents/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("intents") });
   const registry = startNode({ name: "registry", script: "services/registry/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("registry") });
+  // The gateway's /readyz asks every service of CLUSTER_SERVICES; memory is benchmarked by bench/memory.ts.
+  const memory = startNode({ name: "memory", script: "services/memory/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("memory") });
   const gateway = startNode({
     name: "gateway",
     script: "services/gateway/src/main.ts",
@@ -240,7 +242,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForOk(`${baseUrl}/readyz`, [intents, registry, gateway]);
+  await waitForOk(`${baseUrl}/readyz`, [intents, registry, memory, gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair
