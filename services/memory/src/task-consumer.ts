@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import { AppError, IntentEvent, LIMITS, TASK_END_EVENT_TYPES, jsonBytes, memoryEventTypes, streams, taskCommands, type MemoryPolicy, type Task } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
-import type { Tx } from "@intentmesh/db";
+import type { Queryable, Tx } from "@intentmesh/db";
 import { entries, inbox, tasks } from "./db/schema";
 import { SERVICE_CALLER, type MemoryContext } from "./context";
 import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "./events";
@@ -10,8 +10,8 @@ import { upsertTask } from "./task-views";
 /**
  * Follows the intents service's task events (one durable consumer on im.evt.intent.*.task.>, so
  * a task's events arrive in order; inbox in memory's schema, so each applies once):
- * - every event refreshes the local task record from im.intents.tasks.get (events do not carry
- *   every field memory needs, such as a new assignee);
+ * - every event newer than the local task record refreshes it from im.intents.tasks.get after
+ *   the commit (events do not carry every field memory needs, such as a new assignee);
  * - task.completed / failed / cancelled end the task's working memory (3.7): archived in
  *   memory.archived events (snapshot of namespace, key, value, tags) when archive_on_completion
  *   (or the guardrail memory_archive_required), then deleted, with entries of ttl task_lifetime.
@@ -27,26 +27,38 @@ export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommi
     parse: (data) => IntentEvent.parse(data),
     handle: async (tx, event) => {
       const taskId = String(event.payload.task_id ?? "");
-      if (!taskId) return;
-      const version = Number(event.payload.version ?? 0);
-      const [known] = await tx.select({ version: tasks.version }).from(tasks).where(eq(tasks.taskId, taskId));
-      if (!known || known.version < version) await refresh(ctx, tx, taskId);
-      if ((TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) {
-        const policy = (event.payload.memory_policy ?? {}) as Partial<MemoryPolicy>;
-        await tx.update(tasks).set({ ended: true, status: String(event.payload.status ?? event.event_type) }).where(eq(tasks.taskId, taskId));
-        await endTaskMemory(ctx, tx, taskId, event.intent_id, policy.archive_on_completion !== false || Boolean(ctx.guardrails.memory_archive_required), event.actor);
-      }
+      if (!taskId || !(TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) return;
+      const policy = (event.payload.memory_policy ?? {}) as Partial<MemoryPolicy>;
+      await tx.update(tasks).set({ ended: true, status: String(event.payload.status ?? event.event_type) }).where(eq(tasks.taskId, taskId));
+      await endTaskMemory(ctx, tx, taskId, event.intent_id, policy.archive_on_completion !== false || Boolean(ctx.guardrails.memory_archive_required), event.actor);
     },
-    afterCommit: () => {
+    // The task record is refreshed after the commit, never inside the transaction: a bus request
+    // there would hold a connection (the only one, on an embedded database) while the intents
+    // service answers. Best effort: a refresh that fails leaves the older record, and reads that
+    // it denies ask the intents service again (entry-access.ts).
+    afterCommit: async (msg) => {
       ctx.published();
       afterCommit?.();
+      await refreshAfter(ctx, msg.json<{ payload?: { task_id?: unknown; version?: unknown } }>());
     },
   });
 }
 
-async function refresh(ctx: MemoryContext, tx: Tx, taskId: string): Promise<void> {
+async function refreshAfter(ctx: MemoryContext, event: { payload?: { task_id?: unknown; version?: unknown } }): Promise<void> {
+  const taskId = typeof event.payload?.task_id === "string" ? event.payload.task_id : undefined;
+  if (!taskId) return;
   try {
-    await upsertTask(tx, await ctx.client.request<Task>(taskCommands.get, SERVICE_CALLER, { task_id: taskId }));
+    const [known] = await ctx.db.select({ version: tasks.version }).from(tasks).where(eq(tasks.taskId, taskId));
+    if (known && known.version >= Number(event.payload?.version ?? 0)) return;
+    await refresh(ctx, ctx.db, taskId);
+  } catch (err) {
+    ctx.logger.warn({ err, taskId }, "could not refresh a task record from the intents service; reads will ask again");
+  }
+}
+
+async function refresh(ctx: MemoryContext, db: Queryable, taskId: string): Promise<void> {
+  try {
+    await upsertTask(db, await ctx.client.request<Task>(taskCommands.get, SERVICE_CALLER, { task_id: taskId }));
   } catch (error) {
     if (error instanceof AppError && error.status === 404) return;
     throw error; // the intents service did not answer: the event is redelivered

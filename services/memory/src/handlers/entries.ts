@@ -20,7 +20,7 @@ import { expiryOf } from "../domain/lifetime";
 import { assertAccess } from "../entry-access";
 import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "../events";
 import { toEntry, type EntryRow } from "../mapping";
-import { loadTask } from "../task-views";
+import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
 
 export const entryNotFound = (id: string) => new AppError("ENTRY_NOT_FOUND", 404, `memory entry ${id} was not found`, { entry_id: id });
@@ -189,7 +189,8 @@ export async function applyUpdate(ctx: MemoryContext, tx: Tx, current: EntryRow,
     changes.expiresAt = expiry.expiresAt;
   }
   if (current.memoryType === "working" && current.taskId && changes.valueBytes !== undefined && changes.valueBytes > current.valueBytes) {
-    const task = await loadTask(ctx, current.taskId);
+    // The local record only: no bus request inside the transaction (the create already fetched it).
+    const task = await loadLocalTask(tx, current.taskId);
     if (task) {
       await assertWorkingRoom(ctx, tx, current.taskId, { maxEntries: task.memoryPolicy.max_entries, maxTotalSizeKb: task.memoryPolicy.max_total_size_kb }, 0, changes.valueBytes - current.valueBytes);
     }
