@@ -60,6 +60,19 @@ async function systemEvents(intentId: string): Promise<any[]> {
   return out;
 }
 
+/** The agent-stream memory events (no task or intent context) of one agent, oldest first. */
+async function agentMemoryEvents(agentId: string): Promise<any[]> {
+  const stream = cluster.bus.streamName(memoryStream.name);
+  const consumer = await cluster.bus.js.consumers.get(stream, { filter_subjects: cluster.bus.subject(`im.evt.memory.${agentId}.>`), deliver_policy: DeliverPolicy.All });
+  const out: any[] = [];
+  const batch = await consumer.fetch({ max_messages: 500, expires: 1000 });
+  for await (const msg of batch) {
+    out.push(msg.json());
+    if (msg.info.pending === 0) break;
+  }
+  return out;
+}
+
 describe("entries: create, read, update, delete (4.8, 2.14)", () => {
   it("creates an entry with the 2.14 fields, reads it, and deletes it", async () => {
     const a = await newAgent();
@@ -275,6 +288,22 @@ describe("capacity (rules 4, 6)", () => {
     const refused = await write(b.headers, { namespace: "cap", key: "p4", value: {}, memory_type: "episodic" });
     expectError(refused, 429, "CAPACITY_EXCEEDED");
     expect(refused.body.title).toBe("Memory Capacity Exceeded");
+    // memory.evicted for each evicted entry, in eviction order, without the value
+    await vi.waitFor(async () => {
+      const evicted = (await agentMemoryEvents(a.id)).filter((e) => e.event_type === "memory.evicted");
+      expect(evicted.map((e) => e.payload.data.entry_id)).toEqual([low.body.id, normal.body.id]);
+      expect(evicted[0].payload.data).toEqual({ entry_id: low.body.id, namespace: "cap", key: "low", memory_type: "episodic", version: 1, previous_version: 1, tags: [] });
+    }, { timeout: 5000, interval: 100 });
+  });
+
+  it("per-agent capacity overrides the server's (coordinators and admins only)", async () => {
+    const a = await newAgent();
+    expectError(await cluster.api(`/agents/${a.id}/memory/capacity`, { method: "PUT", body: { episodic_capacity: 1 }, headers: a.headers, key: null }), 403, "ACCESS_DENIED");
+    const set = await cluster.api(`/agents/${a.id}/memory/capacity`, { method: "PUT", body: { episodic_capacity: 1 }, key: "coordinator" });
+    expect(set.body).toEqual({ agent_id: a.id, episodic_capacity: 1 });
+    const first = await write(a.headers, { namespace: "c", key: "1", value: {}, memory_type: "episodic" });
+    expect((await write(a.headers, { namespace: "c", key: "2", value: {}, memory_type: "episodic" })).status).toBe(201);
+    expectError(await read(a.headers, first.body.id), 404, "ENTRY_NOT_FOUND");
   });
 
   it("working memory per task: max_entries and max_total_size_kb give 429 CAPACITY_EXCEEDED", async () => {
@@ -299,6 +328,50 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
     clock().advance(11 * 60_000);
     expect(await cluster.memory.sweeper.sweep()).toBeGreaterThanOrEqual(1);
     expectError(await read(a.headers, e.body.id), 404, "ENTRY_NOT_FOUND");
+    await vi.waitFor(async () => expect((await agentMemoryEvents(a.id)).map((ev) => ev.event_type)).toEqual(["memory.created", "memory.expired"]), { timeout: 5000 });
+  });
+
+  it("two sweeps at once expire each entry once (SKIP LOCKED)", async () => {
+    const a = await newAgent();
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push((await write(a.headers, { namespace: "race", key: `k${i}`, value: {}, ttl: "duration:PT1M" })).body.id);
+    clock().advance(2 * 60_000);
+    const [x, y] = await Promise.all([cluster.memory.sweeper.sweep(), cluster.memory.sweeper.sweep()]);
+    expect(x + y).toBeGreaterThanOrEqual(30);
+    await vi.waitFor(async () => {
+      const expired = (await agentMemoryEvents(a.id)).filter((ev) => ev.event_type === "memory.expired").map((ev) => ev.payload.data.entry_id);
+      expect(expired.sort()).toEqual([...ids].sort());
+    }, { timeout: 5000 });
+  });
+
+  it("updates and deletes are announced with version and previous_version; scope.intent_id alone routes to that intent's log", async () => {
+    const a = await newAgent();
+    const intent = await activeIntent();
+    const e = await write(a.headers, { namespace: "ctx", key: "k", value: { v: 1 }, scope: { intent_id: intent.id } });
+    expect(e.status, JSON.stringify(e.body)).toBe(201);
+    const p = await cluster.api(`/memory/${e.body.id}`, { method: "PATCH", body: { tags: ["new"] }, headers: { ...a.headers, "If-Match": "1" }, key: null });
+    expect(p.status).toBe(200);
+    expect((await cluster.api(`/memory/${e.body.id}`, { method: "DELETE", headers: a.headers, key: null })).status).toBe(200);
+    await vi.waitFor(async () => {
+      const events = await systemEvents(intent.id);
+      expect(events.map((m) => [m.data.event_type, m.data.payload.data.version, m.data.payload.data.previous_version])).toEqual([
+        ["memory.created", 1, null],
+        ["memory.updated", 2, 1],
+        ["memory.deleted", 2, 2],
+      ]);
+      expect(events[1].data.payload).toMatchObject({ agent_id: a.id, intent_id: intent.id, task_id: null, data: { tags: ["new"] } });
+    }, { timeout: 5000, interval: 100 });
+    expectError(await write(a.headers, { namespace: "ctx", key: "k2", value: {}, scope: { intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
+  });
+
+  it("without archive_on_completion the task's working memory is deleted with memory.deleted, no snapshot", async () => {
+    const a = await newAgent();
+    const { intent, task } = await claimedTask(a, { memory_policy: { archive_on_completion: false } });
+    const e = await write(a.headers, { namespace: "w", key: "gone", value: { v: 1 }, scope: { task_id: task.id } });
+    const cancelled = await cluster.api(`/tasks/${task.id}/cancel`, { body: {}, headers: { "If-Match": String(task.version) }, key: "coordinator" });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    await vi.waitFor(async () => expectError(await read(a.headers, e.body.id), 404, "ENTRY_NOT_FOUND"), { timeout: 8000 });
+    await vi.waitFor(async () => expect((await systemEvents(intent.id)).map((m) => m.data.event_type)).toEqual(["memory.created", "memory.deleted"]), { timeout: 5000 });
   });
 
   it("a completed task's working memory is archived into memory.archived (snapshot) and deleted; system events carry no value", async () => {

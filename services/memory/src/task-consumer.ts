@@ -1,11 +1,12 @@
 import { eq, sql } from "drizzle-orm";
-import { AppError, IntentEvent, LIMITS, TASK_END_EVENT_TYPES, jsonBytes, memoryEventTypes, streams, taskCommands, type MemoryPolicy, type Task } from "@intentmesh/contracts";
+import { AppError, IntentEvent, LIMITS, TASK_END_EVENT_TYPES, memoryEventTypes, streams, taskCommands, type MemoryPolicy, type Task } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { entries, inbox, tasks } from "./db/schema";
 import { SERVICE_CALLER, type MemoryContext } from "./context";
 import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "./events";
 import { upsertTask } from "./task-views";
+import { splitSnapshot } from "./domain/archive";
 
 /**
  * Follows the intents service's task events (one durable consumer on im.evt.intent.*.task.>, so
@@ -65,25 +66,6 @@ async function refresh(ctx: MemoryContext, db: Queryable, taskId: string): Promi
   }
 }
 
-/** Splits a snapshot so each memory.archived event stays well inside a bus message. */
-function chunks<T>(items: T[], maxBytes: number): T[][] {
-  const out: T[][] = [];
-  let current: T[] = [];
-  let size = 0;
-  for (const item of items) {
-    const bytes = jsonBytes(item) + 1;
-    if (current.length && size + bytes > maxBytes) {
-      out.push(current);
-      current = [];
-      size = 0;
-    }
-    current.push(item);
-    size += bytes;
-  }
-  if (current.length) out.push(current);
-  return out;
-}
-
 /**
  * Archives (when asked) and deletes a task's working memory, and its entries of ttl
  * task_lifetime, in the consumer's transaction. A snapshot larger than LIMITS.pageBytes is
@@ -99,7 +81,7 @@ export async function endTaskMemory(ctx: MemoryContext, tx: Tx, taskId: string, 
   const others = rows.filter((r) => r.memoryType !== "working");
   const events: NewMemoryEvent[] = [];
   if (archive && working.length) {
-    const parts = chunks(
+    const parts = splitSnapshot(
       working.map((r) => ({ namespace: r.namespace, key: r.key, value: r.value, tags: r.tags })),
       LIMITS.pageBytes,
     );

@@ -3,6 +3,7 @@ import type { Caller } from "@intentmesh/contracts";
 import { episodicAccess, namespaceAccess, workingAccess, type TaskView } from "./access";
 import { evictionOrder, workingCapacityViolation, workingLimits } from "./capacity";
 import { addIsoDuration, expiryOf } from "./lifetime";
+import { splitSnapshot } from "./archive";
 
 const agent = (id: string): Caller => ({ principal: `key-of-${id}`, roles: ["agent"], actor: id, agent_id: id });
 const coordinator: Caller = { principal: "coord", roles: ["coordinator"], actor: "coord", agent_id: null };
@@ -103,5 +104,17 @@ describe("ttl and expires_at (2.14)", () => {
     expect(expiryOf(now, "duration:PT1H", "2026-05-01T00:00:00Z", null)).toEqual({ ok: true, expiresAt: new Date("2026-05-01T00:00:00Z") });
     expect(expiryOf(now, "task_lifetime", null, null).ok).toBe(false);
     expect(expiryOf(now, "task_lifetime", null, "t")).toEqual({ ok: true, expiresAt: null });
+  });
+});
+
+describe("archive snapshots (3.7)", () => {
+  it("keeps every entry, in order, in parts under the byte limit", () => {
+    const items = Array.from({ length: 10 }, (_, i) => ({ namespace: "n", key: `k${i}`, value: { s: "x".repeat(100) }, tags: [] }));
+    const parts = splitSnapshot(items, 400);
+    expect(parts.flat()).toEqual(items);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) expect(JSON.stringify(part).length).toBeLessThanOrEqual(400);
+    expect(splitSnapshot(items, 1_000_000)).toEqual([items]);
+    expect(splitSnapshot([], 10)).toEqual([]);
   });
 });
