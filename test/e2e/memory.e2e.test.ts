@@ -469,3 +469,22 @@ describe("batch and summary", () => {
     expectError(await cluster.api(`/agents/${a.id}/memory/summary`, { headers: (await newAgent("x", "other")).headers, key: null }), 403, "ACCESS_DENIED");
   });
 });
+
+describe("the MCP server's routes (CLIENTS.md)", () => {
+  it("PUT creates by namespace and key, GET reads it, a second PUT needs If-Match, GET /agents/{id}/memory/{ns} lists", async () => {
+    const a = await newAgent();
+    const path = `/agents/${a.id}/memory/mcp.ns/k1`;
+    const created = await cluster.api(path, { method: "PUT", body: { value: { v: 1 }, ttl_seconds: 60 }, headers: a.headers, key: null });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(created.body).toMatchObject({ agent_id: a.id, namespace: "mcp.ns", key: "k1", version: 1, ttl: "duration:PT60S", memory_type: "working" });
+    expect((await cluster.api(path, { headers: a.headers, key: null })).body.value).toEqual({ v: 1 });
+    expectError(await cluster.api(path, { method: "PUT", body: { value: { v: 2 } }, headers: a.headers, key: null }), 428, "PRECONDITION_REQUIRED");
+    const updated = await cluster.api(path, { method: "PUT", body: { value: { v: 2 } }, headers: { ...a.headers, "If-Match": "1" }, key: null });
+    expect(updated.body).toMatchObject({ version: 2, value: { v: 2 } });
+    const listed = await cluster.api(`/agents/${a.id}/memory/mcp.ns`, { headers: a.headers, key: null });
+    expect(listed.body.map((e: any) => e.key)).toEqual(["k1"]);
+    expectError(await cluster.api(`/agents/${a.id}/memory/mcp.ns/absent`, { headers: a.headers, key: null }), 404, "ENTRY_NOT_FOUND");
+    expectError(await cluster.api(path, { headers: (await newAgent("x", "other")).headers, key: null }), 403, "ACCESS_DENIED");
+    expect((await cluster.api(`/agents/${a.id}/memory/summary`, { headers: a.headers, key: null })).body.agent_id).toBe(a.id);
+  });
+});

@@ -232,6 +232,23 @@ export type PatchNamespaceBody = z.output<typeof PatchNamespaceBody>;
 const EntryRef = z.object({ entry_id: Uuid });
 const NamespaceRef = z.object({ namespace: Namespace });
 
+/**
+ * PUT /agents/{id}/memory/{namespace}/{key} (the MCP server's memory_set): creates the entry, or
+ * updates its value with If-Match (rule 1). ttl_seconds is ttl `duration:PT<n>S`.
+ */
+export const PutAgentMemoryBody = z
+  .object({
+    value: MemoryValue,
+    ttl_seconds: z.number().int().min(1).max(10 * 365 * 86_400).nullable().optional(),
+    memory_type: MemoryType.default("working"),
+    tags: Tags.optional(),
+    scope: MemoryScope.nullable().optional(),
+  })
+  .strict()
+  .openapi("PutAgentMemory");
+export type PutAgentMemoryBody = z.output<typeof PutAgentMemoryBody>;
+const AgentKeyRef = z.object({ agent_id: ActorId, namespace: Namespace, key: Key });
+
 export const memoryCommands = {
   create: command("memory", "entries.create", z.object({ body: CreateMemoryBody })),
   get: command("memory", "entries.get", EntryRef),
@@ -244,6 +261,8 @@ export const memoryCommands = {
   getNamespace: command("memory", "namespaces.get", NamespaceRef),
   patchNamespace: command("memory", "namespaces.patch", NamespaceRef.extend({ body: PatchNamespaceBody })),
   summary: command("memory", "agents.summary", z.object({ agent_id: ActorId })),
+  lookup: command("memory", "agents.lookup", AgentKeyRef),
+  put: command("memory", "agents.put", AgentKeyRef.merge(IfMatch).extend({ body: PutAgentMemoryBody })),
   setCapacity: command("memory", "agents.capacity", z.object({ agent_id: ActorId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() })),
 } as const;
 

@@ -15,6 +15,7 @@ import { queryEntries } from "./handlers/query";
 import { batchDelete, batchWrite } from "./handlers/batch";
 import { getNamespace, listNamespaces, patchNamespace } from "./handlers/namespaces";
 import { memorySummary, setEpisodicCapacity } from "./handlers/summary";
+import { lookupEntry, putEntry } from "./handlers/by-key";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -74,6 +75,8 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
     serveCommand(bus, commands.getNamespace, (input, caller) => getNamespace(ctx, input.namespace, caller), logger),
     serveCommand(bus, commands.patchNamespace, (input, caller) => patchNamespace(ctx, input.namespace, input.body, caller), logger),
     serveCommand(bus, commands.summary, (input, caller) => memorySummary(ctx, input.agent_id, caller), logger),
+    serveCommand(bus, commands.lookup, (input, caller) => lookupEntry(ctx, input.agent_id, input.namespace, input.key, caller), logger),
+    serveCommand(bus, commands.put, (input, caller) => putEntry(ctx, input.agent_id, input.namespace, input.key, input.if_match, input.body, caller), logger),
     serveCommand(bus, commands.setCapacity, (input, caller) => setEpisodicCapacity(ctx, input.agent_id, input.body.episodic_capacity, caller), logger),
     serveCommand(
       bus,
