@@ -33,7 +33,7 @@ async function main() {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const common = { NATS_URL: natsUrl, DATABASE_URL: dbUrl.toString(), BUS_NAMESPACE: namespace, LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: undefined };
-  const children = ["intents", "registry", "memory"].map((name) => startNode({ name: `mem-${name}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR }));
+  const children = ["intents", "registry", "memory", "federation"].map((name) => startNode({ name: `mem-${name}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR }));
   const gateway = startNode({
     name: "mem-gateway",
     script: "services/gateway/src/main.ts",

@@ -235,6 +235,8 @@ async function main(): Promise<void> {
   const registry = startNode({ name: "registry", script: "services/registry/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("registry") });
   // The gateway's /readyz asks every service of CLUSTER_SERVICES; memory is benchmarked by bench/memory.ts.
   const memory = startNode({ name: "memory", script: "services/memory/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("memory") });
+  // Federation runs disabled (FEDERATION_ENABLED unset): it answers its health check for /readyz.
+  const federation = startNode({ name: "federation", script: "services/federation/src/main.ts", env: common, logDir: LOG_DIR });
   const gateway = startNode({
     name: "gateway",
     script: "services/gateway/src/main.ts",
@@ -242,7 +244,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForOk(`${baseUrl}/readyz`, [intents, registry, memory, gateway]);
+  await waitForOk(`${baseUrl}/readyz`, [intents, registry, memory, federation, gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair

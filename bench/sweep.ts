@@ -50,7 +50,7 @@ try {
   const due = Math.round((AGENTS * DUE_PERCENT) / 100);
   const logger = createLogger("bench-sweep", "warn");
   const sweeper = new AgentSweeper(
-    { db: database.db, query: database.query, clock, logger, client: new BusClient(bus, 5000), drainCheckSeconds: 5, published: () => undefined },
+    { db: database.db, query: database.query, clock, logger, client: new BusClient(bus, 5000), drainCheckSeconds: 5, outboundPolicy: {}, published: () => undefined },
     3_600_000,
   );
   const ticks: number[] = [];

@@ -13,12 +13,14 @@ import { StartupError, createLogger, redactUrl, runMain, startTracing, stopOnSig
 import { startIntentsService } from "../services/intents/src/service";
 import { startRegistryService } from "../services/registry/src/service";
 import { startMemoryService } from "../services/memory/src/service";
+import { startFederationService } from "../services/federation/src/service";
+import { federationEnvSchema, settingsFromEnv } from "../services/federation/src/settings";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
 
 await runMain("intentmesh", async () => {
-  const config = parseConfig("intentmesh", gatewayConfigSchema);
+  const config = parseConfig("intentmesh", gatewayConfigSchema.merge(federationEnvSchema));
   startTracing("intentmesh");
   const logger = createLogger("intentmesh", config.LOG_LEVEL);
 
@@ -34,6 +36,13 @@ await runMain("intentmesh", async () => {
   const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
   const registry = await startRegistryService({ bus, database, logger: createLogger("registry", config.LOG_LEVEL) });
   const memory = await startMemoryService({ bus, database, logger: createLogger("memory", config.LOG_LEVEL) });
+  const federation = await startFederationService({
+    bus,
+    database,
+    logger: createLogger("federation", config.LOG_LEVEL),
+    settings: settingsFromEnv(config),
+    key: { pem: config.FEDERATION_SIGNING_KEY, file: config.FEDERATION_SIGNING_KEY_FILE, dataDir: config.DATA_DIR },
+  });
   const gateway = await createGateway({
     bus,
     keys,
@@ -41,6 +50,7 @@ await runMain("intentmesh", async () => {
     bodyLimit: config.BODY_LIMIT,
     ssePingMs: config.SSE_PING_SECONDS * 1000,
     busTimeoutMs: config.BUS_TIMEOUT_MS,
+    federation: config.FEDERATION_ENABLED,
   });
   await gateway.listen(config.PORT, config.HOST);
   const shownHost = config.HOST === "0.0.0.0" ? "127.0.0.1" : config.HOST;
@@ -48,7 +58,7 @@ await runMain("intentmesh", async () => {
     { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
     `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
   );
-  stopOnSignals(logger, [() => gateway.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
+  stopOnSignals(logger, [() => gateway.stop(), () => federation.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 });
 
 /** Starts a nats-server with JetStream under the data directory when nothing answers the default NATS address. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import type { ManualClock } from "@intentmesh/contracts";
+import { MAX_COST_AGENTS_PER_INTENT, type ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
 import { allEvents, createIntent, expectError, keyHeader, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
@@ -165,6 +165,37 @@ describe("GET /intents/{id}/costs", () => {
     // A cursor beyond any record's position is a 400, not a bigint overflow in Postgres (500).
     for (const huge of ["99999999999999999999", "9223372036854775807"]) expectError(await costsOf(intent.id, `?after=${huge}`), 400, "VALIDATION_FAILED");
     expectError(await costsOf(intent.id, "?limit=1001"), 400, "VALIDATION_FAILED");
+  });
+
+  it(`tracks at most ${MAX_COST_AGENTS_PER_INTENT} agents per intent, exactly under concurrency, so the summary always fits in a reply`, async () => {
+    const intent = await createIntent(cluster);
+    // The longest agent ids the contracts allow, so the summary is as large as it can be.
+    const agent = (n: number) => `agent-${String(n).padStart(4, "0")}-`.padEnd(200, "x");
+    const asAdmin = (agentId: string) => cluster.api(`/intents/${intent.id}/costs`, { body: cents(1, { agent_id: agentId }) });
+    const extra = 12;
+    const statuses: number[] = [];
+    for (let start = 0; start < MAX_COST_AGENTS_PER_INTENT + extra; start += 25) {
+      const batch = Array.from({ length: Math.min(25, MAX_COST_AGENTS_PER_INTENT + extra - start) }, (_, i) => asAdmin(agent(start + i)));
+      for (const res of await Promise.all(batch)) statuses.push(res.status);
+    }
+    expect(statuses.filter((s) => s === 201)).toHaveLength(MAX_COST_AGENTS_PER_INTENT);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(extra);
+
+    const refused = await asAdmin("one-agent-too-many");
+    expectError(refused, 409, "COST_AGENTS_FULL");
+    expect(refused.body.details).toMatchObject({ limit: MAX_COST_AGENTS_PER_INTENT, agent_id: "one-agent-too-many" });
+    // An agent that already has costs still records more, also several at once.
+    const known = statuses.findIndex((s) => s === 201);
+    expect((await Promise.all([asAdmin(agent(known)), asAdmin(agent(known))])).map((r) => r.status)).toEqual([201, 201]);
+
+    const listed = await costsOf(intent.id, "?limit=1000");
+    expect(listed.status).toBe(200);
+    expect(Object.keys(listed.body.summary.by_agent)).toHaveLength(MAX_COST_AGENTS_PER_INTENT);
+    expect(Object.keys(listed.body.summary.by_agent_cents)).toHaveLength(MAX_COST_AGENTS_PER_INTENT);
+    expect(listed.body.summary).toMatchObject({ count: MAX_COST_AGENTS_PER_INTENT + 2, total_cents: MAX_COST_AGENTS_PER_INTENT + 2 });
+    // A refused cost wrote nothing: no record, no total, no event.
+    expect(listed.body.costs.some((c: any) => c.agent_id === "one-agent-too-many")).toBe(false);
+    expect(await allEvents(cluster, intent.id)).toHaveLength(1);
   });
 });
 

@@ -78,6 +78,9 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
       expect(openapi.body.paths[path], path).toBeDefined();
     }
     expect(openapi.body.paths["/api/v1/intents/{id}"]).toBeDefined();
+    for (const path of ["/api/v1/federation/dispatch", "/api/v1/federation/receive", "/api/v1/federation/callbacks/{dispatch_id}", "/.well-known/did.json"]) {
+      expect(openapi.body.paths[path], path).toBeDefined();
+    }
 
     const docs = await fetch(`${cluster.baseUrl}/docs`);
     expect(docs.status).toBe(200);
@@ -94,6 +97,22 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(discovery.body.capabilities.agent_registry).toMatchObject({ heartbeats: true, drain: true });
     expect(discovery.body.capabilities.subscriptions.streams).toEqual(["intents", "portfolios", "agents"]);
     expect(discovery.body.spec_parts).toEqual(expect.arrayContaining(["2.15", "3.4", "4.9", "2.5", "2.6", "2.7", "2.8"]));
+  });
+
+  it("runs the federation service disabled unless configured: ready, not announced, its routes 404 FEDERATION_DISABLED", async () => {
+    const ready = await cluster.api("/readyz", { key: null });
+    expect(ready.body.services.federation).toMatchObject({ service: "federation", database: "ok", enabled: false });
+    const discovery = await cluster.api("/.well-known/openintent.json", { key: null });
+    expect(discovery.body.capabilities.federation).toBe(false);
+    expect(discovery.body.spec_parts).not.toContain("4.11");
+    for (const path of ["/.well-known/openintent-federation.json", "/.well-known/did.json"]) {
+      expectError(await cluster.api(path, { key: null }), 404, "FEDERATION_DISABLED");
+    }
+    expectError(await cluster.api("/federation/status"), 404, "FEDERATION_DISABLED");
+    expectError(await cluster.api("/federation/agents"), 404, "FEDERATION_DISABLED");
+    expectError(await cluster.api("/api/v1/federation/receive", { body: {}, key: null }), 404, "FEDERATION_DISABLED");
+    // The API key is still required for the operator routes.
+    expectError(await cluster.api("/federation/status", { key: null }), 401, "UNAUTHORIZED");
   });
 });
 

@@ -278,7 +278,7 @@ describe("membership: POST /portfolios/{id}/intents, DELETE /portfolios/{id}/int
     const intent = await createIntent(cluster);
     const none = await cluster.api(`/intents/${intent.id}/portfolios`);
     expect(none.status).toBe(200);
-    expect(none.body).toEqual({ portfolios: [] });
+    expect(none.body).toEqual({ portfolios: [], next_cursor: null, has_more: false });
     const a = await createPortfolio({ name: "a" });
     const b = await createPortfolio({ name: "b" });
     await addMember(a.id, intent.id);
@@ -288,6 +288,38 @@ describe("membership: POST /portfolios/{id}/intents, DELETE /portfolios/{id}/int
     expect(res.body.portfolios.map((p: any) => p.id)).toEqual([a.id, b.id]);
     expect(res.body.portfolios[0]).toMatchObject({ name: "a", member_count: 1, status: "active" });
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/portfolios`), 404, "INTENT_NOT_FOUND");
+  });
+
+  it("GET /intents/{id}/portfolios pages by count and by bytes, so an intent in many large portfolios never outgrows a reply", async () => {
+    const intent = await createIntent(cluster);
+    // Ten portfolios of about 60 KiB each (description 20,000 characters of 3 bytes): 600 KiB, past a page's 512 KiB.
+    const joined: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const portfolio = await createPortfolio({ name: `big-${i}`, description: "€".repeat(20_000), metadata: { blob: "x".repeat(3_000) } });
+      await addMember(portfolio.id, intent.id);
+      clock().advance(1);
+      joined.push(portfolio.id);
+    }
+    const seen: string[] = [];
+    let after = "";
+    let pages = 0;
+    for (;;) {
+      const res = await cluster.api(`/intents/${intent.id}/portfolios?limit=3${after}`);
+      expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
+      expect(res.body.portfolios.length).toBeLessThanOrEqual(3);
+      seen.push(...res.body.portfolios.map((p: any) => p.id));
+      pages++;
+      if (!res.body.has_more) break;
+      after = `&after=${res.body.next_cursor}`;
+    }
+    expect(seen).toEqual(joined);
+    expect(pages).toBe(4);
+    // Without a limit a page is cut by bytes: fewer than ten, and has_more says so.
+    const whole = await cluster.api(`/intents/${intent.id}/portfolios`);
+    expect(whole.body.portfolios.length).toBeLessThan(10);
+    expect(whole.body.has_more).toBe(true);
+    expectError(await cluster.api(`/intents/${intent.id}/portfolios?after=garbage`), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${intent.id}/portfolios?limit=1001`), 400, "VALIDATION_FAILED");
   });
 });
 

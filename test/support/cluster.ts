@@ -10,6 +10,8 @@ import { createLogger, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
 import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
 import { startMemoryService, type MemoryService } from "../../services/memory/src/service";
+import { startFederationService, type FederationService, type FederationSettings } from "../../services/federation/src/service";
+import type { Connector, Resolver } from "@intentmesh/ssrf";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -33,6 +35,8 @@ export interface TestCluster {
   intents: IntentsService;
   registry: RegistryService;
   memory: MemoryService;
+  /** Always running; disabled (404 FEDERATION_DISABLED) unless the cluster was started with `federation`. */
+  federation: FederationService;
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -70,6 +74,17 @@ export interface ClusterOptions {
   logDestination?: { write(line: string): void };
   /** Memory service options (episodic capacity, guardrails). */
   memory?: { episodicCapacity?: number; guardrails?: import("../../services/memory/src/domain/access").Guardrails };
+  /** Enables federation; the server URL is the gateway's own address unless given. */
+  federation?: FederationClusterOptions;
+}
+
+export interface FederationClusterOptions extends Partial<Omit<FederationSettings, "enabled">> {
+  /** A PKCS#8 PEM Ed25519 key; else a development key is generated under a temporary data directory. */
+  signingKeyPem?: string;
+  /** Name resolution of outbound calls (tests resolve probe names through a fake resolver, never DNS). */
+  resolve?: Resolver;
+  /** The connect step of outbound calls (a tripwire that refuses anything but loopback). */
+  connect?: Connector;
 }
 
 function embeddedDatabase() {
@@ -89,10 +104,32 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const clock = options.clock ?? new ManualClock(new Date());
   const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
   // The registry's sweeper runs only when a test calls registry.sweeper.sweep(), on the manual clock.
-  const registry = await startRegistryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
+  const registry = await startRegistryService({
+    bus,
+    database,
+    logger,
+    clock,
+    sweepIntervalMs: 3_600_000,
+    // TEST-ONLY: the loopback allowance follows the federation option of the one test that sets it.
+    outboundPolicy: { allowLoopback: options.federation?.allowLoopback ?? false },
+  });
   // The memory service's expiry sweeper runs only when a test calls memory.sweeper.sweep(), on the manual clock.
   const memory = await startMemoryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000, ...options.memory });
-  const { gateway, baseUrl, api } = await startTestGateway(bus, logger, { ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit });
+  const { gateway, baseUrl, api } = await startTestGateway(bus, logger, { ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit, federation: Boolean(options.federation) });
+  // After the gateway: the server URL (and with it the did:web) is the gateway's own address.
+  const federationDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "im-federation-"));
+  const { signingKeyPem, resolve, connect, ...federationSettings } = options.federation ?? {};
+  const federation = await startFederationService({
+    bus,
+    database,
+    logger,
+    clock,
+    settings: { serverUrl: baseUrl, ...federationSettings, enabled: Boolean(options.federation) },
+    key: { pem: signingKeyPem, dataDir: federationDataDir },
+    resolve,
+    connect,
+    callbackIntervalMs: 200,
+  });
 
   return {
     baseUrl,
@@ -103,6 +140,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     intents,
     registry,
     memory,
+    federation,
     gateway,
     clock,
     namespace,
@@ -110,12 +148,14 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     stop: async () => {
       await gateway.stop();
       await memory.stop();
+      await federation.stop();
       await registry.stop();
       await intents.stop();
       await deleteNamespaceStreams(bus, namespace);
       await bus.close();
       await database.close();
       await testDb.drop();
+      fs.rmSync(federationDataDir, { recursive: true, force: true });
     },
   };
 }
@@ -135,7 +175,7 @@ export function testApiKeys(): ApiKeys {
 export async function startTestGateway(
   bus: Bus,
   logger: Logger,
-  options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number } = {},
+  options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean } = {},
 ): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
   const gateway = await createGateway({ bus, keys: testApiKeys(), logger, ...options });
   const server: Server = await gateway.listen(0, "127.0.0.1");

@@ -64,6 +64,8 @@ export interface RelayOptions {
 type OutboxRow = { id: number; subject: string; msg_id: string; payload: string; headers: Record<string, string> };
 
 const encoder = new TextEncoder();
+/** Room left in a bus message for the headers (trace context, schema, message id). */
+const HEADER_ALLOWANCE = 4096;
 
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -168,11 +170,26 @@ export class OutboxRelay {
       if (!claim?.locked) return "locked" as const;
       const rows = claim.rows ?? [];
       if (!rows.length) return 0;
+      const maxPayload = this.bus.nc.info?.max_payload ?? 1024 * 1024;
+      const sendable = rows
+        .map((row) => ({ row, body: encoder.encode(row.payload) }))
+        .filter(({ row, body }) => {
+          if (body.byteLength + HEADER_ALLOWANCE <= maxPayload) return true;
+          // The size limits where data enters keep every event far below max_payload, so this is
+          // a bug or a bus configured smaller than the one the data was written for. Publishing
+          // would fail on every pass and hold back every later event of the service: the row
+          // stays in the database (marked, with the event still in its log) and the relay goes on.
+          this.logger.error(
+            { subject: row.subject, msgId: row.msg_id, bytes: body.byteLength, maxPayload },
+            "outbox message larger than the bus carries; skipped so later messages are published",
+          );
+          return false;
+        });
       const acks = await Promise.all(
-        rows.map((row) => {
+        sendable.map(({ row, body }) => {
           const hdrs = natsHeaders();
           for (const [key, value] of Object.entries(row.headers ?? {})) hdrs.set(key, value);
-          return this.bus.js.publish(this.bus.subject(row.subject), encoder.encode(row.payload), { msgID: row.msg_id, headers: hdrs });
+          return this.bus.js.publish(this.bus.subject(row.subject), body, { msgID: row.msg_id, headers: hdrs });
         }),
       );
       const duplicates = acks.filter((ack) => ack.duplicate).length;

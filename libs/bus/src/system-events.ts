@@ -1,25 +1,21 @@
-import { SCHEMA_HEADER, SYSTEM_EVENT_SCHEMA, SystemEvent, systemEventMsgId, systemEventSubject } from "@intentmesh/contracts";
+import { SYSTEM_EVENT_SCHEMA, systemEventMsgId, systemEventSubject, type SystemEvent } from "@intentmesh/contracts";
 import type { Queryable } from "@intentmesh/db";
 import { enqueue, type OutboxTable } from "./outbox";
 
 /**
  * Puts system events (shared contract point 1, libs/contracts/src/system-events.ts) into the
- * source service's outbox, inside the caller's transaction: each is validated, then published by
- * the service's relay on im.sys.intent.<intent_id>.<event_type> with the message id
- * sys:<source>:<id>, for the intents service to append to the intent's log.
+ * caller's transaction as outbox rows: the service's relay publishes them on stream
+ * IM_SYSTEM_EVENTS, and the intents service appends each to its intent's log, once per `id`.
  */
 export async function enqueueSystemEvents(tx: Queryable, outbox: OutboxTable, events: SystemEvent[]): Promise<void> {
   await enqueue(
     tx,
     outbox,
-    events.map((event) => {
-      const valid = SystemEvent.parse(event);
-      return {
-        subject: systemEventSubject(valid.intent_id, valid.event_type),
-        msgId: systemEventMsgId(valid.source, valid.id),
-        payload: valid,
-        headers: { [SCHEMA_HEADER]: SYSTEM_EVENT_SCHEMA },
-      };
-    }),
+    events.map((event) => ({
+      subject: systemEventSubject(event.intent_id, event.event_type),
+      msgId: systemEventMsgId(event.source, event.id),
+      payload: event,
+      headers: { "Im-Schema": SYSTEM_EVENT_SCHEMA },
+    })),
   );
 }

@@ -88,6 +88,21 @@ describe("transactional outbox relay", () => {
     expect(seen.map((m) => m.msgId)).toEqual(["crash:1", "crash:2", "crash:3", "crash:4", "crash:5"]);
   });
 
+  it("skips a message larger than the bus carries and publishes the ones after it, instead of failing every pass", async () => {
+    const huge = "z".repeat((bus.nc.info?.max_payload ?? 1024 * 1024) + 1);
+    await database.db.transaction((tx) =>
+      enqueue(tx, testOutbox, [
+        { subject: "im.evt.bustest.big.e1", msgId: "big:1", payload: { n: 1 } },
+        { subject: "im.evt.bustest.big.e2", msgId: "big:2", payload: { huge } },
+        { subject: "im.evt.bustest.big.e3", msgId: "big:3", payload: { n: 3 } },
+      ]),
+    );
+    const relay = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" });
+    expect(await relay.drainOnce()).toBe(3);
+    expect(await relay.backlog()).toBe(0);
+    expect((await readStream("im.evt.bustest.big.>")).map((m) => m.msgId)).toEqual(["big:1", "big:3"]);
+  });
+
   it("lets only one relay of a service publish at a time", async () => {
     await database.db.transaction((tx) => enqueue(tx, testOutbox, [{ subject: "im.evt.bustest.lock.e1", msgId: "lock:1", payload: {} }]));
     const holder = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" });

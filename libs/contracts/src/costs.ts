@@ -108,3 +108,11 @@ export const costsCommands = {
 
 /** The reason stored on, and announced for, an intent blocked by its budget. */
 export const BUDGET_EXCEEDED_REASON = "budget_exceeded";
+
+/**
+ * The most distinct agents one intent may have costs from. GET /intents/{id}/costs returns a
+ * summary with every agent (by_agent, by_agent_cents) beside a page of records, and the whole
+ * reply must fit in one bus message: 250 agents with the longest ids take about 310 KiB, next to
+ * a page of at most 512 KiB. A cost from a 251st agent is refused (409 COST_AGENTS_FULL).
+ */
+export const MAX_COST_AGENTS_PER_INTENT = 250;

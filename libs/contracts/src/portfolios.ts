@@ -97,6 +97,13 @@ export const ListPortfoliosQuery = z.object({
 });
 export type ListPortfoliosQuery = z.infer<typeof ListPortfoliosQuery>;
 
+/** GET /intents/{id}/portfolios: the portfolios an intent belongs to, in the order it joined them. */
+export const ListIntentPortfoliosQuery = z.object({
+  after: z.string().optional().openapi({ description: "opaque cursor from next_cursor" }),
+  limit: pageLimit(100, 1000),
+});
+export type ListIntentPortfoliosQuery = z.infer<typeof ListIntentPortfoliosQuery>;
+
 export const PortfolioPage = z
   .object({ portfolios: z.array(Portfolio), next_cursor: z.string().nullable(), has_more: z.boolean() })
   .openapi("PortfolioPage");
@@ -135,7 +142,7 @@ export const portfoliosCommands = {
   addMember: command("intents", "portfolios.members.add", PortfolioRef.merge(IfMatch).extend({ body: AddMemberBody })),
   removeMember: command("intents", "portfolios.members.remove", PortfolioRef.merge(IfMatch).extend({ intent_id: Uuid })),
   listEvents: command("intents", "portfolios.events.list", PortfolioRef.extend({ query: ListEventsQuery })),
-  ofIntent: command("intents", "portfolios.of_intent", IntentRef),
+  ofIntent: command("intents", "portfolios.of_intent", IntentRef.extend({ query: ListIntentPortfoliosQuery })),
 } as const;
 
 /**

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { intentEventFilter, intentEventMsgId, intentEventSubject } from "./subjects";
 import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
+import { federationEventTypes } from "./federation";
 
 describe("isReservedEventType", () => {
   it.each(["intent_created", "intent.suspended", "intent.resumed", "lease_acquired", "lease.expired", "budget_alert", "state_patched", "added_to_portfolio", "agent_assigned", "channel_message", "task.created"])(
@@ -12,6 +13,11 @@ describe("isReservedEventType", () => {
 
   it.each(["engagement.decision", "note", "intentional", "leases", "budget_alerts", "my.intent.created", "comment", "failure_recorded"])("does not reserve %j", (type) => {
     expect(isReservedEventType(type)).toBe(false);
+  });
+
+  it("reserves the federation. namespace: every federation event, and any name a client could invent in it", () => {
+    for (const type of [...Object.values(federationEventTypes), "federation.forged", "federation.dispatched.x"]) expect(isReservedEventType(type)).toBe(true);
+    expect(isReservedEventType("federationist")).toBe(false);
   });
 
   it("reserves every event type the server emits on intents, portfolios and agents", () => {

@@ -14,6 +14,7 @@ import { discoveryDocument } from "./discovery";
 import { EventFeed } from "./event-feed";
 import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
 import { agentStreamFrame } from "./client-frames";
+import { FEDERATION_BUS_TIMEOUT_MS, mountPublicFederationRoutes } from "./routes-federation";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -25,6 +26,8 @@ export interface GatewayOptions {
   bodyLimit?: string;
   ssePingMs?: number;
   busTimeoutMs?: number;
+  /** Federation is enabled in this cluster: the discovery document lists it. */
+  federation?: boolean;
 }
 
 export interface Gateway {
@@ -53,6 +56,7 @@ const requireUuidParam = (resource: string) => (req: Request, _res: Response, ne
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { bus, keys, logger } = options;
   const client = new BusClient(bus, options.busTimeoutMs ?? 5000);
+  const slowClient = new BusClient(bus, Math.max(options.busTimeoutMs ?? 5000, FEDERATION_BUS_TIMEOUT_MS));
   const bindings = new AgentBindings(client);
   await ensureStream(bus, streams.intents);
   const feed = new EventFeed(bus, streams.intents.name, streams.intents.subjects[0], 3, logger);
@@ -80,7 +84,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const openapi = buildOpenApi(routes, VERSION);
   app.get("/openapi.json", (_req, res) => void res.json(openapi));
   app.use("/docs", swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: "intentmesh API" }));
-  app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION)));
+  app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
+  // Federation's documents and the signed requests of other servers: no API key (a signature instead).
+  mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES);
 
   const api = express.Router();
   api.use(authenticate(keys));
@@ -97,7 +103,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     await assertActingAgentsBound(bindings, keys, req, route);
     if (route.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
-    const reply = await client.requestRaw(route.command, req.caller!, input as never);
+    const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
     res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   };

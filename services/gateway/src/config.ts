@@ -9,5 +9,7 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, "must look like 512kb or 1mb").default("1mb"),
   SSE_PING_SECONDS: z.coerce.number().min(0.01).default(15),
   BUS_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
+  /** Federation runs in this cluster (the federation service reads the same variable): the discovery document says so. */
+  FEDERATION_ENABLED: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -2,7 +2,7 @@
  * GET /.well-known/openintent.json: what this server supports, so clients and peers can adapt.
  * `spec_parts` names the parts of the specification implemented so far; it grows with each service.
  */
-export function discoveryDocument(version: string) {
+export function discoveryDocument(version: string, options: { federation?: boolean } = {}) {
   return {
     protocol: "openintent",
     server: "intentmesh",
@@ -26,9 +26,21 @@ export function discoveryDocument(version: string) {
       channels: false,
       memory: false,
       agent_registry: { heartbeats: true, lifecycle: ["active", "draining", "unhealthy", "dead", "deregistered"], drain: true, pools: true },
-      federation: false,
+      federation: options.federation
+        ? {
+            document: "/.well-known/openintent-federation.json",
+            did: "/.well-known/did.json",
+            identity: "did:web",
+            signatures: "RFC 9421 (ed25519, Content-Digest RFC 9530)",
+            trust_policies: ["open", "allowlist", "trustless"],
+            endpoints: ["/api/v1/federation/status", "/api/v1/federation/agents", "/api/v1/federation/dispatch", "/api/v1/federation/receive"],
+          }
+        : false,
     },
-    spec_parts: ["2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.15", "3.1", "3.4", "4.1", "4.2", "4.3", "4.4", "4.9", "4.10", "5", "7", "9"],
+    spec_parts: [
+      ...["2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.15", "3.1", "3.4", "4.1", "4.2", "4.3", "4.4", "4.9", "4.10", "5", "7", "9"],
+      ...(options.federation ? ["2.16", "4.11", "5.7"] : []),
+    ],
     rfcs: [
       "https://www.rfc-editor.org/rfc/rfc6901",
       "https://www.rfc-editor.org/rfc/rfc8259",
@@ -36,6 +48,7 @@ export function discoveryDocument(version: string) {
       "https://www.rfc-editor.org/rfc/rfc3339",
       "https://www.rfc-editor.org/rfc/rfc8615",
       "https://html.spec.whatwg.org/multipage/server-sent-events.html",
+      ...(options.federation ? ["https://www.rfc-editor.org/rfc/rfc9421", "https://www.rfc-editor.org/rfc/rfc9530", "https://w3c-ccg.github.io/did-method-web/"] : []),
     ],
   };
 }

@@ -19,6 +19,7 @@ await runMain("gateway", async () => {
     bodyLimit: config.BODY_LIMIT,
     ssePingMs: config.SSE_PING_SECONDS * 1000,
     busTimeoutMs: config.BUS_TIMEOUT_MS,
+    federation: config.FEDERATION_ENABLED,
   });
   await gateway.listen(config.PORT, config.HOST);
   logger.info({ host: config.HOST, port: config.PORT, keys: keys.size }, "gateway listening");

@@ -60,6 +60,37 @@ export function buildOpenApi(routes: Route[], version: string) {
       });
     }
   }
+  // Federation's public side (docs/federation.md): no API key; receive and callbacks carry an RFC 9421 signature instead.
+  const signed = z.object({
+    "Content-Digest": z.string().openapi({ description: "sha-256 of the body (RFC 9530)" }),
+    "Idempotency-Key": z.string(),
+    "Signature-Input": z.string().openapi({ description: 'fed=("@method" "@target-uri" "content-digest" "content-type" "idempotency-key");created;expires;nonce;keyid="did:web:…#key-1";alg="ed25519"' }),
+    Signature: z.string().openapi({ description: "fed=:<base64 Ed25519 signature>:" }),
+  });
+  for (const [path, summary] of [
+    ["/.well-known/openintent-federation.json", "Federation document: did:web, trust policy, visibility, peers, endpoints, public key (404 when federation is off)"],
+    ["/.well-known/did.json", "did:web document whose Ed25519 key verifies this server's signatures"],
+  ] as const) {
+    registry.registerPath({ method: "get", path, summary, security: [], responses: { 200: { description: "JSON" }, 404: { description: "FEDERATION_DISABLED" } } });
+  }
+  for (const [path, summary] of [
+    ["/api/v1/federation/receive", "Receive a signed dispatch envelope from another server (no API key: RFC 9421 signature by the sender's did:web)"],
+    ["/api/v1/federation/callbacks/{dispatch_id}", "Receive a signed callback (state change, completion, failure, budget warning) for a dispatch this server sent"],
+  ] as const) {
+    registry.registerPath({
+      method: "post",
+      path,
+      summary,
+      security: [],
+      request: { headers: signed, ...(path.includes("{") ? { params: z.object({ dispatch_id: z.string() }) } : {}) },
+      responses: {
+        200: { description: "accepted" },
+        401: { description: "SIGNATURE_INVALID", content: { "application/json": { schema: ErrorBody } } },
+        403: { description: "UNTRUSTED_SERVER or DELEGATION_DEPTH_EXHAUSTED", content: { "application/json": { schema: ErrorBody } } },
+        409: { description: "FEDERATION_LOOP or DISPATCH_IN_PROGRESS", content: { "application/json": { schema: ErrorBody } } },
+      },
+    });
+  }
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: { title: "intentmesh", version, description: "Coordination server for humans and agents working on shared intents." },

@@ -54,5 +54,11 @@ export const portfolioRoutes: Route[] = [
     input: (req) => ({ portfolio_id: portfolioId(req), query: req.query }),
     summary: "Read the portfolio's event log, oldest first",
   },
-  { method: "get", path: "/intents/:id/portfolios", command: p.ofIntent, input: (req) => ({ intent_id: id(req) }), summary: "The portfolios an intent belongs to" },
+  {
+    method: "get",
+    path: "/intents/:id/portfolios",
+    command: p.ofIntent,
+    input: (req) => ({ intent_id: id(req), query: req.query }),
+    summary: "The portfolios an intent belongs to, in the order it joined them (paged: after, limit)",
+  },
 ];

@@ -8,6 +8,7 @@ import { portfolioRoutes } from "./routes-portfolios";
 import { costRoutes } from "./routes-costs";
 import { taskRoutes } from "./routes-tasks";
 import { memoryRoutes } from "./routes-memory";
+import { federationRoutes } from "./routes-federation";
 
 /**
  * The REST surface: each route names one bus command and how to build its input from the
@@ -33,6 +34,8 @@ export interface Route {
   documentedBody?: z.ZodType;
   /** Registration: an X-Agent-ID naming the agent it registers is not bound yet, and is not checked. */
   registersAgent?: boolean;
+  /** How long the gateway waits for the service's answer when longer than the default (federation dispatch). */
+  busTimeoutMs?: number;
   summary: string;
 }
 
@@ -116,4 +119,4 @@ const intentRoutes: Route[] = [
 ];
 
 /** Every route of the API; each area of the API keeps its routes in its own module. */
-export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...memoryRoutes];
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...memoryRoutes, ...federationRoutes];

@@ -80,7 +80,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     serveCommand(bus, portfoliosCommands.addMember, (input, caller) => addMember(ctx, input.portfolio_id, input.if_match, input.body, caller), logger),
     serveCommand(bus, portfoliosCommands.removeMember, (input, caller) => removeMember(ctx, input.portfolio_id, input.if_match, input.intent_id, caller), logger),
     serveCommand(bus, portfoliosCommands.listEvents, (input) => listPortfolioEvents(ctx, input.portfolio_id, input.query), logger),
-    serveCommand(bus, portfoliosCommands.ofIntent, (input) => portfoliosOfIntent(ctx, input.intent_id), logger),
+    serveCommand(bus, portfoliosCommands.ofIntent, (input) => portfoliosOfIntent(ctx, input.intent_id, input.query), logger),
     serveCommand(bus, suspensionCommands.begin, (input, caller) => beginSuspension(ctx, input, caller), logger),
     serveCommand(bus, suspensionCommands.end, (input, caller) => endSuspension(ctx, input, caller), logger),
     serveCommand(bus, attachmentCommands.create, (input, caller) => createAttachment(ctx, input.intent_id, input.if_match, input.body, caller), logger),

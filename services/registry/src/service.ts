@@ -4,6 +4,7 @@ import { healthCommand, memoryStream, registryCommands as commands, streams, sys
 import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
+import type { AddressPolicy } from "@intentmesh/ssrf";
 import type { Subscription } from "@nats-io/transport-node";
 import type { RegistryContext } from "./context";
 import { outbox } from "./db/schema";
@@ -26,6 +27,8 @@ export interface RegistryServiceOptions {
   /** How often a draining agent's leases are counted; default 5 s. */
   drainCheckSeconds?: number;
   relay?: Partial<RelayOptions>;
+  /** TEST-ONLY `allowLoopback` for origin_server_url (two clusters on one machine); never from production configuration. */
+  outboundPolicy?: AddressPolicy;
 }
 
 export interface RegistryService {
@@ -52,6 +55,7 @@ export async function startRegistryService(options: RegistryServiceOptions): Pro
     logger,
     client: new BusClient(bus, 5000),
     drainCheckSeconds: options.drainCheckSeconds ?? 5,
+    outboundPolicy: options.outboundPolicy ?? {},
     published: () => relay.kick(),
   };
   const sweeper = new AgentSweeper(ctx, options.sweepIntervalMs ?? 1000);

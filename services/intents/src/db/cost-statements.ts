@@ -7,6 +7,7 @@ import {
   intentEventTypes,
   isoTimestamp,
   LIMITS,
+  MAX_COST_AGENTS_PER_INTENT,
   SCHEMA_HEADER,
   type CostRecord,
   type IntentEvent,
@@ -38,37 +39,49 @@ type Query = DatabaseHandle["query"];
  *   budget_exceeded, status_changed); an intent already blocked by hand keeps its status
  *   and takes the reason, so agents are refused there too. Other statuses are not blocked.
  * Budget fields that are not JSON numbers (intents older than the budget check) are ignored.
+ *
+ * Bound: a record from an agent new to the intent is refused (nothing written, `accepted` 0)
+ * once the intent has costs from MAX_COST_AGENTS_PER_INTENT agents. The count sits in the
+ * cost_totals row, read `for update` after the intent lock, so it is current and exact.
  */
 const RECORD_COST_SQL = `
 with i as (
   select id, status, blocked_reason, constraints->'budget' as b
   from intents.intents where id = $1::uuid for no key update),
+known as (
+  select
+    exists(select 1 from intents.cost_agent_totals where intent_id = $1::uuid and agent_id = $3::text) as agent_known,
+    coalesce((select agent_count from intents.cost_totals where intent_id = $1::uuid for update), 0) as agents
+  from i),
+ok as (
+  select i.* from i, known where known.agent_known or known.agents < $20::int),
 lim as (
-  select i.*,
+  select ok.*,
     case when jsonb_typeof(b->'max_total_cents') = 'number' then (b->>'max_total_cents')::numeric end as max_total,
     case when jsonb_typeof(b->'max_per_agent_cents') = 'number' then (b->>'max_per_agent_cents')::numeric end as max_agent,
     case when jsonb_typeof(b->'max_per_call_cents') = 'number' then (b->>'max_per_call_cents')::numeric end as max_call,
     case when jsonb_typeof(b->'alert_threshold_percent') = 'number' then (b->>'alert_threshold_percent')::numeric end as pct
-  from i),
+  from ok),
 c as (
   insert into intents.costs (id, intent_id, agent_id, cost_type, amount, unit, cents, provider, metadata, recorded_at, wire)
-  select $2::uuid, i.id, $3::text, $4::text, $5::numeric, $6::text, $7::numeric, $8::text, $9::jsonb, $10::timestamptz, $11::text from i),
-t as (
-  insert into intents.cost_totals as t (intent_id, record_count, amount, cents, max_call_cents)
-  select i.id, 1, $5::numeric, coalesce($7::numeric, 0), $7::numeric from i
-  on conflict (intent_id) do update set
-    record_count = t.record_count + 1, amount = t.amount + excluded.amount, cents = t.cents + excluded.cents,
-    max_call_cents = greatest(t.max_call_cents, excluded.max_call_cents)
-  returning t.cents),
+  select $2::uuid, ok.id, $3::text, $4::text, $5::numeric, $6::text, $7::numeric, $8::text, $9::jsonb, $10::timestamptz, $11::text from ok),
 a as (
   insert into intents.cost_agent_totals as a (intent_id, agent_id, record_count, amount, cents)
-  select i.id, $3::text, 1, $5::numeric, coalesce($7::numeric, 0) from i
+  select ok.id, $3::text, 1, $5::numeric, coalesce($7::numeric, 0) from ok
   on conflict (intent_id, agent_id) do update set
     record_count = a.record_count + 1, amount = a.amount + excluded.amount, cents = a.cents + excluded.cents
-  returning a.cents),
+  returning a.cents, (a.xmax = 0) as inserted),
+t as (
+  insert into intents.cost_totals as t (intent_id, record_count, agent_count, amount, cents, max_call_cents)
+  select ok.id, 1, (select count(*)::int from a where a.inserted), $5::numeric, coalesce($7::numeric, 0), $7::numeric from ok
+  on conflict (intent_id) do update set
+    record_count = t.record_count + 1, agent_count = t.agent_count + excluded.agent_count,
+    amount = t.amount + excluded.amount, cents = t.cents + excluded.cents,
+    max_call_cents = greatest(t.max_call_cents, excluded.max_call_cents)
+  returning t.cents),
 y as (
   insert into intents.cost_type_totals as y (intent_id, cost_type, record_count, amount)
-  select i.id, $4::text, 1, $5::numeric from i
+  select ok.id, $4::text, 1, $5::numeric from ok
   on conflict (intent_id, cost_type) do update set record_count = y.record_count + 1, amount = y.amount + excluded.amount),
 f as (
   select lim.*, coalesce($7::numeric, 0) as cents,
@@ -138,6 +151,7 @@ o as (
   insert into intents.outbox (subject, msg_id, payload, headers)
   select ww.subject, 'intent:' || $1::text || ':e' || ww.seq, ww.wire, $14::jsonb from ww)
 select (select count(*)::int from i) as found,
+       (select count(*)::int from ok) as accepted,
        (select coalesce(json_agg(ww.wire::json order by ww.seq), '[]'::json)::text from ww) as events`;
 
 /** A cost about to be recorded, with the acting agent resolved and its cents decided. */
@@ -153,6 +167,11 @@ export interface NewCost {
 
 export interface RecordedCost {
   found: boolean;
+  /**
+   * False when the record would bring a new agent to an intent that already has costs from
+   * MAX_COST_AGENTS_PER_INTENT agents: nothing was written.
+   */
+  accepted: boolean;
   record: CostRecord;
   /** The record's JSON, as the API returns it (built once, stored as the record's wire form). */
   wire: string;
@@ -197,29 +216,40 @@ function prepare(intentId: string, cost: NewCost, actor: string, at: Date) {
     randomUUID(),
     randomUUID(),
     randomUUID(),
+    MAX_COST_AGENTS_PER_INTENT,
   ];
   return { record, wire, params };
 }
 
-type Row = { found: number; events: string };
+type Row = { found: number; accepted: number; events: string };
 
 function result(row: Row | undefined, record: CostRecord, wire: string): RecordedCost {
-  const events = row && row.found ? (JSON.parse(row.events) as IntentEvent[]) : [];
-  return { found: Boolean(row?.found), record, wire, events };
+  const events = row && row.accepted ? (JSON.parse(row.events) as IntentEvent[]) : [];
+  return { found: Boolean(row?.found), accepted: Boolean(row?.accepted), record, wire, events };
+}
+
+/**
+ * Runs the statement, and once more when it refused a new agent at the limit. Why the second
+ * run: the statement reads "does this agent already have costs" from its snapshot, taken before
+ * it waited for the intent lock, so an agent whose first cost committed during that wait looks
+ * new. A refusal writes nothing, and the second run's snapshot sees that commit.
+ */
+async function runRecordingStatement(run: () => Promise<Row | undefined>, record: CostRecord, wire: string): Promise<RecordedCost> {
+  const first = result(await run(), record, wire);
+  if (!first.found || first.accepted) return first;
+  return result(await run(), record, wire);
 }
 
 /** POST /intents/{id}/costs: the statement as a named prepared statement, outside any transaction. */
 export async function recordCostStatement(query: Query, intentId: string, cost: NewCost, actor: string, at: Date): Promise<RecordedCost> {
   const { record, wire, params } = prepare(intentId, cost, actor, at);
-  const rows = await query<Row>("intents_record_cost", RECORD_COST_SQL, params);
-  return result(rows[0], record, wire);
+  return runRecordingStatement(async () => (await query<Row>("intents_record_cost", RECORD_COST_SQL, params))[0], record, wire);
 }
 
 /** The same statement inside a caller's transaction (the intent may already be locked by it). */
 export async function recordCostInTransaction(tx: Tx, intentId: string, cost: NewCost, actor: string, at: Date): Promise<RecordedCost> {
   const { record, wire, params } = prepare(intentId, cost, actor, at);
-  const rows = rowsOf<Row>(await tx.execute(withParams(RECORD_COST_SQL, params)));
-  return result(rows[0], record, wire);
+  return runRecordingStatement(async () => rowsOf<Row>(await tx.execute(withParams(RECORD_COST_SQL, params)))[0], record, wire);
 }
 
 /** A statement written with $n placeholders as a drizzle SQL object, for running it in a transaction. */

@@ -1,4 +1,4 @@
-import { bigint, index, jsonb, numeric, primaryKey, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { bigint, index, integer, jsonb, numeric, primaryKey, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { intentsSchema } from "./schema";
 
 /**
@@ -32,10 +32,15 @@ export const costs = intentsSchema.table(
   (t) => [index("costs_intent_seq_idx").on(t.intentId, t.seq)],
 );
 
-/** One row per intent: every record's amount and cents summed, and the largest single cents value. */
+/**
+ * One row per intent: every record's amount and cents summed, the largest single cents value, and
+ * how many distinct agents have costs (bounded by MAX_COST_AGENTS_PER_INTENT, so summary.by_agent
+ * always fits in a reply).
+ */
 export const costTotals = intentsSchema.table("cost_totals", {
   intentId: uuid("intent_id").primaryKey(),
   recordCount: bigint("record_count", { mode: "number" }).notNull(),
+  agentCount: integer("agent_count").notNull().default(0),
   amount: exact("amount").notNull(),
   cents: exact("cents").notNull(),
   maxCallCents: exact("max_call_cents"),

@@ -1,7 +1,9 @@
 import { sql } from "drizzle-orm";
 import {
+  AppError,
   BUDGET_EXCEEDED_REASON,
   centsOf,
+  MAX_COST_AGENTS_PER_INTENT,
   errors,
   intentEventTypes,
   type Budget,
@@ -15,7 +17,7 @@ import {
 import { RawJson } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
-import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type NewCost } from "../db/cost-statements";
+import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type NewCost, type RecordedCost } from "../db/cost-statements";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../db/statements";
 import { missingOrStale, writeEvents, type NewEvent } from "../event-log";
 import { budgetViolation, isBudgetBlocked, mayManageBudget, readBudget } from "../domain/budget";
@@ -41,6 +43,19 @@ function newCost(input: CostInput, caller: Caller): NewCost {
   };
 }
 
+/** 404 for an absent intent; 409 COST_AGENTS_FULL when the record would add an agent past the limit. */
+function refuseUnrecorded(recorded: RecordedCost, intentId: string, agentId: string): void {
+  if (!recorded.found) throw errors.notFound("intent", intentId);
+  if (!recorded.accepted) {
+    throw new AppError(
+      "COST_AGENTS_FULL",
+      409,
+      `intent ${intentId} already has costs from ${MAX_COST_AGENTS_PER_INTENT} agents, the most one intent tracks; record this cost under one of them`,
+      { intent_id: intentId, agent_id: agentId, limit: MAX_COST_AGENTS_PER_INTENT },
+    );
+  }
+}
+
 /**
  * POST /intents/{id}/costs. The cost is always recorded (it has been spent already); crossing an
  * alert threshold appends budget_alert, exceeding a limit blocks the intent, both in the same
@@ -49,7 +64,7 @@ function newCost(input: CostInput, caller: Caller): NewCost {
 export async function recordCost(ctx: IntentsContext, intentId: string, body: RecordCostBody, caller: Caller): Promise<RawJson> {
   const cost = newCost(body, caller);
   const recorded = await recordCostStatement(ctx.query, intentId, cost, caller.actor, ctx.clock.now());
-  if (!recorded.found) throw errors.notFound("intent", intentId);
+  refuseUnrecorded(recorded, intentId, cost.agent_id);
   if (recorded.events.length) ctx.published();
   return new RawJson(recorded.wire);
 }
@@ -68,8 +83,9 @@ export async function recordCostInTx(
   caller: Caller,
   now: Date,
 ): Promise<{ cost: CostRecord; events: IntentEvent[] }> {
-  const recorded = await recordCostInTransaction(tx, intentId, newCost(input, caller), caller.actor, now);
-  if (!recorded.found) throw errors.notFound("intent", intentId);
+  const cost = newCost(input, caller);
+  const recorded = await recordCostInTransaction(tx, intentId, cost, caller.actor, now);
+  refuseUnrecorded(recorded, intentId, cost.agent_id);
   return { cost: recorded.record, events: recorded.events };
 }
 

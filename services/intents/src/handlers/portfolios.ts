@@ -14,6 +14,7 @@ import {
   type CreatePortfolioBody,
   type IntentStatus,
   type ListEventsQuery,
+  type ListIntentPortfoliosQuery,
   type ListPortfoliosQuery,
   type Portfolio,
   type PortfolioDetail,
@@ -175,16 +176,29 @@ export async function listPortfolios(ctx: IntentsContext, query: ListPortfoliosQ
   };
 }
 
-/** GET /intents/{id}/portfolios: every portfolio the intent belongs to, in the order it joined them. */
-export async function portfoliosOfIntent(ctx: IntentsContext, intentId: string): Promise<{ portfolios: Portfolio[] }> {
-  const rows = rowsOf<PortfolioRow>(
+/**
+ * GET /intents/{id}/portfolios: the portfolios the intent belongs to, in the order it joined them,
+ * a page at a time (an intent may join any number of portfolios; a page is cut by count and by
+ * bytes like every list). Cursor on (added_at, portfolio id).
+ */
+export async function portfoliosOfIntent(ctx: IntentsContext, intentId: string, query: ListIntentPortfoliosQuery) {
+  const after = query.after ? decodeCursor(query.after) : null;
+  const rows = rowsOf<PortfolioRow & { added_at: string }>(
     await ctx.db.execute(sql`
-      select ${COLUMNS}, ${COUNTS} from intents.portfolios p
+      select ${COLUMNS}, ${COUNTS}, pm.added_at from intents.portfolios p
       join intents.portfolio_members pm on pm.portfolio_id = p.id and pm.intent_id = ${intentId}
-      order by pm.added_at, p.id`),
+      ${after ? sql`where (pm.added_at, p.id) > (${after.createdAt}, ${after.id}::uuid)` : sql``}
+      order by pm.added_at, p.id limit ${query.limit + 1}`),
   );
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  return { portfolios: rows.map(toPortfolio) };
+  const { items: page, cut } = fitPage(rows.slice(0, query.limit).map((row) => ({ row, portfolio: toPortfolio(row) })), (p) => jsonBytes(p.portfolio));
+  const last = page[page.length - 1]?.row;
+  const hasMore = cut || rows.length > query.limit;
+  return {
+    portfolios: page.map((p) => p.portfolio),
+    next_cursor: hasMore && last ? encodeCursor(new Date(last.added_at), last.id) : null,
+    has_more: hasMore,
+  };
 }
 
 /**

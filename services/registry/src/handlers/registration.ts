@@ -10,6 +10,7 @@ import {
   type Caller,
   type RegisterAgentBody,
 } from "@intentmesh/contracts";
+import { checkOutboundUrl, isOutboundError } from "@intentmesh/ssrf";
 import type { RegistryContext } from "../context";
 import { agents } from "../db/schema";
 import { commitAgentChange, lifecycleEvent, writeAgentEvents } from "../agent-log";
@@ -24,6 +25,7 @@ import { toAgent, type AgentRow } from "../mapping";
  * another key may not take the id over (403).
  */
 export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBody, caller: Caller): Promise<Agent> {
+  if (body.origin_server_url) assertOriginServerUrl(ctx, body.origin_server_url);
   const now = ctx.clock.now();
   const agentId = body.agent_id ?? `agent-${randomUUID()}`;
   const config = body.heartbeat_config ?? HEARTBEAT_DEFAULTS;
@@ -82,4 +84,18 @@ export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBod
   });
   ctx.published();
   return toAgent(row);
+}
+
+/**
+ * origin_server_url makes the agent a federated one: callbacks and dispatches go there, so it
+ * passes the SSRF guard's URL checks (scheme, userinfo, internal names, address literals in every
+ * spelling) at registration: 400 SSRF_BLOCKED naming the refused class (docs/federation.md).
+ */
+function assertOriginServerUrl(ctx: RegistryContext, url: string): void {
+  try {
+    checkOutboundUrl(url, ctx.outboundPolicy);
+  } catch (error) {
+    if (!isOutboundError(error)) throw error;
+    throw new AppError("SSRF_BLOCKED", 400, `origin_server_url: ${error.message}`, { field: "origin_server_url", refused_class: error.refusedClass });
+  }
 }

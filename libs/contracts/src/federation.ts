@@ -1,0 +1,103 @@
+import { z } from "./zod";
+import { ActorId, Uuid } from "./common";
+import { command } from "./subjects";
+
+/**
+ * Federation (SPEC 2.16, 4.11, 5.7): the contract between the gateway and the federation service.
+ * The bodies of the SPEC are "not shown"; docs/federation.md fixes them.
+ */
+
+/** Event types the federation service writes into intent logs (through the system-event path). */
+export const federationEventTypes = {
+  dispatched: "federation.dispatched",
+  received: "federation.received",
+  callback: "federation.callback",
+  budgetWarning: "federation.budget_warning",
+  completed: "federation.completed",
+  failed: "federation.failed",
+} as const;
+export type FederationEventType = (typeof federationEventTypes)[keyof typeof federationEventTypes];
+
+export const TRUST_POLICIES = ["open", "allowlist", "trustless"] as const;
+export const TrustPolicy = z.enum(TRUST_POLICIES);
+export type TrustPolicy = z.infer<typeof TrustPolicy>;
+
+export const PEER_RELATIONSHIPS = ["peer", "upstream", "downstream"] as const;
+export const AGENT_VISIBILITIES = ["public", "unlisted", "private"] as const;
+export const AgentVisibility = z.enum(AGENT_VISIBILITIES);
+export type AgentVisibility = z.infer<typeof AgentVisibility>;
+
+const ServerUrl = z.string().min(1).max(2048);
+const PermissionName = z.string().min(1).max(200);
+
+export const DelegationScopeBody = z
+  .object({
+    permissions: z.array(PermissionName).max(200).default([]),
+    denied_operations: z.array(PermissionName).max(200).default([]),
+    max_delegation_depth: z.number().int().min(0).max(16).default(0),
+  })
+  .strict();
+
+/** The governance fields of SPEC 2.11 an envelope carries (composed to the strictest on receive). */
+export const FederationPolicyBody = z
+  .object({
+    max_cost: z.number().finite().min(0).optional(),
+    quorum_threshold: z.number().finite().min(0).max(1).optional(),
+    require_status_reason: z.boolean().optional(),
+    completion_mode: z.enum(["auto", "quorum", "require_approval"]).optional(),
+    write_scope: z.enum(["any", "assigned_only"]).optional(),
+    allowed_agents: z.array(ActorId).max(200).optional(),
+  })
+  .strict();
+
+export const DispatchBody = z
+  .object({
+    intent_id: Uuid,
+    target_server: ServerUrl,
+    agent_id: ActorId.optional(),
+    delegation_scope: DelegationScopeBody.optional(),
+    federation_policy: FederationPolicyBody.optional(),
+    trace_context: z.record(z.string().max(64), z.string().max(512)).optional(),
+    /**
+     * Accepted because the official clients send it, checked by the SSRF guard, and not used:
+     * the peer's callbacks always come back to this server's callback endpoint, which writes
+     * them into the intent's log (docs/federation.md).
+     */
+    callback_url: z.string().max(2048).nullable().optional(),
+    idempotency_key: z.string().min(1).max(200).optional(),
+  })
+  .strict()
+  .openapi("FederationDispatch");
+export type DispatchBody = z.infer<typeof DispatchBody>;
+
+/** An HTTP request as the gateway received it, for signature verification: the exact body bytes (UTF-8) and the headers that were signed. */
+export const SignedRequest = z.object({
+  method: z.string().max(16),
+  /** Path and query as received (the service joins it to its own public URL for @target-uri). */
+  path: z.string().max(4096),
+  headers: z.record(z.string().max(64), z.string().max(8192)),
+  body: z.string(),
+});
+export type SignedRequest = z.infer<typeof SignedRequest>;
+
+/** GET /api/v1/federation/agents: local agents by federation visibility (public by default). */
+export const FederationAgentsQuery = z.object({
+  visibility: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split(",").map((s) => s.trim()).filter(Boolean) : ["public"]))
+    .pipe(z.array(AgentVisibility).min(1))
+    .openapi({ description: "comma-separated: public, unlisted, private; default public" }),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+
+export const federationCommands = {
+  discovery: command("federation", "discovery", z.object({})),
+  did: command("federation", "did", z.object({})),
+  status: command("federation", "status", z.object({})),
+  agents: command("federation", "agents", z.object({ query: FederationAgentsQuery })),
+  dispatch: command("federation", "dispatch", z.object({ body: DispatchBody, idempotency_key: z.string().min(1).max(200).nullable() })),
+  receive: command("federation", "receive", z.object({ request: SignedRequest })),
+  callback: command("federation", "callback", z.object({ dispatch_id: Uuid, request: SignedRequest })),
+} as const;

@@ -1,0 +1,39 @@
+import { AppError } from "@intentmesh/contracts";
+import { isOutboundError, type OutboundError } from "@intentmesh/ssrf";
+
+/** The error codes of federation (docs/federation.md, "Errors"). */
+export const federationErrors = {
+  disabled: () => new AppError("FEDERATION_DISABLED", 404, "federation is not enabled on this server"),
+  loop: (message: string, details: Record<string, unknown> = {}) => new AppError("FEDERATION_LOOP", 409, message, details),
+  signatureInvalid: (message: string) => new AppError("SIGNATURE_INVALID", 401, `the request signature was refused: ${message}`),
+  untrusted: (did: string) => new AppError("UNTRUSTED_SERVER", 403, `${did} is not a peer of this server and the trust policy is allowlist`, { server_did: did }),
+  depthExhausted: (message: string) => new AppError("DELEGATION_DEPTH_EXHAUSTED", 403, message),
+  inProgress: (key: string) => new AppError("DISPATCH_IN_PROGRESS", 409, `a dispatch with idempotency key ${key} is being sent right now; retry in a few seconds to get its answer`),
+  keyReused: (key: string) => new AppError("IDEMPOTENCY_KEY_REUSED", 422, `idempotency key ${key} was used for a different dispatch; use a new key`),
+  remoteRefused: (status: number, body: unknown) =>
+    new AppError("DISPATCH_FAILED", 502, `the remote server refused the dispatch with HTTP ${status}`, { remote_status: status, remote_error: remoteError(body) }),
+};
+
+/** An OutboundError of the SSRF guard as an API error: SSRF_BLOCKED 400, DISPATCH_TIMEOUT / DISPATCH_FAILED 502. */
+export function outboundAppError(error: OutboundError): AppError {
+  const details: Record<string, unknown> = {};
+  if (error.refusedClass) details.refused_class = error.refusedClass;
+  if (error.reason) details.reason = error.reason;
+  return new AppError(error.code, error.code === "SSRF_BLOCKED" ? 400 : 502, error.message, details);
+}
+
+export function asOutboundAppError(error: unknown): AppError | null {
+  return isOutboundError(error) ? outboundAppError(error) : null;
+}
+
+/** Only the code and message of a peer's error body, cut short: a peer's answer is not ours to relay whole. */
+function remoteError(body: unknown): { code?: string; message?: string } | null {
+  if (!body || typeof body !== "object") return null;
+  const error = (body as { error?: unknown }).error ?? body;
+  if (!error || typeof error !== "object") return null;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return {
+    ...(typeof code === "string" ? { code: code.slice(0, 64) } : {}),
+    ...(typeof message === "string" ? { message: message.slice(0, 300) } : {}),
+  };
+}

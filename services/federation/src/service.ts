@@ -1,0 +1,126 @@
+import crypto from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { federationCommands as commands, healthCommand, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import type { DatabaseHandle } from "@intentmesh/db";
+import type { Connector, GuardedFetchOptions, Resolver } from "@intentmesh/ssrf";
+import type { Logger } from "@intentmesh/telemetry";
+import type { Subscription } from "@nats-io/transport-node";
+import { count, isNull } from "drizzle-orm";
+import type { FederationContext } from "./context";
+import { outbox, outgoingCallbacks } from "./db/schema";
+import { DidResolver } from "./did-resolver";
+import { loadSigningKey, serverIdentity, type KeySource } from "./identity";
+import { defaultSettings, type FederationSettings } from "./settings";
+import { CallbackSender } from "./callback-sender";
+import { startCallbackProjection } from "./callback-projection";
+import { dispatch } from "./handlers/dispatch";
+import { receive } from "./handlers/receive";
+import { receiveCallback } from "./handlers/callbacks-in";
+import { agents, did, discovery, status } from "./handlers/queries";
+
+export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
+export { defaultSettings, type FederationSettings } from "./settings";
+
+export interface FederationServiceOptions {
+  bus: Bus;
+  database: DatabaseHandle;
+  logger: Logger;
+  settings?: Partial<FederationSettings>;
+  /** Where the signing key comes from (a PEM, a file, else a development key under dataDir). */
+  key?: Partial<KeySource>;
+  clock?: Clock;
+  /** Test seam: name resolution of outbound calls (default: the system resolver). */
+  resolve?: Resolver;
+  /** Test seam: the connect step of outbound calls (tests pass a tripwire that refuses anything but loopback). */
+  connect?: Connector;
+  callbackIntervalMs?: number;
+  relay?: Partial<RelayOptions>;
+}
+
+export interface FederationService {
+  ctx: FederationContext;
+  relay: OutboxRelay;
+  callbacks: CallbackSender;
+  stop(): Promise<void>;
+}
+
+/** Migrates the schema, loads the identity, serves every command subject, starts the relay, the callback projection and sender. */
+export async function startFederationService(options: FederationServiceOptions): Promise<FederationService> {
+  const { bus, database, logger } = options;
+  const settings = defaultSettings(options.settings);
+  await database.migrate("federation", MIGRATIONS_FOLDER);
+  await ensureStream(bus, streams.intents);
+  await ensureStream(bus, systemEventStream);
+
+  // Disabled, nothing is signed or published: an in-memory key stands in, and no file is written
+  // (a read-only container never needs a data directory for a service it does not use).
+  const key = settings.enabled
+    ? loadSigningKey({ pem: options.key?.pem, file: options.key?.file, dataDir: options.key?.dataDir ?? ".data" })
+    : { privateKey: crypto.generateKeyPairSync("ed25519").privateKey, source: "development" as const, file: undefined };
+  if (settings.enabled && key.source === "development") {
+    logger.warn({ file: key.file }, "federation: no signing key configured (FEDERATION_SIGNING_KEY or FEDERATION_SIGNING_KEY_FILE); using a development key from the data directory, which replicas do not share");
+  }
+  if (settings.allowLoopback) logger.warn("federation: loopback peers and plain http are allowed: a TEST-ONLY setting that must never be on in production");
+  const identity = serverIdentity(settings.serverUrl, key.privateKey, key.source);
+
+  const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "federation", ...options.relay });
+  const clock = options.clock ?? systemClock;
+  const outbound: GuardedFetchOptions = {
+    allowLoopback: settings.allowLoopback,
+    timeoutMs: settings.dispatchTimeoutMs,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(options.connect ? { connect: options.connect } : {}),
+  };
+  let sender: CallbackSender | undefined;
+  const ctx: FederationContext = {
+    db: database.db,
+    clock,
+    logger,
+    client: new BusClient(bus, 5000),
+    settings,
+    identity,
+    outbound,
+    dids: new DidResolver(clock, settings.didCacheTtlMs, () => outbound),
+    published: () => relay.kick(),
+    callbacksQueued: () => void sender?.sweep().catch((err: unknown) => logger.warn({ err }, "callback sender failed; next tick retries")),
+  };
+  sender = new CallbackSender(ctx, options.callbackIntervalMs ?? 1000);
+
+  const subs: Subscription[] = [
+    serveCommand(bus, commands.discovery, async () => discovery(ctx), logger),
+    serveCommand(bus, commands.did, async () => did(ctx), logger),
+    serveCommand(bus, commands.status, () => status(ctx), logger),
+    serveCommand(bus, commands.agents, (input) => agents(ctx, input.query), logger),
+    serveCommand(bus, commands.dispatch, (input, caller) => dispatch(ctx, input.body, input.idempotency_key, caller), logger),
+    serveCommand(bus, commands.receive, (input) => receive(ctx, input.request), logger),
+    serveCommand(bus, commands.callback, (input) => receiveCallback(ctx, input.dispatch_id, input.request), logger),
+    serveCommand(
+      bus,
+      healthCommand("federation"),
+      async () => {
+        await database.ping();
+        const [pending] = await database.db.select({ n: count() }).from(outgoingCallbacks).where(isNull(outgoingCallbacks.deliveredAt));
+        return { service: "federation", database: "ok", enabled: settings.enabled, outbox_backlog: await relay.backlog(), callbacks_pending: Number(pending?.n ?? 0) };
+      },
+      logger,
+    ),
+  ];
+  const projection = settings.enabled ? await startCallbackProjection(bus, database.db, clock, logger, ctx.callbacksQueued) : undefined;
+  relay.start();
+  if (settings.enabled) sender.start();
+  logger.info({ enabled: settings.enabled, did: settings.enabled ? identity.did : undefined, trust_policy: settings.trustPolicy }, "federation service started");
+
+  return {
+    ctx,
+    relay,
+    callbacks: sender,
+    stop: async () => {
+      for (const sub of subs) sub.unsubscribe();
+      await projection?.stop();
+      await sender?.stop();
+      await relay.stop();
+    },
+  };
+}
