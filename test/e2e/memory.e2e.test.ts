@@ -4,6 +4,9 @@ import { memoryStream, systemEventStream, type ManualClock } from "@intentmesh/c
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
+import { eq } from "drizzle-orm";
+import { insertPrepared, prepareCreate } from "../../services/memory/src/handlers/entries";
+import { tasks as memoryTasks } from "../../services/memory/src/db/schema";
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -400,6 +403,18 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
     expect(JSON.stringify(created.data)).not.toContain("v1");
     expect(archived.data.payload.data).toEqual({ entries_archived: 1, snapshot: [{ namespace: "w", key: "k1", value: { secret: "v1" }, tags: ["t"] }] });
     expectError(await write(a.headers, { namespace: "w", key: "late", value: {}, scope: { task_id: task.id } }), 409, "TASK_ENDED");
+  });
+
+  it("a create checked before the task ended but committed after is refused inside its transaction", async () => {
+    const a = await newAgent();
+    const { task } = await claimedTask(a);
+    const ctx = cluster.memory.ctx;
+    const caller = { principal: "agent-1", roles: ["agent" as const], actor: a.id, agent_id: a.id };
+    // Checked while the task runs...
+    const prepared = await prepareCreate(ctx, { namespace: "w", key: "racing", value: {}, memory_type: "working", tags: [], scope: { task_id: task.id } }, caller, clock().now());
+    // ...then the task-end consumer marks it ended (as it does before deleting the working memory).
+    await ctx.db.update(memoryTasks).set({ ended: true }).where(eq(memoryTasks.taskId, task.id));
+    await expect(ctx.db.transaction((tx) => insertPrepared(ctx, tx, prepared, caller, []))).rejects.toMatchObject({ code: "TASK_ENDED", status: 409 });
   });
 
   it("events without task or intent context go to the memory stream for the agent", async () => {

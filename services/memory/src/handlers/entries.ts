@@ -12,7 +12,7 @@ import {
   type PatchMemoryBody,
 } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
-import { entries } from "../db/schema";
+import { entries, tasks } from "../db/schema";
 import type { MemoryContext } from "../context";
 import { actingAgent } from "../domain/access";
 import { PRIORITY_RANK } from "../domain/capacity";
@@ -24,6 +24,9 @@ import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
 
 export const entryNotFound = (id: string) => new AppError("ENTRY_NOT_FOUND", 404, `memory entry ${id} was not found`, { entry_id: id });
+
+const taskEnded = (taskId: string) =>
+  new AppError("TASK_ENDED", 409, `task ${taskId} has ended: its working memory was archived and no new entry may join it`, { task_id: taskId });
 
 const episodicOnly = (field: string, memoryType: string) =>
   new AppError("FIELD_NOT_ALLOWED", 400, `${field} applies to episodic memory only, not to ${memoryType} entries`, { field, memory_type: memoryType });
@@ -58,9 +61,7 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
       throw errors.validation(`scope.intent_id ${intentId} is not the intent of task ${taskId} (${task.intentId})`);
     }
     intentId = task.intentId;
-    if (type === "working" && task.ended) {
-      throw new AppError("TASK_ENDED", 409, `task ${taskId} has ended: its working memory was archived and no new entry may join it`, { task_id: taskId });
-    }
+    if (type === "working" && task.ended) throw taskEnded(taskId);
     if (type === "working") taskLimits = { maxEntries: task.memoryPolicy.max_entries, maxTotalSizeKb: task.memoryPolicy.max_total_size_kb };
   } else if (intentId) {
     // The caller must be able to read the intent whose log will carry the entry's events.
@@ -97,6 +98,13 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
 /** Inserts a prepared entry in the caller's transaction: capacity first, then the row and its event. */
 export async function insertPrepared(ctx: MemoryContext, tx: Tx, prepared: PreparedCreate, caller: Caller, events: NewMemoryEvent[]): Promise<EntryRow> {
   const { row } = prepared;
+  if (row.memoryType === "working" && row.taskId) {
+    // Under a share lock on the task record: the task-end consumer marks it ended (a row lock)
+    // before deleting the task's working memory, so an entry either commits before that delete
+    // (and is archived with the rest) or sees the end here.
+    const [task] = await tx.select({ ended: tasks.ended }).from(tasks).where(eq(tasks.taskId, row.taskId)).for("share");
+    if (task?.ended) throw taskEnded(row.taskId);
+  }
   if (row.memoryType === "episodic") events.push(...(await makeRoomForEpisodic(ctx, tx, row.agentId, actingAgent(caller))));
   if (row.memoryType === "working" && row.taskId && prepared.task) await assertWorkingRoom(ctx, tx, row.taskId, prepared.task, 1, row.valueBytes);
   const [inserted] = await tx.insert(entries).values(row).onConflictDoNothing().returning();
