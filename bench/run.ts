@@ -239,6 +239,10 @@ async function main(): Promise<void> {
   const intents = startNode({ name: "intents", script: "services/intents/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("intents") });
   const registry = startNode({ name: "registry", script: "services/registry/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("registry") });
   const governance = startNode({ name: "governance", script: "services/governance/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("governance") });
+  // The gateway's /readyz asks every service of CLUSTER_SERVICES; memory is benchmarked by bench/memory.ts.
+  const memory = startNode({ name: "memory", script: "services/memory/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("memory") });
+  // Federation runs disabled (FEDERATION_ENABLED unset): it answers its health check for /readyz.
+  const federation = startNode({ name: "federation", script: "services/federation/src/main.ts", env: common, logDir: LOG_DIR });
   const gateway = startNode({
     name: "gateway",
     script: "services/gateway/src/main.ts",
@@ -246,7 +250,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForOk(`${baseUrl}/readyz`, [intents, registry, governance, gateway]);
+  await waitForOk(`${baseUrl}/readyz`, [intents, registry, governance, memory, federation, gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair

@@ -12,6 +12,7 @@ import { connectBus, natsReachable } from "@intentmesh/bus";
 import { StartupError, createLogger, redactUrl, runMain, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService } from "../services/intents/src/service";
 import { startRegistryService } from "../services/registry/src/service";
+import { startMemoryService } from "../services/memory/src/service";
 import { startFederationService } from "../services/federation/src/service";
 import { federationEnvSchema, settingsFromEnv } from "../services/federation/src/settings";
 import { startGovernanceService } from "../services/governance/src/service";
@@ -35,6 +36,7 @@ await runMain("intentmesh", async () => {
   const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE);
   const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
   const registry = await startRegistryService({ bus, database, logger: createLogger("registry", config.LOG_LEVEL) });
+  const memory = await startMemoryService({ bus, database, logger: createLogger("memory", config.LOG_LEVEL) });
   const federation = await startFederationService({
     bus,
     database,
@@ -58,7 +60,7 @@ await runMain("intentmesh", async () => {
     { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
     `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
   );
-  stopOnSignals(logger, [() => gateway.stop(), () => governance.stop(), () => federation.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
+  stopOnSignals(logger, [() => gateway.stop(), () => governance.stop(), () => federation.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 });
 
 /** Starts a nats-server with JetStream under the data directory when nothing answers the default NATS address. */

@@ -45,4 +45,17 @@ describe("the cluster on its embedded database", () => {
       expect(events.at(-1)).toMatchObject({ event_type: "lease_released", payload: { reason: "agent_dead" } });
     });
   });
+
+  it("keeps working memory of a task and archives it when the task completes", async () => {
+    const agent = { "X-Agent-ID": "embedded-memory-agent" };
+    expect((await cluster.api("/agents", { body: { agent_id: "embedded-memory-agent" }, key: "agent" })).status).toBe(201);
+    const intent = (await cluster.api("/intents", { body: { title: "memory", status: "active" } })).body;
+    const task = (await cluster.api(`/intents/${intent.id}/tasks`, { body: { title: "t" }, key: "coordinator" })).body;
+    expect((await cluster.api(`/tasks/${task.id}/claim`, { body: {}, headers: agent, key: "agent" })).status).toBe(200);
+    const entry = await cluster.api("/memory", { body: { namespace: "w", key: "k", value: { v: 1 }, scope: { task_id: task.id } }, headers: agent, key: "agent" });
+    expect(entry.status, JSON.stringify(entry.body)).toBe(201);
+    const started = await cluster.api(`/tasks/${task.id}/start`, { body: {}, headers: agent, key: "agent" });
+    expect((await cluster.api(`/tasks/${task.id}/complete`, { body: {}, headers: { ...agent, "If-Match": String(started.body.version) }, key: "agent" })).status).toBe(200);
+    await vi.waitFor(async () => expect((await cluster.api(`/memory/${entry.body.id}`, { headers: agent, key: "agent" })).status).toBe(404), { timeout: 10_000, interval: 100 });
+  });
 });

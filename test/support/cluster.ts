@@ -9,6 +9,7 @@ import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
 import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
+import { startMemoryService, type MemoryService } from "../../services/memory/src/service";
 import { startFederationService, type FederationService, type FederationSettings } from "../../services/federation/src/service";
 import type { Connector, Resolver } from "@intentmesh/ssrf";
 import { startGovernanceService, type GovernanceService } from "../../services/governance/src/service";
@@ -34,6 +35,7 @@ export interface TestCluster {
   databaseUrl: string;
   intents: IntentsService;
   registry: RegistryService;
+  memory: MemoryService;
   /** Always running; disabled (404 FEDERATION_DISABLED) unless the cluster was started with `federation`. */
   federation: FederationService;
   governance: GovernanceService;
@@ -74,6 +76,8 @@ export interface ClusterOptions {
   defaultRetryPolicy?: HumanRetryPolicy;
   /** Where log lines go, at debug level, for tests that read them. */
   logDestination?: { write(line: string): void };
+  /** Memory service options (episodic capacity, guardrails). */
+  memory?: { episodicCapacity?: number; guardrails?: import("../../services/memory/src/domain/access").Guardrails };
   /** Enables federation; the server URL is the gateway's own address unless given. */
   federation?: FederationClusterOptions;
 }
@@ -113,6 +117,8 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     // TEST-ONLY: the loopback allowance follows the federation option of the one test that sets it.
     outboundPolicy: { allowLoopback: options.federation?.allowLoopback ?? false },
   });
+  // The memory service's expiry sweeper runs only when a test calls memory.sweeper.sweep(), on the manual clock.
+  const memory = await startMemoryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000, ...options.memory });
   const { gateway, baseUrl, api } = await startTestGateway(bus, logger, { ssePingMs: options.ssePingMs, bodyLimit: options.bodyLimit, federation: Boolean(options.federation) });
   // After the gateway: the server URL (and with it the did:web) is the gateway's own address.
   const federationDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "im-federation-"));
@@ -139,6 +145,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     databaseUrl: testDb.url,
     intents,
     registry,
+    memory,
     federation,
     governance,
     gateway,
@@ -147,6 +154,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     api,
     stop: async () => {
       await gateway.stop();
+      await memory.stop();
       await federation.stop();
       await governance.stop();
       await registry.stop();

@@ -15,5 +15,6 @@ export * from "./portfolios";
 export * from "./json-safety";
 export * from "./tasks";
 export * from "./system-events";
+export * from "./memory";
 export * from "./federation";
 export * from "./governance";

@@ -7,6 +7,7 @@ import { retryRoutes } from "./routes-retries";
 import { portfolioRoutes } from "./routes-portfolios";
 import { costRoutes } from "./routes-costs";
 import { taskRoutes } from "./routes-tasks";
+import { memoryRoutes } from "./routes-memory";
 import { federationRoutes } from "./routes-federation";
 import { governanceRoutes } from "./routes-governance";
 
@@ -119,4 +120,4 @@ const intentRoutes: Route[] = [
 ];
 
 /** Every route of the API; each area of the API keeps its routes in its own module. */
-export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...governanceRoutes, ...federationRoutes];
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...governanceRoutes, ...memoryRoutes, ...federationRoutes];

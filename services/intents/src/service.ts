@@ -11,7 +11,6 @@ import { LeaseSweeper } from "./lease-sweeper";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./handlers/portfolios";
 import { beginSuspension, endSuspension } from "./handlers/suspension";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolio-projection";
-import { startSystemEventConsumer } from "./system-event-consumer";
 import { getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./handlers/governance";
 import { createIntent, getIntent, listIntents } from "./handlers/intents";
 import { patchState } from "./handlers/state";

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { healthCommand, registryCommands as commands, streams, systemClock, type Clock } from "@intentmesh/contracts";
+import { healthCommand, memoryStream, registryCommands as commands, streams, systemClock, type Clock } from "@intentmesh/contracts";
 import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -10,6 +10,7 @@ import type { RegistryContext } from "./context";
 import { outbox } from "./db/schema";
 import { AgentSweeper } from "./sweeper";
 import { startAssignmentProjection } from "./assignment-projection";
+import { startMemoryProjection } from "./memory-projection";
 import { registerAgent } from "./handlers/registration";
 import { heartbeat } from "./handlers/heartbeat";
 import { changeAgentStatus, deregisterAgent } from "./handlers/status";
@@ -43,6 +44,7 @@ export async function startRegistryService(options: RegistryServiceOptions): Pro
   await database.migrate("registry", MIGRATIONS_FOLDER);
   await ensureStream(bus, streams.registry);
   await ensureStream(bus, streams.intents);
+  await ensureStream(bus, memoryStream);
 
   const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "registry", ...options.relay });
   const clock = options.clock ?? systemClock;
@@ -79,6 +81,7 @@ export async function startRegistryService(options: RegistryServiceOptions): Pro
     ),
   ];
   const projection = await startAssignmentProjection(bus, database.db, clock, logger, () => relay.kick());
+  const memoryProjection = await startMemoryProjection(bus, database.db, clock, logger, () => relay.kick());
   relay.start();
   sweeper.start();
   logger.info({ database: database.kind }, "registry service started");
@@ -90,6 +93,7 @@ export async function startRegistryService(options: RegistryServiceOptions): Pro
     stop: async () => {
       for (const sub of subs) sub.unsubscribe();
       await projection.stop();
+      await memoryProjection.stop();
       await sweeper.stop();
       await relay.stop();
     },

@@ -1,0 +1,111 @@
+/**
+ * `pnpm bench:memory`: the memory service's two scenarios (docs/benchmarks.md, "Memory").
+ *   memory_write: POST /api/v1/memory, working entries with two tags each, spread over 32 agents;
+ *   memory_query: GET /api/v1/memory?agent_id=..&tags=.. over one agent's 10,000 entries (each
+ *                 query matches 1 in 20 of them, returns the first 100).
+ * A fresh database and bus namespace; intents, registry, memory and the gateway as processes.
+ */
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+import autocannon from "autocannon";
+import pg from "pg";
+import { CLUSTER_SERVICES } from "@intentmesh/contracts";
+import { BENCH_DIR, freePort, startNode, stopAll, waitForOk } from "./lib/processes";
+import { percentile } from "./lib/sse-fanout";
+
+const seconds = Number(process.env.BENCH_SECONDS || 10);
+const connections = Number(process.env.BENCH_CONNECTIONS || 32);
+const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+const natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222";
+const LOG_DIR = path.join(BENCH_DIR, "results", "logs");
+const TAGS = Array.from({ length: 20 }, (_, i) => `tag${i}`);
+const QUERY_ENTRIES = 10_000;
+
+async function main() {
+  const namespace = `benchmem${randomBytes(4).toString("hex")}`;
+  const dbName = `im_bench_mem_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${dbName}`);
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const apiKey = `bench_${randomBytes(24).toString("base64url")}`;
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const common = { NATS_URL: natsUrl, DATABASE_URL: dbUrl.toString(), BUS_NAMESPACE: namespace, LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: undefined };
+  // Every service of the cluster: the gateway's /readyz waits for each of them.
+  const children = CLUSTER_SERVICES.map((name) => startNode({ name: `mem-${name}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR }));
+  const gateway = startNode({
+    name: "mem-gateway",
+    script: "services/gateway/src/main.ts",
+    env: { ...common, API_KEYS: JSON.stringify([{ key: apiKey, principal: "bench", roles: ["admin"] }]), PORT: String(port), HOST: "127.0.0.1" },
+    logDir: LOG_DIR,
+  });
+  const headers = { "content-type": "application/json", "x-api-key": apiKey };
+  try {
+    await waitForOk(`${base}/readyz`, [...children, gateway]);
+    const load = os.loadavg()[0]!.toFixed(2);
+
+    // memory_write
+    let n = 0;
+    const write = await autocannon({
+      url: `${base}/api/v1/memory`,
+      connections,
+      duration: seconds,
+      requests: [
+        {
+          method: "POST",
+          setupRequest: (req) => {
+            const i = n++;
+            return {
+              ...req,
+              headers: { ...headers, "x-agent-id": `writer-${i % 32}` },
+              body: JSON.stringify({ namespace: `bench.ns${i % 10}`, key: `k${i}`, value: { i, note: "a bench entry" }, tags: [TAGS[i % 20], TAGS[(i + 7) % 20]] }),
+            };
+          },
+        },
+      ],
+    });
+
+    // memory_query: seed 10,000 entries of one agent by batches of 100
+    const agent = "reader-0";
+    for (let b = 0; b < QUERY_ENTRIES / 100; b++) {
+      const entries = Array.from({ length: 100 }, (_, j) => {
+        const i = b * 100 + j;
+        return { namespace: `bench.q${i % 10}`, key: `q${i}`, value: { i }, memory_type: "episodic", tags: [TAGS[i % 20]] };
+      });
+      const res = await fetch(`${base}/api/v1/memory/batch`, { method: "POST", headers: { ...headers, "x-agent-id": agent }, body: JSON.stringify({ entries }) });
+      if (res.status !== 200) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
+    }
+    let q = 0;
+    const query = await autocannon({
+      url: `${base}/api/v1/memory`,
+      connections: Math.min(connections, 16),
+      duration: seconds,
+      requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: `/api/v1/memory?agent_id=${agent}&memory_type=episodic&tags=${TAGS[q++ % 20]}`, headers: { ...headers, "x-agent-id": agent } }) }],
+    });
+    // Unloaded latency of a single query, sequential (what one agent sees).
+    const single: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const t = performance.now();
+      await (await fetch(`${base}/api/v1/memory?agent_id=${agent}&memory_type=episodic&tags=${TAGS[i % 20]}`, { headers: { ...headers, "x-agent-id": agent } })).arrayBuffer();
+      single.push(performance.now() - t);
+    }
+    const ok = (r: autocannon.Result) => r.requests.total - r.non2xx - r.errors;
+    const report = {
+      date: new Date().toISOString(),
+      machine: `${os.cpus().length} x ${os.cpus()[0]?.model}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, load ${load} at start`,
+      memory_write: { req_s: Math.round(ok(write) / seconds), p50_ms: write.latency.p50, p99_ms: write.latency.p99, non2xx: write.non2xx, errors: write.errors },
+      memory_query: { req_s: Math.round(ok(query) / seconds), p50_ms: query.latency.p50, p99_ms: query.latency.p99, non2xx: query.non2xx, errors: query.errors },
+      memory_query_sequential: { p50_ms: Math.round(percentile(single.sort((a, b) => a - b), 50) * 100) / 100, p99_ms: Math.round(percentile(single, 99) * 100) / 100 },
+    };
+    console.log(JSON.stringify(report, null, 2));
+  } finally {
+    await stopAll();
+    await admin.query(`drop database if exists ${dbName} with (force)`).catch(() => undefined);
+    await admin.end();
+  }
+}
+
+await main();

@@ -1,0 +1,246 @@
+import { randomUUID } from "node:crypto";
+import { and, eq, sql } from "drizzle-orm";
+import {
+  AppError,
+  errors,
+  intentsCommands,
+  jsonBytes,
+  memoryEventTypes,
+  type Caller,
+  type CreateMemoryBody,
+  type MemoryEntry,
+  type PatchMemoryBody,
+} from "@intentmesh/contracts";
+import type { Tx } from "@intentmesh/db";
+import { entries, tasks } from "../db/schema";
+import type { MemoryContext } from "../context";
+import { actingAgent } from "../domain/access";
+import { PRIORITY_RANK } from "../domain/capacity";
+import { expiryOf } from "../domain/lifetime";
+import { assertAccess } from "../entry-access";
+import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "../events";
+import { toEntry, type EntryRow } from "../mapping";
+import { loadLocalTask, loadTask } from "../task-views";
+import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
+
+export const entryNotFound = (id: string) => new AppError("ENTRY_NOT_FOUND", 404, `memory entry ${id} was not found`, { entry_id: id });
+
+const taskEnded = (taskId: string) =>
+  new AppError("TASK_ENDED", 409, `task ${taskId} has ended: its working memory was archived and no new entry may join it`, { task_id: taskId });
+
+const episodicOnly = (field: string, memoryType: string) =>
+  new AppError("FIELD_NOT_ALLOWED", 400, `${field} applies to episodic memory only, not to ${memoryType} entries`, { field, memory_type: memoryType });
+
+/** A create, checked and resolved outside the transaction (task, intent, expiry). */
+export interface PreparedCreate {
+  row: EntryRow;
+  task: { maxEntries: number | null | undefined; maxTotalSizeKb: number | null | undefined } | null;
+}
+
+/**
+ * Checks a create (tier fields, scope, ttl, access) and builds its row; nothing is written.
+ * scope.task_id must name a task that has not ended (its working memory would never be archived);
+ * scope.intent_id must name an intent the caller can read, and agree with the task's.
+ */
+export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, callerIn: Caller, now: Date): Promise<PreparedCreate> {
+  // Without X-Agent-ID, the body's agent_id (checked by the gateway as bound to the key) is the acting agent.
+  const caller = callerIn.agent_id === null && body.agent_id ? { ...callerIn, agent_id: body.agent_id } : callerIn;
+  const type = body.memory_type;
+  if (type !== "episodic") {
+    if (body.pinned !== undefined) throw episodicOnly("pinned", type);
+    if (body.priority !== undefined) throw episodicOnly("priority", type);
+  }
+  const owner = body.agent_id ?? actingAgent(caller);
+  let taskId = body.scope?.task_id ?? null;
+  let intentId = body.scope?.intent_id ?? null;
+  let taskLimits: PreparedCreate["task"] = null;
+  if (taskId) {
+    const task = await loadTask(ctx, taskId);
+    if (!task) throw new AppError("TASK_NOT_FOUND", 404, `scope.task_id ${taskId} names no task`, { task_id: taskId });
+    if (intentId && intentId !== task.intentId) {
+      throw errors.validation(`scope.intent_id ${intentId} is not the intent of task ${taskId} (${task.intentId})`);
+    }
+    intentId = task.intentId;
+    if (type === "working" && task.ended) throw taskEnded(taskId);
+    if (type === "working") taskLimits = { maxEntries: task.memoryPolicy.max_entries, maxTotalSizeKb: task.memoryPolicy.max_total_size_kb };
+  } else if (intentId) {
+    // The caller must be able to read the intent whose log will carry the entry's events.
+    await ctx.client.request(intentsCommands.get, caller, { intent_id: intentId });
+  }
+  const expiry = expiryOf(now, body.ttl, body.expires_at, taskId);
+  if (!expiry.ok) throw errors.validation(expiry.reason);
+  await assertAccess(ctx, caller, { agentId: owner, memoryType: type, namespace: body.namespace, taskId }, "write");
+  const row: EntryRow = {
+    id: randomUUID(),
+    agentId: owner,
+    namespace: body.namespace,
+    key: body.key,
+    value: body.value,
+    valueBytes: jsonBytes(body.value),
+    memoryType: type,
+    taskId,
+    intentId,
+    tags: [...new Set(body.tags)],
+    ttl: body.ttl ?? null,
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+    lastUsedAt: now,
+    expiresAt: expiry.expiresAt,
+    pinned: type === "episodic" ? (body.pinned ?? false) : null,
+    priority: type === "episodic" ? PRIORITY_RANK[body.priority ?? "normal"] : null,
+    curatedBy: body.curated_by ?? (type === "semantic" ? actingAgent(caller) : null),
+    sensitivity: body.sensitivity ?? null,
+  };
+  return { row, task: taskLimits };
+}
+
+/** Inserts a prepared entry in the caller's transaction: capacity first, then the row and its event. */
+export async function insertPrepared(ctx: MemoryContext, tx: Tx, prepared: PreparedCreate, caller: Caller, events: NewMemoryEvent[]): Promise<EntryRow> {
+  const { row } = prepared;
+  if (row.memoryType === "working" && row.taskId) {
+    // Under a share lock on the task record: the task-end consumer marks it ended (a row lock)
+    // before deleting the task's working memory, so an entry either commits before that delete
+    // (and is archived with the rest) or sees the end here.
+    const [task] = await tx.select({ ended: tasks.ended }).from(tasks).where(eq(tasks.taskId, row.taskId)).for("share");
+    if (task?.ended) throw taskEnded(row.taskId);
+  }
+  if (row.memoryType === "episodic") events.push(...(await makeRoomForEpisodic(ctx, tx, row.agentId, actingAgent(caller))));
+  if (row.memoryType === "working" && row.taskId && prepared.task) await assertWorkingRoom(ctx, tx, row.taskId, prepared.task, 1, row.valueBytes);
+  const [inserted] = await tx.insert(entries).values(row).onConflictDoNothing().returning();
+  if (!inserted) {
+    const where =
+      row.memoryType === "semantic"
+        ? sql`${entries.memoryType} = 'semantic' and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`
+        : sql`${entries.memoryType} <> 'semantic' and ${entries.agentId} = ${row.agentId} and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`;
+    const [existing] = await tx.select({ id: entries.id, memoryType: entries.memoryType, version: entries.version }).from(entries).where(where);
+    throw new AppError(
+      "ENTRY_EXISTS",
+      409,
+      `an entry with namespace ${row.namespace} and key ${row.key} already exists${row.memoryType === "semantic" ? "" : ` for agent ${row.agentId}`}; update it with PATCH /memory/{id}`,
+      { entry_id: existing?.id ?? null, memory_type: existing?.memoryType ?? null },
+      { entry_id: existing?.id ?? null, current_version: existing?.version ?? null },
+    );
+  }
+  events.push(entryEvent(memoryEventTypes.created, inserted, null, actingAgent(caller)));
+  return inserted;
+}
+
+/** POST /memory. */
+export async function createEntry(ctx: MemoryContext, body: CreateMemoryBody, caller: Caller): Promise<MemoryEntry> {
+  const now = ctx.clock.now();
+  const prepared = await prepareCreate(ctx, body, caller, now);
+  const row = await ctx.db.transaction(async (tx) => {
+    const events: NewMemoryEvent[] = [];
+    const inserted = await insertPrepared(ctx, tx, prepared, caller, events);
+    await writeMemoryEvents(tx, events, now);
+    return inserted;
+  });
+  ctx.published();
+  return toEntry(row);
+}
+
+export async function findEntry(ctx: MemoryContext, id: string): Promise<EntryRow> {
+  const [row] = await ctx.db.select().from(entries).where(eq(entries.id, id));
+  if (!row) throw entryNotFound(id);
+  return row;
+}
+
+const factsOf = (row: EntryRow) => ({ id: row.id, agentId: row.agentId, memoryType: row.memoryType as "working", namespace: row.namespace, taskId: row.taskId });
+
+/** GET /memory/{id}. A read by an agent that may write the entry counts as a use (episodic LRU). */
+export async function getEntry(ctx: MemoryContext, id: string, caller: Caller): Promise<MemoryEntry> {
+  const row = await findEntry(ctx, id);
+  const access = await assertAccess(ctx, caller, factsOf(row), "read");
+  if (access === "write" && row.memoryType === "episodic") {
+    await ctx.db.update(entries).set({ lastUsedAt: ctx.clock.now() }).where(eq(entries.id, id));
+  }
+  return toEntry(row);
+}
+
+/** The 409 of rule 1: the body carries the current entry (its fields at the top level) and current_version. */
+export function versionMismatch(current: EntryRow, expected: number): AppError {
+  const entry = toEntry(current);
+  return new AppError(
+    "VERSION_MISMATCH",
+    409,
+    `memory entry ${current.id} is at version ${current.version}, not ${expected}`,
+    { resource: "memory entry", id: current.id, current_version: current.version, expected_version: expected },
+    { ...entry, current_version: current.version },
+  );
+}
+
+/**
+ * Applies an update to a locked, access-checked row: conditional on the version, version + 1,
+ * expiry recomputed when ttl or expires_at change, working capacity checked on growth.
+ */
+export async function applyUpdate(ctx: MemoryContext, tx: Tx, current: EntryRow, expected: number, body: PatchMemoryBody, caller: Caller, now: Date, events: NewMemoryEvent[]): Promise<EntryRow> {
+  if (current.version !== expected) throw versionMismatch(current, expected);
+  if (current.memoryType !== "episodic") {
+    if (body.pinned !== undefined) throw episodicOnly("pinned", current.memoryType);
+    if (body.priority !== undefined) throw episodicOnly("priority", current.memoryType);
+  }
+  const changes: Partial<EntryRow> = { updatedAt: now, lastUsedAt: now };
+  if (body.value !== undefined) {
+    changes.value = body.value;
+    changes.valueBytes = jsonBytes(body.value);
+  }
+  if (body.tags !== undefined) changes.tags = [...new Set(body.tags)];
+  if (body.pinned !== undefined) changes.pinned = body.pinned;
+  if (body.priority !== undefined) changes.priority = PRIORITY_RANK[body.priority];
+  if (body.sensitivity !== undefined) changes.sensitivity = body.sensitivity;
+  if (body.ttl !== undefined || body.expires_at !== undefined) {
+    const ttl = body.ttl === undefined ? current.ttl : body.ttl;
+    const expiry = expiryOf(now, ttl, body.expires_at ?? null, current.taskId);
+    if (!expiry.ok) throw errors.validation(expiry.reason);
+    changes.ttl = ttl;
+    changes.expiresAt = expiry.expiresAt;
+  }
+  if (current.memoryType === "working" && current.taskId && changes.valueBytes !== undefined && changes.valueBytes > current.valueBytes) {
+    // The local record only: no bus request inside the transaction (the create already fetched it).
+    const task = await loadLocalTask(tx, current.taskId);
+    if (task) {
+      await assertWorkingRoom(ctx, tx, current.taskId, { maxEntries: task.memoryPolicy.max_entries, maxTotalSizeKb: task.memoryPolicy.max_total_size_kb }, 0, changes.valueBytes - current.valueBytes);
+    }
+  }
+  const [row] = await tx
+    .update(entries)
+    .set({ ...changes, version: sql`${entries.version} + 1` } as never)
+    .where(and(eq(entries.id, current.id), eq(entries.version, expected)))
+    .returning();
+  if (!row) throw versionMismatch(current, expected);
+  events.push(entryEvent(memoryEventTypes.updated, row, current.version, actingAgent(caller)));
+  return row;
+}
+
+/** PATCH /memory/{id}: If-Match required (428), 409 VERSION_MISMATCH with the current entry. */
+export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number | null, body: PatchMemoryBody, caller: Caller): Promise<MemoryEntry> {
+  const existing = await findEntry(ctx, id);
+  await assertAccess(ctx, caller, factsOf(existing), "write");
+  if (ifMatch === null) throw errors.preconditionRequired("memory entry");
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction(async (tx) => {
+    const [current] = await tx.select().from(entries).where(eq(entries.id, id)).for("update");
+    if (!current) throw entryNotFound(id);
+    const events: NewMemoryEvent[] = [];
+    const updated = await applyUpdate(ctx, tx, current, ifMatch, body, caller, now, events);
+    await writeMemoryEvents(tx, events, now);
+    return updated;
+  });
+  ctx.published();
+  return toEntry(row);
+}
+
+/** DELETE /memory/{id}: immediate and irreversible; memory.deleted. */
+export async function deleteEntry(ctx: MemoryContext, id: string, caller: Caller): Promise<{ status: "deleted"; entry_id: string }> {
+  const existing = await findEntry(ctx, id);
+  await assertAccess(ctx, caller, factsOf(existing), "write");
+  const now = ctx.clock.now();
+  await ctx.db.transaction(async (tx) => {
+    const [row] = await tx.delete(entries).where(eq(entries.id, id)).returning();
+    if (!row) throw entryNotFound(id);
+    await writeMemoryEvents(tx, [entryEvent(memoryEventTypes.deleted, row, row.version, actingAgent(caller))], now);
+  });
+  ctx.published();
+  return { status: "deleted", entry_id: id };
+}

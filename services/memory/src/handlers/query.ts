@@ -1,0 +1,121 @@
+import { sql, type SQL } from "drizzle-orm";
+import { errors, fitPage, type Caller, type MemoryEntry, type MemoryQuery, type MemoryType } from "@intentmesh/contracts";
+import { entries, namespaces, tasks } from "../db/schema";
+import type { MemoryContext } from "../context";
+import { DEFAULT_NAMESPACE_PERMISSIONS, actingAgent, atLeast, callerNames, isAdmin, isCoordinator, namespaceAccess, type NamespacePermissionObject } from "../domain/access";
+import { episodicAccessOf } from "../entry-access";
+import { toEntry } from "../mapping";
+
+/** A LIKE pattern matching a namespace prefix literally. */
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+const textArray = (values: string[]) => sql`${`{${values.map((v) => JSON.stringify(v)).join(",")}}`}::text[]`;
+
+/** The filters of 4.8 that do not depend on who asks. */
+export function filterSql(f: {
+  namespace?: string;
+  key?: string;
+  memory_type?: MemoryType;
+  tags?: string[];
+  tags_any?: string[];
+  task_id?: string;
+  intent_id?: string;
+  pinned?: boolean;
+  updated_after?: string;
+  updated_before?: string;
+}): SQL[] {
+  const where: SQL[] = [];
+  if (f.namespace) where.push(f.namespace.endsWith("*") ? sql`${entries.namespace} like ${likePrefix(f.namespace.slice(0, -1))}` : sql`${entries.namespace} = ${f.namespace}`);
+  if (f.key) where.push(sql`${entries.key} = ${f.key}`);
+  if (f.memory_type) where.push(sql`${entries.memoryType} = ${f.memory_type}`);
+  // GIN on tags answers both: @> (ALL) and && (ANY).
+  if (f.tags?.length) where.push(sql`${entries.tags} @> ${textArray(f.tags)}`);
+  if (f.tags_any?.length) where.push(sql`${entries.tags} && ${textArray(f.tags_any)}`);
+  if (f.task_id) where.push(sql`${entries.taskId} = ${f.task_id}`);
+  if (f.intent_id) where.push(sql`${entries.intentId} = ${f.intent_id}`);
+  if (f.pinned !== undefined) where.push(sql`${entries.memoryType} = 'episodic' and ${entries.pinned} = ${f.pinned}`);
+  if (f.updated_after) where.push(sql`${entries.updatedAt} > ${new Date(f.updated_after).toISOString()}`);
+  if (f.updated_before) where.push(sql`${entries.updatedAt} < ${new Date(f.updated_before).toISOString()}`);
+  return where;
+}
+
+/**
+ * Rule 8 as SQL: the entries of the given tiers the caller may read (or write, for deletes).
+ * Semantic: namespaces where the caller's permission reaches the level (the few namespaces with a
+ * permission object are read; all others have the default `read`); working and episodic: the
+ * entries of `owner` the tier rules open to the caller.
+ */
+export async function visibleSql(ctx: MemoryContext, caller: Caller, owner: string | undefined, wanted: "read" | "write"): Promise<SQL> {
+  const parts: SQL[] = [];
+  parts.push(sql`(${entries.memoryType} = 'semantic' and ${await semanticVisible(ctx, caller, wanted)})`);
+  if (owner !== undefined) {
+    const me = actingAgent(caller);
+    if (me === owner) {
+      parts.push(sql`(${entries.memoryType} <> 'semantic' and ${entries.agentId} = ${owner})`);
+    } else {
+      const episodic = await episodicAccessOf(ctx, caller, { agentId: owner, memoryType: "episodic", namespace: "", taskId: null });
+      if (episodic === "write" || (episodic === "read" && wanted === "read")) parts.push(sql`(${entries.memoryType} = 'episodic' and ${entries.agentId} = ${owner})`);
+      if (wanted === "read") {
+        if (isAdmin(caller)) parts.push(sql`(${entries.memoryType} = 'working' and ${entries.agentId} = ${owner})`);
+        else parts.push(sql`(${entries.memoryType} = 'working' and ${entries.agentId} = ${owner} and ${entries.taskId} in (${readableTasks(caller, owner)}))`);
+      }
+    }
+  }
+  return sql`(${sql.join(parts, sql` or `)})`;
+}
+
+/** Tasks whose working memory of `owner` the caller reads: it coordinates them, holds them after the owner, or holds an inheriting sub-task. */
+function readableTasks(caller: Caller, owner: string): SQL {
+  const me = actingAgent(caller);
+  const coordinated = isCoordinator(caller) ? sql`${tasks.createdBy} = any(${textArray(callerNames(caller))})` : sql`false`;
+  return sql`select ${tasks.taskId} from ${tasks} where ${coordinated} or (${tasks.assignedAgent} = ${me} and ${owner} = any(${tasks.previousAgents}))
+    union all select ${tasks.parentTaskId} from ${tasks} where ${tasks.assignedAgent} = ${me} and ${tasks.parentTaskId} is not null
+      and coalesce((${tasks.memoryPolicy} ->> 'inherit_from_parent')::boolean, false)`;
+}
+
+async function semanticVisible(ctx: MemoryContext, caller: Caller, wanted: "read" | "write"): Promise<SQL> {
+  if (isAdmin(caller)) return sql`true`;
+  const configured = await ctx.db.select({ namespace: namespaces.namespace, permissions: namespaces.permissions }).from(namespaces);
+  const passes = (ns: string, permissions: NamespacePermissionObject) => atLeast(namespaceAccess(caller, ns, permissions, { ...ctx.guardrails, allowed_semantic_namespaces: null, denied_semantic_namespaces: null }), wanted);
+  const refused = configured.filter((n) => !passes(n.namespace, n.permissions as NamespacePermissionObject)).map((n) => n.namespace);
+  const granted = configured.filter((n) => passes(n.namespace, n.permissions as NamespacePermissionObject)).map((n) => n.namespace);
+  const defaultPasses = passes("", DEFAULT_NAMESPACE_PERMISSIONS);
+  const parts: SQL[] = [defaultPasses ? (refused.length ? sql`not (${entries.namespace} = any(${textArray(refused)}))` : sql`true`) : granted.length ? sql`${entries.namespace} = any(${textArray(granted)})` : sql`false`];
+  const g = ctx.guardrails;
+  if (g.allowed_semantic_namespaces) parts.push(patternsSql(g.allowed_semantic_namespaces));
+  if (g.denied_semantic_namespaces?.length) parts.push(sql`not ${patternsSql(g.denied_semantic_namespaces)}`);
+  return sql`(${sql.join(parts, sql` and `)})`;
+}
+
+function patternsSql(patterns: string[]): SQL {
+  if (!patterns.length) return sql`false`;
+  return sql`(${sql.join(
+    patterns.map((p) => (p.endsWith("*") ? sql`${entries.namespace} like ${likePrefix(p.slice(0, -1))}` : sql`${entries.namespace} = ${p}`)),
+    sql` or `,
+  )})`;
+}
+
+/**
+ * GET /memory (4.8): every filter, newest update first, `{entries, total, limit, offset}`; only
+ * entries the caller may read (rule 8). agent_id is needed for working and episodic queries
+ * (X-Agent-ID stands in for it); without one, only semantic entries match. A page also stops at
+ * the bus's byte limit, so it may hold fewer than `limit` entries: page on with offset + entries.length.
+ */
+export async function queryEntries(ctx: MemoryContext, query: MemoryQuery, caller: Caller): Promise<{ entries: MemoryEntry[]; total: number; limit: number; offset: number }> {
+  const owner = query.agent_id ?? caller.agent_id ?? undefined;
+  if (!owner && (query.memory_type === "working" || query.memory_type === "episodic")) {
+    throw errors.validation(`agent_id is required for ${query.memory_type} queries (or send X-Agent-ID)`);
+  }
+  if (query.pinned !== undefined && query.memory_type && query.memory_type !== "episodic") throw errors.validation("pinned filters episodic memory only");
+  const where = [
+    ...filterSql({ ...query, task_id: query["scope.task_id"], intent_id: query["scope.intent_id"] }),
+    await visibleSql(ctx, caller, owner, "read"),
+  ];
+  // An explicit agent_id filters every tier by owner (a semantic entry's agent_id is its writer).
+  if (query.agent_id) where.push(sql`${entries.agentId} = ${query.agent_id}`);
+  const condition = sql.join(where, sql` and `);
+  const [rows, counted] = await Promise.all([
+    ctx.db.select().from(entries).where(condition).orderBy(sql`${entries.updatedAt} desc`, entries.id).limit(query.limit).offset(query.offset),
+    ctx.db.select({ total: sql<number>`count(*)::int` }).from(entries).where(condition),
+  ]);
+  return { entries: fitPage(rows.map(toEntry)).items, total: counted[0]?.total ?? 0, limit: query.limit, offset: query.offset };
+}

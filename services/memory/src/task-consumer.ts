@@ -1,0 +1,106 @@
+import { eq, sql } from "drizzle-orm";
+import { AppError, IntentEvent, LIMITS, TASK_END_EVENT_TYPES, memoryEventTypes, streams, taskCommands, type MemoryPolicy, type Task } from "@intentmesh/contracts";
+import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import type { Queryable, Tx } from "@intentmesh/db";
+import { entries, inbox, tasks } from "./db/schema";
+import { SERVICE_CALLER, type MemoryContext } from "./context";
+import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "./events";
+import { upsertTask } from "./task-views";
+import { splitSnapshot } from "./domain/archive";
+
+/**
+ * Follows the intents service's task events (one durable consumer on im.evt.intent.*.task.>, so
+ * a task's events arrive in order; inbox in memory's schema, so each applies once):
+ * - every event newer than the local task record refreshes it from im.intents.tasks.get after
+ *   the commit (events do not carry every field memory needs, such as a new assignee);
+ * - task.completed / failed / cancelled end the task's working memory (3.7): archived in
+ *   memory.archived events (snapshot of namespace, key, value, tags) when archive_on_completion
+ *   (or the guardrail memory_archive_required), then deleted, with entries of ttl task_lifetime.
+ */
+export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommit?: () => void) {
+  return startDurableConsumer(bus, {
+    stream: streams.intents.name,
+    durable: "memory-task-events",
+    filterSubject: "im.evt.intent.*.task.>",
+    db: ctx.db,
+    inbox,
+    logger: ctx.logger,
+    parse: (data) => IntentEvent.parse(data),
+    handle: async (tx, event) => {
+      const taskId = String(event.payload.task_id ?? "");
+      if (!taskId || !(TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) return;
+      const policy = (event.payload.memory_policy ?? {}) as Partial<MemoryPolicy>;
+      await tx.update(tasks).set({ ended: true, status: String(event.payload.status ?? event.event_type) }).where(eq(tasks.taskId, taskId));
+      await endTaskMemory(ctx, tx, taskId, event.intent_id, policy.archive_on_completion !== false || Boolean(ctx.guardrails.memory_archive_required), event.actor);
+    },
+    // The task record is refreshed after the commit, never inside the transaction: a bus request
+    // there would hold a connection (the only one, on an embedded database) while the intents
+    // service answers. Best effort: a refresh that fails leaves the older record, and reads that
+    // it denies ask the intents service again (entry-access.ts).
+    afterCommit: async (msg) => {
+      ctx.published();
+      afterCommit?.();
+      await refreshAfter(ctx, msg.json<{ payload?: { task_id?: unknown; version?: unknown } }>());
+    },
+  });
+}
+
+async function refreshAfter(ctx: MemoryContext, event: { payload?: { task_id?: unknown; version?: unknown } }): Promise<void> {
+  const taskId = typeof event.payload?.task_id === "string" ? event.payload.task_id : undefined;
+  if (!taskId) return;
+  try {
+    const [known] = await ctx.db.select({ version: tasks.version }).from(tasks).where(eq(tasks.taskId, taskId));
+    if (known && known.version >= Number(event.payload?.version ?? 0)) return;
+    await refresh(ctx, ctx.db, taskId);
+  } catch (err) {
+    ctx.logger.warn({ err, taskId }, "could not refresh a task record from the intents service; reads will ask again");
+  }
+}
+
+async function refresh(ctx: MemoryContext, db: Queryable, taskId: string): Promise<void> {
+  try {
+    await upsertTask(db, await ctx.client.request<Task>(taskCommands.get, SERVICE_CALLER, { task_id: taskId }));
+  } catch (error) {
+    if (error instanceof AppError && error.status === 404) return;
+    throw error; // the intents service did not answer: the event is redelivered
+  }
+}
+
+/**
+ * Archives (when asked) and deletes a task's working memory, and its entries of ttl
+ * task_lifetime, in the consumer's transaction. A snapshot larger than LIMITS.pageBytes is
+ * written as several memory.archived events (data.part, data.parts).
+ */
+export async function endTaskMemory(ctx: MemoryContext, tx: Tx, taskId: string, intentId: string, archive: boolean, actor: string): Promise<number> {
+  const rows = await tx
+    .delete(entries)
+    .where(sql`${entries.taskId} = ${taskId} and (${entries.memoryType} = 'working' or ${entries.ttl} = 'task_lifetime')`)
+    .returning();
+  if (!rows.length) return 0;
+  const working = rows.filter((r) => r.memoryType === "working").sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
+  const others = rows.filter((r) => r.memoryType !== "working");
+  const events: NewMemoryEvent[] = [];
+  if (archive && working.length) {
+    const parts = splitSnapshot(
+      working.map((r) => ({ namespace: r.namespace, key: r.key, value: r.value, tags: r.tags })),
+      LIMITS.pageBytes,
+    );
+    // The archive speaks for the task, not one agent: agent_id is the task's last holder among the owners.
+    const owner = working[working.length - 1]!.agentId;
+    parts.forEach((snapshot, i) =>
+      events.push({
+        type: memoryEventTypes.archived,
+        agentId: owner,
+        intentId,
+        taskId,
+        data: { entries_archived: snapshot.length, snapshot, ...(parts.length > 1 ? { part: i + 1, parts: parts.length } : {}) },
+        actor,
+      }),
+    );
+  } else {
+    for (const row of working) events.push(entryEvent(memoryEventTypes.deleted, row, row.version, actor));
+  }
+  for (const row of others) events.push(entryEvent(memoryEventTypes.expired, row, row.version, actor));
+  await writeMemoryEvents(tx, events, ctx.clock.now());
+  return rows.length;
+}

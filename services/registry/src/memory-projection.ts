@@ -1,0 +1,33 @@
+import { eq } from "drizzle-orm";
+import { AgentMemoryEvent, memoryStream, type Clock } from "@intentmesh/contracts";
+import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import type { Database } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
+import { agents, inbox } from "./db/schema";
+import { commitAgentChange } from "./agent-log";
+
+/**
+ * Appends the memory service's agent-scoped events (memory.* without a task or intent context,
+ * spec part 6: "otherwise to an agent event stream") to the owner's own log, so
+ * /subscribe/agents/{id} streams them with the agent's other events, at the next sequence number.
+ * Durable and idempotent through the registry's inbox; events of agent ids the registry does not
+ * know stay on IM_MEMORY only.
+ */
+export async function startMemoryProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
+  return startDurableConsumer(bus, {
+    stream: memoryStream.name,
+    durable: "registry-memory-events",
+    filterSubject: memoryStream.subjects[0],
+    db,
+    inbox,
+    logger,
+    parse: (data) => AgentMemoryEvent.parse(data),
+    handle: async (tx, event) => {
+      const agentId = event.payload.agent_id;
+      const [agent] = await tx.select({ agentId: agents.agentId }).from(agents).where(eq(agents.agentId, agentId)).for("update");
+      if (!agent) return;
+      await commitAgentChange(tx, agentId, {}, [{ eventType: event.event_type, actor: event.actor, payload: { ...event.payload, memory_event_id: event.id } }], clock.now());
+    },
+    afterCommit: onCommitted,
+  });
+}
