@@ -142,6 +142,24 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
     expect((await cluster.api(`/intents/${intent.id}/agents/alice`, { method: "DELETE", key: "operator" })).status).toBe(200);
   });
 
+  it("binds memory writes scoped to the intent too: create, update and delete are refused for agents the policy leaves out", async () => {
+    const intent = await governed({ allowed_agents: ["alice"] });
+    const entry = (namespace: string) => ({ namespace, key: "k", value: { v: 1 }, memory_type: "episodic", scope: { intent_id: intent.id } });
+    expectViolation(await cluster.api("/memory", { body: entry("bob-notes"), ...agent("bob") }), "allowed_agents");
+    expect((await cluster.api("/memory?agent_id=bob", { key: "admin" })).body.entries).toEqual([]);
+    const created = await cluster.api("/memory", { body: entry("alice-notes"), ...agent("alice") });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // Once the policy leaves alice out, she can neither change nor delete what she wrote on the intent.
+    const current = (await cluster.api(`/intents/${intent.id}`)).body;
+    expect((await put(intent.id, { allowed_agents: ["carol"] }, current.version)).status).toBe(200);
+    const patch = await cluster.api(`/memory/${created.body.id}`, { method: "PATCH", body: { value: { v: 2 } }, key: "agent", headers: { "X-Agent-ID": "alice", "If-Match": "1" } });
+    expectViolation(patch, "allowed_agents");
+    expectViolation(await cluster.api(`/memory/${created.body.id}`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
+    expect((await cluster.api(`/memory/${created.body.id}`, { key: "admin" })).body).toMatchObject({ version: 1, value: { v: 1 } });
+    // Memory not scoped to a governed intent is not touched by its policy.
+    expect((await cluster.api("/memory", { body: { namespace: "free", key: "k", value: { v: 1 }, memory_type: "episodic" }, ...agent("alice") })).status).toBe(201);
+  });
+
   it("require_status_reason: a status change without a reason is 403", async () => {
     const intent = await governed({ require_status_reason: true });
     expectViolation(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" }, headers: { "If-Match": String(intent.version) } }), "require_status_reason");

@@ -133,6 +133,13 @@ export const governancePolicyCommands = {
   set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy })),
   get: command("intents", "governance.get", IntentRef),
   remove: command("intents", "governance.remove", IntentRef.merge(IfMatch)),
+  /**
+   * Asked by other services before they write something scoped to the intent (memory entries,
+   * channel messages): 403 GOVERNANCE_VIOLATION when the policy refuses the acting agent
+   * (allowed_agents, write_scope), else {allowed: true}. Read from the intent's row at the time of
+   * the call, so a policy whose PUT has answered binds every later write.
+   */
+  check: command("intents", "governance.check", IntentRef.extend({ kind: z.enum(["memory", "channel"]) })),
 } as const;
 
 const ApprovalRef = IntentRef.extend({ approval_id: Uuid });

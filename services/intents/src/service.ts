@@ -11,7 +11,7 @@ import { LeaseSweeper } from "./lease-sweeper";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./handlers/portfolios";
 import { beginSuspension, endSuspension } from "./handlers/suspension";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolio-projection";
-import { getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./handlers/governance";
+import { checkGovernanceFor, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./handlers/governance";
 import { createIntent, getIntent, listIntents } from "./handlers/intents";
 import { patchState } from "./handlers/state";
 import { transitionStatus } from "./handlers/status";
@@ -70,6 +70,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     serveCommand(bus, governancePolicyCommands.set, (input, caller) => setGovernancePolicy(ctx, input.intent_id, input.if_match, input.body, caller), logger),
     serveCommand(bus, governancePolicyCommands.get, (input) => getGovernancePolicy(ctx, input.intent_id), logger),
     serveCommand(bus, governancePolicyCommands.remove, (input, caller) => removeGovernancePolicy(ctx, input.intent_id, input.if_match, caller), logger),
+    serveCommand(bus, governancePolicyCommands.check, (input, caller) => checkGovernanceFor(ctx, input.intent_id, input.kind, caller), logger),
     serveCommand(bus, commands.create, (input, caller) => createIntent(ctx, input.body, caller), logger),
     serveCommand(bus, commands.get, (input) => getIntent(ctx, input.intent_id), logger),
     serveCommand(bus, commands.list, (input) => listIntents(ctx, input.query), logger),

@@ -3,6 +3,8 @@ import { AppError, effectivePolicy, type Caller, type EffectiveGovernancePolicy,
 /** A change the governance policy of its intent may refuse. */
 export type GovernedMutation =
   | { kind: "state" | "event" | "lease" | "attachment" | "failure" | "unassignment" }
+  /** Writes of other services scoped to the intent (governance.check). */
+  | { kind: "memory" | "channel" }
   | { kind: "assignment"; agent_id: string }
   | { kind: "status"; to: IntentStatus; reason: string | null }
   | { kind: "cost"; amount: number };

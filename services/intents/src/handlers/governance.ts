@@ -105,3 +105,9 @@ export async function enforceGovernance(
   }
   checkGovernance(stored, mutation, caller, facts);
 }
+
+/** governance.check: another service's write scoped to the intent, against the intent's policy. */
+export async function checkGovernanceFor(ctx: IntentsContext, intentId: string, kind: "memory" | "channel", caller: Caller): Promise<{ allowed: true }> {
+  await enforceGovernance(ctx, intentId, undefined, { kind }, caller);
+  return { allowed: true };
+}

@@ -4,6 +4,7 @@ import { entries } from "../db/schema";
 import type { MemoryContext } from "../context";
 import { actingAgent } from "../domain/access";
 import { assertAccess } from "../entry-access";
+import { assertGovernanceAllows } from "../governance-check";
 import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "../events";
 import { toEntry, type EntryRow } from "../mapping";
 import { applyUpdate, entryNotFound, findEntry, insertPrepared, prepareCreate, type PreparedCreate } from "./entries";
@@ -31,6 +32,7 @@ export async function batchWrite(ctx: MemoryContext, body: MemoryBatchBody, call
       if (isUpdate(item)) {
         const row = await findEntry(ctx, item.id);
         await assertAccess(ctx, caller, { id: row.id, agentId: row.agentId, memoryType: row.memoryType as "working", namespace: row.namespace, taskId: row.taskId }, "write");
+        await assertGovernanceAllows(ctx, caller, row.intentId);
         plans.push({ kind: "update", item });
       } else {
         plans.push({ kind: "create", prepared: await prepareCreate(ctx, item, caller, now) });

@@ -22,6 +22,7 @@ import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "../events";
 import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
+import { assertGovernanceAllows } from "../governance-check";
 
 export const entryNotFound = (id: string) => new AppError("ENTRY_NOT_FOUND", 404, `memory entry ${id} was not found`, { entry_id: id });
 
@@ -70,6 +71,7 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
   const expiry = expiryOf(now, body.ttl, body.expires_at, taskId);
   if (!expiry.ok) throw errors.validation(expiry.reason);
   await assertAccess(ctx, caller, { agentId: owner, memoryType: type, namespace: body.namespace, taskId }, "write");
+  await assertGovernanceAllows(ctx, caller, intentId);
   const row: EntryRow = {
     id: randomUUID(),
     agentId: owner,
@@ -218,6 +220,7 @@ export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number
   const existing = await findEntry(ctx, id);
   await assertAccess(ctx, caller, factsOf(existing), "write");
   if (ifMatch === null) throw errors.preconditionRequired("memory entry");
+  await assertGovernanceAllows(ctx, caller, existing.intentId);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     const [current] = await tx.select().from(entries).where(eq(entries.id, id)).for("update");
@@ -235,6 +238,7 @@ export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number
 export async function deleteEntry(ctx: MemoryContext, id: string, caller: Caller): Promise<{ status: "deleted"; entry_id: string }> {
   const existing = await findEntry(ctx, id);
   await assertAccess(ctx, caller, factsOf(existing), "write");
+  await assertGovernanceAllows(ctx, caller, existing.intentId);
   const now = ctx.clock.now();
   await ctx.db.transaction(async (tx) => {
     const [row] = await tx.delete(entries).where(eq(entries.id, id)).returning();
