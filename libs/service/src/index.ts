@@ -1,0 +1,1 @@
+export { runService, type ServiceDependencies, type RunningService } from "./run-service";
