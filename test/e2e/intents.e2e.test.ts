@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ManualClock } from "@intentmesh/contracts";
+import { derivedUuid, intentsCommands, type Caller, type ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { createIntent, eventTypes, expectError, TIMESTAMP, uniqueTag } from "../support/e2e-helpers";
 
@@ -75,6 +75,28 @@ describe("POST /intents and GET /intents/{id}", () => {
     expect(noTitle.body.message).toContain("title");
     expectError(await cluster.api("/intents", { body: { title: "x", constraints: ["a"] } }), 400, "VALIDATION_FAILED");
     expectError(await cluster.api("/intents", { body: { title: "x", confidence: 101 } }), 400, "VALIDATION_FAILED");
+  });
+});
+
+describe("creating under a chosen id (bus only: federation's receive after a crash)", () => {
+  const service = (actor: string): Caller => ({ principal: "federation", roles: ["admin"], actor, agent_id: null });
+
+  it("creates once: a repeat by the same creator answers the intent made first, anyone else 409; HTTP cannot choose an id", async () => {
+    const id = derivedUuid(`test:${uniqueTag()}`);
+    const body = { title: "received", created_by: "did:web:peer.example", status: "active" as const, state: {}, constraints: {} };
+    const first = await cluster.client.request<any>(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body });
+    expect(first).toMatchObject({ id, title: "received", version: 1 });
+    const again = await cluster.client.request<any>(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body: { ...body, title: "second try" } });
+    expect(again).toMatchObject({ id, title: "received", version: 1 });
+    expect(await eventTypes(cluster, id)).toEqual(["intent_created"]);
+    await expect(
+      cluster.client.request(intentsCommands.create, service("did:web:other.example"), { intent_id: id, body: { ...body, created_by: "did:web:other.example" } }),
+    ).rejects.toMatchObject({ code: "INTENT_EXISTS", status: 409 });
+    // Through the gateway a client's intent_id is not an id to create under.
+    const chosen = derivedUuid(`test:${uniqueTag()}`);
+    const viaHttp = await cluster.api("/intents", { method: "POST", body: { title: "x", intent_id: chosen } });
+    expect([201, 400]).toContain(viaHttp.status);
+    expect((await cluster.api(`/intents/${chosen}`)).status).toBe(404);
   });
 });
 

@@ -18,3 +18,4 @@ export * from "./system-events";
 export * from "./memory";
 export * from "./federation";
 export * from "./governance";
+export * from "./derived-uuid";

@@ -40,7 +40,12 @@ export const IntentRef = z.object({ intent_id: Uuid });
 export const IfMatch = z.object({ if_match: z.number().int().nullable() });
 
 export const intentsCommands = {
-  create: command("intents", "create", z.object({ body: CreateIntentBody })),
+  /**
+   * `intent_id` is for services that must create idempotently (federation's receive after a
+   * crash): the id to create under; when it exists, created by the same creator, that intent is
+   * the answer. The gateway never passes it (a client cannot choose an id).
+   */
+  create: command("intents", "create", z.object({ body: CreateIntentBody, intent_id: Uuid.optional() })),
   get: command("intents", "get", IntentRef),
   list: command("intents", "list", z.object({ query: ListIntentsQuery })),
   patchState: command("intents", "state.patch", IntentRef.merge(IfMatch).extend({ patches: StatePatchBody })),

@@ -71,7 +71,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     serveCommand(bus, governancePolicyCommands.get, (input) => getGovernancePolicy(ctx, input.intent_id), logger),
     serveCommand(bus, governancePolicyCommands.remove, (input, caller) => removeGovernancePolicy(ctx, input.intent_id, input.if_match, caller), logger),
     serveCommand(bus, governancePolicyCommands.check, (input, caller) => checkGovernanceFor(ctx, input.intent_id, input.kind, caller), logger),
-    serveCommand(bus, commands.create, (input, caller) => createIntent(ctx, input.body, caller), logger),
+    serveCommand(bus, commands.create, (input, caller) => createIntent(ctx, input.body, caller, input.intent_id), logger),
     serveCommand(bus, commands.get, (input) => getIntent(ctx, input.intent_id), logger),
     serveCommand(bus, commands.list, (input) => listIntents(ctx, input.query), logger),
     serveCommand(bus, commands.patchState, (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller), logger),

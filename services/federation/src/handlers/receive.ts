@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { AppError, errors, federationEventTypes, intentsCommands, parseJsonStrict, type Intent, type SignedRequest } from "@intentmesh/contracts";
+import { AppError, derivedUuid, errors, federationEventTypes, intentsCommands, parseJsonStrict, type Intent, type SignedRequest } from "@intentmesh/contracts";
 import { enqueueSystemEvents, validationError } from "@intentmesh/bus";
 import type { FederationContext } from "../context";
 import { composeGovernance, delegationScope, narrowDelegation } from "../domain";
@@ -60,7 +60,10 @@ export async function receive(ctx: FederationContext, request: SignedRequest) {
 
   const row = await claim(ctx, envelope, existing, { callbackUrl, governance, scope: narrowed.scope });
   try {
+    // One intent per dispatch, whatever happens: its id derives from the sender and the key, so a
+    // retry after a crash between this create and the commit below finds the intent made then.
     const intent = await ctx.client.request<Intent>(intentsCommands.create, { ...SERVICE_CALLER, actor: envelope.source_did }, {
+      intent_id: derivedUuid(`federation-receive:${envelope.source_did}:${envelope.idempotency_key}`),
       body: {
         title: envelope.intent_title,
         description: envelope.intent_description,

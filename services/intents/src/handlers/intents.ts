@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { errors, fitPage, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import { AppError, errors, fitPage, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../db/statements";
@@ -8,13 +8,13 @@ import { rowsOf } from "@intentmesh/db";
 import { RESERVED_STATE_KEYS } from "../domain/state-patch";
 
 /** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
-export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller): Promise<Intent> {
+export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string): Promise<Intent> {
   const reserved = Object.keys(body.state).filter((key) => (RESERVED_STATE_KEYS as readonly string[]).includes(key));
   if (reserved.length) throw errors.validation(`state.${reserved[0]} is managed by the server and cannot be set at creation`);
   const now = ctx.clock.now();
   const at = isoTimestamp(now);
   const intent: Intent = {
-    id: randomUUID(),
+    id: chosenId ?? randomUUID(),
     title: body.title,
     description: body.description ?? null,
     created_by: body.created_by ?? caller.actor,
@@ -27,7 +27,12 @@ export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, 
     updated_at: at,
   };
   const { id: _id, state: _state, created_at: _c, updated_at: _u, ...announced } = intent;
-  await insertIntent(ctx.query, intent, { eventType: intentEventTypes.created, actor: caller.actor, payload: announced }, now);
+  try {
+    await insertIntent(ctx.query, intent, { eventType: intentEventTypes.created, actor: caller.actor, payload: announced }, now);
+  } catch (error) {
+    if (chosenId && isUniqueViolation(error)) return existingCreation(ctx, chosenId, intent.created_by);
+    throw error;
+  }
   ctx.published();
   return intent;
 }
@@ -75,4 +80,15 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
     throw errors.validation("after is not a cursor this server issued");
   }
   return { createdAt, id };
+}
+
+const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === "23505";
+
+/** A create under a chosen id that already exists: the same creator gets that intent, anyone else 409. */
+async function existingCreation(ctx: IntentsContext, intentId: string, createdBy: string): Promise<Intent> {
+  const existing = await getIntent(ctx, intentId);
+  if (existing.created_by !== createdBy) {
+    throw new AppError("INTENT_EXISTS", 409, `intent ${intentId} exists already, created by someone else`, { intent_id: intentId });
+  }
+  return existing;
 }
