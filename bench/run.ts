@@ -239,6 +239,7 @@ async function main(): Promise<void> {
   const intents = startNode({ name: "intents", script: "services/intents/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("intents") });
   const registry = startNode({ name: "registry", script: "services/registry/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("registry") });
   const governance = startNode({ name: "governance", script: "services/governance/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("governance") });
+  const channels = startNode({ name: "channels", script: "services/channels/src/main.ts", env: common, logDir: LOG_DIR });
   // The gateway's /readyz asks every service of CLUSTER_SERVICES; memory is benchmarked by bench/memory.ts.
   const memory = startNode({ name: "memory", script: "services/memory/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("memory") });
   // Federation runs disabled (FEDERATION_ENABLED unset): it answers its health check for /readyz.
@@ -250,7 +251,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForOk(`${baseUrl}/readyz`, [intents, registry, governance, memory, federation, gateway]);
+  await waitForOk(`${baseUrl}/readyz`, [intents, registry, governance, memory, federation, channels, gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair

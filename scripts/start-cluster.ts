@@ -16,6 +16,7 @@ import { startMemoryService } from "../services/memory/src/service";
 import { startFederationService } from "../services/federation/src/service";
 import { federationEnvSchema, settingsFromEnv } from "../services/federation/src/settings";
 import { startGovernanceService } from "../services/governance/src/service";
+import { startChannelsService } from "../services/channels/src/service";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
@@ -45,6 +46,7 @@ await runMain("intentmesh", async () => {
     key: { pem: config.FEDERATION_SIGNING_KEY, file: config.FEDERATION_SIGNING_KEY_FILE, dataDir: config.DATA_DIR },
   });
   const governance = await startGovernanceService({ bus, database, logger: createLogger("governance", config.LOG_LEVEL) });
+  const channels = await startChannelsService({ bus, database, logger: createLogger("channels", config.LOG_LEVEL) });
   const gateway = await createGateway({
     bus,
     keys,
@@ -60,7 +62,7 @@ await runMain("intentmesh", async () => {
     { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
     `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
   );
-  stopOnSignals(logger, [() => gateway.stop(), () => governance.stop(), () => federation.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
+  stopOnSignals(logger, [() => gateway.stop(), () => channels.stop(), () => governance.stop(), () => federation.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 });
 
 /** Starts a nats-server with JetStream under the data directory when nothing answers the default NATS address. */

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "@intentmesh/contracts";
+import { CLUSTER_SERVICES, z } from "@intentmesh/contracts";
 import { routes } from "../../services/gateway/src/routes";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 
@@ -129,8 +129,10 @@ describe("fuzzing every route with hostile input", () => {
     };
     db = new pg.Client({ connectionString: cluster.databaseUrl });
     await db.connect();
+    // Every service's schema: each service's schema is named after it.
     const rows = await db.query<{ t: string }>(
-      "select table_schema || '.' || table_name as t from information_schema.tables where table_schema in ('intents', 'registry', 'governance') and table_type = 'BASE TABLE' order by 1",
+      "select table_schema || '.' || table_name as t from information_schema.tables where table_schema = any($1::text[]) and table_type = 'BASE TABLE' order by 1",
+      [[...CLUSTER_SERVICES]],
     );
     tables = rows.rows.map((r) => r.t);
   }, 60_000);

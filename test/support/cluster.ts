@@ -13,6 +13,7 @@ import { startMemoryService, type MemoryService } from "../../services/memory/sr
 import { startFederationService, type FederationService, type FederationSettings } from "../../services/federation/src/service";
 import type { Connector, Resolver } from "@intentmesh/ssrf";
 import { startGovernanceService, type GovernanceService } from "../../services/governance/src/service";
+import { startChannelsService, type ChannelsService } from "../../services/channels/src/service";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -39,6 +40,7 @@ export interface TestCluster {
   /** Always running; disabled (404 FEDERATION_DISABLED) unless the cluster was started with `federation`. */
   federation: FederationService;
   governance: GovernanceService;
+  channels: ChannelsService;
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -136,6 +138,8 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   });
   // The suspension timer runs only when a test calls governance.timer.sweep(), on the manual clock.
   const governance = await startGovernanceService({ bus, database, logger, clock, timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy });
+  // The channel sweeper runs only when a test calls channels.sweeper.sweep(), on the manual clock.
+  const channels = await startChannelsService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
 
   return {
     baseUrl,
@@ -148,6 +152,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     memory,
     federation,
     governance,
+    channels,
     gateway,
     clock,
     namespace,
@@ -157,6 +162,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
       await memory.stop();
       await federation.stop();
       await governance.stop();
+      await channels.stop();
       await registry.stop();
       await intents.stop();
       await deleteNamespaceStreams(bus, namespace);

@@ -19,3 +19,4 @@ export * from "./memory";
 export * from "./federation";
 export * from "./governance";
 export * from "./derived-uuid";
+export * from "./channels";

@@ -98,7 +98,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(jsonBody(options.bodyLimit ?? "1mb"));
   api.use(requireJsonBody);
   api.use(refuseUnsafeQuery);
-  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment", taskId: "task", approvalId: "approval" };
+  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment", taskId: "task", approvalId: "approval", channelId: "channel", messageId: "message" };
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
   const handle = (route: Route) => async (req: Request, res: Response) => {
     refuseUnsafeParams(req);

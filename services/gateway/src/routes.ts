@@ -10,6 +10,7 @@ import { taskRoutes } from "./routes-tasks";
 import { memoryRoutes } from "./routes-memory";
 import { federationRoutes } from "./routes-federation";
 import { governanceRoutes } from "./routes-governance";
+import { channelRoutes } from "./routes-channels";
 
 /**
  * The REST surface: each route names one bus command and how to build its input from the
@@ -25,7 +26,7 @@ export interface Route {
   /** Sends the result's version as ETag (intents). */
   etag?: boolean;
   /** The body field, if any, that names the acting agent: it must be bound to the calling key, like X-Agent-ID. */
-  actingAgentField?: "agent_id";
+  actingAgentField?: "agent_id" | "sender";
   /**
    * Body fields that say who did something (`actor`, `created_by`): free labels for people, but
    * when one names a registered agent, that agent must be bound to the calling key.
@@ -120,4 +121,4 @@ const intentRoutes: Route[] = [
 ];
 
 /** Every route of the API; each area of the API keeps its routes in its own module. */
-export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...governanceRoutes, ...memoryRoutes, ...federationRoutes];
+export const routes: Route[] = [...intentRoutes, ...registryRoutes, ...attachmentRoutes, ...retryRoutes, ...portfolioRoutes, ...costRoutes, ...taskRoutes, ...governanceRoutes, ...memoryRoutes, ...channelRoutes, ...federationRoutes];

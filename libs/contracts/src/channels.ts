@@ -1,0 +1,160 @@
+import { z } from "./zod";
+import { ActorId, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { IntentRef, command } from "./subjects";
+
+/**
+ * Channels and messages (spec 2.12, 2.13, 3.2, 3.3, 4.7), served by the channels service on
+ * `im.channels.<verb>`. Decisions where the spec is silent: docs/channels.md.
+ */
+
+export const ChannelStatus = z.enum(["open", "closed"]);
+export const MemberPolicy = z.enum(["intent", "explicit"]);
+export const MessageStatus = z.enum(["pending", "delivered", "read", "expired"]);
+/** The official MCP server sends `message`: read as `notify` (CLIENTS.md). */
+export const MessageType = z.preprocess((value) => (value === "message" ? "notify" : value), z.enum(["request", "response", "notify", "broadcast"]));
+export type MessageType = "request" | "response" | "notify" | "broadcast";
+
+/** The default of options.max_messages (spec 8) and its ceiling here. */
+export const DEFAULT_MAX_MESSAGES = 1000;
+export const MAX_MAX_MESSAGES = 100_000;
+/** Members of one channel: bounded so a channel always fits in a reply. */
+export const MAX_CHANNEL_MEMBERS = 1000;
+
+const ChannelName = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^\s\p{Cc}/]+$/u, "must not contain whitespace, control characters or '/'");
+
+/** `to`: an agent id, `role:<role_id>` or `*`. */
+const Recipient = z
+  .string()
+  .min(1)
+  .max(300)
+  .regex(/^[^\s\p{Cc}]+$/u, "must be an agent id, role:<role_id> or *")
+  .refine((to) => to !== "role:", "role: needs a role id");
+
+export const ChannelOptions = z
+  .object({
+    audit: z.boolean().optional(),
+    ttl_seconds: z.number().int().min(1).max(31_536_000).nullable().optional(),
+    max_messages: z.number().int().min(1).max(MAX_MAX_MESSAGES).optional(),
+  })
+  .strict();
+
+export const Channel = z
+  .object({
+    id: Uuid,
+    intent_id: Uuid,
+    task_id: Uuid.nullable(),
+    name: z.string(),
+    created_by: z.string(),
+    members: z.array(z.string()),
+    member_policy: MemberPolicy,
+    options: z.object({ audit: z.boolean(), ttl_seconds: z.number().int().nullable(), max_messages: z.number().int() }),
+    status: ChannelStatus,
+    created_at: Timestamp,
+    closed_at: Timestamp.nullable(),
+    message_count: z.number().int(),
+    last_message_at: Timestamp.nullable(),
+  })
+  .openapi("Channel");
+export type Channel = z.infer<typeof Channel>;
+
+export const CreateChannelBody = z
+  .object({
+    name: ChannelName,
+    members: z.array(ActorId).max(MAX_CHANNEL_MEMBERS).optional(),
+    member_policy: MemberPolicy.optional(),
+    task_id: Uuid.nullable().optional(),
+    options: ChannelOptions.optional(),
+  })
+  .openapi("CreateChannelBody");
+export type CreateChannelBody = z.infer<typeof CreateChannelBody>;
+
+export const PatchChannelBody = z
+  .object({
+    members: z.array(ActorId).max(MAX_CHANNEL_MEMBERS).optional(),
+    member_policy: MemberPolicy.optional(),
+    options: ChannelOptions.optional(),
+    status: ChannelStatus.optional(),
+  })
+  .openapi("PatchChannelBody");
+export type PatchChannelBody = z.infer<typeof PatchChannelBody>;
+
+export const Message = z
+  .object({
+    id: Uuid,
+    channel_id: Uuid,
+    intent_id: Uuid,
+    sequence: z.number().int().openapi({ description: "position in the channel, from 1" }),
+    sender: z.string(),
+    to: z.string().nullable(),
+    message_type: z.enum(["request", "response", "notify", "broadcast"]),
+    correlation_id: Uuid.nullable(),
+    payload: z.record(z.string(), z.unknown()),
+    metadata: z.record(z.string(), z.unknown()),
+    status: MessageStatus,
+    created_at: Timestamp,
+    expires_at: Timestamp.nullable(),
+    read_at: Timestamp.nullable(),
+  })
+  .openapi("Message");
+export type Message = z.infer<typeof Message>;
+
+export const SendMessageBody = z
+  .object({
+    sender: ActorId.optional().openapi({ description: "default the acting agent (X-Agent-ID or the key's principal)" }),
+    to: Recipient.nullable().optional(),
+    message_type: MessageType.optional().openapi({ description: "default notify" }),
+    correlation_id: Uuid.nullable().optional(),
+    payload: boundedJsonObject(LIMITS.jsonFieldBytes),
+    metadata: boundedJsonObject(16 * 1024).optional(),
+    expires_at: z.string().datetime({ offset: true }).nullable().optional(),
+    /** A client may name the intent it means; another intent than the channel's is refused (rule 8). */
+    intent_id: Uuid.optional(),
+  })
+  .openapi("SendMessageBody");
+export type SendMessageBody = z.infer<typeof SendMessageBody>;
+
+export const ReplyBody = z
+  .object({ sender: ActorId.optional(), payload: boundedJsonObject(LIMITS.jsonFieldBytes), metadata: boundedJsonObject(16 * 1024).optional() })
+  .openapi("ReplyBody");
+export type ReplyBody = z.infer<typeof ReplyBody>;
+
+/** PATCH …/messages/{mid}: the target acknowledges (3.2 delivered -> read). */
+export const MarkMessageBody = z.object({ status: z.literal("read") }).openapi("MarkMessageBody");
+
+export const ListMessagesQuery = z.object({
+  since: z.string().max(100).optional().openapi({ description: "a message id, a sequence number or an ISO timestamp: messages after it" }),
+  to: z.string().max(300).optional().openapi({ description: "only messages whose `to` is exactly this" }),
+  limit: pageLimit(100, 1000),
+});
+export type ListMessagesQuery = z.infer<typeof ListMessagesQuery>;
+
+export const ListChannelsQuery = z.object({
+  after: z.string().regex(/^\d{1,9}$/, "after must be a cursor from next_cursor").optional(),
+  limit: pageLimit(100, 1000),
+});
+
+const ChannelRef = z.object({ channel_id: Uuid });
+const MessageRef = ChannelRef.extend({ message_id: Uuid });
+
+export const channelsCommands = {
+  create: command("channels", "create", IntentRef.extend({ body: CreateChannelBody })),
+  list: command("channels", "list", IntentRef.extend({ query: ListChannelsQuery })),
+  get: command("channels", "get", ChannelRef),
+  patch: command("channels", "patch", ChannelRef.extend({ body: PatchChannelBody })),
+  delete: command("channels", "delete", ChannelRef),
+  send: command("channels", "messages.send", ChannelRef.extend({ body: SendMessageBody })),
+  /** Rule 10: a message to a channel name of the intent, creating the channel when it does not exist. */
+  sendByName: command("channels", "messages.send_by_name", IntentRef.extend({ name: ChannelName, body: SendMessageBody })),
+  listMessages: command("channels", "messages.list", ChannelRef.extend({ query: ListMessagesQuery })),
+  getMessage: command("channels", "messages.get", MessageRef),
+  reply: command("channels", "messages.reply", MessageRef.extend({ body: ReplyBody })),
+  markRead: command("channels", "messages.mark", MessageRef.extend({ body: MarkMessageBody })),
+} as const;
+
+/** Every message of a channel, for its SSE stream: im.evt.channel.<channel_id>.channel_message. */
+export const channelStream = { name: "IM_CHANNELS", subjects: ["im.evt.channel.>"] } as const;
+export const channelMessageSubject = (channelId: string) => `im.evt.channel.${channelId}.channel_message`;

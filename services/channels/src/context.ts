@@ -1,0 +1,19 @@
+import type { Caller, Clock } from "@intentmesh/contracts";
+import type { BusClient } from "@intentmesh/bus";
+import type { Database } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
+
+/** What every handler of the channels service works with. */
+export interface ChannelsContext {
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  /** Requests to the intents service (intent access, governance) and the registry (role_id). */
+  client: BusClient;
+  /** Tells the outbox relay that a commit enqueued messages. */
+  published(): void;
+}
+
+/** The identity channels uses for what it does on its own (departure notices, closures). */
+export const SYSTEM_SENDER = "system:channels";
+export const SERVICE_CALLER: Caller = { principal: "service:channels", roles: ["admin"], actor: SYSTEM_SENDER, agent_id: null };

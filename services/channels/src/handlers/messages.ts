@@ -1,0 +1,234 @@
+import { randomUUID } from "node:crypto";
+import { and, asc, eq, gt, inArray, or, sql, type SQL } from "drizzle-orm";
+import {
+  AppError,
+  channelMessageSubject,
+  errors,
+  governancePolicyCommands,
+  isoTimestamp,
+  Uuid,
+  type Caller,
+  type ListMessagesQuery,
+  type Message,
+  type MessageType,
+  type ReplyBody,
+  type SendMessageBody,
+} from "@intentmesh/contracts";
+import { enqueue, enqueueSystemEvents } from "@intentmesh/bus";
+import type { Tx } from "@intentmesh/db";
+import { SERVICE_CALLER, type ChannelsContext } from "../context";
+import { channels, messages, outbox } from "../db/schema";
+import { assertChannelAccess, findChannel, notAMember, roleOf } from "../access";
+import { addressedTo, refuseCredentials, resolveRecipient, ruleViolation, senderOf, viewerOf, type Viewer } from "../domain/rules";
+import { toMessage, type ChannelRow, type MessageRow } from "../mapping";
+import { checkNewChannel, evictBeyond, insertChannel, newChannelRow } from "./channels";
+
+/** What a send carries once the route's shape is known. */
+interface Outgoing {
+  sender: string;
+  to: string | null;
+  type: MessageType;
+  correlationId: string | null;
+  payload: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  expiresAt: Date | null;
+}
+
+/** POST /channels/{id}/messages. */
+export async function sendMessage(ctx: ChannelsContext, channelId: string, body: SendMessageBody, caller: Caller): Promise<Message> {
+  const channel = await findChannel(ctx, channelId);
+  return send(ctx, channel, body, caller);
+}
+
+/**
+ * POST /intents/{intent_id}/channels/{name}/messages (rule 10): to the channel of that name,
+ * created with policy `intent` by this first message when the intent has none.
+ */
+export async function sendByName(ctx: ChannelsContext, intentId: string, name: string, body: SendMessageBody, caller: Caller): Promise<Message> {
+  let [channel] = await ctx.db.select().from(channels).where(and(eq(channels.intentId, intentId), eq(channels.name, name)));
+  if (!channel) {
+    await checkNewChannel(ctx, caller, intentId, null);
+    const viewer = viewerOf(caller);
+    const row = newChannelRow(intentId, { name }, senderOf(caller, body.sender), viewer.agentId !== null, ctx.clock.now());
+    try {
+      await insertChannel(ctx.db, row);
+      channel = row;
+    } catch (error) {
+      // Two first messages at once: the other created it; send to that one.
+      if (!(error instanceof AppError && error.code === "CHANNEL_NAME_TAKEN")) throw error;
+      [channel] = await ctx.db.select().from(channels).where(and(eq(channels.intentId, intentId), eq(channels.name, name)));
+      if (!channel) throw error;
+    }
+  }
+  return send(ctx, channel, body, caller);
+}
+
+/** POST /channels/{id}/messages/{mid}/reply: a response to that request; correlation_id and `to` set by the server. */
+export async function replyTo(ctx: ChannelsContext, channelId: string, messageId: string, body: ReplyBody, caller: Caller): Promise<Message> {
+  const channel = await findChannel(ctx, channelId);
+  return send(ctx, channel, { sender: body.sender, payload: body.payload, metadata: body.metadata, message_type: "response", correlation_id: messageId }, caller);
+}
+
+async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller): Promise<Message> {
+  const viewer = await assertChannelAccess(ctx, caller, channel);
+  if (body.intent_id && body.intent_id !== channel.intentId) {
+    throw new AppError("CROSS_INTENT_MESSAGE", 403, `channel ${channel.name} belongs to intent ${channel.intentId}; a message may not cross to another intent (rule 8)`, {
+      channel_intent_id: channel.intentId,
+      intent_id: body.intent_id,
+    });
+  }
+  const type = (body.message_type ?? "notify") as MessageType;
+  const correlationId = body.correlation_id ?? null;
+  const request = correlationId ? await loadRequest(ctx, correlationId) : null;
+  const to = resolveRecipient(type, { to: body.to ?? null, correlationId }, channel.id, request);
+  const sender = senderOf(caller, body.sender);
+  if (channel.memberPolicy === "explicit") {
+    if (!viewer.admin && !channel.members.includes(sender)) throw notAMember(sender, channel, "only members send");
+    // Rule 3: direct addressing on an explicit channel reaches members only.
+    if (to && to !== "*" && !to.startsWith("role:") && !channel.members.includes(to)) throw notAMember(to, channel, "a direct message goes to members only");
+  }
+  refuseCredentials({ payload: body.payload, metadata: body.metadata ?? {} });
+  const now = ctx.clock.now();
+  const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
+  if (expiresAt && expiresAt.getTime() <= now.getTime()) throw errors.validation("expires_at is already past: such a message would never be delivered");
+  // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope.
+  await ctx.client.request(governancePolicyCommands.check, caller, { intent_id: channel.intentId, kind: "channel" });
+  const row = await ctx.db.transaction((tx) =>
+    insertMessage(ctx, tx, channel.id, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }, now),
+  );
+  ctx.published();
+  return toMessage(row);
+}
+
+async function loadRequest(ctx: ChannelsContext, id: string) {
+  const [row] = await ctx.db
+    .select({ id: messages.id, channelId: messages.channelId, messageType: messages.messageType, sender: messages.sender, status: messages.status })
+    .from(messages)
+    .where(eq(messages.id, id));
+  if (row?.status === "expired" && row.messageType === "request") {
+    throw new AppError("REQUEST_EXPIRED", 409, `request ${id} has expired; it takes no more responses`, { correlation_id: id });
+  }
+  return row ?? null;
+}
+
+/**
+ * One message, in one transaction with everything it changes: the channel row (locked, so
+ * sequences have no gaps and a closure is seen), the message (delivered on commit, rule 1), the
+ * eviction of the oldest beyond max_messages, its outbox row for the channel's stream (SSE), and,
+ * on an audit channel, the channel_message event for the intent's log (rule 12).
+ */
+export async function insertMessage(ctx: ChannelsContext, tx: Tx, channelId: string, out: Outgoing, now: Date): Promise<MessageRow> {
+  const [channel] = await tx.select().from(channels).where(eq(channels.id, channelId)).for("update");
+  if (!channel) throw errors.notFound("channel", channelId);
+  if (channel.status !== "open") {
+    throw new AppError("CHANNEL_CLOSED", 409, `channel ${channel.name} is closed: it takes no new messages (it stays readable until deleted)`, { channel_id: channelId });
+  }
+  const sequence = channel.messageCount + 1;
+  const row: MessageRow = {
+    id: randomUUID(),
+    channelId,
+    intentId: channel.intentId,
+    sequence,
+    sender: out.sender,
+    to: out.to,
+    messageType: out.type,
+    correlationId: out.correlationId,
+    payload: out.payload,
+    metadata: out.metadata,
+    status: "delivered",
+    createdAt: now,
+    expiresAt: out.expiresAt,
+    readAt: null,
+  };
+  await tx.insert(messages).values(row);
+  const [updated] = await tx
+    .update(channels)
+    .set({ messageCount: sequence, lastMessageAt: now, closesAt: channel.ttlSeconds ? new Date(now.getTime() + channel.ttlSeconds * 1000) : null })
+    .where(eq(channels.id, channelId))
+    .returning();
+  await evictBeyond(tx, updated!);
+  const message = toMessage(row);
+  await enqueue(tx, outbox, [{ subject: channelMessageSubject(channelId), msgId: `channel:${channelId}:m${sequence}`, payload: { ...message, event_type: "channel_message" } }]);
+  if (channel.audit) {
+    const traceId = typeof out.metadata.trace_id === "string" && /^[^\s]{1,200}$/.test(out.metadata.trace_id) ? out.metadata.trace_id : null;
+    await enqueueSystemEvents(tx, outbox, [
+      {
+        id: row.id,
+        source: "channels",
+        intent_id: channel.intentId,
+        event_type: "channel_message",
+        actor: out.sender,
+        payload: { channel_id: channelId, channel_name: channel.name, message_id: row.id, message_type: out.type, to: out.to, payload: out.payload },
+        trace_id: traceId,
+        occurred_at: isoTimestamp(now),
+      },
+    ]);
+  }
+  return row;
+}
+
+/** What an agent may see of a channel: its own messages, broadcasts, and what is addressed to it or its role. */
+async function visibility(ctx: ChannelsContext, viewer: Viewer): Promise<SQL | undefined> {
+  if (!viewer.agentId) return undefined;
+  const role = await roleOf(ctx, SERVICE_CALLER, viewer.agentId);
+  const to = [viewer.agentId, "*", ...(role ? [`role:${role}`] : [])];
+  return or(eq(messages.sender, viewer.agentId), sql`${messages.to} is null`, inArray(messages.to, to));
+}
+
+/** `since`: a message id, a sequence number or an ISO timestamp; the condition "after it". */
+async function afterCursor(ctx: ChannelsContext, channelId: string, since: string | undefined): Promise<SQL | undefined> {
+  if (!since) return undefined;
+  if (/^\d{1,15}$/.test(since)) return gt(messages.sequence, Number(since));
+  const id = Uuid.safeParse(since);
+  if (id.success) {
+    const [row] = await ctx.db.select({ sequence: messages.sequence }).from(messages).where(and(eq(messages.id, id.data), eq(messages.channelId, channelId)));
+    if (!row) throw errors.validation(`since names no message of this channel (an evicted message's id no longer resolves: use its sequence or a timestamp)`);
+    return gt(messages.sequence, row.sequence);
+  }
+  const at = new Date(since);
+  if (Number.isNaN(at.getTime()) || !/^\d{4}-\d\d-\d\d/.test(since)) throw errors.validation("since must be a message id, a sequence number or an ISO 8601 timestamp");
+  return gt(messages.createdAt, at);
+}
+
+/**
+ * GET /channels/{id}/messages: oldest first after `since`, only what the caller may see (rules
+ * 3-6), expired messages left out (rule 13: never delivered), `to` an exact filter. A bare list,
+ * as the official Python client iterates it (docs/channels.md).
+ */
+export async function listMessages(ctx: ChannelsContext, channelId: string, query: ListMessagesQuery, caller: Caller): Promise<Message[]> {
+  const channel = await findChannel(ctx, channelId);
+  const viewer = await assertChannelAccess(ctx, caller, channel);
+  const conditions = [eq(messages.channelId, channelId), sql`${messages.status} <> 'expired'`, await afterCursor(ctx, channelId, query.since), await visibility(ctx, viewer)];
+  if (query.to) conditions.push(eq(messages.to, query.to));
+  const rows = await ctx.db.select().from(messages).where(and(...conditions)).orderBy(asc(messages.sequence)).limit(query.limit);
+  return rows.map(toMessage);
+}
+
+async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<{ row: MessageRow; viewer: Viewer; role: string | null }> {
+  const channel = await findChannel(ctx, channelId);
+  const viewer = await assertChannelAccess(ctx, caller, channel);
+  const [row] = await ctx.db.select().from(messages).where(and(eq(messages.id, messageId), eq(messages.channelId, channelId)));
+  if (!row) throw errors.notFound("message", messageId);
+  const role = viewer.agentId ? await roleOf(ctx, SERVICE_CALLER, viewer.agentId) : null;
+  if (viewer.agentId && !addressedTo(row, viewer.agentId, role)) throw errors.notFound("message", messageId);
+  return { row, viewer, role };
+}
+
+/** GET /channels/{id}/messages/{mid}. */
+export async function getMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<Message> {
+  return toMessage((await visibleMessage(ctx, channelId, messageId, caller)).row);
+}
+
+/** PATCH /channels/{id}/messages/{mid} {"status":"read"}: the target acknowledges (3.2). */
+export async function markRead(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<Message> {
+  const { row, viewer } = await visibleMessage(ctx, channelId, messageId, caller);
+  if (viewer.agentId === row.sender) throw errors.forbidden("the sender of a message does not acknowledge it; its target does", { message_id: messageId });
+  if (row.status === "expired") throw new AppError("MESSAGE_EXPIRED", 409, `message ${messageId} has expired and was not delivered`, { message_id: messageId });
+  if (row.status === "read") return toMessage(row);
+  const [updated] = await ctx.db
+    .update(messages)
+    .set({ status: "read", readAt: ctx.clock.now() })
+    .where(and(eq(messages.id, messageId), inArray(messages.status, ["pending", "delivered"])))
+    .returning();
+  return toMessage(updated ?? row);
+}
