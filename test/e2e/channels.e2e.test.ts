@@ -3,6 +3,7 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import { SystemEvent, systemEventStream, type ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, uniqueTag, UNKNOWN_ID } from "../support/e2e-helpers";
+import { SseClient } from "../support/sse";
 
 /** Channels and messages (spec 2.12, 2.13, 3.2, 3.3, 4.7) through the gateway. */
 let cluster: TestCluster;
@@ -293,5 +294,40 @@ describe("audit (rule 12, part 6)", () => {
       if (msg.info.pending === 0) break;
     }
     expect(seen.map((e) => [e.source, e.event_type, e.id])).toEqual([["channels", "channel_message", sent.body.id]]);
+  });
+});
+
+describe("GET /subscribe/channels/{id} (4.10, rule 11)", () => {
+  it("streams channel_message frames with the full message to those who may read it, each agent only what it may see; Last-Event-ID resumes", async () => {
+    const intent = await activeIntent();
+    const [a, b, c, outsider] = [await agent(), await agent(), await agent(), await agent()];
+    const ch = await channel(intent.id, { name: "live", member_policy: "explicit", members: [b.id, c.id] }, a);
+    const url = (query = "") => `${cluster.baseUrl}/api/v1/subscribe/channels/${ch.id}${query}`;
+    const denied = await SseClient.open(url(), outsider.headers);
+    expect(denied.status).toBe(403);
+    const sse = await SseClient.open(url(), b.headers);
+    expect(sse.status).toBe(200);
+    try {
+      const toC = await post(ch.id, a, { message_type: "request", to: c.id, payload: { only: "c" } });
+      const all = await post(ch.id, a, { message_type: "broadcast", payload: { to: "all" } });
+      const toB = await post(ch.id, a, { message_type: "request", to: b.id, payload: { only: "b" } });
+      await sse.waitFor((client) => client.events.some((e) => e.data.id === toB.body.id));
+      expect(sse.events.map((e) => [e.event, e.id, e.data.id])).toEqual([
+        ["channel_message", String(all.body.sequence), all.body.id],
+        ["channel_message", String(toB.body.sequence), toB.body.id],
+      ]);
+      expect(sse.events[0]!.data).toMatchObject({ channel_id: ch.id, sender: a.id, to: "*", payload: { to: "all" }, status: "delivered" });
+      expect(sse.events.some((e) => e.data.id === toC.body.id)).toBe(false);
+    } finally {
+      await sse.close();
+    }
+    // Resuming after the first message replays what came after it that this agent may see.
+    const resumed = await SseClient.open(url(), { ...c.headers, "Last-Event-ID": "1" });
+    try {
+      await resumed.waitFor((client) => client.events.length >= 1);
+      expect(resumed.events.map((e) => e.data.payload)).toEqual([{ to: "all" }]);
+    } finally {
+      await resumed.close();
+    }
   });
 });

@@ -2,7 +2,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { StartupError, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -14,6 +14,7 @@ import { discoveryDocument } from "./discovery";
 import { EventFeed } from "./event-feed";
 import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
 import { agentStreamFrame } from "./client-frames";
+import { channelFrame, streamChannel } from "./channel-sse";
 import { FEDERATION_BUS_TIMEOUT_MS, mountPublicFederationRoutes } from "./routes-federation";
 
 export const VERSION = "0.1.0";
@@ -67,6 +68,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   await ensureStream(bus, streams.registry);
   const agentFeed = new EventFeed(bus, streams.registry.name, streams.registry.subjects[0], 3, logger, agentStreamFrame);
   await agentFeed.start();
+  await ensureStream(bus, channelStream);
+  const channelFeed = new EventFeed(bus, channelStream.name, channelStream.subjects[0], 3, logger, (event) => channelFrame(event as unknown as Message));
+  await channelFeed.start();
 
   const app = express();
   app.disable("x-powered-by");
@@ -133,6 +137,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
     return streamEvents(req, res, { feed: agentFeed, source, pingMs, logger });
   });
+  api.get(["/subscribe/channels/:channelId", "/channels/:channelId/subscribe"], bound, (req, res) => streamChannel(req, res, { bus: client, feed: channelFeed, pingMs, logger }));
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
   });
@@ -165,6 +170,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       await feed.stop();
       await portfolioFeed.stop();
       await agentFeed.stop();
+      await channelFeed.stop();
       await Promise.all(
         servers.map(
           (server) =>

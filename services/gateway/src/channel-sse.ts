@@ -1,0 +1,96 @@
+import type { Request, Response } from "express";
+import { AppError, channelsCommands, registryCommands, type Caller, type Message } from "@intentmesh/contracts";
+import type { BusClient } from "@intentmesh/bus";
+import type { Logger } from "@intentmesh/telemetry";
+import type { EventFeed } from "./event-feed";
+
+export interface ChannelSseOptions {
+  bus: BusClient;
+  feed: EventFeed;
+  pingMs: number;
+  logger: Logger;
+}
+
+/** A channel_message frame: the full message (4.7 rule 11); the SSE id is its sequence in the channel. */
+export const channelFrame = (message: Message) => `event: channel_message\nid: ${message.sequence}\ndata: ${JSON.stringify({ ...message, event_type: "channel_message" })}\n\n`;
+
+/**
+ * GET /subscribe/channels/{id}: the channel's messages as `channel_message` frames, to those who
+ * may read the channel (rule 6: intent access, members only on an explicit channel; checked by
+ * the channels service), and of those only what the subscriber may see (rules 3-5: an agent gets
+ * its own messages, broadcasts and what is addressed to it or its role). With Last-Event-ID (a
+ * sequence) it first replays what came after, through the same pull the API offers.
+ *
+ * Unlike an event log, a subscriber's view of a channel has gaps by design (other agents' direct
+ * messages), so order is kept by sequence alone: live messages that arrive while the replay runs
+ * wait, and nothing at or below the last sequence sent is sent again.
+ */
+export async function streamChannel(req: Request, res: Response, options: ChannelSseOptions): Promise<void> {
+  const channelId = String(req.params.channelId);
+  const caller = req.caller!;
+  await options.bus.request(channelsCommands.get, caller, { channel_id: channelId });
+  const agentId = caller.agent_id ?? (caller.roles.includes("agent") ? caller.actor : null);
+  const role = agentId ? await roleOf(options.bus, caller, agentId) : null;
+  const visible = (m: Message) =>
+    agentId === null || m.sender === agentId || m.to === null || m.to === "*" || m.to === agentId || (role !== null && m.to === `role:${role}`);
+  const lastEventId = req.get("last-event-id") || (typeof req.query.last_event_id === "string" ? req.query.last_event_id : undefined);
+  if (lastEventId !== undefined && !/^\d{1,15}$/.test(lastEventId)) {
+    throw new AppError("VALIDATION_FAILED", 400, "Last-Event-ID of a channel stream is the sequence of the last message received", { last_event_id: lastEventId });
+  }
+
+  let closed = false;
+  let lastSent = lastEventId ? Number(lastEventId) : Number.POSITIVE_INFINITY;
+  let replaying = lastEventId !== undefined;
+  const waiting: { message: Message; frame: string }[] = [];
+  const send = (message: Message, frame = channelFrame(message)) => {
+    if (closed || message.sequence <= lastSent) return;
+    res.write(frame);
+    lastSent = message.sequence;
+  };
+  const unsubscribe = options.feed.subscribe(channelId, (live) => {
+    const message = live.event as unknown as Message;
+    if (!visible(message)) return;
+    if (lastSent === Number.POSITIVE_INFINITY) lastSent = message.sequence - 1;
+    if (replaying) waiting.push({ message, frame: live.frame });
+    else send(message, live.frame);
+  });
+
+  res.status(200).set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive", "X-Accel-Buffering": "no" });
+  res.flushHeaders();
+  res.write("retry: 2000\n\n");
+  const ping = setInterval(() => {
+    if (!closed) res.write(": ping\n\n");
+  }, options.pingMs);
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(ping);
+    unsubscribe();
+    res.end();
+  };
+  req.on("close", close);
+
+  if (!replaying) return;
+  try {
+    for (;;) {
+      const page = await options.bus.request<Message[]>(channelsCommands.listMessages, caller, { channel_id: channelId, query: { since: String(lastSent), limit: 1000 } });
+      for (const message of page) send(message);
+      if (page.length < 1000 || closed) break;
+    }
+  } catch (err) {
+    options.logger.warn({ err, channelId }, "channel stream replay failed; closing it so the client resumes with Last-Event-ID");
+    close();
+    return;
+  }
+  replaying = false;
+  for (const { message, frame } of waiting.splice(0)) send(message, frame);
+}
+
+async function roleOf(bus: BusClient, caller: Caller, agentId: string): Promise<string | null> {
+  try {
+    return (await bus.request<{ role_id?: string | null }>(registryCommands.get, caller, { agent_id: agentId })).role_id ?? null;
+  } catch (error) {
+    if (error instanceof AppError && (error.status === 404 || error.status === 403)) return null;
+    throw error;
+  }
+}
