@@ -95,8 +95,8 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(discovery.body.rfcs.length).toBeGreaterThan(0);
     // What it announces matches what is served: the registry, portfolios and their streams.
     expect(discovery.body.capabilities.agent_registry).toMatchObject({ heartbeats: true, drain: true });
-    expect(discovery.body.capabilities.subscriptions.streams).toEqual(["intents", "portfolios", "agents"]);
-    expect(discovery.body.spec_parts).toEqual(expect.arrayContaining(["2.15", "3.4", "4.9", "2.5", "2.6", "2.7", "2.8"]));
+    expect(discovery.body.capabilities.subscriptions.streams).toEqual(["intents", "portfolios", "agents", "channels"]);
+    expect(discovery.body.spec_parts).toEqual(expect.arrayContaining(["2.15", "3.4", "4.9", "2.5", "2.6", "2.7", "2.8", "2.12", "2.13", "2.14", "4.7", "4.8"]));
   });
 
   it("runs the federation service disabled unless configured: ready, not announced, its routes 404 FEDERATION_DISABLED", async () => {

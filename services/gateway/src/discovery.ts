@@ -20,11 +20,11 @@ export function discoveryDocument(version: string, options: { federation?: boole
       attachments: { storage: "reference only", schemes: ["http", "https", "s3"] },
       retry_policies: { strategies: ["none", "fixed", "exponential", "linear"], fallback_agents: true },
       portfolios: true,
-      subscriptions: { transport: "sse", resume: "Last-Event-ID", keepalive: "ping comment", streams: ["intents", "portfolios", "agents"] },
+      subscriptions: { transport: "sse", resume: "Last-Event-ID", keepalive: "ping comment", streams: ["intents", "portfolios", "agents", "channels"] },
       suspension: { response_types: ["choice", "confirm", "text", "form"], server_timeouts: true, retry_strategies: ["fixed", "linear", "exponential"], config: "/api/v1/server/config" },
       governance: { policies: true, approvals: true, engagement_decisions: true },
-      channels: false,
-      memory: false,
+      channels: { message_types: ["request", "response", "notify", "broadcast"], member_policies: ["intent", "explicit"], addressing: ["agent", "role:<role_id>", "*"], audit: true, implicit_creation: "/api/v1/intents/{intent_id}/channels/{name}/messages" },
+      memory: { types: ["working", "episodic", "semantic"], query: "/api/v1/memory", batch: true },
       agent_registry: { heartbeats: true, lifecycle: ["active", "draining", "unhealthy", "dead", "deregistered"], drain: true, pools: true },
       federation: options.federation
         ? {
@@ -38,7 +38,7 @@ export function discoveryDocument(version: string, options: { federation?: boole
         : false,
     },
     spec_parts: [
-      ...["2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.15", "3.1", "3.4", "3.5", "3.6", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.9", "4.10", "5", "7", "9"],
+      ...["2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.15", "2.12", "2.13", "2.14", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "4.8", "4.9", "4.10", "5", "7", "8", "9"],
       ...(options.federation ? ["2.16", "4.11", "5.7"] : []),
     ],
     rfcs: [
