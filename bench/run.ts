@@ -29,7 +29,7 @@ import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } fro
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
-const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "task_claim_complete", "state_patch_governed", "suspend_respond", "sse_fanout"] as const;
+const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "task_claim_complete", "state_patch_governed", "suspend_respond", "post_message", "pull_messages", "sse_fanout"] as const;
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 
 const num = (name: string, fallback: number) => {
@@ -67,6 +67,7 @@ const TARGETS: Partial<Record<ScenarioName, number>> = {
   create_intent: 2000,
   state_patch: 1500,
   append_event: 2000,
+  post_message: 2000,
   list_events: 1000,
   record_cost: 2000,
   heartbeat: 2500,
@@ -81,6 +82,8 @@ const DESCRIPTIONS: Record<ScenarioName, string> = {
   list_events: "GET /api/v1/intents/{id}/events?limit=200 of an intent with 200 events",
   create_intent: "POST /api/v1/intents",
   append_event: "POST /api/v1/intents/{id}/events, rotating over 100 intents",
+  post_message: "POST /api/v1/channels/{id}/messages (a notify), rotating over 32 channels of different intents",
+  pull_messages: "GET /api/v1/channels/{id}/messages?limit=100 of a channel with 100 messages (an agent pulling its view)",
   state_patch: "POST /api/v1/intents/{id}/state, If-Match, one intent per connection, version from the ETag",
   record_cost: "POST /api/v1/intents/{id}/costs (tokens with cents), rotating over 100 intents and 4 agents",
   get_costs: `GET /api/v1/intents/{id}/costs (first page of 100 and the summary) of an intent with ${COST_FIXTURE_RECORDS} records`,
@@ -279,6 +282,7 @@ async function main(): Promise<void> {
     { name: "intents", pids: () => [intents.pid] },
     { name: "registry", pids: () => [registry.pid] },
     { name: "governance", pids: () => [governance.pid] },
+    { name: "channels", pids: () => [channels.pid] },
     { name: "baseline", pids: () => baselineChildren.map((c) => c.pid) },
     { name: "postgres", pids: () => pidsByCommand("postgres") },
     { name: "nats-server", pids: () => pidsByCommand("nats-server") },
@@ -308,6 +312,15 @@ async function main(): Promise<void> {
     ? await mapLimit(config.connections, 16, async (i) => governIntent(api, await api.createIntent(`governed patch ${i}`)))
     : [];
   const suspendIntents = config.scenarios.includes("suspend_respond") ? await mapLimit(config.connections + 1, 16, (i) => api.createIntent(`suspend ${i}`)) : [];
+  const wantsChannels = config.scenarios.includes("post_message") || config.scenarios.includes("pull_messages");
+  const benchChannels = wantsChannels
+    ? await mapLimit(32, 8, async (i) => {
+        const created = await api.request("POST", `/api/v1/intents/${pool[i]!.id}/channels`, { name: `bench-${i}` });
+        if (created.status !== 201) throw new Error(`creating a bench channel answered ${created.status}: ${JSON.stringify(created.body).slice(0, 300)}`);
+        return String((created.body as { id: string }).id);
+      })
+    : [];
+  if (wantsChannels) await mapLimit(100, 8, (i) => api.request("POST", `/api/v1/channels/${benchChannels[0]}/messages`, { message_type: "notify", payload: { fixture: i } }));
   await waitForOutbox(api, 30_000);
 
   // (d) and (e) the scenarios
@@ -381,6 +394,15 @@ async function main(): Promise<void> {
         options.requests = [{ method: "POST", body, setupRequest: (req) => ({ ...req, path: `/api/v1/intents/${pool[i++ % pool.length]!.id}/events` }) }];
         break;
       }
+      case "post_message": {
+        let i = 0;
+        const body = JSON.stringify({ message_type: "notify", payload: { note: "benchmark message", n: 1 } });
+        options.requests = [{ method: "POST", body, setupRequest: (req) => ({ ...req, path: `/api/v1/channels/${benchChannels[i++ % benchChannels.length]}/messages` }) }];
+        break;
+      }
+      case "pull_messages":
+        options.requests = [{ method: "GET", path: `/api/v1/channels/${benchChannels[0]}/messages?limit=100` }];
+        break;
       case "record_cost":
         options.requests = recordCostRequests(pool.map((intent) => intent.id), benchAgents);
         break;
