@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { sql, type SQL } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import {
   BUDGET_EXCEEDED_REASON,
   INTENT_EVENT_SCHEMA,
@@ -13,7 +13,7 @@ import {
   type IntentEvent,
 } from "@intentmesh/contracts";
 import { traceCarrier } from "@intentmesh/bus";
-import { rowsOf, type DatabaseHandle, type Tx } from "@intentmesh/db";
+import { rowsOf, withParams, type DatabaseHandle, type Tx } from "@intentmesh/db";
 import { SHOWN_WITHIN_PAGE_BYTES } from "./statements";
 
 type Query = DatabaseHandle["query"];
@@ -252,12 +252,6 @@ export async function recordCostInTransaction(tx: Tx, intentId: string, cost: Ne
   return runRecordingStatement(async () => rowsOf<Row>(await tx.execute(withParams(RECORD_COST_SQL, params)))[0], record, wire);
 }
 
-/** A statement written with $n placeholders as a drizzle SQL object, for running it in a transaction. */
-export function withParams(text: string, params: unknown[]): SQL {
-  const parts = text.split(/\$(\d+)/);
-  const chunks: SQL[] = parts.map((part, index) => (index % 2 === 0 ? sql.raw(part) : sql`${params[Number(part) - 1]}`));
-  return sql.join(chunks, sql.raw(""));
-}
 
 /**
  * GET /intents/{id}/costs as one statement: a page of stored wire forms joined by Postgres, the
