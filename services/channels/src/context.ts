@@ -1,11 +1,13 @@
 import type { Caller, Clock } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
-import type { Database } from "@intentmesh/db";
+import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 
 /** What every handler of the channels service works with. */
 export interface ChannelsContext {
   db: Database;
+  /** Named prepared statements outside a transaction (the one-statement message write). */
+  query: DatabaseHandle["query"];
   clock: Clock;
   logger: Logger;
   /** Requests to the intents service (intent access, governance) and the registry (role_id). */

@@ -85,10 +85,10 @@ async function agentDeparted(ctx: ChannelsContext, tx: Tx, agentId: string): Pro
     .update(channels)
     .set({ members: sql`array_remove(${channels.members}, ${agentId})` })
     .where(sql`${channels.members} @> array[${agentId}]::text[]`)
-    .returning({ id: channels.id, status: channels.status });
+    .returning({ id: channels.id, name: channels.name, intentId: channels.intentId, status: channels.status });
   for (const channel of memberOf) {
     if (channel.status !== "open") continue;
-    await insertMessage(ctx, tx, channel.id, {
+    await insertMessage(ctx, tx, channel, {
       sender: SYSTEM_SENDER,
       to: null,
       type: "notify",

@@ -43,6 +43,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
   const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "channels", ...options.relay });
   const ctx: ChannelsContext = {
     db: database.db,
+    query: database.query,
     clock: options.clock ?? systemClock,
     logger,
     client: new BusClient(bus, 5000),

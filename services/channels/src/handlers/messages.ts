@@ -1,11 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { and, asc, eq, gt, inArray, or, sql, type SQL } from "drizzle-orm";
 import {
   AppError,
-  channelMessageSubject,
   errors,
   governancePolicyCommands,
-  isoTimestamp,
   Uuid,
   type Caller,
   type ListMessagesQuery,
@@ -14,14 +11,14 @@ import {
   type ReplyBody,
   type SendMessageBody,
 } from "@intentmesh/contracts";
-import { enqueue, enqueueSystemEvents } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { SERVICE_CALLER, type ChannelsContext } from "../context";
-import { channels, messages, outbox } from "../db/schema";
+import { channels, messages } from "../db/schema";
 import { assertChannelAccess, findChannel, notAMember, roleOf } from "../access";
 import { addressedTo, refuseCredentials, resolveRecipient, ruleViolation, senderOf, viewerOf, type Viewer } from "../domain/rules";
 import { toMessage, type ChannelRow, type MessageRow } from "../mapping";
-import { checkNewChannel, evictBeyond, insertChannel, newChannelRow } from "./channels";
+import { checkNewChannel, insertChannel, newChannelRow } from "./channels";
+import { writeMessage, writeMessageInTx, type OutgoingMessage } from "../db/message-statement";
 
 /** What a send carries once the route's shape is known. */
 interface Outgoing {
@@ -93,11 +90,10 @@ async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessage
   if (expiresAt && expiresAt.getTime() <= now.getTime()) throw errors.validation("expires_at is already past: such a message would never be delivered");
   // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope.
   await ctx.client.request(governancePolicyCommands.check, caller, { intent_id: channel.intentId, kind: "channel" });
-  const row = await ctx.db.transaction((tx) =>
-    insertMessage(ctx, tx, channel.id, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }, now),
-  );
+  const written = await writeMessage(ctx.query, outgoing(channel, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }), now);
+  if (!written) throw await refusal(ctx, ctx.db, channel.id);
   ctx.published();
-  return toMessage(row);
+  return written;
 }
 
 async function loadRequest(ctx: ChannelsContext, id: string) {
@@ -111,61 +107,32 @@ async function loadRequest(ctx: ChannelsContext, id: string) {
   return row ?? null;
 }
 
-/**
- * One message, in one transaction with everything it changes: the channel row (locked, so
- * sequences have no gaps and a closure is seen), the message (delivered on commit, rule 1), the
- * eviction of the oldest beyond max_messages, its outbox row for the channel's stream (SSE), and,
- * on an audit channel, the channel_message event for the intent's log (rule 12).
- */
-export async function insertMessage(ctx: ChannelsContext, tx: Tx, channelId: string, out: Outgoing, now: Date): Promise<MessageRow> {
-  const [channel] = await tx.select().from(channels).where(eq(channels.id, channelId)).for("update");
-  if (!channel) throw errors.notFound("channel", channelId);
-  if (channel.status !== "open") {
-    throw new AppError("CHANNEL_CLOSED", 409, `channel ${channel.name} is closed: it takes no new messages (it stays readable until deleted)`, { channel_id: channelId });
-  }
-  const sequence = channel.messageCount + 1;
-  const row: MessageRow = {
-    id: randomUUID(),
-    channelId,
-    intentId: channel.intentId,
-    sequence,
-    sender: out.sender,
-    to: out.to,
-    messageType: out.type,
-    correlationId: out.correlationId,
-    payload: out.payload,
-    metadata: out.metadata,
-    status: "delivered",
-    createdAt: now,
-    expiresAt: out.expiresAt,
-    readAt: null,
-  };
-  await tx.insert(messages).values(row);
-  const [updated] = await tx
-    .update(channels)
-    .set({ messageCount: sequence, lastMessageAt: now, closesAt: channel.ttlSeconds ? new Date(now.getTime() + channel.ttlSeconds * 1000) : null })
-    .where(eq(channels.id, channelId))
-    .returning();
-  await evictBeyond(tx, updated!);
-  const message = toMessage(row);
-  await enqueue(tx, outbox, [{ subject: channelMessageSubject(channelId), msgId: `channel:${channelId}:m${sequence}`, payload: { ...message, event_type: "channel_message" } }]);
-  if (channel.audit) {
-    const traceId = typeof out.metadata.trace_id === "string" && /^[^\s]{1,200}$/.test(out.metadata.trace_id) ? out.metadata.trace_id : null;
-    await enqueueSystemEvents(tx, outbox, [
-      {
-        id: row.id,
-        source: "channels",
-        intent_id: channel.intentId,
-        event_type: "channel_message",
-        actor: out.sender,
-        payload: { channel_id: channelId, channel_name: channel.name, message_id: row.id, message_type: out.type, to: out.to, payload: out.payload },
-        trace_id: traceId,
-        occurred_at: isoTimestamp(now),
-      },
-    ]);
-  }
-  return row;
+/** Why a message was not written: the channel is gone (404) or not open (409). */
+async function refusal(ctx: ChannelsContext, db: Pick<Tx, "select">, channelId: string): Promise<AppError> {
+  const [channel] = await db.select({ name: channels.name }).from(channels).where(eq(channels.id, channelId));
+  if (!channel) return errors.notFound("channel", channelId);
+  return new AppError("CHANNEL_CLOSED", 409, `channel ${channel.name} is closed: it takes no new messages (it stays readable until deleted)`, { channel_id: channelId });
 }
+
+/** A message inside a caller's transaction (the departure notice beside the member list change). */
+export async function insertMessage(ctx: ChannelsContext, tx: Tx, channel: Pick<ChannelRow, "id" | "name" | "intentId">, out: Outgoing, now: Date): Promise<Message> {
+  const written = await writeMessageInTx(tx, outgoing(channel, out), now);
+  if (!written) throw await refusal(ctx, tx, channel.id);
+  return written;
+}
+
+const outgoing = (channel: Pick<ChannelRow, "id" | "name" | "intentId">, out: Outgoing): OutgoingMessage => ({
+  channelId: channel.id,
+  channelName: channel.name,
+  intentId: channel.intentId,
+  sender: out.sender,
+  to: out.to,
+  type: out.type,
+  correlationId: out.correlationId,
+  payload: out.payload,
+  metadata: out.metadata,
+  expiresAt: out.expiresAt,
+});
 
 /** What an agent may see of a channel: its own messages, broadcasts, and what is addressed to it or its role. */
 async function visibility(ctx: ChannelsContext, viewer: Viewer): Promise<SQL | undefined> {
