@@ -29,7 +29,7 @@ import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } fro
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
-const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "task_claim_complete", "state_patch_governed", "suspend_respond", "post_message", "pull_messages", "sse_fanout"] as const;
+const ALL_SCENARIOS = ["baseline", "get_intent", "list_events", "create_intent", "append_event", "state_patch", "record_cost", "get_costs", "register_agent", "heartbeat", "task_claim_complete", "state_patch_governed", "suspend_respond", "post_message", "pull_messages", "sse_fanout", "sse_channel"] as const;
 type ScenarioName = (typeof ALL_SCENARIOS)[number];
 
 const num = (name: string, fallback: number) => {
@@ -84,6 +84,7 @@ const DESCRIPTIONS: Record<ScenarioName, string> = {
   append_event: "POST /api/v1/intents/{id}/events, rotating over 100 intents",
   post_message: "POST /api/v1/channels/{id}/messages (a notify), rotating over 32 channels of different intents",
   pull_messages: "GET /api/v1/channels/{id}/messages?limit=100 of a channel with 100 messages (an agent pulling its view)",
+  sse_channel: "SSE: subscribers on one channel's stream, notify messages posted at the SSE rate; latency from POST to channel_message frame",
   state_patch: "POST /api/v1/intents/{id}/state, If-Match, one intent per connection, version from the ETag",
   record_cost: "POST /api/v1/intents/{id}/costs (tokens with cents), rotating over 100 intents and 4 agents",
   get_costs: `GET /api/v1/intents/{id}/costs (first page of 100 and the summary) of an intent with ${COST_FIXTURE_RECORDS} records`,
@@ -128,7 +129,7 @@ interface HttpResult {
 }
 
 interface SseResult extends FanoutResult {
-  scenario: "sse_fanout";
+  scenario: "sse_fanout" | "sse_channel";
   kind: "sse";
   description: string;
   rate: number;
@@ -331,8 +332,10 @@ async function main(): Promise<void> {
   const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
   for (const scenario of config.scenarios) {
     log(`${scenario}: ${DESCRIPTIONS[scenario]}`);
-    if (scenario === "sse_fanout") {
+    if (scenario === "sse_fanout" || scenario === "sse_channel") {
       const intent = await api.createIntent("sse fanout");
+      const channelId =
+        scenario === "sse_channel" ? String(((await api.request("POST", `/api/v1/intents/${intent.id}/channels`, { name: "fanout" })).body as { id: string }).id) : undefined;
       const startUs = hrUs();
       meter.begin();
       const fan = await runFanout({
@@ -344,7 +347,8 @@ async function main(): Promise<void> {
         rate: config.sseRate,
         warmupEvents: 20,
         drainMs: 10_000,
-        probe: { nc: state.nc!, subject: `${namespace}.evt.intent.${intent.id}.>` },
+        probe: { nc: state.nc!, subject: channelId ? `${namespace}.evt.channel.${channelId}.>` : `${namespace}.evt.intent.${intent.id}.>` },
+        channelId,
       });
       const cpu = meter.end();
       windows.push({ scenario, startUs, endUs: hrUs() });

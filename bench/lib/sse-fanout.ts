@@ -17,7 +17,19 @@ export interface FanoutOptions {
    * outbox relay publishes it: splits the latency into POST -> bus and bus -> SSE frame.
    */
   probe?: { nc: NatsConnection; subject: string };
+  /**
+   * A channel instead of an intent: subscribers read /subscribe/channels/{id}, the load posts
+   * notify messages, and frames are matched by the message's sequence (a channel frame's SSE id).
+   */
+  channelId?: string;
 }
+
+const subscribePath = (o: FanoutOptions) => (o.channelId ? `/api/v1/subscribe/channels/${o.channelId}` : `/api/v1/subscribe/intents/${o.intentId}`);
+const postPath = (o: FanoutOptions) => (o.channelId ? `/api/v1/channels/${o.channelId}/messages` : `/api/v1/intents/${o.intentId}/events`);
+const postBody = (o: FanoutOptions, marker: string, n: number) =>
+  JSON.stringify(o.channelId ? { message_type: "notify", payload: { marker, n } } : { event_type: "bench.fanout", payload: { marker, n } });
+/** The key a frame's `id:` carries for what a POST answered: the event id, or a message's sequence. */
+const frameKey = (o: FanoutOptions, answer: { id: string; sequence: number }) => (o.channelId ? String(answer.sequence) : answer.id);
 
 export interface FanoutResult {
   subscribers: number;
@@ -70,7 +82,7 @@ export async function runFanout(options: FanoutOptions): Promise<FanoutResult> {
   const probeSub = options.probe?.nc.subscribe(options.probe.subject, {
     callback: (_err, msg) => {
       const at = performance.now();
-      const seq = Number(/:e(\d+)$/.exec(msg.headers?.get("Nats-Msg-Id") ?? "")?.[1]);
+      const seq = Number(/:[em](\d+)$/.exec(msg.headers?.get("Nats-Msg-Id") ?? "")?.[1]);
       if (Number.isFinite(seq) && !onBus.has(seq)) onBus.set(seq, at);
     },
   });
@@ -167,7 +179,7 @@ export async function runFanout(options: FanoutOptions): Promise<FanoutResult> {
 /** Opens one SSE stream and resolves once the server has sent its first bytes (it is subscribed by then). */
 function subscribe(options: FanoutOptions): Promise<Subscriber> {
   return new Promise((resolve, reject) => {
-    const url = new URL(`/api/v1/subscribe/intents/${options.intentId}`, options.baseUrl);
+    const url = new URL(subscribePath(options), options.baseUrl);
     const sub: Subscriber = { req: undefined as unknown as http.ClientRequest, received: new Map(), order: [], duplicates: 0 };
     let buffer = "";
     let ready = false;
@@ -232,14 +244,15 @@ async function sendPaced(options: FanoutOptions, agent: http.Agent, count: numbe
       const wait = due - performance.now();
       if (wait > 0.5) await sleep(wait);
     }
-    const body = JSON.stringify({ event_type: "bench.fanout", payload: { marker, n: i } });
+    const body = postBody(options, marker, i);
     const sentAt = performance.now();
     const one = post(options, agent, body).then(
       (event) => {
         result.durations.push(performance.now() - sentAt);
-        order[i] = event.id;
-        result.sentAt.set(event.id, sentAt);
-        result.sequence.set(event.id, event.sequence);
+        const key = frameKey(options, event);
+        order[i] = key;
+        result.sentAt.set(key, sentAt);
+        result.sequence.set(key, event.sequence);
       },
       () => {
         result.failures++;
@@ -255,7 +268,7 @@ async function sendPaced(options: FanoutOptions, agent: http.Agent, count: numbe
 
 function post(options: FanoutOptions, agent: http.Agent, body: string): Promise<{ id: string; sequence: number }> {
   return new Promise((resolve, reject) => {
-    const url = new URL(`/api/v1/intents/${options.intentId}/events`, options.baseUrl);
+    const url = new URL(postPath(options), options.baseUrl);
     const req = http.request(
       url,
       {
