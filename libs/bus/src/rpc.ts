@@ -12,7 +12,7 @@ import {
   type WireError,
   type z,
 } from "@intentmesh/contracts";
-import type { Logger } from "@intentmesh/telemetry";
+import { currentRequestId, REQUEST_ID_HEADER, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { Bus } from "./connection";
 import { extractTrace, injectTrace } from "./trace";
 
@@ -54,8 +54,8 @@ export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I
         logger.error({ err, subject: def.subject }, "subscription failed");
         return;
       }
-      void context
-        .with(extractTrace(msg.headers), () =>
+      void withRequestId(msg.headers?.get(REQUEST_ID_HEADER), () =>
+        context.with(extractTrace(msg.headers), () =>
           tracer.startActiveSpan(def.subject, { kind: SpanKind.SERVER, attributes: { "messaging.system": "nats" } }, async (span) => {
             try {
               const reply = await replyTo(msg, def, handler, logger);
@@ -65,7 +65,8 @@ export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I
               span.end();
             }
           }),
-        )
+        ),
+      )
         // Nothing a request carries may end the process: whatever escaped is logged here.
         .catch((error: unknown) => logger.error({ err: error, subject: def.subject }, "command reply failed"));
     },
@@ -234,10 +235,10 @@ export class BusClient {
     }
     let msg: Msg;
     try {
-      msg = await this.bus.nc.request(this.bus.subject(def.subject), payload, {
-        timeout: this.timeoutMs,
-        headers: injectTrace(),
-      });
+      const headers = injectTrace();
+      const requestId = currentRequestId();
+      if (requestId) headers.set(REQUEST_ID_HEADER, requestId);
+      msg = await this.bus.nc.request(this.bus.subject(def.subject), payload, { timeout: this.timeoutMs, headers });
     } catch (error) {
       const text = String((error as Error).message ?? error);
       if (/no responders|503/i.test(text)) throw errors.unavailable(`no ${def.service} service is running to answer ${def.subject}`);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { trace } from "@opentelemetry/api";
 import { AppError, z, type Caller, type CommandDef } from "@intentmesh/contracts";
-import { createLogger, startTracing, stopTracing, tracer } from "@intentmesh/telemetry";
+import { createLogger, startTracing, stopTracing, tracer, withRequestId } from "@intentmesh/telemetry";
 import { connectBus, type Bus } from "../src/connection";
 import { BusClient, serveCommand } from "../src/rpc";
 import { testNamespace } from "../../../test/support/backends";
@@ -39,6 +39,27 @@ describe("typed request/reply", () => {
     expect(traceId).not.toMatch(/^0+$/);
     expect(seen.trace).toBe(traceId);
     expect(seen.caller).toEqual(caller);
+  });
+
+  it("carries the request id: every log line the handler writes bears the id the caller's work was opened with", async () => {
+    const lines: string[] = [];
+    const serviceLogger = createLogger("rpc-test-service", "info", { write: (line: string) => void lines.push(line) });
+    const sub = serveCommand(bus, echo, async (input) => {
+      await new Promise((r) => setTimeout(r, 5));
+      serviceLogger.info({ text: (input as { text: string }).text }, "handled");
+      return {};
+    }, serviceLogger);
+    await withRequestId("req-42.abc", () => client.request(echo, caller, { text: "with id" }));
+    await client.request(echo, caller, { text: "without id" });
+    // A direct bus caller cannot inject a line break or an unbounded id into every log line.
+    await withRequestId("bad id\nforged", () => client.request(echo, caller, { text: "bad id" }));
+    sub.unsubscribe();
+    const handled = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "handled");
+    expect(handled.map((l) => [l.text, l.request_id])).toEqual([
+      ["with id", "req-42.abc"],
+      ["without id", undefined],
+      ["bad id", undefined],
+    ]);
   });
 
   it("validates input against the contract before the handler runs", async () => {

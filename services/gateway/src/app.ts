@@ -4,7 +4,7 @@ import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { ActorId, AppError, Uuid, CLUSTER_SERVICES, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
-import { StartupError, type Logger } from "@intentmesh/telemetry";
+import { StartupError, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
 import { routes, type Route } from "./routes";
@@ -76,6 +76,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
+  app.use(assignRequestId);
   app.use(traceRequests);
   app.use(accessLog(logger));
 
@@ -105,6 +106,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment", taskId: "task", approvalId: "approval", channelId: "channel", messageId: "message" };
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
   const handle = (route: Route) => async (req: Request, res: Response) => {
+    // The route template names the request in the access log (never the raw path with its ids).
+    res.locals.route = route.path;
     refuseUnsafeParams(req);
     const input = route.input(req);
     const parsed = route.command.input.safeParse(input);
@@ -202,15 +205,39 @@ function traceRequests(req: Request, res: Response, next: NextFunction) {
  * One line per request: method, path, status, duration; never headers (they hold the key).
  * Successful requests log at debug, so a busy server at info logs only what needs a look.
  */
+/**
+ * One request id per request: the client's X-Request-Id when it is acceptable, else a new UUID.
+ * It is answered in X-Request-Id (and in error bodies), and opened as the current request id, so
+ * every log line of the request, here and in the services the bus carries it to, bears it.
+ */
+function assignRequestId(req: Request, res: Response, next: NextFunction) {
+  const requestId = requestIdFrom(req.get("x-request-id"));
+  res.set("X-Request-Id", requestId);
+  withRequestId(requestId, next);
+}
+
+/**
+ * One line per request at info (error for a 5xx): method, route template, status, duration, the
+ * caller's principal and acting agent, and the request id. Never a key.
+ */
 function accessLog(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const status = res.statusCode;
-      const level = status >= 500 ? "error" : status >= 400 ? "info" : "debug";
+      const level = status >= 500 ? "error" : "info";
       if (!logger.isLevelEnabled(level)) return;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      logger[level]({ method: req.method, path: req.path, status, ms: Math.round(ms * 10) / 10 }, "request");
+      const line = {
+        request_id: res.get("X-Request-Id"),
+        method: req.method,
+        route: (res.locals.route as string | undefined) ?? (req.route ? String(req.route.path) : "unmatched"),
+        status,
+        ms: Math.round(ms * 10) / 10,
+        principal: req.caller?.principal,
+        agent_id: req.caller?.agent_id ?? undefined,
+      };
+      logger[level](line, "request");
     });
     next();
   };

@@ -33,7 +33,7 @@ export function errorHandler(logger: Logger) {
     }
     // A dependency that is down (503) comes back by itself: tell the client when to try again.
     if (appError.status === 503) res.set("Retry-After", String(RETRY_AFTER_SECONDS));
-    res.status(appError.status).json(appError.toBody());
+    res.status(appError.status).json({ ...appError.toBody(), request_id: res.get("X-Request-Id") });
   };
 }
 
