@@ -189,7 +189,7 @@ export function testApiKeys(): ApiKeys {
 export async function startTestGateway(
   bus: Bus,
   logger: Logger,
-  options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean } = {},
+  options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean; corsOrigins?: string[] } = {},
 ): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
   const gateway = await createGateway({ bus, keys: testApiKeys(), logger, ...options });
   const server: Server = await gateway.listen(0, "127.0.0.1");

@@ -15,6 +15,7 @@ import { EventFeed } from "./event-feed";
 import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
 import { agentStreamFrame } from "./client-frames";
 import { channelFrame, streamChannel } from "./channel-sse";
+import { cors } from "./cors";
 import { FEDERATION_BUS_TIMEOUT_MS, mountPublicFederationRoutes } from "./routes-federation";
 
 export const VERSION = "0.1.0";
@@ -29,6 +30,8 @@ export interface GatewayOptions {
   busTimeoutMs?: number;
   /** Federation is enabled in this cluster: the discovery document lists it. */
   federation?: boolean;
+  /** Browser origins allowed by CORS (CORS_ORIGINS); none: CORS off. */
+  corsOrigins?: string[];
 }
 
 export interface Gateway {
@@ -77,10 +80,22 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.set("etag", false);
   app.set("query parser", "simple");
   app.use(assignRequestId);
+  if (options.corsOrigins?.length) app.use(cors(options.corsOrigins));
   app.use(traceRequests);
   app.use(accessLog(logger));
 
-  // Public: liveness, readiness, the API description and the discovery document carry no data.
+  // Public: the root's links, liveness, readiness, the API description and the discovery document carry no data.
+  app.get("/", (_req, res) =>
+    void res.json({
+      name: "intentmesh",
+      version: VERSION,
+      api: API_PREFIXES[0],
+      docs: "/docs",
+      openapi: "/openapi.json",
+      discovery: "/.well-known/openintent.json",
+      health: { live: "/healthz", ready: "/readyz" },
+    }),
+  );
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res) => {
     const report = await readiness(bus, client);

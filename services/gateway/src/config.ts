@@ -10,6 +10,11 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
   SSE_PING_SECONDS: z.coerce.number().min(0.01).default(15),
   BUS_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
   /** Federation runs in this cluster (the federation service reads the same variable): the discovery document says so. */
+  /** Browser origins allowed to call the API (CORS): unset is off, `*` any, else exact origins separated by commas. */
+  CORS_ORIGINS: z
+    .string()
+    .optional()
+    .refine((value) => !value || value.split(",").every((o) => o.trim() === "*" || /^https?:\/\/[^/\s]+$/.test(o.trim())), "must be * or origins like https://app.example.org, separated by commas"),
   FEDERATION_ENABLED: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

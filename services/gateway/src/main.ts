@@ -4,6 +4,7 @@ import { createLogger, runMain, startTracing, stopOnSignals, stopTracing } from 
 import { gatewayConfigSchema } from "./config";
 import { loadApiKeys } from "./api-keys";
 import { createGateway } from "./app";
+import { parseCorsOrigins } from "./cors";
 
 // Entry point of the gateway alone: config -> logger -> keys -> bus -> HTTP -> shutdown.
 await runMain("gateway", async () => {
@@ -20,6 +21,7 @@ await runMain("gateway", async () => {
     ssePingMs: config.SSE_PING_SECONDS * 1000,
     busTimeoutMs: config.BUS_TIMEOUT_MS,
     federation: config.FEDERATION_ENABLED,
+    corsOrigins: parseCorsOrigins(config.CORS_ORIGINS),
   });
   await gateway.listen(config.PORT, config.HOST);
   logger.info({ host: config.HOST, port: config.PORT, keys: keys.size }, "gateway listening");
