@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { context } from "@opentelemetry/api";
 import { claimInboxMessage, pruneInbox, type Database, type InboxTable, type Tx } from "@intentmesh/db";
-import type { Logger } from "@intentmesh/telemetry";
+import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { Bus } from "./connection";
 import { extractTrace } from "./trace";
 
@@ -81,19 +81,22 @@ async function processMessage<T>(msg: JsMsg, options: DurableConsumerOptions<T>)
     payload = options.parse(msg.json());
   } catch (error) {
     options.logger.error({ err: error, subject: msg.subject, seq: msg.seq }, "poison message terminated");
+    metrics.consumerMessages.inc({ durable: options.durable, outcome: "terminated" });
     msg.term();
     return;
   }
   try {
-    await options.db.transaction(async (tx) => {
-      if (await claimInboxMessage(tx, options.inbox, options.durable, inboxMessageId(msg))) {
-        await options.handle(tx, payload, msg);
-      }
+    const applied = await options.db.transaction(async (tx) => {
+      if (!(await claimInboxMessage(tx, options.inbox, options.durable, inboxMessageId(msg)))) return false;
+      await options.handle(tx, payload, msg);
+      return true;
     });
+    metrics.consumerMessages.inc({ durable: options.durable, outcome: applied ? "applied" : "duplicate" });
     await options.afterCommit?.(msg);
     msg.ack();
   } catch (error) {
     options.logger.warn({ err: error, subject: msg.subject, seq: msg.seq }, "message handling failed; redelivering");
+    metrics.consumerMessages.inc({ durable: options.durable, outcome: "redelivered" });
     msg.nak(1000);
   }
 }

@@ -5,6 +5,7 @@ import type { Bus } from "./connection";
 import { rowsOf, type Database, type Queryable } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import { traceCarrier } from "./trace";
+import { metrics, scrapedGauge } from "@intentmesh/telemetry";
 
 /**
  * The transactional outbox of one service. A state change, its event-log row and its outbox row
@@ -91,11 +92,17 @@ export class OutboxRelay {
 
   start(): void {
     this.stopped = false;
+    runningRelays.add(this);
     this.schedule(0);
+  }
+
+  get name(): string {
+    return this.options.name;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    runningRelays.delete(this);
     if (this.timer) clearTimeout(this.timer);
     await this.running;
   }
@@ -183,6 +190,7 @@ export class OutboxRelay {
             { subject: row.subject, msgId: row.msg_id, bytes: body.byteLength, maxPayload },
             "outbox message larger than the bus carries; skipped so later messages are published",
           );
+          metrics.outboxSkipped.inc({ relay: this.options.name });
           return false;
         });
       const acks = await Promise.all(
@@ -192,6 +200,7 @@ export class OutboxRelay {
           return this.bus.js.publish(this.bus.subject(row.subject), body, { msgID: row.msg_id, headers: hdrs });
         }),
       );
+      metrics.outboxPublished.inc({ relay: this.options.name }, acks.length);
       const duplicates = acks.filter((ack) => ack.duplicate).length;
       if (duplicates) this.logger.info({ duplicates }, "outbox republished messages JetStream already had; they were dropped");
       await this.options.afterPublish?.(rows.map((r) => r.msg_id));
@@ -208,9 +217,27 @@ export class OutboxRelay {
       .where(and(isNotNull(this.outbox.publishedAt), lt(this.outbox.publishedAt, new Date(now - this.retainMs))));
   }
 
+  /** Seconds the oldest unpublished row has waited (0 when none): the relay's lag. */
+  async lagSeconds(): Promise<number> {
+    const rows = await this.db
+      .select({ s: sql<number | null>`extract(epoch from now() - min(${this.outbox.createdAt}))::float8` })
+      .from(this.outbox)
+      .where(isNull(this.outbox.publishedAt));
+    return Math.max(0, Number(rows[0]?.s ?? 0));
+  }
+
   /** How many rows wait to be published: readiness and tests look at it. */
   async backlog(): Promise<number> {
     const rows = await this.db.select({ n: sql<number>`count(*)::int` }).from(this.outbox).where(isNull(this.outbox.publishedAt));
     return rows[0]?.n ?? 0;
   }
 }
+
+/** The relays running in this process, read when Prometheus scrapes. */
+const runningRelays = new Set<OutboxRelay>();
+scrapedGauge("intentmesh_outbox_backlog", "outbox rows waiting to be published, by relay", ["relay"], async (set) => {
+  for (const relay of runningRelays) set({ relay: relay.name }, await relay.backlog().catch(() => -1));
+});
+scrapedGauge("intentmesh_outbox_lag_seconds", "how long the oldest unpublished outbox row has waited, by relay", ["relay"], async (set) => {
+  for (const relay of runningRelays) set({ relay: relay.name }, await relay.lagSeconds().catch(() => -1));
+});

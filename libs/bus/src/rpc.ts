@@ -12,7 +12,7 @@ import {
   type WireError,
   type z,
 } from "@intentmesh/contracts";
-import { currentRequestId, REQUEST_ID_HEADER, withRequestId, type Logger } from "@intentmesh/telemetry";
+import { currentRequestId, metrics, REQUEST_ID_HEADER, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { Bus } from "./connection";
 import { extractTrace, injectTrace } from "./trace";
 
@@ -57,8 +57,11 @@ export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I
       void withRequestId(msg.headers?.get(REQUEST_ID_HEADER), () =>
         context.with(extractTrace(msg.headers), () =>
           tracer.startActiveSpan(def.subject, { kind: SpanKind.SERVER, attributes: { "messaging.system": "nats" } }, async (span) => {
+            const end = metrics.busDuration.startTimer({ subject: def.subject });
             try {
               const reply = await replyTo(msg, def, handler, logger);
+              end();
+              metrics.busRequests.inc({ subject: def.subject, outcome: reply.status >= 500 ? "server_error" : reply.status >= 400 ? "client_error" : "ok" });
               if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
               if (msg.reply) respondSafely(bus, msg, reply, def.subject, logger);
             } finally {

@@ -24,5 +24,7 @@ export const baseConfigSchema = z.object({
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   DATA_DIR: z.string().default(".data"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** A back-end service's Prometheus listener (/metrics); 0 is off. The gateway serves /metrics on its own port. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
 });
 export type BaseConfig = z.infer<typeof baseConfigSchema>;

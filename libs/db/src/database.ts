@@ -2,6 +2,7 @@ import path from "node:path";
 import fs from "node:fs";
 import pg from "pg";
 import { sql } from "drizzle-orm";
+import { scrapedGauge } from "@intentmesh/telemetry";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
@@ -64,6 +65,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   // emits 'error' on the client, and an 'error' event with no listener ends the process. The
   // statement in flight fails on its own and the pool discards the broken client on release.
   pool.on("connect", (client) => client.on("error", () => undefined));
+  openPools.add(pool);
   const db = drizzlePg(pool) as unknown as Database;
   db.transaction = releasingTransaction(pool);
   return {
@@ -88,7 +90,10 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
     ping: async () => {
       await db.execute(sql`select 1`);
     },
-    close: () => pool.end(),
+    close: () => {
+      openPools.delete(pool);
+      return pool.end();
+    },
   };
 }
 
@@ -203,3 +208,19 @@ export function rowsOf<T>(result: unknown): T[] {
   const r = result as { rows?: T[] } | T[];
   return Array.isArray(r) ? r : (r.rows ?? []);
 }
+
+/** The PostgreSQL pools open in this process, read when Prometheus scrapes. */
+const openPools = new Set<pg.Pool>();
+scrapedGauge("intentmesh_db_pool_connections", "PostgreSQL pool connections of this process: total, idle, and requests waiting for one", ["state"], (set) => {
+  let total = 0;
+  let idle = 0;
+  let waiting = 0;
+  for (const pool of openPools) {
+    total += pool.totalCount;
+    idle += pool.idleCount;
+    waiting += pool.waitingCount;
+  }
+  set({ state: "total" }, total);
+  set({ state: "idle" }, idle);
+  set({ state: "waiting" }, waiting);
+});

@@ -1,3 +1,4 @@
+import { metrics } from "@intentmesh/telemetry";
 /**
  * Runs a task every `intervalMs`, never two runs at once (a tick that finds the previous run
  * still going is skipped), and lets `stop` wait for the run in progress. The timer does not keep
@@ -34,7 +35,23 @@ export abstract class Sweeper {
   private readonly periodic: Periodic;
 
   constructor(intervalMs: number, logger: { warn(obj: object, msg: string): void }, name: string) {
-    this.periodic = new Periodic(() => this.sweep(), intervalMs, (err) => logger.warn({ err }, `${name} failed; next tick retries`));
+    this.periodic = new Periodic(() => this.measuredSweep(name), intervalMs, (err) => logger.warn({ err }, `${name} failed; next tick retries`));
+  }
+
+  /** One pass, counted and timed (intentmesh_sweeper_*). */
+  private async measuredSweep(name: string): Promise<number> {
+    const end = metrics.sweeperDuration.startTimer({ sweeper: name });
+    try {
+      const actions = await this.sweep();
+      metrics.sweeperRuns.inc({ sweeper: name, outcome: "ok" });
+      if (actions > 0) metrics.sweeperActions.inc({ sweeper: name }, actions);
+      return actions;
+    } catch (error) {
+      metrics.sweeperRuns.inc({ sweeper: name, outcome: "failed" });
+      throw error;
+    } finally {
+      end();
+    }
   }
 
   abstract sweep(): Promise<number>;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { baseConfigSchema, openDatabase, parseConfig, type BaseConfig, type DatabaseHandle } from "@intentmesh/db";
 import { connectBus, type Bus } from "@intentmesh/bus";
-import { createLogger, runMain, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
+import { createLogger, runMain, serveMetrics, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
 
 /** What a back-end service is started with: its parsed configuration and open connections. */
 export interface ServiceDependencies<C> {
@@ -34,6 +34,13 @@ export async function runService<E extends z.ZodRawShape, S extends RunningServi
     const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
     const bus = await connectBus(config.NATS_URL, name, config.BUS_NAMESPACE);
     const service = await start({ config, logger, database, bus });
-    stopOnSignals(logger, [() => service.stop(), () => bus.close(), () => database.close(), stopTracing]);
+    const metricsServer = config.METRICS_PORT ? await serveMetrics(config.METRICS_PORT) : undefined;
+    stopOnSignals(logger, [
+      () => service.stop(),
+      () => new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve())),
+      () => bus.close(),
+      () => database.close(),
+      stopTracing,
+    ]);
   });
 }

@@ -4,7 +4,7 @@ import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { ActorId, AppError, Uuid, CLUSTER_SERVICES, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
-import { StartupError, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
+import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
 import { routes, type Route } from "./routes";
@@ -97,6 +97,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }),
   );
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
+  // Prometheus text (docs/operations.md); like /healthz it carries no data, and a NetworkPolicy keeps it in the cluster.
+  app.get("/metrics", async (_req, res) => void res.type(METRICS_CONTENT_TYPE).send(await metricsText()));
   app.get("/readyz", async (_req, res) => {
     const report = await readiness(bus, client);
     res.status(report.ready ? 200 : 503).json(report);
@@ -147,13 +149,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.get(["/subscribe/portfolios/:portfolioId", "/portfolios/:portfolioId/subscribe"], bound, (req, res) => {
     const portfolioId = String(req.params.portfolioId);
     const source = busEventSource(client, req.caller!, portfoliosCommands.listEvents, portfolioId, { portfolio_id: portfolioId });
-    return streamEvents(req, res, { feed: portfolioFeed, source, pingMs, logger });
+    return streamEvents(req, res, { kind: "portfolios", feed: portfolioFeed, source, pingMs, logger });
   });
   api.get(["/subscribe/agents/:agentId", "/agents/:agentId/subscribe"], bound, (req, res) => {
     const agentId = String(req.params.agentId);
     // The feed dispatches on the subject token, the escaped form of the agent id.
     const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
-    return streamEvents(req, res, { feed: agentFeed, source, pingMs, logger });
+    return streamEvents(req, res, { kind: "agents", feed: agentFeed, source, pingMs, logger });
   });
   api.get(["/subscribe/channels/:channelId", "/channels/:channelId/subscribe"], bound, (req, res) => streamChannel(req, res, { bus: client, feed: channelFeed, pingMs, logger }));
   api.use((req) => {
@@ -240,13 +242,16 @@ function accessLog(logger: Logger) {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const status = res.statusCode;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const route = (res.locals.route as string | undefined) ?? (req.route ? String(req.route.path) : "unmatched");
+      metrics.httpRequests.inc({ method: req.method, route, status: String(status) });
+      metrics.httpDuration.observe({ method: req.method, route }, ms / 1000);
       const level = status >= 500 ? "error" : "info";
       if (!logger.isLevelEnabled(level)) return;
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const line = {
         request_id: res.get("X-Request-Id"),
         method: req.method,
-        route: (res.locals.route as string | undefined) ?? (req.route ? String(req.route.path) : "unmatched"),
+        route,
         status,
         ms: Math.round(ms * 10) / 10,
         principal: req.caller?.principal,

@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
 import { AppError, channelsCommands, registryCommands, type Caller, type Message } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
-import type { Logger } from "@intentmesh/telemetry";
+import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed } from "./event-feed";
 
 export interface ChannelSseOptions {
@@ -58,12 +58,14 @@ export async function streamChannel(req: Request, res: Response, options: Channe
   res.status(200).set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive", "X-Accel-Buffering": "no" });
   res.flushHeaders();
   res.write("retry: 2000\n\n");
+  metrics.sseConnections.inc({ stream: "channels" });
   const ping = setInterval(() => {
     if (!closed) res.write(": ping\n\n");
   }, options.pingMs);
   const close = () => {
     if (closed) return;
     closed = true;
+    metrics.sseConnections.dec({ stream: "channels" });
     clearInterval(ping);
     unsubscribe();
     res.end();

@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
 import { intentsCommands, type Caller, type CommandDef, type z } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
-import type { Logger } from "@intentmesh/telemetry";
+import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed, StreamEvent } from "./event-feed";
 
 export interface SseOptions {
@@ -32,6 +32,8 @@ export interface EventSource {
 }
 
 export interface StreamOptions {
+  /** The stream kind, a label of intentmesh_sse_connections: intents, portfolios, agents. */
+  kind?: string;
   feed: EventFeed;
   source: EventSource;
   pingMs: number;
@@ -57,7 +59,7 @@ export function busEventSource<I extends z.ZodType>(bus: BusClient, caller: Call
 export function streamIntentEvents(req: Request, res: Response, options: SseOptions): Promise<void> {
   const intentId = String(req.params.id);
   const source = busEventSource(options.bus, req.caller!, intentsCommands.listEvents, intentId, { intent_id: intentId });
-  return streamEvents(req, res, { feed: options.feed, source, pingMs: options.pingMs, logger: options.logger });
+  return streamEvents(req, res, { kind: "intents", feed: options.feed, source, pingMs: options.pingMs, logger: options.logger });
 }
 
 /**
@@ -145,6 +147,8 @@ export async function streamEvents(req: Request, res: Response, options: StreamO
   });
   res.flushHeaders();
   res.write("retry: 2000\n\n");
+  const kind = options.kind ?? "events";
+  metrics.sseConnections.inc({ stream: kind });
 
   const ping = setInterval(() => {
     if (!closed) res.write(": ping\n\n");
@@ -153,6 +157,7 @@ export async function streamEvents(req: Request, res: Response, options: StreamO
   function close() {
     if (closed) return;
     closed = true;
+    metrics.sseConnections.dec({ stream: kind });
     clearInterval(ping);
     unsubscribe();
     res.end();
