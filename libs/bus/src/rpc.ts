@@ -4,6 +4,7 @@ import {
   AppError,
   TOO_LARGE_ISSUE,
   errors,
+  healthCommand,
   findUnsafeJsonValue,
   isAppError,
   unsafeJsonError,
@@ -259,3 +260,26 @@ export class BusClient {
 }
 
 const header = (hdrs: MsgHdrs | undefined, name: string) => hdrs?.get(name) || undefined;
+
+/**
+ * `im.<service>.health`, the same for every service: the database answers a ping, and the
+ * outbox backlog is reported (the gateway's /readyz asks each service). `extra` adds what a
+ * service also wants to report.
+ */
+export function serveHealth(
+  bus: Bus,
+  service: string,
+  dependencies: { database: { ping(): Promise<void> }; relay: { backlog(): Promise<number> } },
+  logger: Logger,
+  extra: () => Promise<Record<string, unknown>> = async () => ({}),
+): Subscription {
+  return serveCommand(
+    bus,
+    healthCommand(service),
+    async () => {
+      await dependencies.database.ping();
+      return { service, database: "ok", outbox_backlog: await dependencies.relay.backlog(), ...(await extra()) };
+    },
+    logger,
+  );
+}

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { channelStream, channelsCommands as commands, healthCommand, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { channelStream, channelsCommands as commands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Subscription } from "@nats-io/transport-node";
@@ -63,15 +63,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     serveCommand(bus, commands.getMessage, (input, caller) => getMessage(ctx, input.channel_id, input.message_id, caller), logger),
     serveCommand(bus, commands.reply, (input, caller) => replyTo(ctx, input.channel_id, input.message_id, input.body, caller), logger),
     serveCommand(bus, commands.markRead, (input, caller) => markRead(ctx, input.channel_id, input.message_id, caller), logger),
-    serveCommand(
-      bus,
-      healthCommand("channels"),
-      async () => {
-        await database.ping();
-        return { service: "channels", database: "ok", outbox_backlog: await relay.backlog() };
-      },
-      logger,
-    ),
+    serveHealth(bus, "channels", { database, relay }, logger),
   ];
   const consumers = await startLifecycleConsumers(bus, ctx);
   relay.start();

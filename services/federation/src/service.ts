@@ -1,8 +1,8 @@
 import crypto from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { federationCommands as commands, healthCommand, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { federationCommands as commands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Connector, GuardedFetchOptions, Resolver } from "@intentmesh/ssrf";
 import type { Logger } from "@intentmesh/telemetry";
@@ -96,16 +96,10 @@ export async function startFederationService(options: FederationServiceOptions):
     serveCommand(bus, commands.dispatch, (input, caller) => dispatch(ctx, input.body, input.idempotency_key, caller), logger),
     serveCommand(bus, commands.receive, (input) => receive(ctx, input.request), logger),
     serveCommand(bus, commands.callback, (input) => receiveCallback(ctx, input.dispatch_id, input.request), logger),
-    serveCommand(
-      bus,
-      healthCommand("federation"),
-      async () => {
-        await database.ping();
-        const [pending] = await database.db.select({ n: count() }).from(outgoingCallbacks).where(isNull(outgoingCallbacks.deliveredAt));
-        return { service: "federation", database: "ok", enabled: settings.enabled, outbox_backlog: await relay.backlog(), callbacks_pending: Number(pending?.n ?? 0) };
-      },
-      logger,
-    ),
+    serveHealth(bus, "federation", { database, relay }, logger, async () => {
+      const [pending] = await database.db.select({ n: count() }).from(outgoingCallbacks).where(isNull(outgoingCallbacks.deliveredAt));
+      return { enabled: settings.enabled, callbacks_pending: Number(pending?.n ?? 0) };
+    }),
   ];
   const projection = settings.enabled ? await startCallbackProjection(bus, database.db, clock, logger, ctx.callbacksQueued) : undefined;
   relay.start();

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { governanceCommands as commands, healthCommand, streams, systemClock, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { governanceCommands as commands, streams, systemClock, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Subscription } from "@nats-io/transport-node";
@@ -66,15 +66,7 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     serveCommand(bus, commands.serverConfig, async () => ({ protocol_version: "0.1", suspension: { default_retry_policy: ctx.defaultRetryPolicy } }), logger),
     serveCommand(bus, commands.grantedApprovals, (input) => grantedApprovals(ctx, input.intent_id, input.action), logger),
     serveCommand(bus, commands.decideEngagement, (input, caller) => engagementDecision(ctx, input.intent_id, input.body, caller), logger),
-    serveCommand(
-      bus,
-      healthCommand("governance"),
-      async () => {
-        await database.ping();
-        return { service: "governance", database: "ok", outbox_backlog: await relay.backlog() };
-      },
-      logger,
-    ),
+    serveHealth(bus, "governance", { database, relay }, logger),
   ];
   const tracker = await startSuspensionTracker(ctx, bus);
   relay.start();

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { attachmentCommands, taskCommands, costsCommands, healthCommand, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Subscription } from "@nats-io/transport-node";
@@ -117,15 +117,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     serveCommand(bus, taskCommands.fail, (input, caller) => failTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
     serveCommand(bus, taskCommands.cancel, (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
     serveCommand(bus, taskCommands.held, (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids), logger),
-    serveCommand(
-      bus,
-      healthCommand("intents"),
-      async () => {
-        await database.ping();
-        return { service: "intents", database: "ok", outbox_backlog: await relay.backlog() };
-      },
-      logger,
-    ),
+    serveHealth(bus, "intents", { database, relay }, logger),
   ];
   const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, () => relay.kick());
   const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, () => relay.kick());

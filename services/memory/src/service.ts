@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_EPISODIC_CAPACITY, healthCommand, memoryCommands as commands, memoryStream, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { DEFAULT_EPISODIC_CAPACITY, memoryCommands as commands, memoryStream, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Subscription } from "@nats-io/transport-node";
@@ -78,15 +78,7 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
     serveCommand(bus, commands.lookup, (input, caller) => lookupEntry(ctx, input.agent_id, input.namespace, input.key, caller), logger),
     serveCommand(bus, commands.put, (input, caller) => putEntry(ctx, input.agent_id, input.namespace, input.key, input.if_match, input.body, caller), logger),
     serveCommand(bus, commands.setCapacity, (input, caller) => setEpisodicCapacity(ctx, input.agent_id, input.body.episodic_capacity, caller), logger),
-    serveCommand(
-      bus,
-      healthCommand("memory"),
-      async () => {
-        await database.ping();
-        return { service: "memory", database: "ok", outbox_backlog: await relay.backlog() };
-      },
-      logger,
-    ),
+    serveHealth(bus, "memory", { database, relay }, logger),
   ];
   const consumer = await startTaskConsumer(bus, ctx);
   relay.start();

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { healthCommand, memoryStream, registryCommands as commands, streams, systemClock, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { memoryStream, registryCommands as commands, streams, systemClock, type Clock } from "@intentmesh/contracts";
+import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { AddressPolicy } from "@intentmesh/ssrf";
@@ -70,15 +70,7 @@ export async function startRegistryService(options: RegistryServiceOptions): Pro
     serveCommand(bus, commands.listEvents, (input, caller) => listAgentEvents(ctx, input.agent_id, input.query, caller), logger),
     serveCommand(bus, commands.pool, (input, caller) => poolCapacity(ctx, input.role_id, caller), logger),
     serveCommand(bus, commands.binding, (input) => agentBinding(ctx, input.agent_id), logger),
-    serveCommand(
-      bus,
-      healthCommand("registry"),
-      async () => {
-        await database.ping();
-        return { service: "registry", database: "ok", outbox_backlog: await relay.backlog() };
-      },
-      logger,
-    ),
+    serveHealth(bus, "registry", { database, relay }, logger),
   ];
   const projection = await startAssignmentProjection(bus, database.db, clock, logger, () => relay.kick());
   const memoryProjection = await startMemoryProjection(bus, database.db, clock, logger, () => relay.kick());
