@@ -1,7 +1,7 @@
 import { and, eq, lte, sql } from "drizzle-orm";
-import { AgentEvent, AgentLifecyclePayload, AppError, agentEventTypes, streams, type Clock } from "@intentmesh/contracts";
+import { AgentEvent, AgentLifecyclePayload, agentEventTypes, streams, type Clock } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
-import { rowsOf, type Database, type Tx } from "@intentmesh/db";
+import type { Database, Tx } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import { inbox, leases } from "./db/schema";
 import { agentStatus } from "./db/schema-agents";
@@ -97,33 +97,4 @@ export async function expireLeasesOf(
     await appendToLog(tx, intentId, ended.map((lease) => expiryEvent(lease, lease.endReason as typeof reason | "expired", "system")), now);
   }
   return total;
-}
-
-/**
- * Spec 3.4 on this side: a draining agent keeps its leases but takes no new work (409
- * AGENT_DRAINING); a dead or deregistered one must register again first (409 AGENT_NOT_ACTIVE);
- * unhealthy agents and agents this service has not heard of may. Returns the refusal, or null.
- * With `lock`, the agent's status row is held (see knownAgentStatus).
- */
-export async function agentWorkRefusal(db: Database | Tx, agentId: string, lock = false): Promise<AppError | null> {
-  const status = await knownAgentStatus(db, agentId, lock);
-  if (status === "draining") {
-    return new AppError("AGENT_DRAINING", 409, `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
-  }
-  if (status === "dead" || status === "deregistered") {
-    return new AppError("AGENT_NOT_ACTIVE", 409, `agent ${agentId} is ${status}; register it again before taking leases`, { agent_id: agentId, status });
-  }
-  return null;
-}
-
-/**
- * The status the intents service last learned for an agent; undefined when it never heard of it.
- * With `lock`, the row is held (shared) until the transaction ends, so a death being projected
- * waits for a lease being granted, and then expires it too.
- */
-export async function knownAgentStatus(db: Database | Tx, agentId: string, lock = false): Promise<string | undefined> {
-  const rows = rowsOf<{ status: string }>(
-    await db.execute(sql`select status from intents.agent_status where agent_id = ${agentId} ${lock ? sql`for share` : sql``}`),
-  );
-  return rows[0]?.status;
 }

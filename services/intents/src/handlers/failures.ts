@@ -26,7 +26,7 @@ import { toLease } from "../mapping";
 import { actingAgent } from "./actor";
 import { recordCostInTx } from "./costs";
 import { toRetryPolicy } from "./retry-policy";
-import { agentWorkRefusal } from "../agent-lifecycle-projection";
+import { agentWorkRefusal } from "../agent-status";
 import { taskOfIntent } from "./task-store";
 
 type FailureRow = typeof failures.$inferSelect;

@@ -14,7 +14,7 @@ import { TERMINAL_STATUSES } from "../domain/status";
 import { actingAgent, isCoordinatorOrAdmin } from "./actor";
 import { leaseIsLive } from "./lease-guard";
 import { assertAgentMayWork } from "../domain/budget";
-import { agentWorkRefusal } from "../agent-lifecycle-projection";
+import { agentWorkRefusal } from "../agent-status";
 
 type LeaseRow = typeof leases.$inferSelect;
 

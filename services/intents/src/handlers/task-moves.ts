@@ -8,7 +8,7 @@ import { appendToLog, lockIntentRow, type NewEvent } from "../event-log";
 import { TERMINAL_STATUSES } from "../domain/status";
 import { assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "../domain/task-status";
 import { decideAfterFailure, type RetryRules } from "../domain/retry-delay";
-import { agentWorkRefusal } from "../agent-lifecycle-projection";
+import { agentWorkRefusal } from "../agent-status";
 import { readTask, readTaskUnlocked, taskEvent, toTask, unblocked, unblockEvent, updateTask, type TaskChange, type TaskRow } from "./task-store";
 
 /**
