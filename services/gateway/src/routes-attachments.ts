@@ -1,5 +1,6 @@
 import { attachmentCommands as a } from "@intentmesh/contracts";
-import { id, ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { id, ifMatch } from "./route-params";
 
 /** Attachments (spec 4.3): references to bytes stored elsewhere. */
 export const attachmentRoutes: Route[] = [

@@ -1,5 +1,6 @@
 import { costsCommands as c } from "@intentmesh/contracts";
-import { id, ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { id, ifMatch } from "./route-params";
 
 /** Costs and budgets (spec 2.6, 4.2). */
 export const costRoutes: Route[] = [

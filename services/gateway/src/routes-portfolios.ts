@@ -1,6 +1,7 @@
 import type { Request } from "express";
 import { portfoliosCommands as p } from "@intentmesh/contracts";
-import { id, ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { id, ifMatch } from "./route-params";
 
 const portfolioId = (req: Request) => String(req.params.portfolioId);
 

@@ -1,6 +1,7 @@
 import type { Request } from "express";
 import { registryCommands as r } from "@intentmesh/contracts";
-import { ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { ifMatch } from "./route-params";
 
 const agentId = (req: Request) => String(req.params.agentId);
 

@@ -1,5 +1,6 @@
 import { retryCommands as r } from "@intentmesh/contracts";
-import { id, ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { id, ifMatch } from "./route-params";
 
 /** Retry policy and failures (spec 4.4). */
 export const retryRoutes: Route[] = [

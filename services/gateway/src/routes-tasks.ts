@@ -1,6 +1,7 @@
 import type { Request } from "express";
 import { CreateTaskWithIntentBody, taskCommands as t, TASK_ACTIONS, type TaskAction } from "@intentmesh/contracts";
-import { id, ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { id, ifMatch } from "./route-params";
 
 const taskId = (req: Request) => String(req.params.taskId);
 

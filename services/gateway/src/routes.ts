@@ -1,6 +1,6 @@
 import type { Request } from "express";
 import { intentsCommands as c, type CommandDef, type z } from "@intentmesh/contracts";
-import { parseIfMatch } from "./http";
+import { id, ifMatch } from "./route-params";
 import { registryRoutes } from "./routes-registry";
 import { attachmentRoutes } from "./routes-attachments";
 import { retryRoutes } from "./routes-retries";
@@ -41,8 +41,6 @@ export interface Route {
   summary: string;
 }
 
-export const id = (req: Request) => String(req.params.id);
-export const ifMatch = (req: Request) => parseIfMatch(req.get("if-match"));
 
 const renewLease = (method: "post" | "patch", path: string, summary: string): Route => ({
   method,
