@@ -1,6 +1,7 @@
 import type { Request } from "express";
 import { channelsCommands as c } from "@intentmesh/contracts";
-import { id, type Route } from "./routes";
+import type { Route } from "./routes";
+import { id } from "./route-params";
 
 const channelId = (req: Request) => String(req.params.channelId);
 const messageId = (req: Request) => String(req.params.messageId);

@@ -1,6 +1,7 @@
 import { governanceCommands as g, governancePolicyCommands as policy, SuspensionRequest } from "@intentmesh/contracts";
 import type { Request } from "express";
-import { id, ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { id, ifMatch } from "./route-params";
 
 const approval = (req: Request) => ({ intent_id: String(req.params.id), approval_id: String(req.params.approvalId) });
 

@@ -1,6 +1,7 @@
 import type { Request } from "express";
 import { memoryCommands as m, MemoryDeleteFilter } from "@intentmesh/contracts";
-import { ifMatch, type Route } from "./routes";
+import type { Route } from "./routes";
+import { ifMatch } from "./route-params";
 
 const entryId = (req: Request) => String(req.params.entryId);
 const agentId = (req: Request) => String(req.params.agentId);
