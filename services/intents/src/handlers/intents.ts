@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { AppError, errors, fitPage, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import { AppError, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../db/statements";
@@ -49,7 +49,7 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) 
   if (query.status?.length) filters.push(inArray(intents.status, query.status));
   if (query.created_by) filters.push(eq(intents.createdBy, query.created_by));
   if (query.after) {
-    const cursor = decodeCursor(query.after);
+    const cursor = decodeKeysetCursor(query.after);
     filters.push(or(lt(intents.createdAt, cursor.createdAt), and(eq(intents.createdAt, cursor.createdAt), lt(intents.id, cursor.id)))!);
   }
   const rows = rowsOf<RawIntent>(
@@ -64,22 +64,9 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) 
   const hasMore = cut || rows.length > query.limit;
   return {
     intents: page,
-    next_cursor: hasMore && last ? encodeCursor(new Date(last.created_at), last.id) : null,
+    next_cursor: hasMore && last ? encodeKeysetCursor(new Date(last.created_at), last.id) : null,
     has_more: hasMore,
   };
-}
-
-function encodeCursor(createdAt: Date, id: string): string {
-  return Buffer.from(`${createdAt.toISOString()}|${id}`).toString("base64url");
-}
-
-function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  const [at, id] = Buffer.from(cursor, "base64url").toString().split("|");
-  const createdAt = new Date(at ?? "");
-  if (!id || Number.isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/i.test(id)) {
-    throw errors.validation("after is not a cursor this server issued");
-  }
-  return { createdAt, id };
 }
 
 const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === "23505";

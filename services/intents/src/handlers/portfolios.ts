@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import {
   AppError,
+  decodeKeysetCursor,
+  encodeKeysetCursor,
   fitPage,
   jsonBytes,
   errors,
@@ -159,7 +161,7 @@ export async function listPortfolios(ctx: IntentsContext, query: ListPortfoliosQ
   if (query.status?.length) filters.push(sql`p.status in (${sql.join(query.status.map((s) => sql`${s}`), sql`, `)})`);
   if (query.created_by) filters.push(sql`p.created_by = ${query.created_by}`);
   if (query.after) {
-    const cursor = decodeCursor(query.after);
+    const cursor = decodeKeysetCursor(query.after);
     filters.push(sql`(p.created_at, p.id) < (${cursor.createdAt}, ${cursor.id}::uuid)`);
   }
   const where = filters.length ? sql`where ${sql.join(filters, sql` and `)}` : sql``;
@@ -171,7 +173,7 @@ export async function listPortfolios(ctx: IntentsContext, query: ListPortfoliosQ
   const hasMore = cut || rows.length > query.limit;
   return {
     portfolios: page.map((p) => p.portfolio),
-    next_cursor: hasMore && last ? encodeCursor(new Date(last.created_at), last.id) : null,
+    next_cursor: hasMore && last ? encodeKeysetCursor(new Date(last.created_at), last.id) : null,
     has_more: hasMore,
   };
 }
@@ -182,7 +184,7 @@ export async function listPortfolios(ctx: IntentsContext, query: ListPortfoliosQ
  * bytes like every list). Cursor on (added_at, portfolio id).
  */
 export async function portfoliosOfIntent(ctx: IntentsContext, intentId: string, query: ListIntentPortfoliosQuery) {
-  const after = query.after ? decodeCursor(query.after) : null;
+  const after = query.after ? decodeKeysetCursor(query.after) : null;
   const rows = rowsOf<PortfolioRow & { added_at: string }>(
     await ctx.db.execute(sql`
       select ${COLUMNS}, ${COUNTS}, pm.added_at from intents.portfolios p
@@ -196,7 +198,7 @@ export async function portfoliosOfIntent(ctx: IntentsContext, intentId: string, 
   const hasMore = cut || rows.length > query.limit;
   return {
     portfolios: page.map((p) => p.portfolio),
-    next_cursor: hasMore && last ? encodeCursor(new Date(last.added_at), last.id) : null,
+    next_cursor: hasMore && last ? encodeKeysetCursor(new Date(last.added_at), last.id) : null,
     has_more: hasMore,
   };
 }
@@ -388,15 +390,4 @@ async function resolveCursor(ctx: IntentsContext, portfolioId: string, after: st
   if (row) return Number(row.sequence);
   await assertPortfolioExists(ctx.db, portfolioId);
   throw errors.validation(`after names no event of portfolio ${portfolioId}: give a sequence number or an event id of this portfolio`);
-}
-
-function encodeCursor(createdAt: Date, id: string): string {
-  return Buffer.from(`${createdAt.toISOString()}|${id}`).toString("base64url");
-}
-
-function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  const [at, id] = Buffer.from(cursor, "base64url").toString().split("|");
-  const createdAt = new Date(at ?? "");
-  if (!id || Number.isNaN(createdAt.getTime()) || !Uuid.safeParse(id).success) throw errors.validation("after is not a cursor this server issued");
-  return { createdAt, id };
 }
