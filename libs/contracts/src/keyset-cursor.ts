@@ -10,7 +10,7 @@ export function encodeKeysetCursor(createdAt: Date, id: string): string {
   return Buffer.from(`${createdAt.toISOString()}|${id}`).toString("base64url");
 }
 
-/** The position a keyset cursor names; 400 VALIDATION_ERROR for anything this server did not issue. */
+/** The position a keyset cursor names; 400 VALIDATION_FAILED for anything this server did not issue. */
 export function decodeKeysetCursor(cursor: string): { createdAt: Date; id: string } {
   const [at, id] = Buffer.from(cursor, "base64url").toString().split("|");
   const createdAt = new Date(at ?? "");
