@@ -98,3 +98,44 @@ export async function writeEventLog<E extends WireEvent>(
   );
   return written;
 }
+
+/**
+ * The message id rule of every aggregate log, `<kind>:<aggregate>:e<sequence>` (intentEventMsgId,
+ * portfolioEventMsgId, agentEventMsgId), for SQL statements that learn the sequence only when they
+ * take it. `aggregateSql` must already be the id as it appears in subjects (agents: the token).
+ */
+export const sqlEventMsgId = (kind: "intent" | "portfolio" | "agent", aggregateSql: string, sequenceSql: string): string =>
+  `'${kind}:' || ${aggregateSql}::text || ':e' || ${sequenceSql}`;
+
+/** Where and what a single SQL statement writes for a batch of events (see sqlEventInserts). */
+export interface SqlEventRows {
+  /** The aggregate's log table and outbox, schema-qualified (`intents.events`, `intents.outbox`). */
+  eventsTable: string;
+  outboxTable: string;
+  /** The relation the rows come from: a CTE name, with joins when needed. */
+  from: string;
+  /** The log table's columns and the SQL expression of each. */
+  eventColumns: Record<string, string>;
+  /** The outbox row: subject, message id (sqlEventMsgId), the event's frozen wire text, headers. */
+  subject: string;
+  msgId: string;
+  wire: string;
+  headers: string;
+  /** The order outbox rows are inserted in (the relay publishes by row id): the sequence order. */
+  outboxOrder?: string;
+}
+
+/**
+ * writeEventLog as SQL text, for hot paths that do the change, the log row and the outbox row
+ * in one statement (no transaction round trips): the two INSERTs, for the caller to place as CTEs
+ * or as the final statement. The log row and the message carry the same wire text, as in writeEventLog.
+ */
+export function sqlEventInserts(rows: SqlEventRows): { events: string; outbox: string } {
+  const columns = Object.keys(rows.eventColumns);
+  return {
+    events: `insert into ${rows.eventsTable} (${columns.join(", ")})
+       select ${columns.map((c) => rows.eventColumns[c]).join(", ")} from ${rows.from}`,
+    outbox: `insert into ${rows.outboxTable} (subject, msg_id, payload, headers)
+       select ${rows.subject}, ${rows.msgId}, ${rows.wire}, ${rows.headers} from ${rows.from}${rows.outboxOrder ? ` order by ${rows.outboxOrder}` : ""}`,
+  };
+}

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
-import { agentEventTypes, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller } from "@intentmesh/contracts";
-import { buildEvents } from "@intentmesh/bus";
+import { AGENT_EVENT_SCHEMA, agentEventTypes, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller } from "@intentmesh/contracts";
+import { buildEvents, sqlEventInserts } from "@intentmesh/bus";
 import { Sweeper, rowsOf, type Tx } from "@intentmesh/db";
 import type { RegistryContext } from "./context";
 import { agentLog, lifecycleEvents, type NewAgentEvent } from "./agent-log";
@@ -193,6 +193,22 @@ function dueAgentFromRaw(raw: Record<string, unknown>): DueAgent {
  * position, and every event of the batch with its outbox row (sequences continue each agent's
  * log; the event JSON is written once and stored as the log entry and the message alike).
  */
+/**
+ * The batch's log and outbox rows, from the CTE e (built by the agent log writer's buildEvents;
+ * the message id is agentLog.msgId, computed with the token in JS). The headers are a constant.
+ */
+const SWEPT_EVENTS = sqlEventInserts({
+  eventsTable: "registry.agent_events",
+  outboxTable: "registry.outbox",
+  from: "e",
+  eventColumns: { agent_id: "agent_id", sequence: "sequence", id: "id::uuid", event_type: "event_type", actor: "actor", created_at: "at", wire: "wire" },
+  subject: "subject",
+  msgId: "msg_id",
+  wire: "wire",
+  headers: `'${JSON.stringify({ [SCHEMA_HEADER]: AGENT_EVENT_SCHEMA })}'::jsonb`,
+  outboxOrder: "ord",
+});
+
 async function writeBatch(tx: Tx, updates: AgentUpdate[], batches: { agent: DueAgent; list: NewAgentEvent[] }[], at: Date): Promise<void> {
   if (!updates.length) return;
   // The same events the agent log writer would build, written in bulk with their outbox rows.
@@ -221,13 +237,9 @@ async function writeBatch(tx: Tx, updates: AgentUpdate[], batches: { agent: DueA
       where a.agent_id = u.agent_id
     ),
     e as (
-      select r->>0 as id, r->>1 as agent_id, (r->>2)::bigint as sequence, r->>3 as event_type, r->>4 as actor, r->>5 as wire, r->>6 as subject, r->>7 as msg_id, ord
+      select r->>0 as id, r->>1 as agent_id, (r->>2)::bigint as sequence, r->>3 as event_type, r->>4 as actor, r->>5 as wire, r->>6 as subject, r->>7 as msg_id, ord, ${at}::timestamptz as at
       from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as t(r, ord)
     ),
-    logged as (
-      insert into registry.agent_events (agent_id, sequence, id, event_type, actor, created_at, wire)
-      select agent_id, sequence, id::uuid, event_type, actor, ${at}, wire from e
-    )
-    insert into registry.outbox (subject, msg_id, payload, headers)
-    select subject, msg_id, wire, ${JSON.stringify({ [SCHEMA_HEADER]: agentLog.schema })}::jsonb from e order by ord`);
+    logged as (${sql.raw(SWEPT_EVENTS.events)})
+    ${sql.raw(SWEPT_EVENTS.outbox)}`);
 }

@@ -14,7 +14,7 @@ import {
 } from "@intentmesh/contracts";
 import { traceCarrier } from "@intentmesh/bus";
 import { rowsOf, withParams, type DatabaseHandle, type Tx } from "@intentmesh/db";
-import { SHOWN_WITHIN_PAGE_BYTES } from "./statements";
+import { intentEventInserts, SHOWN_WITHIN_PAGE_BYTES } from "./statements";
 
 type Query = DatabaseHandle["query"];
 
@@ -44,6 +44,11 @@ type Query = DatabaseHandle["query"];
  * once the intent has costs from MAX_COST_AGENTS_PER_INTENT agents. The count sits in the
  * cost_totals row, read `for update` after the intent lock, so it is current and exact.
  */
+/** The budget events' log and outbox rows, from the CTE ww (one row per event). */
+const BUDGET_EVENTS = intentEventInserts("ww", {
+  id: "ww.eid", intentId: "$1::uuid", sequence: "ww.seq", eventType: "ww.event_type", actor: "$12::text", payload: "ww.payload", createdAt: "$10::timestamptz", wire: "ww.wire", subject: "ww.subject", headers: "$14::jsonb",
+});
+
 const RECORD_COST_SQL = `
 with i as (
   select id, status, blocked_reason, constraints->'budget' as b
@@ -144,12 +149,8 @@ ww as (
     'sequence', w.seq, 'id', w.eid, 'intent_id', $1::uuid, 'event_type', w.event_type,
     'actor', $12::text, 'payload', w.payload, 'created_at', $13::text)::text as wire
   from w),
-e as (
-  insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
-  select ww.eid, $1::uuid, ww.seq, ww.event_type, $12::text, ww.payload, $10::timestamptz, ww.wire from ww),
-o as (
-  insert into intents.outbox (subject, msg_id, payload, headers)
-  select ww.subject, 'intent:' || $1::text || ':e' || ww.seq, ww.wire, $14::jsonb from ww)
+e as (${BUDGET_EVENTS.events}),
+o as (${BUDGET_EVENTS.outbox})
 select (select count(*)::int from i) as found,
        (select count(*)::int from ok) as accepted,
        (select coalesce(json_agg(ww.wire::json order by ww.seq), '[]'::json)::text from ww) as events`;

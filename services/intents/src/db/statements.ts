@@ -10,7 +10,7 @@ import {
   type IntentStatus,
   type JsonObject,
 } from "@intentmesh/contracts";
-import { traceCarrier, traceFields } from "@intentmesh/bus";
+import { sqlEventInserts, sqlEventMsgId, traceCarrier, traceFields } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { GovernancePolicy } from "@intentmesh/contracts";
 import type { NewEvent } from "../event-log";
@@ -93,6 +93,61 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
   return { id, body, headers, subject, params, complete };
 }
 
+/** SQL expressions of one intent event's columns, as a statement that logs it provides them. */
+export interface IntentEventSql {
+  id: string;
+  intentId: string;
+  sequence: string;
+  eventType: string;
+  actor: string;
+  payload: string;
+  createdAt: string;
+  wire: string;
+  subject: string;
+  headers: string;
+  traceId?: string;
+  parentEventId?: string;
+}
+
+/**
+ * The log row and outbox row of intent events, as the INSERTs of one statement (the shared
+ * writer of libs/bus, sqlEventInserts): rows come from `from`; message id `intent:<id>:e<sequence>`.
+ */
+export function intentEventInserts(from: string, e: IntentEventSql, outboxOrder?: string): { events: string; outbox: string } {
+  return sqlEventInserts({
+    eventsTable: "intents.events",
+    outboxTable: "intents.outbox",
+    from,
+    eventColumns: {
+      id: e.id,
+      intent_id: e.intentId,
+      sequence: e.sequence,
+      event_type: e.eventType,
+      actor: e.actor,
+      payload: e.payload,
+      created_at: e.createdAt,
+      wire: e.wire,
+      ...(e.traceId ? { trace_id: e.traceId } : {}),
+      ...(e.parentEventId ? { parent_event_id: e.parentEventId } : {}),
+    },
+    subject: e.subject,
+    msgId: sqlEventMsgId("intent", e.intentId, e.sequence),
+    wire: e.wire,
+    headers: e.headers,
+    outboxOrder,
+  });
+}
+
+const CREATE_EVENT = intentEventInserts("w", {
+  id: "$10", intentId: "$1", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb",
+});
+const APPEND_EVENT = intentEventInserts("s", {
+  id: "$3", intentId: "$1", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid",
+});
+const CHANGE_EVENT = intentEventInserts("u", {
+  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb",
+});
+
 export async function selectIntent(query: Query, intentId: string): Promise<(RawIntent & { leases?: unknown }) | undefined> {
   const rows = await query<RawIntent>("intents_get", `select ${INTENT_COLUMNS} from intents.intents where id = $1`, [intentId]);
   return rows[0];
@@ -146,11 +201,8 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
        insert into intents.intents (id, title, description, created_by, status, constraints, state, confidence, version, event_seq, created_at, updated_at)
        values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, 1, 1, $9, $9)),
      w as (select '{"sequence":1,' || substr($15::text, 2) as wire),
-     e as (
-       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
-       select $10, $1, 1, $11, $12, $13::jsonb, $9, w.wire from w)
-     insert into intents.outbox (subject, msg_id, payload, headers)
-     select $14, 'intent:' || $1::text || ':e1', w.wire, $16::jsonb from w`,
+     e as (${CREATE_EVENT.events})
+     ${CREATE_EVENT.outbox}`,
     [
       intent.id,
       intent.title,
@@ -187,12 +239,8 @@ export async function appendEventStatement(
        update intents.intents set event_seq = event_seq + 1
        where id = $1 and ($2::int is null or version = $2::int) and (not $13::bool or governance_policy is null)
        returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
-     e as (
-       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire, trace_id, parent_event_id)
-       select $3, $1, s.event_seq, $4, $5, $6::jsonb, $7, s.wire, $11, $12::uuid from s),
-     o as (
-       insert into intents.outbox (subject, msg_id, payload, headers)
-       select $8, 'intent:' || $1::text || ':e' || s.event_seq, s.wire, $10::jsonb from s)
+     e as (${APPEND_EVENT.events}),
+     o as (${APPEND_EVENT.outbox})
      select event_seq from s`,
     [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned],
   );
@@ -224,12 +272,8 @@ export async function commitChangeStatement(
            version = version + 1, event_seq = event_seq + 1, updated_at = $5
        where id = $1 and version = $2::int and ($6::int is null or lease_epoch = $6::int)
        returning ${INTENT_COLUMNS}, '{"sequence":' || event_seq || ',' || substr($12::text, 2) as wire),
-     e as (
-       insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
-       select $7, u.id, u.event_seq, $8, $9, $10::jsonb, $5, u.wire from u),
-     o as (
-       insert into intents.outbox (subject, msg_id, payload, headers)
-       select $11, 'intent:' || u.id::text || ':e' || u.event_seq, u.wire, $13::jsonb from u)
+     e as (${CHANGE_EVENT.events}),
+     o as (${CHANGE_EVENT.outbox})
      select * from u`,
     [
       intentId,
