@@ -16,3 +16,4 @@ export * from "./json-safety";
 export * from "./tasks";
 export * from "./system-events";
 export * from "./federation";
+export * from "./event-catalogue";
