@@ -17,3 +17,4 @@ export * from "./tasks";
 export * from "./system-events";
 export * from "./federation";
 export * from "./event-catalogue";
+export * from "./error-catalogue";
