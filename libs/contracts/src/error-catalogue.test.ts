@@ -16,6 +16,7 @@ function codesInSources(): Map<string, Set<number>> {
   for (const file of files) {
     const text = readFileSync(resolve(root, file), "utf8");
     for (const match of text.matchAll(/new AppError\(\s*"([A-Z0-9_]+)"\s*,\s*(\d+)/g)) add(match[1]!, Number(match[2]));
+    for (const match of text.matchAll(/appError\(\s*"([A-Z0-9_]+)"/g)) add(match[1]!, errorCatalogue[match[1]! as keyof typeof errorCatalogue]?.status ?? -1);
     // errors.notFound("intent", id) raises INTENT_NOT_FOUND.
     for (const match of text.matchAll(/notFound\(\s*"([a-z_ ]+)"/g)) add(`${match[1]!.toUpperCase().replace(/ /g, "_")}_NOT_FOUND`, 404);
     // Codes carried as data: { code: "X", status: 400 }.
@@ -40,6 +41,7 @@ describe("error catalogue", () => {
   it("catalogues every code the sources raise, with the status they raise it with", () => {
     const found = codesInSources();
     expect(found.size).toBeGreaterThan(50);
+    expect(found.has("LEASE_HELD"), "the scan sees appError(...) calls").toBe(true);
     for (const [code, statuses] of found) {
       expect(isErrorCode(code), `${code} is raised in the sources but not catalogued`).toBe(true);
       for (const status of statuses) expect(errorCatalogue[code as keyof typeof errorCatalogue].status, code).toBe(status);

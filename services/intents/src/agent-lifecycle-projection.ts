@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { and, eq, lte, sql } from "drizzle-orm";
 import { AgentEvent, AgentLifecyclePayload, AppError, agentEventTypes, streams, type Clock } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
@@ -108,10 +109,10 @@ export async function expireLeasesOf(
 export async function agentWorkRefusal(db: Database | Tx, agentId: string, lock = false): Promise<AppError | null> {
   const status = await knownAgentStatus(db, agentId, lock);
   if (status === "draining") {
-    return new AppError("AGENT_DRAINING", 409, `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
+    return appError("AGENT_DRAINING", `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
   }
   if (status === "dead" || status === "deregistered") {
-    return new AppError("AGENT_NOT_ACTIVE", 409, `agent ${agentId} is ${status}; register it again before taking leases`, { agent_id: agentId, status });
+    return appError("AGENT_NOT_ACTIVE", `agent ${agentId} is ${status}; register it again before taking leases`, { agent_id: agentId, status });
   }
   return null;
 }

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
 import { AppError, Uuid, errors, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
@@ -11,7 +12,7 @@ import { actingAgent } from "./actor";
 /** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
 export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent> {
   if (isReservedEventType(body.event_type)) {
-    throw new AppError("RESERVED_EVENT_TYPE", 400, `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
+    throw appError("RESERVED_EVENT_TYPE", `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
   }
   const actor = actingAgent(caller, body.actor, "actor");
   const now = ctx.clock.now();
