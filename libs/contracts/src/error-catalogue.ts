@@ -22,6 +22,8 @@ export const errorCatalogue = catalogue({
   AGENT_NOT_FOUND: { status: 404, title: "Agent not found" },
   ASSIGNMENT_NOT_FOUND: { status: 404, title: "Assignment not found" },
   ATTACHMENT_NOT_FOUND: { status: 404, title: "Attachment not found" },
+  /** The body parser refused the request with another 4xx; its own status is kept (gateway http.ts). */
+  BAD_REQUEST: { status: 400, title: "The request could not be read" },
   BUDGET_EXCEEDED: { status: 403, title: "The cost would exceed the budget" },
   COST_AGENTS_FULL: { status: 409, title: "The intent has too many distinct cost agents" },
   DELEGATION_DEPTH_EXHAUSTED: { status: 403, title: "The delegation depth is exhausted" },

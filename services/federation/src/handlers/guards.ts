@@ -26,8 +26,8 @@ export function peerServerUrl(ctx: FederationContext, value: string, field: stri
     return normalServerUrl(url.href);
   } catch (error) {
     if (isOutboundError(error)) {
-      const appError = outboundAppError(error);
-      throw new AppError(appError.code, appError.status, `${field}: ${appError.message}`, { ...appError.details, field });
+      const outbound = outboundAppError(error);
+      throw new AppError(outbound.code, outbound.status, `${field}: ${outbound.message}`, { ...outbound.details, field });
     }
     throw error;
   }
