@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { headers as natsHeaders, type Msg, type MsgHdrs, type Subscription } from "@nats-io/transport-node";
 import {
@@ -118,7 +119,7 @@ function respondSafely(bus: Bus, msg: Msg, reply: Reply, subject: string, logger
   if (reply.body.byteLength + HEADER_ALLOWANCE > maxPayload) {
     logger.error({ subject, bytes: reply.body.byteLength, maxPayload }, "reply larger than the bus can carry; answered with an error");
     sent = errorReply(
-      new AppError("REPLY_TOO_LARGE", 500, "the answer is larger than the bus can carry; it has been logged", {
+      appError("REPLY_TOO_LARGE", "the answer is larger than the bus can carry; it has been logged", {
         bytes: reply.body.byteLength,
         limit_bytes: maxPayload - HEADER_ALLOWANCE,
       }),
@@ -183,11 +184,11 @@ function classifyFailure(error: unknown, logger: Logger, subject: string): AppEr
   }
   if (/^22/.test(code)) {
     logger.warn({ err: error, subject }, "a value the contracts let through was refused by the database");
-    return new AppError("VALUE_NOT_STORABLE", 400, "a value in the request cannot be stored (out of range or malformed); nothing was written", { sqlstate: code });
+    return appError("VALUE_NOT_STORABLE", "a value in the request cannot be stored (out of range or malformed); nothing was written", { sqlstate: code });
   }
   if (/^54/.test(code)) {
     logger.warn({ err: error, subject }, "a value passed a database size limit");
-    return new AppError("VALUE_TOO_LARGE", 413, "a value in the request is too large to store; nothing was written", { sqlstate: code });
+    return appError("VALUE_TOO_LARGE", "a value in the request is too large to store; nothing was written", { sqlstate: code });
   }
   logger.error({ err: error, subject }, "command failed");
   return errors.internal();
@@ -203,7 +204,7 @@ export function validationError(error: z.ZodError): AppError {
   if (tooLarge) {
     const where = tooLarge.path.join(".") || "the request";
     const { limit_bytes, actual_bytes } = (tooLarge as unknown as { params: { limit_bytes: number; actual_bytes: number } }).params;
-    return new AppError("VALUE_TOO_LARGE", 413, `${where} ${tooLarge.message}`, { path: where, limit_bytes, actual_bytes });
+    return appError("VALUE_TOO_LARGE", `${where} ${tooLarge.message}`, { path: where, limit_bytes, actual_bytes });
   }
   const first = issues[0];
   const where = first?.path ? `${first.path}: ` : "";
@@ -233,7 +234,7 @@ export class BusClient {
     const payload = encoder.encode(JSON.stringify({ caller, input }));
     const maxPayload = this.bus.nc.info?.max_payload ?? 1024 * 1024;
     if (payload.byteLength + HEADER_ALLOWANCE > maxPayload) {
-      throw new AppError("PAYLOAD_TOO_LARGE", 413, `the request is larger than the ${maxPayload - HEADER_ALLOWANCE} bytes the bus carries`, {
+      throw appError("PAYLOAD_TOO_LARGE", `the request is larger than the ${maxPayload - HEADER_ALLOWANCE} bytes the bus carries`, {
         limit_bytes: maxPayload - HEADER_ALLOWANCE,
       });
     }

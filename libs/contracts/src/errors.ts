@@ -1,3 +1,5 @@
+import { errorCatalogue, type ErrorCode } from "./error-catalogue";
+
 /**
  * The one error type of intentmesh. Thrown anywhere, carried over the bus as data (toWire /
  * fromWire), turned into HTTP in one place in the gateway. `extra` holds the fields the spec
@@ -73,3 +75,10 @@ export const errors = {
     new AppError("UPSTREAM_TIMEOUT", 504, `the service behind ${subject} did not answer in time`, { subject }),
   internal: () => new AppError("INTERNAL_ERROR", 500, "the server failed to handle this request; it has been logged"),
 };
+
+/**
+ * An AppError of a catalogued code: the status comes from the error catalogue, so a code and its
+ * status cannot disagree and an unknown code does not type-check.
+ */
+export const appError = (code: ErrorCode, message: string, details: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
+  new AppError(code, errorCatalogue[code].status, message, details, extra);

@@ -21,3 +21,5 @@ export * from "./federation";
 export * from "./governance";
 export * from "./derived-uuid";
 export * from "./channels";
+export * from "./event-catalogue";
+export * from "./error-catalogue";

@@ -1,3 +1,4 @@
+import { appError } from "./errors";
 import { AppError } from "./errors";
 
 /**
@@ -140,14 +141,11 @@ export function parseJsonStrict(text: string, where = "the request body"): unkno
   try {
     document = JSON.parse(text);
   } catch {
-    throw new AppError("INVALID_JSON", 400, `${where} is not valid JSON`);
+    throw appError("INVALID_JSON", `${where} is not valid JSON`);
   }
   const inexact = findInexactNumber(text);
   if (inexact !== null) {
-    throw new AppError(
-      "NUMBER_NOT_REPRESENTABLE",
-      400,
-      `${where} holds the number ${inexact.slice(0, 40)}, which cannot be stored exactly as written (out of range, -0, or more precise than a 64-bit float)`,
+    throw appError("NUMBER_NOT_REPRESENTABLE", `${where} holds the number ${inexact.slice(0, 40)}, which cannot be stored exactly as written (out of range, -0, or more precise than a 64-bit float)`,
       { literal: inexact.slice(0, 100) },
     );
   }

@@ -1,17 +1,18 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError } from "@intentmesh/contracts";
 import { isOutboundError, type OutboundError } from "@intentmesh/ssrf";
 
 /** The error codes of federation (docs/federation.md, "Errors"). */
 export const federationErrors = {
-  disabled: () => new AppError("FEDERATION_DISABLED", 404, "federation is not enabled on this server"),
-  loop: (message: string, details: Record<string, unknown> = {}) => new AppError("FEDERATION_LOOP", 409, message, details),
-  signatureInvalid: (message: string) => new AppError("SIGNATURE_INVALID", 401, `the request signature was refused: ${message}`),
-  untrusted: (did: string) => new AppError("UNTRUSTED_SERVER", 403, `${did} is not a peer of this server and the trust policy is allowlist`, { server_did: did }),
-  depthExhausted: (message: string) => new AppError("DELEGATION_DEPTH_EXHAUSTED", 403, message),
-  inProgress: (key: string) => new AppError("DISPATCH_IN_PROGRESS", 409, `a dispatch with idempotency key ${key} is being sent right now; retry in a few seconds to get its answer`),
-  keyReused: (key: string) => new AppError("IDEMPOTENCY_KEY_REUSED", 422, `idempotency key ${key} was used for a different dispatch; use a new key`),
+  disabled: () => appError("FEDERATION_DISABLED", "federation is not enabled on this server"),
+  loop: (message: string, details: Record<string, unknown> = {}) => appError("FEDERATION_LOOP", message, details),
+  signatureInvalid: (message: string) => appError("SIGNATURE_INVALID", `the request signature was refused: ${message}`),
+  untrusted: (did: string) => appError("UNTRUSTED_SERVER", `${did} is not a peer of this server and the trust policy is allowlist`, { server_did: did }),
+  depthExhausted: (message: string) => appError("DELEGATION_DEPTH_EXHAUSTED", message),
+  inProgress: (key: string) => appError("DISPATCH_IN_PROGRESS", `a dispatch with idempotency key ${key} is being sent right now; retry in a few seconds to get its answer`),
+  keyReused: (key: string) => appError("IDEMPOTENCY_KEY_REUSED", `idempotency key ${key} was used for a different dispatch; use a new key`),
   remoteRefused: (status: number, body: unknown) =>
-    new AppError("DISPATCH_FAILED", 502, `the remote server refused the dispatch with HTTP ${status}`, { remote_status: status, remote_error: remoteError(body) }),
+    appError("DISPATCH_FAILED", `the remote server refused the dispatch with HTTP ${status}`, { remote_status: status, remote_error: remoteError(body) }),
 };
 
 /** An OutboundError of the SSRF guard as an API error: SSRF_BLOCKED 400, DISPATCH_TIMEOUT / DISPATCH_FAILED 502. */

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, registryCommands, type Caller } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 
@@ -30,7 +31,7 @@ export class AgentBindings {
     if (principal !== undefined && principal !== caller.principal) throw notBound(agentId);
     // An unregistered label equal to another key's principal would act as that key's requests do.
     if (principal === undefined && agentId !== caller.principal && isAnotherKeysPrincipal(agentId)) {
-      throw new AppError("AGENT_ID_RESERVED", 403, `${agentId} is the name of another API key's principal; act under another agent id`, { agent_id: agentId });
+      throw appError("AGENT_ID_RESERVED", `${agentId} is the name of another API key's principal; act under another agent id`, { agent_id: agentId });
     }
   }
 
@@ -62,4 +63,4 @@ export class AgentBindings {
 export const actsForAnyAgent = (caller: Caller) => caller.roles.includes("admin") || caller.roles.includes("coordinator");
 
 const notBound = (agentId: string) =>
-  new AppError("AGENT_NOT_BOUND", 403, `agent ${agentId} is registered with another API key; act as it only with that key`, { agent_id: agentId });
+  appError("AGENT_NOT_BOUND", `agent ${agentId} is registered with another API key; act as it only with that key`, { agent_id: agentId });

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
@@ -331,7 +332,7 @@ async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, r
 function assertAgentIdFree(keys: ApiKeys, req: Request): void {
   const agentId = (req.body as Record<string, unknown> | undefined)?.agent_id;
   if (typeof agentId === "string" && agentId !== req.caller!.principal && keys.hasPrincipal(agentId)) {
-    throw new AppError("AGENT_ID_RESERVED", 403, `agent id ${agentId} is the name of another API key's principal; choose another id`, { agent_id: agentId });
+    throw appError("AGENT_ID_RESERVED", `agent id ${agentId} is the name of another API key's principal; choose another id`, { agent_id: agentId });
   }
 }
 
@@ -341,7 +342,7 @@ function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
     const length = Number(req.get("content-length") ?? 0);
     const chunked = req.get("transfer-encoding") !== undefined;
     if ((length > 0 || chunked) && !["GET", "HEAD", "DELETE"].includes(req.method)) {
-      throw new AppError("UNSUPPORTED_MEDIA_TYPE", 415, "send request bodies as application/json");
+      throw appError("UNSUPPORTED_MEDIA_TYPE", "send request bodies as application/json");
     }
     req.body = {};
   }

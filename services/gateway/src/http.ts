@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { AppError, errors, findUnsafeJsonValue, isAppError, parseJsonStrict, unsafeJsonError, type Caller } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
@@ -43,7 +44,7 @@ function toAppError(error: unknown): AppError {
   if (e?.type === "entity.parse.failed") return errors.invalidJson("the request body is not valid JSON");
   if (e?.type === "entity.too.large") return errors.payloadTooLarge(`${e.limit} bytes`);
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
-    return new AppError("UNSUPPORTED_ENCODING", 415, "the request body encoding is not supported");
+    return appError("UNSUPPORTED_ENCODING", "the request body encoding is not supported");
   }
   if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) {
     return new AppError("BAD_REQUEST", e.status, "the request could not be read");
@@ -72,13 +73,13 @@ export function jsonBody(limit: string) {
       try {
         const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get("content-type") ?? "")?.[1];
         if (charset && !/^utf-?8$/i.test(charset)) {
-          throw new AppError("UNSUPPORTED_ENCODING", 415, `send JSON bodies as UTF-8, not ${charset.slice(0, 40)}`);
+          throw appError("UNSUPPORTED_ENCODING", `send JSON bodies as UTF-8, not ${charset.slice(0, 40)}`);
         }
         let text: string;
         try {
           text = utf8.decode(req.body);
         } catch {
-          throw new AppError("INVALID_UTF8", 400, "the request body is not valid UTF-8");
+          throw appError("INVALID_UTF8", "the request body is not valid UTF-8");
         }
         req.body = text.trim() === "" ? {} : parseJsonStrict(text);
         next();

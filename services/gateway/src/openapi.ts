@@ -1,5 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
-import { z } from "@intentmesh/contracts";
+import { listErrors, z } from "@intentmesh/contracts";
 import type { Route } from "./routes";
 
 /**
@@ -20,6 +20,19 @@ export function buildOpenApi(routes: Route[], version: string) {
     "Error",
     z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }).passthrough(),
   );
+  // Every catalogued error as a response component (#/components/responses/<CODE>), so a client
+  // generator knows each code, its status and title (libs/contracts/src/error-catalogue.ts).
+  for (const error of listErrors()) {
+    registry.registerComponent("responses", error.code, {
+      description: `${error.status} ${error.code}: ${error.title}`,
+      content: {
+        "application/json": {
+          schema: { $ref: "#/components/schemas/Error" },
+          example: { code: error.code, message: error.title, details: {} },
+        },
+      },
+    });
+  }
   for (const route of routes) {
     const shape = (route.command.input as z.ZodObject).shape as Record<string, z.ZodType>;
     const params = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import express, { type Express, type Request, type Response } from "express";
 import { AppError, federationCommands as f, type Caller, type SignedRequest } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
@@ -36,12 +37,12 @@ const SIGNED_HEADERS = ["content-type", "content-digest", "idempotency-key", "si
 export const FEDERATION_BODY_LIMIT = "256kb";
 
 function signedRequest(req: Request): SignedRequest {
-  if (!Buffer.isBuffer(req.body)) throw new AppError("UNSUPPORTED_MEDIA_TYPE", 415, "send the envelope as application/json");
+  if (!Buffer.isBuffer(req.body)) throw appError("UNSUPPORTED_MEDIA_TYPE", "send the envelope as application/json");
   let body: string;
   try {
     body = new TextDecoder("utf-8", { fatal: true }).decode(req.body);
   } catch {
-    throw new AppError("INVALID_UTF8", 400, "the request body is not valid UTF-8");
+    throw appError("INVALID_UTF8", "the request body is not valid UTF-8");
   }
   const headers: Record<string, string> = {};
   for (const name of SIGNED_HEADERS) {
@@ -73,7 +74,7 @@ export function mountPublicFederationRoutes(app: Express, client: BusClient, slo
     raw,
     async (req, res) => {
       const dispatchId = String(req.params.dispatchId).toLowerCase();
-      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(dispatchId)) throw new AppError("NOT_FOUND", 404, `dispatch ${dispatchId.slice(0, 64)} was not found`);
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(dispatchId)) throw appError("NOT_FOUND", `dispatch ${dispatchId.slice(0, 64)} was not found`);
       send(res, await slowClient.requestRaw(f.callback, PUBLIC_CALLER, { dispatch_id: dispatchId, request: signedRequest(req) }));
     },
   );

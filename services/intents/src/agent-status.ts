@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { AppError } from "@intentmesh/contracts";
+import { appError, type AppError } from "@intentmesh/contracts";
 import { rowsOf, type Database, type Tx } from "@intentmesh/db";
 
 // What the intents service knows of an agent's life (intents.agent_status, kept by
@@ -14,10 +14,10 @@ import { rowsOf, type Database, type Tx } from "@intentmesh/db";
 export async function agentWorkRefusal(db: Database | Tx, agentId: string, lock = false): Promise<AppError | null> {
   const status = await knownAgentStatus(db, agentId, lock);
   if (status === "draining") {
-    return new AppError("AGENT_DRAINING", 409, `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
+    return appError("AGENT_DRAINING", `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
   }
   if (status === "dead" || status === "deregistered") {
-    return new AppError("AGENT_NOT_ACTIVE", 409, `agent ${agentId} is ${status}; register it again before taking leases`, { agent_id: agentId, status });
+    return appError("AGENT_NOT_ACTIVE", `agent ${agentId} is ${status}; register it again before taking leases`, { agent_id: agentId, status });
   }
   return null;
 }

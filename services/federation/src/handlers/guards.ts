@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, registryCommands, type Agent, type Caller } from "@intentmesh/contracts";
 import { checkOutboundUrl, isOutboundError } from "@intentmesh/ssrf";
 import type { FederationContext } from "../context";
@@ -19,14 +20,14 @@ export function peerServerUrl(ctx: FederationContext, value: string, field: stri
   try {
     const { url } = checkOutboundUrl(value, { allowLoopback: ctx.settings.allowLoopback });
     if (url.protocol !== "https:" && !ctx.settings.allowLoopback) {
-      throw new AppError("SSRF_BLOCKED", 400, `${field} must be an https URL`, { refused_class: "scheme", field });
+      throw appError("SSRF_BLOCKED", `${field} must be an https URL`, { refused_class: "scheme", field });
     }
-    if (url.search || url.hash) throw new AppError("VALIDATION_ERROR", 400, `${field} must not carry a query or a fragment`, { field });
+    if (url.search || url.hash) throw appError("VALIDATION_ERROR", `${field} must not carry a query or a fragment`, { field });
     return normalServerUrl(url.href);
   } catch (error) {
     if (isOutboundError(error)) {
-      const appError = outboundAppError(error);
-      throw new AppError(appError.code, appError.status, `${field}: ${appError.message}`, { ...appError.details, field });
+      const outbound = outboundAppError(error);
+      throw new AppError(outbound.code, outbound.status, `${field}: ${outbound.message}`, { ...outbound.details, field });
     }
     throw error;
   }

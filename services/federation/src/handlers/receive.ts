@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import { AppError, derivedUuid, errors, federationEventTypes, intentsCommands, parseJsonStrict, type Intent, type SignedRequest } from "@intentmesh/contracts";
@@ -55,7 +56,7 @@ export async function receive(ctx: FederationContext, request: SignedRequest) {
   const governance = composeGovernance([envelope.governance, ctx.settings.localPolicy]) as Record<string, unknown>;
   const callbackUrl = peerServerUrl(ctx, envelope.callback_url, "callback_url");
   if (new URL(callbackUrl).origin !== new URL(source).origin) {
-    throw new AppError("VALIDATION_ERROR", 400, "callback_url must be on the origin of source_server: this server calls no third party on a peer's word", { field: "callback_url" });
+    throw appError("VALIDATION_ERROR", "callback_url must be on the origin of source_server: this server calls no third party on a peer's word", { field: "callback_url" });
   }
 
   const row = await claim(ctx, envelope, existing, { callbackUrl, governance, scope: narrowed.scope });
@@ -121,7 +122,7 @@ async function claim(
   const now = ctx.clock.now();
   if (existing) {
     if (now.getTime() - existing.createdAt.getTime() < STALE_CREATING_MS) {
-      throw new AppError("DISPATCH_IN_PROGRESS", 409, "this dispatch is being received right now; retry in a few seconds to get its answer");
+      throw appError("DISPATCH_IN_PROGRESS", "this dispatch is being received right now; retry in a few seconds to get its answer");
     }
     await ctx.db.delete(receivedDispatches).where(and(eq(receivedDispatches.id, existing.id), eq(receivedDispatches.status, "creating")));
   }
@@ -143,7 +144,7 @@ async function claim(
     })
     .onConflictDoNothing()
     .returning();
-  if (!row) throw new AppError("DISPATCH_IN_PROGRESS", 409, "this dispatch is being received right now; retry in a few seconds to get its answer");
+  if (!row) throw appError("DISPATCH_IN_PROGRESS", "this dispatch is being received right now; retry in a few seconds to get its answer");
   return row;
 }
 

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, BUDGET_EXCEEDED_REASON, type Budget, type Caller } from "@intentmesh/contracts";
 
 /**
@@ -90,10 +91,7 @@ export const isAgentOnly = (caller: Caller) => caller.roles.length > 0 && caller
 export const mayManageBudget = (caller: Caller) => caller.roles.some((role) => role === "operator" || role === "coordinator" || role === "admin");
 
 export function budgetExceededError(intentId: string, action: string): AppError {
-  return new AppError(
-    "BUDGET_EXCEEDED",
-    403,
-    `intent ${intentId} is blocked because its budget was exceeded, so agents may not ${action}; an operator must raise the budget (PUT /intents/${intentId}/budget) or return the intent to active`,
+  return appError("BUDGET_EXCEEDED", `intent ${intentId} is blocked because its budget was exceeded, so agents may not ${action}; an operator must raise the budget (PUT /intents/${intentId}/budget) or return the intent to active`,
     { intent_id: intentId, reason: BUDGET_EXCEEDED_REASON, action },
   );
 }

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, type JsonObject, type StatePatch } from "@intentmesh/contracts";
 import { parsePointer, PointerError } from "./json-pointer";
 
@@ -20,7 +21,7 @@ export function applyStatePatches(state: JsonObject, patches: StatePatch[], rese
       applyOne(next, patch, reservedKeys);
     } catch (error) {
       if (!(error instanceof PatchError || error instanceof PointerError)) throw error;
-      throw new AppError("PATCH_FAILED", 400, `patch ${index} (${patch.op} ${patch.path}) cannot apply: ${error.message}`, {
+      throw appError("PATCH_FAILED", `patch ${index} (${patch.op} ${patch.path}) cannot apply: ${error.message}`, {
         index,
         op: patch.op,
         path: patch.path,

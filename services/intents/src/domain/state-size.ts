@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, LIMITS, jsonBytes, type JsonObject } from "@intentmesh/contracts";
 
 /**
@@ -7,10 +8,7 @@ import { AppError, LIMITS, jsonBytes, type JsonObject } from "@intentmesh/contra
 export function assertStateWithinLimit(intentId: string, state: JsonObject): void {
   const bytes = jsonBytes(state);
   if (bytes > LIMITS.stateBytes) {
-    throw new AppError(
-      "STATE_TOO_LARGE",
-      413,
-      `the state of intent ${intentId} would be ${bytes} bytes of JSON, more than the limit of ${LIMITS.stateBytes}; keep large data elsewhere and attach a reference`,
+    throw appError("STATE_TOO_LARGE", `the state of intent ${intentId} would be ${bytes} bytes of JSON, more than the limit of ${LIMITS.stateBytes}; keep large data elsewhere and attach a reference`,
       { intent_id: intentId, limit_bytes: LIMITS.stateBytes, actual_bytes: bytes },
     );
   }

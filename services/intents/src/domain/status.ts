@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, type IntentStatus } from "@intentmesh/contracts";
 
 /**
@@ -24,7 +25,7 @@ export function assertTransition(from: IntentStatus, to: IntentStatus): void {
   const allowed = allowedTargets(from);
   if (allowed.includes(to)) return;
   const options = allowed.length ? `it may move to ${allowed.join(", ")}` : "it is final and may not move";
-  throw new AppError("INVALID_TRANSITION", 409, `an intent cannot move from ${from} to ${to}; ${options}`, {
+  throw appError("INVALID_TRANSITION", `an intent cannot move from ${from} to ${to}; ${options}`, {
     from,
     to,
     allowed: [...allowed],

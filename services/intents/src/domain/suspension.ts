@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, isoTimestamp, type SuspensionRecord, type SuspensionRequest } from "@intentmesh/contracts";
 
 /**
@@ -46,7 +47,7 @@ export function assertDeadlineWithinDueBefore(intentId: string, deadline: Date |
     deadline === null
       ? `intent ${intentId} belongs to portfolio ${violated.portfolio_id}, due before ${due}; a suspension of it needs a deadline (timeout_seconds or retry_policy) no later than that`
       : `the suspension deadline ${isoTimestamp(deadline)} of intent ${intentId} is past the due_before ${due} of portfolio ${violated.portfolio_id}`;
-  throw new AppError("SUSPENSION_PAST_DUE_BEFORE", 409, message, {
+  throw appError("SUSPENSION_PAST_DUE_BEFORE", message, {
     intent_id: intentId,
     portfolio_id: violated.portfolio_id,
     due_before: due,

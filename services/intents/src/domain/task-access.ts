@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, type Caller, type TaskStatus } from "@intentmesh/contracts";
 import { unblockTarget } from "./task-status";
 
@@ -16,7 +17,7 @@ export interface TaskHolding {
 
 export const isCoordinatorOrAdmin = (caller: Caller) => caller.roles.includes("admin") || caller.roles.includes("coordinator");
 
-const forbidden = (message: string, details: Record<string, unknown>) => new AppError("FORBIDDEN", 403, message, details);
+const forbidden = (message: string, details: Record<string, unknown>) => appError("FORBIDDEN", message, details);
 
 export function assertMayCreateTask(caller: Caller): void {
   if (!isCoordinatorOrAdmin(caller)) throw forbidden("only coordinators and admins create tasks", { roles: caller.roles });

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, type TaskStatus } from "@intentmesh/contracts";
 
 /**
@@ -43,7 +44,7 @@ export function assertTaskTransition(taskId: string, from: TaskStatus, to: TaskS
   if (isTaskTransitionAllowed(from, to)) return;
   const allowed = allowedTaskTargets(from);
   const options = allowed.length ? `it may move to ${allowed.join(", ")}` : "it is final and may not move";
-  throw new AppError("INVALID_TASK_TRANSITION", 409, `task ${taskId} cannot move from ${from} to ${to}; ${options}`, {
+  throw appError("INVALID_TASK_TRANSITION", `task ${taskId} cannot move from ${from} to ${to}; ${options}`, {
     task_id: taskId,
     from,
     to,

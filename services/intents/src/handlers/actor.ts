@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, type Caller } from "@intentmesh/contracts";
 
 /**
@@ -8,7 +9,7 @@ import { AppError, type Caller } from "@intentmesh/contracts";
 export function actingAgent(caller: Caller, fromBody: string | undefined | null, field = "agent_id"): string {
   if (!fromBody) return caller.actor;
   if (caller.agent_id && caller.agent_id !== fromBody) {
-    throw new AppError("AGENT_MISMATCH", 400, `${field} ${fromBody} differs from the X-Agent-ID header ${caller.agent_id}`, {
+    throw appError("AGENT_MISMATCH", `${field} ${fromBody} differs from the X-Agent-ID header ${caller.agent_id}`, {
       [field]: fromBody,
       x_agent_id: caller.agent_id,
     });

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { and, asc, eq } from "drizzle-orm";
 import { enforceGovernance } from "./governance";
 import type { GovernancePolicy } from "@intentmesh/contracts";
@@ -56,7 +57,7 @@ export async function unassignAgent(ctx: IntentsContext, intentId: string, ifMat
       .delete(assignments)
       .where(and(eq(assignments.intentId, intentId), eq(assignments.agentId, agentId)))
       .returning();
-    if (!row) throw new AppError("ASSIGNMENT_NOT_FOUND", 404, `agent ${agentId} is not assigned to intent ${intentId}`, { agent_id: agentId });
+    if (!row) throw appError("ASSIGNMENT_NOT_FOUND", `agent ${agentId} is not assigned to intent ${intentId}`, { agent_id: agentId });
     await appendToLog(tx, intentId, [{ eventType: intentEventTypes.agentUnassigned, actor: caller.actor, payload: { agent_id: agentId } }], now);
     return toAssignment(row);
   });

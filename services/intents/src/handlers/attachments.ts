@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "./governance";
 import { and, asc, eq, gt } from "drizzle-orm";
@@ -39,7 +40,7 @@ export async function createAttachment(
   await enforceGovernance(ctx, intentId, undefined, { kind: "attachment" }, caller);
   const issues = metadataIssues(body.mime_type, body.metadata);
   if (issues.length) {
-    throw new AppError("VALIDATION_FAILED", 400, `the request is invalid: ${issues[0]!.message}`, {
+    throw appError("VALIDATION_FAILED", `the request is invalid: ${issues[0]!.message}`, {
       key: issues[0]!.key,
       issues: issues.map((issue) => ({ path: `body.metadata.${issue.key}`, message: issue.message, code: "custom" })),
     });

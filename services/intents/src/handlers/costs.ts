@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { sql } from "drizzle-orm";
 import { enforceGovernance } from "./governance";
 import {
@@ -48,10 +49,7 @@ function newCost(input: CostInput, caller: Caller): NewCost {
 function refuseUnrecorded(recorded: RecordedCost, intentId: string, agentId: string): void {
   if (!recorded.found) throw errors.notFound("intent", intentId);
   if (!recorded.accepted) {
-    throw new AppError(
-      "COST_AGENTS_FULL",
-      409,
-      `intent ${intentId} already has costs from ${MAX_COST_AGENTS_PER_INTENT} agents, the most one intent tracks; record this cost under one of them`,
+    throw appError("COST_AGENTS_FULL", `intent ${intentId} already has costs from ${MAX_COST_AGENTS_PER_INTENT} agents, the most one intent tracks; record this cost under one of them`,
       { intent_id: intentId, agent_id: agentId, limit: MAX_COST_AGENTS_PER_INTENT },
     );
   }

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
 import { enforceGovernance } from "./governance";
 import { AppError, Uuid, errors, intentEventTypes, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
@@ -18,7 +19,7 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
     if (announced) return announced;
   }
   if (isReservedEventType(body.event_type)) {
-    throw new AppError("RESERVED_EVENT_TYPE", 400, `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
+    throw appError("RESERVED_EVENT_TYPE", `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
   }
   const actor = actingAgent(caller, body.actor, "actor");
   const now = ctx.clock.now();

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "./governance";
 import { and, asc, count, eq, gt, inArray, isNull, type SQL } from "drizzle-orm";
@@ -64,7 +65,7 @@ export async function recordFailure(ctx: IntentsContext, intentId: string, ifMat
   const agentId = actingAgent(caller, body.agent_id);
   const now = ctx.clock.now();
   if (body.cost?.agent_id && body.cost.agent_id !== agentId) {
-    throw new AppError("AGENT_MISMATCH", 400, `cost.agent_id ${body.cost.agent_id} differs from the failing agent ${agentId}`, {
+    throw appError("AGENT_MISMATCH", `cost.agent_id ${body.cost.agent_id} differs from the failing agent ${agentId}`, {
       cost_agent_id: body.cost.agent_id,
       agent_id: agentId,
     });
@@ -167,10 +168,7 @@ function retryTime(body: RecordFailureBody, decision: FailureDecision, policy: R
   if (body.retry_scheduled_at === undefined) return decision.delayMs === null ? null : new Date(now.getTime() + decision.delayMs);
   if (body.retry_scheduled_at === null) return null;
   if (!decision.retryAllowed) {
-    throw new AppError(
-      "RETRY_NOT_ALLOWED",
-      409,
-      `no retry may follow attempt ${body.attempt_number} (${decision.reason?.replace(/_/g, " ")}); send retry_scheduled_at null or leave it out`,
+    throw appError("RETRY_NOT_ALLOWED", `no retry may follow attempt ${body.attempt_number} (${decision.reason?.replace(/_/g, " ")}); send retry_scheduled_at null or leave it out`,
       { reason: decision.reason, attempt_number: body.attempt_number, max_retries: policy?.max_retries ?? null, failure_threshold: policy?.failure_threshold ?? null },
     );
   }

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError } from "@intentmesh/contracts";
 import type { LeaseRow } from "../db/statements";
 import { keysOverlap, scopeKey } from "../domain/lease-scope";
@@ -23,10 +24,7 @@ export function assertLeasesAllowWrite(leases: LeaseRow[], intentStatus: string,
     const touching = leases.filter((lease) => keysOverlap(lease.scopeKey, key));
     const held = touching.find((lease) => lease.agentId !== actor && leaseIsLive(lease, intentStatus, now));
     if (held) {
-      throw new AppError(
-        "LEASE_HELD",
-        409,
-        `${path} is leased to agent ${held.agentId} (scope ${held.scope}) until ${held.expiresAt.toISOString()}`,
+      throw appError("LEASE_HELD", `${path} is leased to agent ${held.agentId} (scope ${held.scope}) until ${held.expiresAt.toISOString()}`,
         { path, lease: toLease(held) },
         { lease: toLease(held) },
       );
@@ -35,10 +33,7 @@ export function assertLeasesAllowWrite(leases: LeaseRow[], intentStatus: string,
     if (own.some((lease) => leaseIsLive(lease, intentStatus, now))) continue;
     const latest = own[0];
     if (latest && !latest.releasedAt) {
-      throw new AppError(
-        "LEASE_EXPIRED",
-        412,
-        `the lease of agent ${actor} on scope ${latest.scope} expired at ${latest.expiresAt.toISOString()}; acquire a new lease before writing ${path}`,
+      throw appError("LEASE_EXPIRED", `the lease of agent ${actor} on scope ${latest.scope} expired at ${latest.expiresAt.toISOString()}; acquire a new lease before writing ${path}`,
         { path, lease: toLease(latest) },
       );
     }

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "./governance";
 import type { GovernancePolicy } from "@intentmesh/contracts";
@@ -44,7 +45,7 @@ export async function acquireLease(
     // The policy read under the intent's lock: no PUT can slip between the check and the write.
     await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "lease" }, caller, tx);
     if (TERMINAL_STATUSES.includes(intent.status as never)) {
-      throw new AppError("INTENT_CLOSED", 409, `intent ${intentId} is ${intent.status}; leases are taken on open intents only`, { status: intent.status });
+      throw appError("INTENT_CLOSED", `intent ${intentId} is ${intent.status}; leases are taken on open intents only`, { status: intent.status });
     }
     // Agents take no lease on an intent its budget blocked.
     assertAgentMayWork(intentId, { status: intent.status, blocked_reason: intent.blockedReason }, caller, "take leases on it");
@@ -70,7 +71,7 @@ export async function acquireLease(
       })
       .onConflictDoNothing()
       .returning();
-    if (!row) throw new AppError("LEASE_HELD", 409, `scope ${body.scope} of intent ${intentId} is already leased`, { scope: body.scope });
+    if (!row) throw appError("LEASE_HELD", `scope ${body.scope} of intent ${intentId} is already leased`, { scope: body.scope });
     const acquired = toLease(row);
     await appendToLog(
       tx,
@@ -102,11 +103,11 @@ export async function renewLease(
     await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "lease" }, caller, tx);
     const current = await findLease(tx, intentId, leaseId);
     if (current.agentId !== caller.actor) {
-      throw new AppError("NOT_LEASE_HOLDER", 403, `lease ${leaseId} is held by agent ${current.agentId}, not ${caller.actor}`, { holder: current.agentId });
+      throw appError("NOT_LEASE_HOLDER", `lease ${leaseId} is held by agent ${current.agentId}, not ${caller.actor}`, { holder: current.agentId });
     }
-    if (current.releasedAt) throw new AppError("LEASE_RELEASED", 412, `lease ${leaseId} was released; acquire a new one`, { lease: toLease(current) });
+    if (current.releasedAt) throw appError("LEASE_RELEASED", `lease ${leaseId} was released; acquire a new one`, { lease: toLease(current) });
     if (!leaseIsLive(current, intent.status, now)) {
-      throw new AppError("LEASE_EXPIRED", 412, `lease ${leaseId} expired at ${current.expiresAt.toISOString()}; acquire a new one`, { lease: toLease(current) });
+      throw appError("LEASE_EXPIRED", `lease ${leaseId} expired at ${current.expiresAt.toISOString()}; acquire a new one`, { lease: toLease(current) });
     }
     const [row] = await tx
       .update(leases)
@@ -140,7 +141,7 @@ export async function releaseLease(ctx: IntentsContext, intentId: string, ifMatc
     await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "lease" }, caller, tx);
     const current = await findLease(tx, intentId, leaseId);
     if (current.agentId !== caller.actor && !isCoordinatorOrAdmin(caller)) {
-      throw new AppError("NOT_LEASE_HOLDER", 403, `lease ${leaseId} is held by agent ${current.agentId}; only it, a coordinator or an admin may release it`, { holder: current.agentId });
+      throw appError("NOT_LEASE_HOLDER", `lease ${leaseId} is held by agent ${current.agentId}; only it, a coordinator or an admin may release it`, { holder: current.agentId });
     }
     if (!current.holdsScope) return toLease(current);
     const [row] = await tx
@@ -207,10 +208,7 @@ async function findLease(tx: Tx, intentId: string, leaseId: string): Promise<Lea
 
 function leaseHeld(held: LeaseRow): AppError {
   const lease = toLease(held);
-  return new AppError(
-    "LEASE_HELD",
-    409,
-    `scope ${held.scope} of intent ${held.intentId} is leased to agent ${held.agentId} until ${lease.expires_at}`,
+  return appError("LEASE_HELD", `scope ${held.scope} of intent ${held.intentId} is leased to agent ${held.agentId} until ${lease.expires_at}`,
     { lease },
     // existing_lease: the name the official Python client reads on a lease collision.
     { lease, existing_lease: lease },

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import {
@@ -280,7 +281,7 @@ export async function addMember(ctx: IntentsContext, portfolioId: string, ifMatc
     const counts = await countMembers(tx, portfolioId);
     const size = Object.values(counts).reduce((a, b) => a + b, 0);
     if (size >= MAX_PORTFOLIO_MEMBERS) {
-      throw new AppError("PORTFOLIO_FULL", 409, `portfolio ${portfolioId} already has ${MAX_PORTFOLIO_MEMBERS} members, the most it may hold`, {
+      throw appError("PORTFOLIO_FULL", `portfolio ${portfolioId} already has ${MAX_PORTFOLIO_MEMBERS} members, the most it may hold`, {
         portfolio_id: portfolioId,
         limit: MAX_PORTFOLIO_MEMBERS,
       });
@@ -292,7 +293,7 @@ export async function addMember(ctx: IntentsContext, portfolioId: string, ifMatc
         on conflict do nothing returning intent_id`),
     );
     if (!inserted.length) {
-      throw new AppError("MEMBER_EXISTS", 409, `intent ${body.intent_id} is already a member of portfolio ${portfolioId}`, {
+      throw appError("MEMBER_EXISTS", `intent ${body.intent_id} is already a member of portfolio ${portfolioId}`, {
         portfolio_id: portfolioId,
         intent_id: body.intent_id,
       });
@@ -329,7 +330,7 @@ export async function removeMember(ctx: IntentsContext, portfolioId: string, ifM
       await tx.execute(sql`delete from intents.portfolio_members where portfolio_id = ${portfolioId} and intent_id = ${intentId} returning intent_status`),
     );
     if (!removed) {
-      throw new AppError("MEMBER_NOT_FOUND", 404, `intent ${intentId} is not a member of portfolio ${portfolioId}`, {
+      throw appError("MEMBER_NOT_FOUND", `intent ${intentId} is not a member of portfolio ${portfolioId}`, {
         resource: "member",
         portfolio_id: portfolioId,
         intent_id: intentId,

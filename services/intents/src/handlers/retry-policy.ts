@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { AppError, isoTimestamp, type PutRetryPolicyBody, type RetryPolicy, type RetryStrategy } from "@intentmesh/contracts";
@@ -55,5 +56,5 @@ export async function getRetryPolicy(ctx: IntentsContext, intentId: string): Pro
   const [row] = await ctx.db.select().from(retryPolicies).where(eq(retryPolicies.intentId, intentId));
   if (row) return toRetryPolicy(row);
   await assertIntentExists(ctx.db, intentId);
-  throw new AppError("RETRY_POLICY_NOT_FOUND", 404, `intent ${intentId} has no retry policy; PUT one first`, { resource: "retry_policy", intent_id: intentId });
+  throw appError("RETRY_POLICY_NOT_FOUND", `intent ${intentId} has no retry policy; PUT one first`, { resource: "retry_policy", intent_id: intentId });
 }

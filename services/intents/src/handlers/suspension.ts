@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import {
@@ -95,7 +96,7 @@ export async function beginSuspension(
   const intent = await ctx.db.transaction(async (tx) => {
     const current = await lockForSuspension(tx, intentId, input.if_match);
     if (current.status !== "active") {
-      throw new AppError("INVALID_TRANSITION", 409, `only an active intent can be suspended; intent ${intentId} is ${current.status}`, {
+      throw appError("INVALID_TRANSITION", `only an active intent can be suspended; intent ${intentId} is ${current.status}`, {
         from: current.status,
         to: SUSPENDED,
         allowed_from: ["active"],
@@ -139,12 +140,12 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
   const intent = await ctx.db.transaction(async (tx) => {
     const current = await lockForSuspension(tx, intentId, input.if_match);
     if (current.status !== SUSPENDED) {
-      throw new AppError("NOT_SUSPENDED", 409, `intent ${intentId} is ${current.status}, not suspended_awaiting_input`, { status: current.status });
+      throw appError("NOT_SUSPENDED", `intent ${intentId} is ${current.status}, not suspended_awaiting_input`, { status: current.status });
     }
     const active = current.state._suspension as SuspensionRecord | undefined;
     // The active id is not echoed: it is a capability (spec 5.5).
     if (!active || active.id !== input.suspension_id) {
-      throw new AppError("SUSPENSION_MISMATCH", 409, `suspension ${input.suspension_id} is not the active suspension of intent ${intentId}`, {
+      throw appError("SUSPENSION_MISMATCH", `suspension ${input.suspension_id} is not the active suspension of intent ${intentId}`, {
         suspension_id: input.suspension_id,
       });
     }

@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { and, eq, sql } from "drizzle-orm";
 import { AppError, errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
@@ -53,19 +54,19 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
   const agentOf = (row: TaskRow) => row.assignedAgent;
   const base = (row: TaskRow) => ({ task_id: row.id, status: row.status as TaskStatus, version: row.version });
   if (from === "blocked" && task.blockedReason === INTENT_SUSPENDED && to !== "cancelled" && to !== "failed") {
-    throw new AppError("TASK_SUSPENDED", 409, `task ${task.id} is blocked because intent ${task.suspendedIntentId} is suspended; it unblocks when the intent resumes`, {
+    throw appError("TASK_SUSPENDED", `task ${task.id} is blocked because intent ${task.suspendedIntentId} is suspended; it unblocks when the intent resumes`, {
       task_id: task.id,
       suspended_intent_id: task.suspendedIntentId,
     });
   }
   if (to === "claimed" || to === "running") {
     if (t.intentStatus === "suspended_awaiting_input") {
-      throw new AppError("INTENT_SUSPENDED", 409, `intent ${task.intentId} is suspended awaiting input; its tasks are not claimed or started until it resumes`, {
+      throw appError("INTENT_SUSPENDED", `intent ${task.intentId} is suspended awaiting input; its tasks are not claimed or started until it resumes`, {
         intent_id: task.intentId,
       });
     }
     if (TERMINAL_STATUSES.includes(t.intentStatus as never)) {
-      throw new AppError("INTENT_CLOSED", 409, `intent ${task.intentId} is ${t.intentStatus}; its tasks take no more work`, { status: t.intentStatus });
+      throw appError("INTENT_CLOSED", `intent ${task.intentId} is ${t.intentStatus}; its tasks take no more work`, { status: t.intentStatus });
     }
   }
   switch (to) {

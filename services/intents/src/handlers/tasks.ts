@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, gt, inArray, type SQL } from "drizzle-orm";
 import {
@@ -35,7 +36,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
   const task = await ctx.db.transaction(async (tx) => {
     const intent = await lockIntentRow(tx, intentId, null);
     if (TERMINAL_STATUSES.includes(intent.status as never)) {
-      throw new AppError("INTENT_CLOSED", 409, `intent ${intentId} is ${intent.status}; tasks are created on open intents only`, { status: intent.status });
+      throw appError("INTENT_CLOSED", `intent ${intentId} is ${intent.status}; tasks are created on open intents only`, { status: intent.status });
     }
     const related = [...dependsOn, ...(body.parent_task_id ? [body.parent_task_id] : [])];
     const found = related.length
@@ -44,7 +45,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
     const statusOf = new Map(found.map((row) => [row.id, row.status as TaskStatus]));
     const missing = related.filter((id) => !statusOf.has(id));
     if (missing.length) {
-      throw new AppError("UNKNOWN_TASK_REFERENCE", 422, `depends_on and parent_task_id must name tasks of intent ${intentId}; ${missing.join(", ")} is not one`, {
+      throw appError("UNKNOWN_TASK_REFERENCE", `depends_on and parent_task_id must name tasks of intent ${intentId}; ${missing.join(", ")} is not one`, {
         missing,
       });
     }

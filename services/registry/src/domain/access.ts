@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, errors, type Caller } from "@intentmesh/contracts";
 
 /**
@@ -10,7 +11,7 @@ const isCoordinatorOrAdmin = (caller: Caller) => caller.roles.includes("admin") 
 /** 5.2: heartbeats only from the key the agent registered with. */
 export function assertOwner(agentId: string, owner: string, caller: Caller, action: string): void {
   if (caller.principal === owner) return;
-  throw new AppError("AGENT_KEY_MISMATCH", 403, `agent ${agentId} is bound to another API key; ${action} only with the key that registered it`, {
+  throw appError("AGENT_KEY_MISMATCH", `agent ${agentId} is bound to another API key; ${action} only with the key that registered it`, {
     agent_id: agentId,
   });
 }

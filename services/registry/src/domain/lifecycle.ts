@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { AppError, lifecycleReasons, type AgentStatus } from "@intentmesh/contracts";
 
 /**
@@ -88,10 +89,7 @@ const DRAINABLE: readonly AgentStatus[] = ["active", "unhealthy"];
 export function assertRequestedTransition(agentId: string, from: AgentStatus, to: AgentStatus): void {
   if (to === "draining" && DRAINABLE.includes(from)) return;
   const allowed = DRAINABLE.includes(from) ? ["draining"] : [];
-  throw new AppError(
-    "INVALID_AGENT_TRANSITION",
-    409,
-    `agent ${agentId} is ${from} and cannot be moved to ${to} by request; ${
+  throw appError("INVALID_AGENT_TRANSITION", `agent ${agentId} is ${from} and cannot be moved to ${to} by request; ${
       allowed.length ? "it may be moved to draining (DELETE deregisters it at once)" : "only DELETE (deregistration) applies to it"
     }`,
     { from, to, allowed },

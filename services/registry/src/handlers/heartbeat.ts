@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { eq } from "drizzle-orm";
 import {
   AppError,
@@ -97,7 +98,7 @@ async function slowHeartbeat(ctx: RegistryContext, agentId: string, body: Heartb
     assertOwner(agentId, agent.ownerPrincipal, caller, "send heartbeats");
     const status = agent.status as AgentStatus;
     if (status === "dead" || status === "deregistered") {
-      throw new AppError("AGENT_GONE", 410, `agent ${agentId} is ${status}; register it again before sending heartbeats`, { agent_id: agentId, status });
+      throw appError("AGENT_GONE", `agent ${agentId} is ${status}; register it again before sending heartbeats`, { agent_id: agentId, status });
     }
     const transitions: Transition[] = [];
     let current = status;

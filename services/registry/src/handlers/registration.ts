@@ -1,3 +1,4 @@
+import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import {
@@ -71,10 +72,7 @@ export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBod
     // up again, and only by the key it is bound to.
     const previous = existing.status as AgentStatus;
     if (LIVE_AGENT_STATUSES.includes(previous)) {
-      throw new AppError(
-        "AGENT_ALREADY_REGISTERED",
-        409,
-        `agent ${agentId} is already registered and ${previous}; only a dead or deregistered agent may register again`,
+      throw appError("AGENT_ALREADY_REGISTERED", `agent ${agentId} is already registered and ${previous}; only a dead or deregistered agent may register again`,
         { agent_id: agentId, status: previous },
       );
     }
@@ -96,6 +94,6 @@ function assertOriginServerUrl(ctx: RegistryContext, url: string): void {
     checkOutboundUrl(url, ctx.outboundPolicy);
   } catch (error) {
     if (!isOutboundError(error)) throw error;
-    throw new AppError("SSRF_BLOCKED", 400, `origin_server_url: ${error.message}`, { field: "origin_server_url", refused_class: error.refusedClass });
+    throw appError("SSRF_BLOCKED", `origin_server_url: ${error.message}`, { field: "origin_server_url", refused_class: error.refusedClass });
   }
 }

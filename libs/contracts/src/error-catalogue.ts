@@ -1,0 +1,126 @@
+/** Checks each entry's shape while keeping the literal keys. */
+const catalogue = <T extends Record<string, { status: number; title: string }>>(entries: T): T => entries;
+
+/**
+ * The error catalogue: every error code the server answers with, its HTTP status and a short
+ * title. AppError's code stays a string on the wire (errors from the bus are rebuilt from data),
+ * but every code written in services/ and libs/ must be listed here with the status it is
+ * raised with: error-catalogue.test.ts scans the sources and fails on an unlisted code.
+ *
+ * VALIDATION_ERROR (federation) and VALIDATION_FAILED (everything else) are both listed: they
+ * are what clients see today; unifying them would change the wire.
+ */
+export const errorCatalogue = catalogue({
+  ACCESS_DENIED: { status: 403, title: "Memory access denied" },
+  AGENT_ALREADY_REGISTERED: { status: 409, title: "The agent id is already registered" },
+  AGENT_DRAINING: { status: 409, title: "The agent is draining and takes no new work" },
+  AGENT_GONE: { status: 410, title: "The agent was deregistered" },
+  AGENT_ID_RESERVED: { status: 403, title: "The agent id belongs to another API key" },
+  AGENT_KEY_MISMATCH: { status: 403, title: "The agent belongs to another API key" },
+  AGENT_MISMATCH: { status: 400, title: "The agent in the body differs from the acting agent" },
+  AGENT_NOT_ACTIVE: { status: 409, title: "The agent is not active" },
+  AGENT_NOT_BOUND: { status: 403, title: "The API key is not bound to this agent" },
+  AGENT_NOT_FOUND: { status: 404, title: "Agent not found" },
+  APPROVAL_NOT_FOUND: { status: 404, title: "Approval not found" },
+  APPROVAL_NOT_PENDING: { status: 409, title: "The approval was already decided" },
+  ASSIGNMENT_NOT_FOUND: { status: 404, title: "Assignment not found" },
+  ATTACHMENT_NOT_FOUND: { status: 404, title: "Attachment not found" },
+  /** The body parser refused the request with another 4xx; its own status is kept (gateway http.ts). */
+  BAD_REQUEST: { status: 400, title: "The request could not be read" },
+  BUDGET_EXCEEDED: { status: 403, title: "The cost would exceed the budget" },
+  CAPACITY_EXCEEDED: { status: 429, title: "Memory Capacity Exceeded" },
+  CHANNEL_CLOSED: { status: 409, title: "The channel is closed" },
+  CHANNEL_NAME_TAKEN: { status: 409, title: "The intent already has a channel of that name" },
+  CHANNEL_NOT_FOUND: { status: 404, title: "Channel not found" },
+  COST_AGENTS_FULL: { status: 409, title: "The intent has too many distinct cost agents" },
+  CREDENTIALS_IN_MESSAGE: { status: 400, title: "The message carries a credential" },
+  CROSS_INTENT_MESSAGE: { status: 403, title: "A message may not cross to another intent" },
+  DELEGATION_DEPTH_EXHAUSTED: { status: 403, title: "The delegation depth is exhausted" },
+  DISPATCH_FAILED: { status: 502, title: "The remote server refused or failed the dispatch" },
+  DISPATCH_IN_PROGRESS: { status: 409, title: "A dispatch with this idempotency key is in progress" },
+  DISPATCH_NOT_FOUND: { status: 404, title: "Dispatch not found" },
+  DISPATCH_TIMEOUT: { status: 502, title: "The remote server did not answer the dispatch in time" },
+  ENTRY_EXISTS: { status: 409, title: "A memory entry with that key exists" },
+  ENTRY_NOT_FOUND: { status: 404, title: "Memory entry not found" },
+  FEDERATION_DISABLED: { status: 404, title: "Federation is not enabled" },
+  FEDERATION_LOOP: { status: 409, title: "The dispatch would loop back" },
+  FIELD_NOT_ALLOWED: { status: 400, title: "The field does not apply to this memory type" },
+  FORBIDDEN: { status: 403, title: "Forbidden" },
+  GOVERNANCE_VIOLATION: { status: 403, title: "The intent's governance policy refuses this" },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, title: "The idempotency key was used for another request" },
+  INTENT_CLOSED: { status: 409, title: "The intent is in a terminal status" },
+  INTENT_ENDED: { status: 409, title: "The intent is completed or abandoned" },
+  INTENT_EXISTS: { status: 409, title: "An intent with that id exists, created by someone else" },
+  INTENT_NOT_FOUND: { status: 404, title: "Intent not found" },
+  INTENT_SUSPENDED: { status: 409, title: "The intent is suspended" },
+  INTERNAL_ERROR: { status: 500, title: "Internal error" },
+  INVALID_AGENT_TRANSITION: { status: 409, title: "The agent status transition is not allowed" },
+  INVALID_IF_MATCH: { status: 400, title: "The If-Match header is not a version" },
+  INVALID_JSON: { status: 400, title: "The body is not valid JSON" },
+  INVALID_RESPONSE_VALUE: { status: 422, title: "The response value is invalid for the suspension's response type" },
+  INVALID_TASK_TRANSITION: { status: 409, title: "The task status transition is not allowed" },
+  INVALID_TRANSITION: { status: 409, title: "The intent status transition is not allowed" },
+  INVALID_UTF8: { status: 400, title: "The body is not valid UTF-8" },
+  LEASE_EXPIRED: { status: 412, title: "The lease has expired" },
+  LEASE_HELD: { status: 409, title: "Another agent holds the lease" },
+  LEASE_NOT_FOUND: { status: 404, title: "Lease not found" },
+  LEASE_RELEASED: { status: 412, title: "The lease was released" },
+  MEMBER_EXISTS: { status: 409, title: "The intent is already a member of the portfolio" },
+  MEMBER_NOT_FOUND: { status: 404, title: "Portfolio member not found" },
+  MESSAGE_EXPIRED: { status: 409, title: "The message has expired" },
+  MESSAGE_NOT_FOUND: { status: 404, title: "Message not found" },
+  MESSAGE_RULE_VIOLATED: { status: 400, title: "The message breaks a type rule of 2.13" },
+  NOT_A_MEMBER: { status: 403, title: "Not a member of this explicit channel" },
+  NOT_FOUND: { status: 404, title: "Not found" },
+  NOT_LEASE_HOLDER: { status: 403, title: "The caller does not hold the lease" },
+  NOT_SUSPENDED: { status: 409, title: "The intent is not suspended" },
+  NUMBER_NOT_REPRESENTABLE: { status: 400, title: "A number cannot be represented exactly" },
+  PATCH_FAILED: { status: 400, title: "The state patch cannot be applied" },
+  PAYLOAD_TOO_LARGE: { status: 413, title: "The body is too large" },
+  PORTFOLIO_FULL: { status: 409, title: "The portfolio has reached its member limit" },
+  PORTFOLIO_NOT_FOUND: { status: 404, title: "Portfolio not found" },
+  PRECONDITION_REQUIRED: { status: 428, title: "An If-Match header is required" },
+  REPLY_TOO_LARGE: { status: 500, title: "The reply of the service was too large" },
+  REQUEST_EXPIRED: { status: 409, title: "The request has expired and takes no responses" },
+  RESERVED_EVENT_TYPE: { status: 400, title: "The event type is reserved to the server" },
+  RETRY_NOT_ALLOWED: { status: 409, title: "The retry policy allows no retry" },
+  RETRY_POLICY_NOT_FOUND: { status: 404, title: "Retry policy not found" },
+  ROUTE_NOT_FOUND: { status: 404, title: "No such endpoint" },
+  SELF_APPROVAL: { status: 403, title: "The requester may not decide its own approval" },
+  SERVICE_UNAVAILABLE: { status: 503, title: "Service unavailable" },
+  SIGNATURE_INVALID: { status: 401, title: "The request signature was refused" },
+  SSRF_BLOCKED: { status: 400, title: "The URL points at a refused address" },
+  STATE_TOO_LARGE: { status: 413, title: "The intent state would be too large" },
+  SUSPENSION_ACTIVE: { status: 409, title: "The intent already has an active suspension" },
+  SUSPENSION_ID_REQUIRED: { status: 422, title: "suspension_id is missing or empty" },
+  SUSPENSION_MISMATCH: { status: 409, title: "The response names another suspension" },
+  SUSPENSION_PAST_DUE_BEFORE: { status: 409, title: "The suspension would time out before it starts" },
+  TASK_ENDED: { status: 409, title: "The task has ended" },
+  TASK_NOT_FOUND: { status: 404, title: "Task not found" },
+  TASK_SUSPENDED: { status: 409, title: "The task is suspended" },
+  UNAUTHORIZED: { status: 401, title: "Authentication required" },
+  UNKNOWN_TASK_REFERENCE: { status: 422, title: "The task refers to an unknown task" },
+  UNSUPPORTED_ENCODING: { status: 415, title: "The content encoding is not supported" },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: "The content type is not supported" },
+  UNTRUSTED_SERVER: { status: 403, title: "The server is not trusted" },
+  UPSTREAM_TIMEOUT: { status: 504, title: "The service did not answer in time" },
+  VALIDATION_ERROR: { status: 400, title: "Validation failed (the federation service spells it so)" },
+  VALIDATION_FAILED: { status: 400, title: "Validation failed" },
+  VALUE_NOT_STORABLE: { status: 400, title: "A value cannot be stored" },
+  VALUE_TOO_LARGE: { status: 413, title: "A value is too large" },
+  VERSION_MISMATCH: { status: 409, title: "The version does not match" },
+} as const);
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export interface ErrorDefinition {
+  code: ErrorCode;
+  status: number;
+  title: string;
+}
+
+export const isErrorCode = (code: string): code is ErrorCode => Object.prototype.hasOwnProperty.call(errorCatalogue, code);
+
+/** Every catalogued error, sorted by code (for the OpenAPI document and docs). */
+export const listErrors = (): ErrorDefinition[] =>
+  (Object.keys(errorCatalogue) as ErrorCode[]).sort().map((code) => ({ code, ...errorCatalogue[code] }));

@@ -1,0 +1,99 @@
+import { describe, expect, it } from "vitest";
+import { eventCatalogue, findEvent, isSystemIntentEventType, systemEventPayloadSchema, systemIntentEventTypes } from "./event-catalogue";
+import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
+import { federationEventTypes } from "./federation";
+
+const memoryData = { entry_id: "e1", namespace: "ns", key: "k", memory_type: "working", version: 2, previous_version: 1, tags: ["a"] };
+const memoryEvent = { agent_id: "agent-1", intent_id: "i1", task_id: null, data: memoryData };
+
+describe("event catalogue", () => {
+  it("lists every name of event-types and federation exactly once per log", () => {
+    for (const name of Object.values(intentEventTypes)) expect(findEvent("intent", name)?.name).toBe(name);
+    for (const name of Object.values(portfolioEventTypes)) expect(findEvent("portfolio", name)?.name).toBe(name);
+    for (const name of Object.values(agentEventTypes)) expect(findEvent("agent", name)?.name).toBe(name);
+    for (const name of Object.values(federationEventTypes)) expect(findEvent("intent", name)?.system).toBe(true);
+    const keys = eventCatalogue.flatMap((event) => event.logs.map((log) => `${log}:${event.name}`));
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it("knows the system event types other services put into an intent's log, and only those", () => {
+    for (const name of [
+      "channel_message",
+      "memory.created",
+      "memory.updated",
+      "memory.deleted",
+      "memory.archived",
+      "memory.evicted",
+      "memory.expired",
+      "governance.approval_granted",
+      "governance.approval_denied",
+      "governance.policy_set",
+      "governance.policy_removed",
+      "engagement.decision",
+      "intent.suspension_renotified",
+      "intent.suspension_escalated",
+      "federation.dispatched",
+      "federation.received",
+      "federation.callback",
+      "federation.budget_warning",
+      "federation.completed",
+      "federation.failed",
+    ]) {
+      expect(isSystemIntentEventType(name), name).toBe(true);
+      expect(systemEventPayloadSchema(name), name).toBeDefined();
+    }
+    expect(Object.values(systemIntentEventTypes)).toHaveLength(20);
+    for (const name of ["status_changed", "intent.suspended", "agent.lifecycle", "comment", "memory.stolen"]) {
+      expect(isSystemIntentEventType(name), name).toBe(false);
+      expect(systemEventPayloadSchema(name), name).toBeUndefined();
+    }
+  });
+
+  it("keeps every system event name reserved from clients", () => {
+    for (const name of Object.values(systemIntentEventTypes)) {
+      if (name === "engagement.decision") continue; // the clients' SDK appends it itself (event-types.ts)
+      expect(isReservedEventType(name), name).toBe(true);
+    }
+  });
+
+  it("checks channel_message against the spec's shape", () => {
+    const schema = systemEventPayloadSchema("channel_message")!;
+    const ok = { channel_id: "c1", channel_name: "ops", message_id: "m1", message_type: "request", to: null, payload: { a: 1 } };
+    expect(schema.safeParse(ok).success).toBe(true);
+    expect(schema.safeParse({ ...ok, to: "agent-2" }).success).toBe(true);
+    const { channel_name: _dropped, ...missing } = ok;
+    expect(schema.safeParse(missing).success).toBe(false);
+  });
+
+  it("memory events carry the entry's coordinates and never its value", () => {
+    const schema = systemEventPayloadSchema("memory.updated")!;
+    expect(schema.safeParse(memoryEvent).success).toBe(true);
+    expect(schema.safeParse({ ...memoryEvent, data: { ...memoryData, value: "secret" } }).success).toBe(false);
+    const { version: _v, ...noVersion } = memoryData;
+    expect(schema.safeParse({ ...memoryEvent, data: noVersion }).success).toBe(false);
+  });
+
+  it("memory.archived carries the snapshot with values", () => {
+    const schema = systemEventPayloadSchema("memory.archived")!;
+    const data = { entries_archived: 1, snapshot: [{ namespace: "ns", key: "k", value: { x: 1 }, tags: [] }] };
+    expect(schema.safeParse({ ...memoryEvent, data }).success).toBe(true);
+    expect(schema.safeParse({ ...memoryEvent, data: { ...data, entries_archived: 1.5 } }).success).toBe(false);
+    expect(schema.safeParse({ ...memoryEvent, data: memoryData }).success).toBe(false);
+  });
+
+  it("federation payloads match what the federation service writes", () => {
+    const callback = { dispatch_id: "d1", callback_type: "completed", target_server: "https://b", remote_intent_id: "r1", remote_event: {}, signer: "did:web:b#k" };
+    for (const name of ["federation.callback", "federation.completed", "federation.failed", "federation.budget_warning"]) {
+      expect(systemEventPayloadSchema(name)!.safeParse(callback).success, name).toBe(true);
+    }
+    const dispatchFailed = { dispatch_id: "d1", stage: "dispatch", target_server: "https://b", agent_id: null, code: "PEER_UNREACHABLE", message: "no", attempt: 3 };
+    expect(systemEventPayloadSchema("federation.failed")!.safeParse(dispatchFailed).success).toBe(true);
+    expect(systemEventPayloadSchema("federation.dispatched")!.safeParse({ dispatch_id: "d1" }).success).toBe(false);
+  });
+
+  it("payloads without a shape in the spec accept any object but not a non-object", () => {
+    const schema = systemEventPayloadSchema("governance.policy_set")!;
+    expect(schema.safeParse({ anything: 1 }).success).toBe(true);
+    expect(schema.safeParse("text").success).toBe(false);
+  });
+});
