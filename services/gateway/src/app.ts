@@ -211,8 +211,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
  */
 function traceRequests(req: Request, res: Response, next: NextFunction) {
   const parent = propagation.extract(context.active(), req.headers);
-  const span = trace.getTracer("intentmesh.gateway").startSpan(`${req.method} ${req.path}`, { kind: SpanKind.SERVER }, parent);
+  // Named by the route template once it is known (never by the raw path with its ids).
+  const span = trace.getTracer("intentmesh.gateway").startSpan(`${req.method}`, { kind: SpanKind.SERVER }, parent);
   res.on("finish", () => {
+    const route = (res.locals.route as string | undefined) ?? (req.route ? String(req.route.path) : undefined);
+    span.updateName(route ? `${req.method} ${route}` : req.method);
+    if (route) span.setAttribute("http.route", route);
     span.setAttribute("http.response.status_code", res.statusCode);
     span.end();
   });
@@ -349,19 +353,26 @@ function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
   next();
 }
 
+/**
+ * The gateway's readiness: its own dependency is NATS. One backing service down leaves it ready
+ * (that service's routes answer 503 SERVICE_UNAVAILABLE, the others work) and is listed under
+ * `degraded`; with NATS down, or no service answering at all (PostgreSQL down takes every service
+ * with it), there is nothing it can serve and it is not ready.
+ */
 async function readiness(bus: Bus, client: BusClient) {
   const nats = !bus.nc.isClosed() && !bus.nc.isDraining();
   const services: Record<string, unknown> = {};
-  let ready = nats;
+  const degraded: string[] = [];
   await Promise.all(
     CLUSTER_SERVICES.map(async (service) => {
       try {
         services[service] = await client.request(healthCommand(service), { principal: "gateway", roles: ["admin"], actor: "gateway", agent_id: null }, {});
       } catch (error) {
-        ready = false;
+        degraded.push(service);
         services[service] = { error: error instanceof AppError ? error.message : "unreachable" };
       }
     }),
   );
-  return { ready, nats: nats ? "ok" : "disconnected", services };
+  const ready = nats && degraded.length < CLUSTER_SERVICES.length;
+  return { ready, nats: nats ? "ok" : "disconnected", degraded: degraded.sort(), services };
 }
