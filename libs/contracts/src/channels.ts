@@ -153,8 +153,22 @@ export const channelsCommands = {
   getMessage: command("channels", "messages.get", MessageRef),
   reply: command("channels", "messages.reply", MessageRef.extend({ body: ReplyBody })),
   markRead: command("channels", "messages.mark", MessageRef.extend({ body: MarkMessageBody })),
+  /**
+   * For GET /subscribe/channels/{id}: checks the caller may read the channel and says which
+   * messages it sees: all (`sees_all`), or its own (`agent_id` as sender) and those whose `to`
+   * is null or one of `to_values`. The rule stays in the channels service; the gateway only
+   * applies this answer to each live message.
+   */
+  streamView: command("channels", "stream_view", ChannelRef),
 } as const;
 
 /** Every message of a channel, for its SSE stream: im.evt.channel.<channel_id>.channel_message. */
+export interface ChannelStreamView {
+  channel_id: string;
+  sees_all: boolean;
+  agent_id: string | null;
+  to_values: string[];
+}
+
 export const channelStream = { name: "IM_CHANNELS", subjects: ["im.evt.channel.>"] } as const;
 export const channelMessageSubject = (channelId: string) => `im.evt.channel.${channelId}.channel_message`;

@@ -10,7 +10,7 @@ import { outbox } from "./db/schema";
 import { ChannelSweeper } from "./sweeper";
 import { startLifecycleConsumers } from "./lifecycle";
 import { createChannel, deleteChannel, getChannel, listChannels, patchChannel } from "./handlers/channels";
-import { getMessage, listMessages, markRead, replyTo, sendByName, sendMessage } from "./handlers/messages";
+import { getMessage, listMessages, markRead, replyTo, sendByName, sendMessage, streamView } from "./handlers/messages";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -62,6 +62,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     serveCommand(bus, commands.listMessages, (input, caller) => listMessages(ctx, input.channel_id, input.query, caller), logger),
     serveCommand(bus, commands.getMessage, (input, caller) => getMessage(ctx, input.channel_id, input.message_id, caller), logger),
     serveCommand(bus, commands.reply, (input, caller) => replyTo(ctx, input.channel_id, input.message_id, input.body, caller), logger),
+    serveCommand(bus, commands.streamView, (input, caller) => streamView(ctx, input.channel_id, caller), logger),
     serveCommand(bus, commands.markRead, (input, caller) => markRead(ctx, input.channel_id, input.message_id, caller), logger),
     serveHealth(bus, "channels", { database, relay }, logger),
   ];

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { AppError, channelsCommands, registryCommands, type Caller, type Message } from "@intentmesh/contracts";
+import { AppError, channelsCommands, type ChannelStreamView, type Message } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed } from "./event-feed";
@@ -16,9 +16,8 @@ export const channelFrame = (message: Message) => `event: channel_message\nid: $
 
 /**
  * GET /subscribe/channels/{id}: the channel's messages as `channel_message` frames, to those who
- * may read the channel (rule 6: intent access, members only on an explicit channel; checked by
- * the channels service), and of those only what the subscriber may see (rules 3-5: an agent gets
- * its own messages, broadcasts and what is addressed to it or its role). With Last-Event-ID (a
+ * may read the channel, and of those only what the subscriber may see: both decided by the
+ * channels service (channels.stream_view, rules 3-6), applied here to each live message. With Last-Event-ID (a
  * sequence) it first replays what came after, through the same pull the API offers.
  *
  * Unlike an event log, a subscriber's view of a channel has gaps by design (other agents' direct
@@ -28,11 +27,9 @@ export const channelFrame = (message: Message) => `event: channel_message\nid: $
 export async function streamChannel(req: Request, res: Response, options: ChannelSseOptions): Promise<void> {
   const channelId = String(req.params.channelId);
   const caller = req.caller!;
-  await options.bus.request(channelsCommands.get, caller, { channel_id: channelId });
-  const agentId = caller.agent_id ?? (caller.roles.includes("agent") ? caller.actor : null);
-  const role = agentId ? await roleOf(options.bus, caller, agentId) : null;
-  const visible = (m: Message) =>
-    agentId === null || m.sender === agentId || m.to === null || m.to === "*" || m.to === agentId || (role !== null && m.to === `role:${role}`);
+  // The channels service checks access and says what this caller sees (rules 3-6); here it is only applied.
+  const view = await options.bus.request<ChannelStreamView>(channelsCommands.streamView, caller, { channel_id: channelId });
+  const visible = (m: Message) => view.sees_all || m.sender === view.agent_id || m.to === null || view.to_values.includes(m.to);
   const lastEventId = req.get("last-event-id") || (typeof req.query.last_event_id === "string" ? req.query.last_event_id : undefined);
   if (lastEventId !== undefined && !/^\d{1,15}$/.test(lastEventId)) {
     throw new AppError("VALIDATION_FAILED", 400, "Last-Event-ID of a channel stream is the sequence of the last message received", { last_event_id: lastEventId });
@@ -86,13 +83,4 @@ export async function streamChannel(req: Request, res: Response, options: Channe
   }
   replaying = false;
   for (const { message, frame } of waiting.splice(0)) send(message, frame);
-}
-
-async function roleOf(bus: BusClient, caller: Caller, agentId: string): Promise<string | null> {
-  try {
-    return (await bus.request<{ role_id?: string | null }>(registryCommands.get, caller, { agent_id: agentId })).role_id ?? null;
-  } catch (error) {
-    if (error instanceof AppError && (error.status === 404 || error.status === 403)) return null;
-    throw error;
-  }
 }

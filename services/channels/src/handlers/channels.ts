@@ -12,7 +12,7 @@ import {
   type CreateChannelBody,
   type PatchChannelBody,
 } from "@intentmesh/contracts";
-import type { Tx } from "@intentmesh/db";
+import { isUniqueViolation, type Tx } from "@intentmesh/db";
 import type { ChannelsContext } from "../context";
 import { channels, messages } from "../db/schema";
 import { assertChannelAccess, assertMayChange, findChannel, readIntent } from "../access";
@@ -20,11 +20,6 @@ import { viewerOf } from "../domain/rules";
 import { toChannel, type ChannelRow } from "../mapping";
 
 const ENDED_INTENT = ["completed", "abandoned"];
-/** A unique violation, as pg raises it or as drizzle wraps it (the pg error is its cause). */
-const isUniqueViolation = (error: unknown): boolean => {
-  const e = error as { code?: unknown; cause?: unknown } | null;
-  return e?.code === "23505" || (e?.cause !== undefined && e.cause !== error && isUniqueViolation(e.cause));
-};
 
 /** A new channel row: defaults of 2.12 (policy intent, max_messages 1000, audit off). */
 export function newChannelRow(intentId: string, body: CreateChannelBody, createdBy: string, creatorIsAgent: boolean, now: Date): ChannelRow {

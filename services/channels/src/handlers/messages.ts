@@ -5,6 +5,7 @@ import {
   governancePolicyCommands,
   Uuid,
   type Caller,
+  type ChannelStreamView,
   type ListMessagesQuery,
   type Message,
   type MessageType,
@@ -134,12 +135,24 @@ const outgoing = (channel: Pick<ChannelRow, "id" | "name" | "intentId">, out: Ou
   expiresAt: out.expiresAt,
 });
 
-/** What an agent may see of a channel: its own messages, broadcasts, and what is addressed to it or its role. */
+/** The `to` values an agent sees besides null (all members) and its own messages: itself, `*` and its role (rules 3-5). */
+async function recipientsOf(ctx: ChannelsContext, agentId: string): Promise<string[]> {
+  const role = await roleOf(ctx, SERVICE_CALLER, agentId);
+  return [agentId, "*", ...(role ? [`role:${role}`] : [])];
+}
+
+/** What an agent may see of a channel: its own messages, messages to all, and what is addressed to it or its role. */
 async function visibility(ctx: ChannelsContext, viewer: Viewer): Promise<SQL | undefined> {
   if (!viewer.agentId) return undefined;
-  const role = await roleOf(ctx, SERVICE_CALLER, viewer.agentId);
-  const to = [viewer.agentId, "*", ...(role ? [`role:${role}`] : [])];
-  return or(eq(messages.sender, viewer.agentId), sql`${messages.to} is null`, inArray(messages.to, to));
+  return or(eq(messages.sender, viewer.agentId), sql`${messages.to} is null`, inArray(messages.to, await recipientsOf(ctx, viewer.agentId)));
+}
+
+/** GET /subscribe/channels/{id}: the access check and the caller's view, for the gateway to apply to live messages. */
+export async function streamView(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<ChannelStreamView> {
+  const channel = await findChannel(ctx, channelId);
+  const viewer = await assertChannelAccess(ctx, caller, channel);
+  if (!viewer.agentId) return { channel_id: channelId, sees_all: true, agent_id: null, to_values: [] };
+  return { channel_id: channelId, sees_all: false, agent_id: viewer.agentId, to_values: await recipientsOf(ctx, viewer.agentId) };
 }
 
 /** `since`: a message id, a sequence number or an ISO timestamp; the condition "after it". */

@@ -4,7 +4,7 @@ import { AppError, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, inte
 import type { IntentsContext } from "../context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../db/statements";
-import { rowsOf } from "@intentmesh/db";
+import { isUniqueViolation, rowsOf } from "@intentmesh/db";
 import { RESERVED_STATE_KEYS } from "../domain/state-patch";
 
 /** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
@@ -68,8 +68,6 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) 
     has_more: hasMore,
   };
 }
-
-const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === "23505";
 
 /** A create under a chosen id that already exists: the same creator gets that intent, anyone else 409. */
 async function existingCreation(ctx: IntentsContext, intentId: string, createdBy: string): Promise<Intent> {
