@@ -1,12 +1,12 @@
 import crypto from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { federationCommands as commands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { federationCommands as commands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
+import { openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Connector, GuardedFetchOptions, Resolver } from "@intentmesh/ssrf";
 import type { Logger } from "@intentmesh/telemetry";
-import type { Subscription } from "@nats-io/transport-node";
 import { count, isNull } from "drizzle-orm";
 import type { FederationContext } from "./context";
 import { outbox, outgoingCallbacks } from "./db/schema";
@@ -48,12 +48,15 @@ export interface FederationService {
 
 /** Migrates the schema, loads the identity, serves every command subject, starts the relay, the callback projection and sender. */
 export async function startFederationService(options: FederationServiceOptions): Promise<FederationService> {
-  const { bus, database, logger } = options;
   const settings = defaultSettings(options.settings);
-  await database.migrate("federation", MIGRATIONS_FOLDER);
-  await ensureStream(bus, streams.intents);
-  await ensureStream(bus, systemEventStream);
-
+  const core = await openServiceCore({
+    name: "federation",
+    ...options,
+    migrationsFolder: MIGRATIONS_FOLDER,
+    streams: [streams.intents, systemEventStream],
+    outbox,
+  });
+  const { bus, database, logger, relay, clock } = core;
   // Disabled, nothing is signed or published: an in-memory key stands in, and no file is written
   // (a read-only container never needs a data directory for a service it does not use).
   const key = settings.enabled
@@ -65,8 +68,6 @@ export async function startFederationService(options: FederationServiceOptions):
   if (settings.allowLoopback) logger.warn("federation: loopback peers and plain http are allowed: a TEST-ONLY setting that must never be on in production");
   const identity = serverIdentity(settings.serverUrl, key.privateKey, key.source);
 
-  const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "federation", ...options.relay });
-  const clock = options.clock ?? systemClock;
   const outbound: GuardedFetchOptions = {
     allowLoopback: settings.allowLoopback,
     timeoutMs: settings.dispatchTimeoutMs,
@@ -78,43 +79,34 @@ export async function startFederationService(options: FederationServiceOptions):
     db: database.db,
     clock,
     logger,
-    client: new BusClient(bus, 5000),
+    client: core.client,
     settings,
     identity,
     outbound,
     dids: new DidResolver(clock, settings.didCacheTtlMs, () => outbound),
-    published: () => relay.kick(),
+    published: core.published,
     callbacksQueued: () => void sender?.sweep().catch((err: unknown) => logger.warn({ err }, "callback sender failed; next tick retries")),
   };
   sender = new CallbackSender(ctx, options.callbackIntervalMs ?? 1000);
 
-  const subs: Subscription[] = [
-    serveCommand(bus, commands.discovery, async () => discovery(ctx), logger),
-    serveCommand(bus, commands.did, async () => did(ctx), logger),
-    serveCommand(bus, commands.status, () => status(ctx), logger),
-    serveCommand(bus, commands.agents, (input) => agents(ctx, input.query), logger),
-    serveCommand(bus, commands.dispatch, (input, caller) => dispatch(ctx, input.body, input.idempotency_key, caller), logger),
-    serveCommand(bus, commands.receive, (input) => receive(ctx, input.request), logger),
-    serveCommand(bus, commands.callback, (input) => receiveCallback(ctx, input.dispatch_id, input.request), logger),
-    serveHealth(bus, "federation", { database, relay }, logger, async () => {
+  core.serve(commands, {
+    discovery: async () => discovery(ctx),
+    did: async () => did(ctx),
+    status: () => status(ctx),
+    agents: (input) => agents(ctx, input.query),
+    dispatch: (input, caller) => dispatch(ctx, input.body, input.idempotency_key, caller),
+    receive: (input) => receive(ctx, input.request),
+    callback: (input) => receiveCallback(ctx, input.dispatch_id, input.request),
+  });
+  const projection = settings.enabled ? await startCallbackProjection(bus, database.db, clock, logger, ctx.callbacksQueued) : undefined;
+  const running = core.launch({
+    workers: settings.enabled ? [sender] : [],
+    running: projection ? [projection] : [],
+    health: async () => {
       const [pending] = await database.db.select({ n: count() }).from(outgoingCallbacks).where(isNull(outgoingCallbacks.deliveredAt));
       return { enabled: settings.enabled, callbacks_pending: Number(pending?.n ?? 0) };
-    }),
-  ];
-  const projection = settings.enabled ? await startCallbackProjection(bus, database.db, clock, logger, ctx.callbacksQueued) : undefined;
-  relay.start();
-  if (settings.enabled) sender.start();
-  logger.info({ enabled: settings.enabled, did: settings.enabled ? identity.did : undefined, trust_policy: settings.trustPolicy }, "federation service started");
-
-  return {
-    ctx,
-    relay,
-    callbacks: sender,
-    stop: async () => {
-      for (const sub of subs) sub.unsubscribe();
-      await projection?.stop();
-      await sender?.stop();
-      await relay.stop();
     },
-  };
+    started: { enabled: settings.enabled, did: settings.enabled ? identity.did : undefined, trust_policy: settings.trustPolicy },
+  });
+  return { ctx, relay, callbacks: sender, stop: running.stop };
 }

@@ -1,6 +1,6 @@
 import { appError } from "@intentmesh/contracts";
 import express, { type Express, type Request, type Response } from "express";
-import { AppError, federationCommands as f, type Caller, type SignedRequest } from "@intentmesh/contracts";
+import { federationCommands as f, type Caller, type SignedRequest } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { Route } from "./routes";
 

@@ -1,10 +1,10 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { governanceCommands as commands, streams, systemClock, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { governanceCommands as commands, streams, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
+import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
+import { openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
-import type { Subscription } from "@nats-io/transport-node";
 import type { GovernanceContext } from "./context";
 import { outbox } from "./db/schema";
 import { respond, suspend } from "./handlers/suspension";
@@ -38,50 +38,38 @@ const SYSTEM_CALLER: Caller = { principal: "governance", roles: ["admin"], actor
 
 /** Migrates the schema, ensures the streams, serves every command subject, starts the relay, the tracker and the timer. */
 export async function startGovernanceService(options: GovernanceServiceOptions): Promise<GovernanceService> {
-  const { bus, database, logger } = options;
-  await database.migrate("governance", MIGRATIONS_FOLDER);
-  await ensureStream(bus, streams.intents);
-  await ensureStream(bus, systemEventStream);
-
-  const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "governance", ...options.relay });
+  const core = await openServiceCore({
+    name: "governance",
+    ...options,
+    migrationsFolder: MIGRATIONS_FOLDER,
+    streams: [streams.intents, systemEventStream],
+    outbox,
+  });
+  const { database, logger, relay } = core;
   const ctx: GovernanceContext = {
     db: database.db,
-    clock: options.clock ?? systemClock,
+    clock: core.clock,
     logger,
-    client: new BusClient(bus, 5000),
+    client: core.client,
     defaultRetryPolicy: options.defaultRetryPolicy ?? null,
     systemCaller: SYSTEM_CALLER,
-    published: () => relay.kick(),
+    published: core.published,
   };
   const timer = new SuspensionTimer(ctx, options.timerIntervalMs ?? 1000);
 
-  const subs: Subscription[] = [
-    serveCommand(bus, commands.suspend, (input, caller) => suspend(ctx, input, caller), logger),
-    serveCommand(bus, commands.respond, (input, caller) => respond(ctx, input, caller), logger),
-    serveCommand(bus, commands.createApproval, (input, caller) => createApproval(ctx, input.intent_id, input.body, caller), logger),
-    serveCommand(bus, commands.getApproval, (input) => getApproval(ctx, input.intent_id, input.approval_id), logger),
-    serveCommand(bus, commands.listApprovals, (input) => listApprovals(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus, commands.approve, (input, caller) => decideApproval(ctx, input, "approved", caller), logger),
-    serveCommand(bus, commands.deny, (input, caller) => decideApproval(ctx, input, "denied", caller), logger),
-    serveCommand(bus, commands.serverConfig, async () => ({ protocol_version: "0.1", suspension: { default_retry_policy: ctx.defaultRetryPolicy } }), logger),
-    serveCommand(bus, commands.grantedApprovals, (input) => grantedApprovals(ctx, input.intent_id, input.action), logger),
-    serveCommand(bus, commands.decideEngagement, (input, caller) => engagementDecision(ctx, input.intent_id, input.body, caller), logger),
-    serveHealth(bus, "governance", { database, relay }, logger),
-  ];
-  const tracker = await startSuspensionTracker(ctx, bus);
-  relay.start();
-  timer.start();
-  logger.info({ database: database.kind }, "governance service started");
-
-  return {
-    ctx,
-    relay,
-    timer,
-    stop: async () => {
-      for (const sub of subs) sub.unsubscribe();
-      await tracker.stop();
-      await timer.stop();
-      await relay.stop();
-    },
-  };
+  core.serve(commands, {
+    suspend: (input, caller) => suspend(ctx, input, caller),
+    respond: (input, caller) => respond(ctx, input, caller),
+    createApproval: (input, caller) => createApproval(ctx, input.intent_id, input.body, caller),
+    getApproval: (input) => getApproval(ctx, input.intent_id, input.approval_id),
+    listApprovals: (input) => listApprovals(ctx, input.intent_id, input.query),
+    approve: (input, caller) => decideApproval(ctx, input, "approved", caller),
+    deny: (input, caller) => decideApproval(ctx, input, "denied", caller),
+    serverConfig: async () => ({ protocol_version: "0.1", suspension: { default_retry_policy: ctx.defaultRetryPolicy } }),
+    grantedApprovals: (input) => grantedApprovals(ctx, input.intent_id, input.action),
+    decideEngagement: (input, caller) => engagementDecision(ctx, input.intent_id, input.body, caller),
+  });
+  const tracker = await startSuspensionTracker(ctx, core.bus);
+  const running = core.launch({ workers: [timer], running: [tracker] });
+  return { ctx, relay, timer, stop: running.stop };
 }

@@ -1,10 +1,10 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
+import { openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
-import type { Subscription } from "@nats-io/transport-node";
 import type { IntentsContext } from "./context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./lease-sweeper";
@@ -46,98 +46,88 @@ export interface IntentsService {
   stop(): Promise<void>;
 }
 
-/** Migrates the schema, ensures the stream, serves every command subject, starts the relay and the sweeper. */
+/** Migrates the schema, ensures the streams, serves every command subject, starts the relay, the sweeper and the consumers. */
 export async function startIntentsService(options: IntentsServiceOptions): Promise<IntentsService> {
-  const { bus, database, logger } = options;
-  await database.migrate("intents", MIGRATIONS_FOLDER);
-  await ensureStream(bus, streams.intents);
-  await ensureStream(bus, streams.portfolios);
-  await ensureStream(bus, streams.registry);
-  await ensureStream(bus, systemEventStream);
-
-  const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "intents", ...options.relay });
-  const ctx: IntentsContext = {
-    db: database.db,
-    query: database.query,
-    clock: options.clock ?? systemClock,
-    logger,
-    client: new BusClient(bus, 5000),
-    published: () => relay.kick(),
-  };
+  const core = await openServiceCore({
+    name: "intents",
+    ...options,
+    migrationsFolder: MIGRATIONS_FOLDER,
+    streams: [streams.intents, streams.portfolios, streams.registry, systemEventStream],
+    outbox,
+  });
+  const { bus, database, logger, relay } = core;
+  const ctx: IntentsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, published: core.published };
   const sweeper = new LeaseSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
 
-  const subs: Subscription[] = [
-    serveCommand(bus, governancePolicyCommands.set, (input, caller) => setGovernancePolicy(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, governancePolicyCommands.get, (input) => getGovernancePolicy(ctx, input.intent_id), logger),
-    serveCommand(bus, governancePolicyCommands.remove, (input, caller) => removeGovernancePolicy(ctx, input.intent_id, input.if_match, caller), logger),
-    serveCommand(bus, governancePolicyCommands.check, (input, caller) => checkGovernanceFor(ctx, input.intent_id, input.kind, caller), logger),
-    serveCommand(bus, commands.create, (input, caller) => createIntent(ctx, input.body, caller, input.intent_id), logger),
-    serveCommand(bus, commands.get, (input) => getIntent(ctx, input.intent_id), logger),
-    serveCommand(bus, commands.list, (input) => listIntents(ctx, input.query), logger),
-    serveCommand(bus, commands.patchState, (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller), logger),
-    serveCommand(bus, commands.transition, (input, caller) => transitionStatus(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, commands.appendEvent, (input, caller) => appendEvent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, commands.listEvents, (input) => listEvents(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus, commands.assignAgent, (input, caller) => assignAgent(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, commands.listAgents, (input) => listAssignments(ctx, input.intent_id), logger),
-    serveCommand(bus, commands.unassignAgent, (input, caller) => unassignAgent(ctx, input.intent_id, input.if_match, input.agent_id, caller), logger),
-    serveCommand(bus, commands.acquireLease, (input, caller) => acquireLease(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, commands.renewLease, (input, caller) => renewLease(ctx, input.intent_id, input.if_match, input.lease_id, input.body, caller), logger),
-    serveCommand(bus, commands.releaseLease, (input, caller) => releaseLease(ctx, input.intent_id, input.if_match, input.lease_id, caller), logger),
-    serveCommand(bus, commands.getLease, (input) => getLease(ctx, input.intent_id, input.lease_id), logger),
-    serveCommand(bus, commands.leasesHeld, (input) => leasesHeldBy(ctx, input.agent_ids), logger),
-    serveCommand(bus, commands.listLeases, (input) => listLeases(ctx, input.intent_id, input.query.active === "true"), logger),
-    serveCommand(bus, portfoliosCommands.create, (input, caller) => createPortfolio(ctx, input.body, caller), logger),
-    serveCommand(bus, portfoliosCommands.get, (input) => getPortfolio(ctx, input.portfolio_id), logger),
-    serveCommand(bus, portfoliosCommands.list, (input) => listPortfolios(ctx, input.query), logger),
-    serveCommand(bus, portfoliosCommands.update, (input, caller) => updatePortfolio(ctx, input.portfolio_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, portfoliosCommands.addMember, (input, caller) => addMember(ctx, input.portfolio_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, portfoliosCommands.removeMember, (input, caller) => removeMember(ctx, input.portfolio_id, input.if_match, input.intent_id, caller), logger),
-    serveCommand(bus, portfoliosCommands.listEvents, (input) => listPortfolioEvents(ctx, input.portfolio_id, input.query), logger),
-    serveCommand(bus, portfoliosCommands.ofIntent, (input) => portfoliosOfIntent(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus, suspensionCommands.begin, (input, caller) => beginSuspension(ctx, input, caller), logger),
-    serveCommand(bus, suspensionCommands.end, (input, caller) => endSuspension(ctx, input, caller), logger),
-    serveCommand(bus, attachmentCommands.create, (input, caller) => createAttachment(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, attachmentCommands.list, (input) => listAttachments(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus, attachmentCommands.delete, (input, caller) => deleteAttachment(ctx, input.intent_id, input.if_match, input.attachment_id, caller), logger),
-    serveCommand(bus, retryCommands.putPolicy, (input) => putRetryPolicy(ctx, input.intent_id, input.if_match, input.body), logger),
-    serveCommand(bus, retryCommands.getPolicy, (input) => getRetryPolicy(ctx, input.intent_id), logger),
-    serveCommand(bus, retryCommands.recordFailure, (input, caller) => recordFailure(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, retryCommands.listFailures, (input) => listFailures(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus, costsCommands.record, (input, caller) => recordCost(ctx, input.intent_id, input.body, caller), logger),
-    serveCommand(bus, costsCommands.list, (input) => listCosts(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus, costsCommands.setBudget, (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, taskCommands.create, (input, caller) => createTask(ctx, input.intent_id, input.body, caller), logger),
-    serveCommand(bus, taskCommands.get, (input) => getTask(ctx, input.task_id), logger),
-    serveCommand(bus, taskCommands.list, (input) => listTasks(ctx, input.intent_id, input.query), logger),
-    serveCommand(bus, taskCommands.patch, (input, caller) => patchTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, taskCommands.claim, (input, caller) => claimTask(ctx, input.task_id, input.if_match, caller), logger),
-    serveCommand(bus, taskCommands.start, (input, caller) => startTask(ctx, input.task_id, input.if_match, caller), logger),
-    serveCommand(bus, taskCommands.complete, (input, caller) => completeTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, taskCommands.fail, (input, caller) => failTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, taskCommands.cancel, (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, taskCommands.held, (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids), logger),
-    serveHealth(bus, "intents", { database, relay }, logger),
-  ];
-  const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, () => relay.kick());
-  const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, () => relay.kick());
+  core.serve(commands, {
+    create: (input, caller) => createIntent(ctx, input.body, caller, input.intent_id),
+    get: (input) => getIntent(ctx, input.intent_id),
+    list: (input) => listIntents(ctx, input.query),
+    patchState: (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller),
+    transition: (input, caller) => transitionStatus(ctx, input.intent_id, input.if_match, input.body, caller),
+    appendEvent: (input, caller) => appendEvent(ctx, input.intent_id, input.if_match, input.body, caller),
+    listEvents: (input) => listEvents(ctx, input.intent_id, input.query),
+    assignAgent: (input, caller) => assignAgent(ctx, input.intent_id, input.if_match, input.body, caller),
+    listAgents: (input) => listAssignments(ctx, input.intent_id),
+    unassignAgent: (input, caller) => unassignAgent(ctx, input.intent_id, input.if_match, input.agent_id, caller),
+    acquireLease: (input, caller) => acquireLease(ctx, input.intent_id, input.if_match, input.body, caller),
+    renewLease: (input, caller) => renewLease(ctx, input.intent_id, input.if_match, input.lease_id, input.body, caller),
+    releaseLease: (input, caller) => releaseLease(ctx, input.intent_id, input.if_match, input.lease_id, caller),
+    getLease: (input) => getLease(ctx, input.intent_id, input.lease_id),
+    listLeases: (input) => listLeases(ctx, input.intent_id, input.query.active === "true"),
+    leasesHeld: (input) => leasesHeldBy(ctx, input.agent_ids),
+  });
+  core.serve(governancePolicyCommands, {
+    set: (input, caller) => setGovernancePolicy(ctx, input.intent_id, input.if_match, input.body, caller),
+    get: (input) => getGovernancePolicy(ctx, input.intent_id),
+    remove: (input, caller) => removeGovernancePolicy(ctx, input.intent_id, input.if_match, caller),
+    check: (input, caller) => checkGovernanceFor(ctx, input.intent_id, input.kind, caller),
+  });
+  core.serve(portfoliosCommands, {
+    create: (input, caller) => createPortfolio(ctx, input.body, caller),
+    get: (input) => getPortfolio(ctx, input.portfolio_id),
+    list: (input) => listPortfolios(ctx, input.query),
+    update: (input, caller) => updatePortfolio(ctx, input.portfolio_id, input.if_match, input.body, caller),
+    addMember: (input, caller) => addMember(ctx, input.portfolio_id, input.if_match, input.body, caller),
+    removeMember: (input, caller) => removeMember(ctx, input.portfolio_id, input.if_match, input.intent_id, caller),
+    listEvents: (input) => listPortfolioEvents(ctx, input.portfolio_id, input.query),
+    ofIntent: (input) => portfoliosOfIntent(ctx, input.intent_id, input.query),
+  });
+  core.serve(suspensionCommands, {
+    begin: (input, caller) => beginSuspension(ctx, input, caller),
+    end: (input, caller) => endSuspension(ctx, input, caller),
+  });
+  core.serve(attachmentCommands, {
+    create: (input, caller) => createAttachment(ctx, input.intent_id, input.if_match, input.body, caller),
+    list: (input) => listAttachments(ctx, input.intent_id, input.query),
+    delete: (input, caller) => deleteAttachment(ctx, input.intent_id, input.if_match, input.attachment_id, caller),
+  });
+  core.serve(retryCommands, {
+    putPolicy: (input) => putRetryPolicy(ctx, input.intent_id, input.if_match, input.body),
+    getPolicy: (input) => getRetryPolicy(ctx, input.intent_id),
+    recordFailure: (input, caller) => recordFailure(ctx, input.intent_id, input.if_match, input.body, caller),
+    listFailures: (input) => listFailures(ctx, input.intent_id, input.query),
+  });
+  core.serve(costsCommands, {
+    record: (input, caller) => recordCost(ctx, input.intent_id, input.body, caller),
+    list: (input) => listCosts(ctx, input.intent_id, input.query),
+    setBudget: (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller),
+  });
+  core.serve(taskCommands, {
+    create: (input, caller) => createTask(ctx, input.intent_id, input.body, caller),
+    get: (input) => getTask(ctx, input.task_id),
+    list: (input) => listTasks(ctx, input.intent_id, input.query),
+    patch: (input, caller) => patchTask(ctx, input.task_id, input.if_match, input.body, caller),
+    claim: (input, caller) => claimTask(ctx, input.task_id, input.if_match, caller),
+    start: (input, caller) => startTask(ctx, input.task_id, input.if_match, caller),
+    complete: (input, caller) => completeTask(ctx, input.task_id, input.if_match, input.body, caller),
+    fail: (input, caller) => failTask(ctx, input.task_id, input.if_match, input.body, caller),
+    cancel: (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller),
+    held: (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids),
+  });
+  const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, core.published);
+  const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, core.published);
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
-  relay.start();
-  sweeper.start();
-  logger.info({ database: database.kind }, "intents service started");
-
-  return {
-    ctx,
-    relay,
-    sweeper,
-    portfolioProjection,
-    stop: async () => {
-      for (const sub of subs) sub.unsubscribe();
-      await portfolioProjection.stop();
-      await agentLifecycle.stop();
-      await systemEvents.stop();
-      await sweeper.stop();
-      await relay.stop();
-    },
-  };
+  const running = core.launch({ workers: [sweeper], running: [agentLifecycle, systemEvents, portfolioProjection] });
+  return { ctx, relay, sweeper, portfolioProjection, stop: running.stop };
 }

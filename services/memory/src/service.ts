@@ -1,10 +1,10 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_EPISODIC_CAPACITY, memoryCommands as commands, memoryStream, streams, systemClock, systemEventStream, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { DEFAULT_EPISODIC_CAPACITY, memoryCommands as commands, memoryStream, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
+import { openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
-import type { Subscription } from "@nats-io/transport-node";
 import type { MemoryContext } from "./context";
 import type { Guardrails } from "./domain/access";
 import { outbox } from "./db/schema";
@@ -40,60 +40,47 @@ export interface MemoryService {
 
 /** Migrates the schema, ensures the streams, serves every command subject, starts the relay, the sweeper and the task consumer. */
 export async function startMemoryService(options: MemoryServiceOptions): Promise<MemoryService> {
-  const { bus, database, logger } = options;
-  await database.migrate("memory", MIGRATIONS_FOLDER);
-  await ensureStream(bus, memoryStream);
-  await ensureStream(bus, systemEventStream);
-  await ensureStream(bus, streams.intents);
-
-  const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "memory", ...options.relay });
+  const core = await openServiceCore({
+    name: "memory",
+    ...options,
+    migrationsFolder: MIGRATIONS_FOLDER,
+    streams: [memoryStream, systemEventStream, streams.intents],
+    outbox,
+  });
+  const { database, logger, relay } = core;
   const ctx: MemoryContext = {
     db: database.db,
     query: database.query,
-    clock: options.clock ?? systemClock,
+    clock: core.clock,
     logger,
-    client: new BusClient(bus, 5000),
+    client: core.client,
     guardrails: options.guardrails ?? {},
     episodicCapacity: options.episodicCapacity ?? DEFAULT_EPISODIC_CAPACITY,
-    published: () => relay.kick(),
+    published: core.published,
   };
   const sweeper = new ExpirySweeper(ctx, options.sweepIntervalMs ?? 10_000);
 
-  const subs: Subscription[] = [
-    serveCommand(bus, commands.create, (input, caller) => createEntry(ctx, input.body, caller), logger),
-    serveCommand(bus, commands.get, (input, caller) => getEntry(ctx, input.entry_id, caller), logger),
-    serveCommand(bus, commands.patch, (input, caller) => patchEntry(ctx, input.entry_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, commands.delete, (input, caller) => deleteEntry(ctx, input.entry_id, caller), logger),
-    serveCommand(bus, commands.query, async (input, caller) => {
+  core.serve(commands, {
+    create: (input, caller) => createEntry(ctx, input.body, caller),
+    get: (input, caller) => getEntry(ctx, input.entry_id, caller),
+    patch: (input, caller) => patchEntry(ctx, input.entry_id, input.if_match, input.body, caller),
+    delete: (input, caller) => deleteEntry(ctx, input.entry_id, caller),
+    query: async (input, caller) => {
       const page = await queryEntries(ctx, input.query, caller);
       // GET /agents/{id}/memory: the official Python client reads a bare list.
       return input.raw ? page.entries : page;
-    }, logger),
-    serveCommand(bus, commands.batch, (input, caller) => batchWrite(ctx, input.body, caller), logger),
-    serveCommand(bus, commands.deleteBatch, (input, caller) => batchDelete(ctx, input.body, caller), logger),
-    serveCommand(bus, commands.namespaces, (_input, caller) => listNamespaces(ctx, caller), logger),
-    serveCommand(bus, commands.getNamespace, (input, caller) => getNamespace(ctx, input.namespace, caller), logger),
-    serveCommand(bus, commands.patchNamespace, (input, caller) => patchNamespace(ctx, input.namespace, input.body, caller), logger),
-    serveCommand(bus, commands.summary, (input, caller) => memorySummary(ctx, input.agent_id, caller), logger),
-    serveCommand(bus, commands.lookup, (input, caller) => lookupEntry(ctx, input.agent_id, input.namespace, input.key, caller), logger),
-    serveCommand(bus, commands.put, (input, caller) => putEntry(ctx, input.agent_id, input.namespace, input.key, input.if_match, input.body, caller), logger),
-    serveCommand(bus, commands.setCapacity, (input, caller) => setEpisodicCapacity(ctx, input.agent_id, input.body.episodic_capacity, caller), logger),
-    serveHealth(bus, "memory", { database, relay }, logger),
-  ];
-  const consumer = await startTaskConsumer(bus, ctx);
-  relay.start();
-  sweeper.start();
-  logger.info({ database: database.kind }, "memory service started");
-
-  return {
-    ctx,
-    relay,
-    sweeper,
-    stop: async () => {
-      for (const sub of subs) sub.unsubscribe();
-      await consumer.stop();
-      await sweeper.stop();
-      await relay.stop();
     },
-  };
+    batch: (input, caller) => batchWrite(ctx, input.body, caller),
+    deleteBatch: (input, caller) => batchDelete(ctx, input.body, caller),
+    namespaces: (_input, caller) => listNamespaces(ctx, caller),
+    getNamespace: (input, caller) => getNamespace(ctx, input.namespace, caller),
+    patchNamespace: (input, caller) => patchNamespace(ctx, input.namespace, input.body, caller),
+    summary: (input, caller) => memorySummary(ctx, input.agent_id, caller),
+    lookup: (input, caller) => lookupEntry(ctx, input.agent_id, input.namespace, input.key, caller),
+    put: (input, caller) => putEntry(ctx, input.agent_id, input.namespace, input.key, input.if_match, input.body, caller),
+    setCapacity: (input, caller) => setEpisodicCapacity(ctx, input.agent_id, input.body.episodic_capacity, caller),
+  });
+  const consumer = await startTaskConsumer(core.bus, ctx);
+  const running = core.launch({ workers: [sweeper], running: [consumer] });
+  return { ctx, relay, sweeper, stop: running.stop };
 }

@@ -1,11 +1,11 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { memoryStream, registryCommands as commands, streams, systemClock, type Clock } from "@intentmesh/contracts";
-import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type RelayOptions } from "@intentmesh/bus";
+import { memoryStream, registryCommands as commands, streams, type Clock } from "@intentmesh/contracts";
+import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
+import { openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { AddressPolicy } from "@intentmesh/ssrf";
-import type { Subscription } from "@nats-io/transport-node";
 import type { RegistryContext } from "./context";
 import { outbox } from "./db/schema";
 import { AgentSweeper } from "./sweeper";
@@ -38,56 +38,41 @@ export interface RegistryService {
   stop(): Promise<void>;
 }
 
-/** Migrates the schema, ensures the stream, serves every command subject, starts the relay, the sweeper and the projection. */
+/** Migrates the schema, ensures the streams, serves every command subject, starts the relay, the sweeper and the projections. */
 export async function startRegistryService(options: RegistryServiceOptions): Promise<RegistryService> {
-  const { bus, database, logger } = options;
-  await database.migrate("registry", MIGRATIONS_FOLDER);
-  await ensureStream(bus, streams.registry);
-  await ensureStream(bus, streams.intents);
-  await ensureStream(bus, memoryStream);
-
-  const relay = new OutboxRelay(database.db, outbox, bus, logger, { name: "registry", ...options.relay });
-  const clock = options.clock ?? systemClock;
+  const core = await openServiceCore({
+    name: "registry",
+    ...options,
+    migrationsFolder: MIGRATIONS_FOLDER,
+    streams: [streams.registry, streams.intents, memoryStream],
+    outbox,
+  });
+  const { bus, database, logger, clock, relay } = core;
   const ctx: RegistryContext = {
     db: database.db,
     query: database.query,
     clock,
     logger,
-    client: new BusClient(bus, 5000),
+    client: core.client,
     drainCheckSeconds: options.drainCheckSeconds ?? 5,
     outboundPolicy: options.outboundPolicy ?? {},
-    published: () => relay.kick(),
+    published: core.published,
   };
   const sweeper = new AgentSweeper(ctx, options.sweepIntervalMs ?? 1000);
 
-  const subs: Subscription[] = [
-    serveCommand(bus, commands.register, (input, caller) => registerAgent(ctx, input.body, caller), logger),
-    serveCommand(bus, commands.get, (input, caller) => getAgent(ctx, input.agent_id, caller), logger),
-    serveCommand(bus, commands.list, (input, caller) => listAgents(ctx, input.query, caller), logger),
-    serveCommand(bus, commands.heartbeat, (input, caller) => heartbeat(ctx, input.agent_id, input.body, caller), logger),
-    serveCommand(bus, commands.changeStatus, (input, caller) => changeAgentStatus(ctx, input.agent_id, input.if_match, input.body, caller), logger),
-    serveCommand(bus, commands.deregister, (input, caller) => deregisterAgent(ctx, input.agent_id, input.if_match, caller), logger),
-    serveCommand(bus, commands.listEvents, (input, caller) => listAgentEvents(ctx, input.agent_id, input.query, caller), logger),
-    serveCommand(bus, commands.pool, (input, caller) => poolCapacity(ctx, input.role_id, caller), logger),
-    serveCommand(bus, commands.binding, (input) => agentBinding(ctx, input.agent_id), logger),
-    serveHealth(bus, "registry", { database, relay }, logger),
-  ];
-  const projection = await startAssignmentProjection(bus, database.db, clock, logger, () => relay.kick());
-  const memoryProjection = await startMemoryProjection(bus, database.db, clock, logger, () => relay.kick());
-  relay.start();
-  sweeper.start();
-  logger.info({ database: database.kind }, "registry service started");
-
-  return {
-    ctx,
-    relay,
-    sweeper,
-    stop: async () => {
-      for (const sub of subs) sub.unsubscribe();
-      await projection.stop();
-      await memoryProjection.stop();
-      await sweeper.stop();
-      await relay.stop();
-    },
-  };
+  core.serve(commands, {
+    register: (input, caller) => registerAgent(ctx, input.body, caller),
+    get: (input, caller) => getAgent(ctx, input.agent_id, caller),
+    list: (input, caller) => listAgents(ctx, input.query, caller),
+    heartbeat: (input, caller) => heartbeat(ctx, input.agent_id, input.body, caller),
+    changeStatus: (input, caller) => changeAgentStatus(ctx, input.agent_id, input.if_match, input.body, caller),
+    deregister: (input, caller) => deregisterAgent(ctx, input.agent_id, input.if_match, caller),
+    listEvents: (input, caller) => listAgentEvents(ctx, input.agent_id, input.query, caller),
+    pool: (input, caller) => poolCapacity(ctx, input.role_id, caller),
+    binding: (input) => agentBinding(ctx, input.agent_id),
+  });
+  const projection = await startAssignmentProjection(bus, database.db, clock, logger, core.published);
+  const memoryProjection = await startMemoryProjection(bus, database.db, clock, logger, core.published);
+  const running = core.launch({ workers: [sweeper], running: [projection, memoryProjection] });
+  return { ctx, relay, sweeper, stop: running.stop };
 }

@@ -16,7 +16,7 @@ import type { Tx } from "@intentmesh/db";
 import { SERVICE_CALLER, type ChannelsContext } from "../context";
 import { channels, messages } from "../db/schema";
 import { assertChannelAccess, findChannel, notAMember, roleOf } from "../access";
-import { addressedTo, refuseCredentials, resolveRecipient, ruleViolation, senderOf, viewerOf, type Viewer } from "../domain/rules";
+import { addressedTo, refuseCredentials, resolveRecipient, senderOf, viewerOf, type Viewer } from "../domain/rules";
 import { toMessage, type ChannelRow, type MessageRow } from "../mapping";
 import { checkNewChannel, insertChannel, newChannelRow } from "./channels";
 import { writeMessage, writeMessageInTx, type OutgoingMessage } from "../db/message-statement";

@@ -1,7 +1,7 @@
 import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { AppError, derivedUuid, errors, federationEventTypes, intentsCommands, parseJsonStrict, type Intent, type SignedRequest } from "@intentmesh/contracts";
+import { derivedUuid, errors, federationEventTypes, intentsCommands, parseJsonStrict, type Intent, type SignedRequest } from "@intentmesh/contracts";
 import { enqueueSystemEvents, validationError } from "@intentmesh/bus";
 import type { FederationContext } from "../context";
 import { composeGovernance, delegationScope, narrowDelegation } from "../domain";

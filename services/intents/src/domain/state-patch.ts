@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, type JsonObject, type StatePatch } from "@intentmesh/contracts";
+import { type JsonObject, type StatePatch } from "@intentmesh/contracts";
 import { parsePointer, PointerError } from "./json-pointer";
 
 type Json = unknown;

@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, LIMITS, jsonBytes, type JsonObject } from "@intentmesh/contracts";
+import { LIMITS, jsonBytes, type JsonObject } from "@intentmesh/contracts";
 
 /**
  * An intent's state, serialized, stays within LIMITS.stateBytes, so the intent and every reply

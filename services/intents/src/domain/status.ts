@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, type IntentStatus } from "@intentmesh/contracts";
+import { type IntentStatus } from "@intentmesh/contracts";
 
 /**
  * Table 3.1 of the spec: the transitions POST /intents/{id}/status may make. Entering and

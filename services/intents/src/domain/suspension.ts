@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, isoTimestamp, type SuspensionRecord, type SuspensionRequest } from "@intentmesh/contracts";
+import { isoTimestamp, type SuspensionRecord, type SuspensionRequest } from "@intentmesh/contracts";
 
 /**
  * The total deadline of a suspension (spec 2.9): suspended_at + interval_seconds x max_attempts

@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, type Caller, type TaskStatus } from "@intentmesh/contracts";
+import { type Caller, type TaskStatus } from "@intentmesh/contracts";
 import { unblockTarget } from "./task-status";
 
 /**

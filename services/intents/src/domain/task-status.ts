@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, type TaskStatus } from "@intentmesh/contracts";
+import { type TaskStatus } from "@intentmesh/contracts";
 
 /**
  * The task state machine, in one place (docs/tasks.md). The spec shows no task transitions

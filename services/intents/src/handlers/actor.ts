@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, type Caller } from "@intentmesh/contracts";
+import { type Caller } from "@intentmesh/contracts";
 
 /**
  * The acting agent of a request: the body's agent id (or actor) where the spec has one, else the

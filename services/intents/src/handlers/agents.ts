@@ -2,7 +2,7 @@ import { appError } from "@intentmesh/contracts";
 import { and, asc, eq } from "drizzle-orm";
 import { enforceGovernance } from "./governance";
 import type { GovernancePolicy } from "@intentmesh/contracts";
-import { AppError, intentEventTypes, type Assignment, type Caller } from "@intentmesh/contracts";
+import { intentEventTypes, type Assignment, type Caller } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { assignments } from "../db/schema";
 import { appendToLog, assertIntentExists, lockIntent } from "../event-log";

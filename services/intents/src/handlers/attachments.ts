@@ -2,7 +2,7 @@ import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "./governance";
 import { and, asc, eq, gt } from "drizzle-orm";
-import { AppError, errors, fitPage, intentEventTypes, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
+import { errors, fitPage, intentEventTypes, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { attachments } from "../db/schema-records";
 import { appendToLog, assertIntentExists } from "../event-log";

@@ -2,7 +2,6 @@ import { appError } from "@intentmesh/contracts";
 import { sql } from "drizzle-orm";
 import { enforceGovernance } from "./governance";
 import {
-  AppError,
   BUDGET_EXCEEDED_REASON,
   centsOf,
   MAX_COST_AGENTS_PER_INTENT,

@@ -5,7 +5,6 @@ import { and, asc, count, eq, gt, inArray, isNull, type SQL } from "drizzle-orm"
 import {
   fitPage,
   jsonBytes,
-  AppError,
   intentEventTypes,
   isoTimestamp,
   MAX_FAILURE_PAGE,

@@ -1,5 +1,4 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError } from "@intentmesh/contracts";
 import type { LeaseRow } from "../db/statements";
 import { keysOverlap, scopeKey } from "../domain/lease-scope";
 import { toLease } from "../mapping";

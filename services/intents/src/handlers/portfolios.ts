@@ -2,7 +2,6 @@ import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import {
-  AppError,
   decodeKeysetCursor,
   encodeKeysetCursor,
   fitPage,

@@ -1,7 +1,7 @@
 import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
-import { AppError, isoTimestamp, type PutRetryPolicyBody, type RetryPolicy, type RetryStrategy } from "@intentmesh/contracts";
+import { isoTimestamp, type PutRetryPolicyBody, type RetryPolicy, type RetryStrategy } from "@intentmesh/contracts";
 import type { IntentsContext } from "../context";
 import { retryPolicies } from "../db/schema-records";
 import { assertIntentExists, lockIntentRow } from "../event-log";

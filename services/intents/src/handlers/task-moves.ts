@@ -1,6 +1,6 @@
 import { appError } from "@intentmesh/contracts";
 import { and, eq, sql } from "drizzle-orm";
-import { AppError, errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
+import { errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../context";
 import { tasks } from "../db/schema-tasks";

@@ -2,7 +2,6 @@ import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, gt, inArray, type SQL } from "drizzle-orm";
 import {
-  AppError,
   errors,
   MAX_TASK_PAGE,
   type Caller,

@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, errors, type Caller } from "@intentmesh/contracts";
+import { errors, type Caller } from "@intentmesh/contracts";
 
 /**
  * Part 5 for agent records. An agent is bound to the principal of the API key that registered

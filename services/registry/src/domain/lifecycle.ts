@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, lifecycleReasons, type AgentStatus } from "@intentmesh/contracts";
+import { lifecycleReasons, type AgentStatus } from "@intentmesh/contracts";
 
 /**
  * The agent health lifecycle of spec 3.4, as pure functions of an agent's timers and the server

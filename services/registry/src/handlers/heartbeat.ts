@@ -1,7 +1,6 @@
 import { appError } from "@intentmesh/contracts";
 import { eq } from "drizzle-orm";
 import {
-  AppError,
   DEFAULT_DRAIN_TIMEOUT_SECONDS,
   errors,
   isoTimestamp,

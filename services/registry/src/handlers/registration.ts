@@ -2,7 +2,6 @@ import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import {
-  AppError,
   HEARTBEAT_DEFAULTS,
   LIVE_AGENT_STATUSES,
   lifecycleReasons,
