@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLUSTER_SERVICES, healthCommand } from "@intentmesh/contracts";
+import { apiRoutes, CLUSTER_SERVICES, healthCommand } from "@intentmesh/contracts";
 import { REPLY_STATUS_HEADER } from "@intentmesh/bus";
 import { listCommands } from "../../libs/contracts/src/subjects-doc";
 import { startTestCluster, type TestCluster } from "../support/cluster";
+import { UNKNOWN_ID } from "../support/e2e-helpers";
 
 /**
  * The catalogue in libs/contracts is what the services must answer: every command it declares has
@@ -52,5 +53,27 @@ describe("the command catalogue", () => {
       const reply = await ask(healthCommand(service).subject, {});
       expect(reply.status, service).toBe("ok");
     }
+  });
+});
+
+describe("route access, enforced by the gateway from the catalogue", () => {
+  it("refuses every route to a key without one of its roles with 403 FORBIDDEN naming the roles, before the service is asked", async () => {
+    const restricted = apiRoutes.filter((route) => !route.access.roles.includes("agent"));
+    expect(restricted.length).toBeGreaterThan(0);
+    for (const route of restricted) {
+      const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => (name.endsWith("_id") && name !== "agent_id" && name !== "role_id" ? UNKNOWN_ID : "x"));
+      const res = await cluster.api(path, { method: route.method.toUpperCase(), key: "agent", body: route.method === "get" || route.method === "delete" ? undefined : {} });
+      expect(res.status, `${route.operationId}: ${JSON.stringify(res.body)}`).toBe(403);
+      expect(res.body.code).toBe("FORBIDDEN");
+      expect(res.body.details.required_roles).toEqual(route.access.roles);
+    }
+  });
+
+  it("lets a key with one of the roles through to the service (which then answers for the missing intent)", async () => {
+    const route = apiRoutes.find((r) => r.operationId === "tasksCreate")!;
+    expect(route.access.roles).not.toContain("agent");
+    const res = await cluster.api(route.path.replace("{intent_id}", UNKNOWN_ID), { method: "POST", key: "coordinator", body: { title: "t" } });
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe("INTENT_NOT_FOUND");
   });
 });

@@ -516,8 +516,8 @@ describe("PUT /intents/{id}/budget", () => {
 describe("API description", () => {
   it("documents the cost and budget endpoints and the budget schema in /openapi.json", async () => {
     const doc = (await cluster.api("/openapi.json", { key: null })).body;
-    expect(Object.keys(doc.paths["/api/v1/intents/{id}/costs"]).sort()).toEqual(["get", "post"]);
-    expect(Object.keys(doc.paths["/api/v1/intents/{id}/budget"])).toEqual(["put"]);
+    expect(Object.keys(doc.paths["/api/v1/intents/{intent_id}/costs"]).sort()).toEqual(["get", "post"]);
+    expect(Object.keys(doc.paths["/api/v1/intents/{intent_id}/budget"])).toEqual(["put"]);
     expect(Object.keys(doc.components.schemas.Budget.properties).sort()).toEqual(["alert_threshold_percent", "max_per_agent_cents", "max_per_call_cents", "max_total_cents"]);
   });
 });

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLUSTER_SERVICES, z } from "@intentmesh/contracts";
-import { routes } from "../../services/gateway/src/routes";
+import { apiRoutes as routes } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 
 /**
@@ -63,7 +63,7 @@ const value: fc.Arbitrary<string> = fc.oneof(
 /** The fields a command's body schema knows, so hostile values land where a handler reads. */
 function bodyFields(route: (typeof routes)[number]): string[] {
   const shape = (route.command.input as z.ZodObject).shape as Record<string, z.ZodType>;
-  let schema: unknown = shape.body ?? shape.patches;
+  let schema: unknown = route.body ? shape[route.body] : undefined;
   for (let i = 0; i < 6 && schema; i++) {
     const def = (schema as { def?: { type?: string; innerType?: unknown; in?: unknown; shape?: unknown; options?: unknown[] } }).def;
     if (!def) break;
@@ -117,15 +117,14 @@ describe("fuzzing every route with hostile input", () => {
     const approval = await cluster.api(`/intents/${intent.body.id}/approvals`, { key: "agent", body: { action: "complete" } });
     expect(approval.status, JSON.stringify(approval.body)).toBe(201);
     fixtures = {
-      approvalId: approval.body.id,
-      taskId: task.body.id,
-      id: intent.body.id,
-      intentId: intent.body.id,
-      agentId: "fuzz-agent",
-      leaseId: lease.body.id,
-      portfolioId: portfolio.body.id,
-      attachmentId: attachment.body.id,
-      roleId: "fuzzer",
+      approval_id: approval.body.id,
+      task_id: task.body.id,
+      intent_id: intent.body.id,
+      agent_id: "fuzz-agent",
+      lease_id: lease.body.id,
+      portfolio_id: portfolio.body.id,
+      attachment_id: attachment.body.id,
+      role_id: "fuzzer",
     };
     db = new pg.Client({ connectionString: cluster.databaseUrl });
     await db.connect();
@@ -180,7 +179,7 @@ describe("fuzzing every route with hostile input", () => {
     let requests = 0;
     for (const route of routes) {
       const fields = bodyFields(route);
-      const params = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+      const params = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
       const sample = fc.record({
         body: route.method === "get" || route.method === "delete" ? fc.constant(undefined) : bodyFor(fields),
         query: queryFor(queryFields(route)),
@@ -188,7 +187,7 @@ describe("fuzzing every route with hostile input", () => {
       });
       await fc.assert(
         fc.asyncProperty(sample, async ({ body, query, hostileParam }) => {
-          const path = route.path.replace(/:(\w+)/g, (_, name: string) => (hostileParam?.[0] === name ? hostileParam[1] : encodeURIComponent(fixtures[name] ?? "x")));
+          const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => (hostileParam?.[0] === name ? hostileParam[1] : encodeURIComponent(fixtures[name] ?? "x")));
           const res = await send(route.method, `${path}${query ? `?${query}` : ""}`, body);
           requests += 1;
           expect(res.status, `${route.method.toUpperCase()} ${path}?${query} ${body?.slice(0, 200)} -> ${res.text.slice(0, 300)}`).toBeLessThan(500);

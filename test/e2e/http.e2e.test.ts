@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { routes } from "../../services/gateway/src/routes";
+import { apiRoutes as routes } from "@intentmesh/contracts";
 import { createIntent, expectError, TIMESTAMP, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { registerAgents } from "../support/agents";
 
@@ -16,7 +16,7 @@ afterAll(async () => {
 function endpoints(intentId: string): { method: string; path: string }[] {
   const list = routes.map((route) => ({
     method: route.method.toUpperCase(),
-    path: route.path.replace(":id", intentId).replace(":leaseId", UNKNOWN_ID).replace(":agentId", "agent-x"),
+    path: route.path.replace(/\{(\w+)\}/g, (_, name: string) => (name === "intent_id" ? intentId : name === "agent_id" ? "agent-x" : UNKNOWN_ID)),
   }));
   list.push({ method: "GET", path: `/subscribe/intents/${intentId}` });
   return list;
@@ -74,10 +74,10 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(openapi.body.paths["/api/v1/intents"]).toBeDefined();
     expect(openapi.body.paths["/api/v1/intents"].post).toBeDefined();
     // Every REST route and every SSE stream is described, the registry's included.
-    for (const path of ["/api/v1/agents/{agentId}/heartbeat", "/api/v1/pools/{roleId}", "/api/v1/subscribe/agents/{agentId}", "/api/v1/subscribe/portfolios/{portfolioId}"]) {
+    for (const path of ["/api/v1/agents/{agent_id}/heartbeat", "/api/v1/pools/{role_id}", "/api/v1/subscribe/agents/{agent_id}", "/api/v1/subscribe/portfolios/{portfolio_id}"]) {
       expect(openapi.body.paths[path], path).toBeDefined();
     }
-    expect(openapi.body.paths["/api/v1/intents/{id}"]).toBeDefined();
+    expect(openapi.body.paths["/api/v1/intents/{intent_id}"]).toBeDefined();
     for (const path of ["/api/v1/federation/dispatch", "/api/v1/federation/receive", "/api/v1/federation/callbacks/{dispatch_id}", "/.well-known/did.json"]) {
       expect(openapi.body.paths[path], path).toBeDefined();
     }

@@ -34,13 +34,13 @@ const valueOf = (text: string, series: string) => {
 describe("GET /metrics", () => {
   it("counts HTTP requests by route template and status, times them, and counts bus commands by subject and outcome", async () => {
     const intent = await createIntent(cluster);
-    const before = valueOf(await scrape(`${cluster.baseUrl}/metrics`), 'intentmesh_http_requests_total{method="GET",route="/intents/:id",status="200"}') ?? 0;
+    const before = valueOf(await scrape(`${cluster.baseUrl}/metrics`), 'intentmesh_http_requests_total{method="GET",route="/intents/{intent_id}",status="200"}') ?? 0;
     for (let i = 0; i < 3; i++) expect((await cluster.api(`/intents/${intent.id}`)).status).toBe(200);
     await cluster.api("/intents/00000000-0000-4000-8000-000000000000");
     const text = await scrape(`${cluster.baseUrl}/metrics`);
-    expect(valueOf(text, 'intentmesh_http_requests_total{method="GET",route="/intents/:id",status="200"}')).toBe(before + 3);
-    expect(valueOf(text, 'intentmesh_http_requests_total{method="GET",route="/intents/:id",status="404"}')).toBeGreaterThanOrEqual(1);
-    expect(text).toMatch(/intentmesh_http_request_duration_seconds_bucket\{le="[^"]+",method="GET",route="\/intents\/:id"\}/);
+    expect(valueOf(text, 'intentmesh_http_requests_total{method="GET",route="/intents/{intent_id}",status="200"}')).toBe(before + 3);
+    expect(valueOf(text, 'intentmesh_http_requests_total{method="GET",route="/intents/{intent_id}",status="404"}')).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/intentmesh_http_request_duration_seconds_bucket\{le="[^"]+",method="GET",route="\/intents\/\{intent_id\}"\}/);
     expect(valueOf(text, 'intentmesh_bus_requests_total{subject="im.intents.get",outcome="ok"}')).toBeGreaterThanOrEqual(3);
     expect(valueOf(text, 'intentmesh_bus_requests_total{subject="im.intents.get",outcome="client_error"}')).toBeGreaterThanOrEqual(1);
     // No id ever becomes a label value.

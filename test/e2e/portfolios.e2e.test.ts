@@ -843,12 +843,12 @@ describe("stream IM_PORTFOLIOS", () => {
     expect(Object.keys(doc.body.paths)).toEqual(
       expect.arrayContaining([
         "/api/v1/portfolios",
-        "/api/v1/portfolios/{portfolioId}",
-        "/api/v1/portfolios/{portfolioId}/intents",
-        "/api/v1/portfolios/{portfolioId}/intents/{intentId}",
-        "/api/v1/portfolios/{portfolioId}/events",
-        "/api/v1/intents/{id}/portfolios",
-        "/api/v1/subscribe/portfolios/{portfolioId}",
+        "/api/v1/portfolios/{portfolio_id}",
+        "/api/v1/portfolios/{portfolio_id}/intents",
+        "/api/v1/portfolios/{portfolio_id}/intents/{intent_id}",
+        "/api/v1/portfolios/{portfolio_id}/events",
+        "/api/v1/intents/{intent_id}/portfolios",
+        "/api/v1/subscribe/portfolios/{portfolio_id}",
       ]),
     );
   });

@@ -40,7 +40,7 @@ describe("request ids and the access log", () => {
     await cluster.api(`/intents/${intent.id}`, { headers: { "X-Request-Id": "log-line-1", "X-Agent-ID": "agent-logged" }, key: "agent" });
     await new Promise((r) => setTimeout(r, 50));
     const line = requestLines().find((l) => l.request_id === "log-line-1");
-    expect(line).toMatchObject({ level: 30, method: "GET", route: "/intents/:id", status: 200, principal: "agent-1", agent_id: "agent-logged" });
+    expect(line).toMatchObject({ level: 30, method: "GET", route: "/intents/{intent_id}", status: 200, principal: "agent-1", agent_id: "agent-logged" });
     expect(typeof line.ms).toBe("number");
     expect(lines.join("\n")).not.toContain(TEST_KEYS.agent);
     expect(requestLines().filter((l) => l.request_id === "log-line-1")).toHaveLength(1);

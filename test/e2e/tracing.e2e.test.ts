@@ -23,9 +23,9 @@ describe("traces", () => {
     expect((await cluster.api(`/intents/${intent.id}`)).status).toBe(200);
     await new Promise((r) => setTimeout(r, 50));
     const spans = exporter.getFinishedSpans();
-    const http = spans.find((s) => s.name === "GET /intents/:id");
+    const http = spans.find((s) => s.name === "GET /intents/{intent_id}");
     expect(http, spans.map((s) => s.name).join(", ")).toBeDefined();
-    expect(http!.attributes["http.route"]).toBe("/intents/:id");
+    expect(http!.attributes["http.route"]).toBe("/intents/{intent_id}");
     expect(http!.attributes["http.response.status_code"]).toBe(200);
     // No raw path with an id names a span.
     expect(spans.some((s) => s.name.includes(intent.id))).toBe(false);

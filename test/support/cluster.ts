@@ -185,13 +185,24 @@ export function testApiKeys(): ApiKeys {
   ]);
 }
 
+/**
+ * Every test gateway answers only the error codes its routes declare (libs/contracts/src/api):
+ * an undeclared one becomes a 500 and fails the test that met it. IM_ROUTE_ERRORS_LOG=<file>
+ * records every (operation, code) instead, which is how the declarations are gathered.
+ */
+function routeErrorChecks() {
+  const log = process.env.IM_ROUTE_ERRORS_LOG;
+  if (!log) return { strict: true };
+  return { record: (operationId: string, code: string) => fs.appendFileSync(log, `${JSON.stringify([operationId, code])}\n`) };
+}
+
 /** A gateway with the test keys on a free local port, on the given bus, and `api` against it. */
 export async function startTestGateway(
   bus: Bus,
   logger: Logger,
   options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean; corsOrigins?: string[] } = {},
 ): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
-  const gateway = await createGateway({ bus, keys: testApiKeys(), logger, ...options });
+  const gateway = await createGateway({ bus, keys: testApiKeys(), logger, routeErrors: routeErrorChecks(), ...options });
   const server: Server = await gateway.listen(0, "127.0.0.1");
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

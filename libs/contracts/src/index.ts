@@ -23,3 +23,5 @@ export * from "./derived-uuid";
 export * from "./channels";
 export * from "./event-catalogue";
 export * from "./error-catalogue";
+export * from "./api-route";
+export * from "./api/index";

@@ -1,6 +1,7 @@
 import * as contracts from "./index";
 import { eventCatalogue } from "./event-catalogue";
 import { listErrors } from "./error-catalogue";
+import { apiRoutes } from "./api/index";
 
 /**
  * The generated part of docs/subjects.md: every bus command found among the contracts' exports,
@@ -36,6 +37,9 @@ export function renderGeneratedSection(): string {
   const lines = [GENERATED_BEGIN, "", "## Catalogue (generated from libs/contracts)", ""];
   lines.push("### Commands", "", "| Subject | Service | Contract |", "|---|---|---|");
   for (const command of listCommands()) lines.push(`| \`${command.subject}\` | ${command.service} | \`${command.catalogue}.${command.key}\` |`);
+  lines.push("", "### REST operations", "", "Each runs one command (libs/contracts/src/api); roles are the API key roles the gateway lets through.", "");
+  lines.push("| Operation | Method and path | Command | Roles |", "|---|---|---|---|");
+  for (const route of apiRoutes) lines.push(`| \`${route.operationId}\` | ${route.method.toUpperCase()} \`/api/v1${route.path}\` | \`${route.command.subject}\` | ${route.access.roles.join(", ")} |`);
   lines.push("", "### Events", "", "System events are put into an intent's log by another service (libs/contracts/src/system-events.ts).", "");
   lines.push("| Event type | Logs | System | Payload |", "|---|---|---|---|");
   const events = [...eventCatalogue].sort((a, b) => a.name.localeCompare(b.name));

@@ -3,12 +3,12 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
-import { routes, type Route } from "./routes";
+import { commandInput, expressPath } from "./route-input";
 import { AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
@@ -17,7 +17,7 @@ import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
 import { agentStreamFrame } from "./client-frames";
 import { channelFrame, streamChannel } from "./channel-sse";
 import { cors } from "./cors";
-import { FEDERATION_BUS_TIMEOUT_MS, mountPublicFederationRoutes } from "./routes-federation";
+import { mountPublicFederationRoutes } from "./federation-public";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -33,6 +33,12 @@ export interface GatewayOptions {
   federation?: boolean;
   /** Browser origins allowed by CORS (CORS_ORIGINS); none: CORS off. */
   corsOrigins?: string[];
+  /**
+   * TEST-ONLY: what the gateway does with the error codes its routes answer. `record` sees every
+   * one; `strict` turns a code the route does not declare (libs/contracts/src/api) into a 500, so
+   * a test that meets an undeclared code fails and the catalogue cannot drift from the services.
+   */
+  routeErrors?: { record?: (operationId: string, code: string) => void; strict?: boolean };
 }
 
 export interface Gateway {
@@ -104,7 +110,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const report = await readiness(bus, client);
     res.status(report.ready ? 200 : 503).json(report);
   });
-  const openapi = buildOpenApi(routes, VERSION);
+  const openapi = buildOpenApi(apiRoutes, VERSION);
   app.get("/openapi.json", (_req, res) => void res.json(openapi));
   app.use("/docs", swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: "intentmesh API" }));
   app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
@@ -121,23 +127,56 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(jsonBody(options.bodyLimit ?? "1mb"));
   api.use(requireJsonBody);
   api.use(refuseUnsafeQuery);
-  const uuidParams = { id: "intent", leaseId: "lease", portfolioId: "portfolio", intentId: "intent", attachmentId: "attachment", taskId: "task", approvalId: "approval", channelId: "channel", messageId: "message" };
+  // Path ids that must be UUIDs, by parameter name: the catalogue's names and the SSE routes' own.
+  const uuidParams = {
+    intent_id: "intent",
+    lease_id: "lease",
+    portfolio_id: "portfolio",
+    attachment_id: "attachment",
+    task_id: "task",
+    approval_id: "approval",
+    channel_id: "channel",
+    message_id: "message",
+    id: "intent",
+    portfolioId: "portfolio",
+    channelId: "channel",
+  };
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
-  const handle = (route: Route) => async (req: Request, res: Response) => {
+  const handle = (route: ApiRoute) => {
+    const run = runRoute(route);
+    const declared = declaredErrors(route);
+    const { record, strict } = options.routeErrors ?? {};
+    if (!record && !strict) return run;
+    return async (req: Request, res: Response) => {
+      try {
+        await run(req, res);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        record?.(route.operationId, error.code);
+        if (strict && !declared.has(error.code)) {
+          logger.error({ operation: route.operationId, code: error.code }, "a route answered an error code its catalogue entry does not declare");
+          throw appError("INTERNAL_ERROR", `${route.operationId} answered ${error.code}, which libs/contracts/src/api does not declare for it`);
+        }
+        throw error;
+      }
+    };
+  };
+  const runRoute = (route: ApiRoute) => async (req: Request, res: Response) => {
     // The route template names the request in the access log (never the raw path with its ids).
     res.locals.route = route.path;
+    assertRole(route, req.caller!);
     refuseUnsafeParams(req);
-    const input = route.input(req);
+    const input = commandInput(route, req);
     const parsed = route.command.input.safeParse(input);
     if (!parsed.success) throw validationError(parsed.error);
     await assertActingAgentsBound(bindings, keys, req, route);
-    if (route.registersAgent) assertAgentIdFree(keys, req);
+    if (route.access.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
     res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   };
-  mountRoutes(api, routes, handle, uuidParams);
+  mountRoutes(api, apiRoutes, handle, uuidParams);
   // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
   // /<kind>/{id}/subscribe. The acting agent of a subscription is checked like any request's.
   const bound = async (req: Request, _res: Response, next: NextFunction) => {
@@ -293,8 +332,8 @@ function authenticate(keys: ApiKeys) {
  * against a handful of prefixes and then only its group's routes, instead of every route of the
  * API in turn (measurable on the hottest endpoints). Path parameters keep their checks.
  */
-function mountRoutes(api: express.Router, all: Route[], handle: (route: Route) => express.RequestHandler, uuidParams: Record<string, string>): void {
-  const groups = new Map<string, Route[]>();
+function mountRoutes(api: express.Router, all: readonly ApiRoute[], handle: (route: ApiRoute) => express.RequestHandler, uuidParams: Record<string, string>): void {
+  const groups = new Map<string, ApiRoute[]>();
   for (const route of all) {
     const prefix = `/${route.path.split("/")[1]}`;
     groups.set(prefix, [...(groups.get(prefix) ?? []), route]);
@@ -302,7 +341,7 @@ function mountRoutes(api: express.Router, all: Route[], handle: (route: Route) =
   for (const [prefix, group] of groups) {
     const router = express.Router();
     for (const [name, resource] of Object.entries(uuidParams)) router.param(name, requireUuidParam(resource));
-    for (const route of group) router[route.method](route.path.slice(prefix.length) || "/", handle(route));
+    for (const route of group) router[route.method](expressPath(route).slice(prefix.length) || "/", handle(route));
     api.use(prefix, router);
   }
 }
@@ -314,19 +353,35 @@ function mountRoutes(api: express.Router, all: Route[], handle: (route: Route) =
  * name). Admins and coordinators may act for any agent. The one exception: a registration whose
  * X-Agent-ID names the agent it registers (an agent registering itself is not bound yet).
  */
-async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, req: Request, route?: Route): Promise<void> {
+async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, req: Request, route?: ApiRoute): Promise<void> {
   const caller = req.caller!;
+  const access = route?.access;
   const acting = new Set<string>();
   const body = req.body as Record<string, unknown> | undefined;
-  const registersItself = route?.registersAgent && caller.agent_id === body?.agent_id;
+  const registersItself = access?.registersAgent && caller.agent_id === body?.agent_id;
   if (caller.agent_id && !registersItself) acting.add(caller.agent_id);
-  const fromBody = route?.actingAgentField ? body?.[route.actingAgentField] : undefined;
+  const fromBody = access?.actingAgentField ? body?.[access.actingAgentField] : undefined;
   if (typeof fromBody === "string" && fromBody) acting.add(fromBody);
   for (const agentId of acting) await bindings.assertMayActAs(agentId, caller, (name) => keys.hasPrincipal(name));
-  for (const field of route?.claimsIdentity ?? []) {
+  for (const field of access?.claimsIdentity ?? []) {
     const name = body?.[field];
     if (typeof name === "string" && name && !acting.has(name) && name !== caller.principal) await bindings.assertNotAnothers(name, caller);
   }
+}
+
+/** What a route may answer: its own codes, the common ones, and the 404 of each id in its path. */
+function declaredErrors(route: ApiRoute): Set<string> {
+  const notFound = [...route.path.matchAll(/\{(\w+)_id\}/g)].map((m) => `${m[1]!.toUpperCase()}_NOT_FOUND`);
+  return new Set<string>([...route.errors, ...COMMON_ROUTE_ERRORS, ...notFound]);
+}
+
+/** The route's roles (libs/contracts/src/api): a key with none of them is refused before anything is sent. */
+function assertRole(route: ApiRoute, caller: Caller): void {
+  if (route.access.roles.some((role) => caller.roles.includes(role))) return;
+  throw errors.forbidden(`${route.method.toUpperCase()} ${route.path} is open to ${route.access.roles.join(", ")} keys only`, {
+    required_roles: route.access.roles,
+    roles: caller.roles,
+  });
 }
 
 /**

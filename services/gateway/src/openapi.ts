@@ -1,6 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
-import { listErrors, z } from "@intentmesh/contracts";
-import type { Route } from "./routes";
+import { COMMON_ROUTE_ERRORS, errorCatalogue, listErrors, z, type ApiRoute, type ErrorCode } from "@intentmesh/contracts";
 
 /**
  * The OpenAPI document, generated from the same zod contracts the gateway and services validate
@@ -8,12 +7,33 @@ import type { Route } from "./routes";
  */
 /** The SSE streams the gateway serves (app.ts), described beside the REST routes. */
 const SSE_STREAMS = [
-  { resource: "intents", param: "id", what: "an intent" },
-  { resource: "portfolios", param: "portfolioId", what: "a portfolio (its own log: membership, member status changes, aggregate status)" },
-  { resource: "agents", param: "agentId", what: "an agent (its own log: lifecycle, assignments, pending commands, warnings)" },
+  { resource: "intents", param: "intent_id", what: "an intent", tag: "Intents" },
+  { resource: "portfolios", param: "portfolio_id", what: "a portfolio (its own log: membership, member status changes, aggregate status)", tag: "Portfolios" },
+  { resource: "agents", param: "agent_id", what: "an agent (its own log: lifecycle, assignments, pending commands, warnings)", tag: "Agents" },
+  { resource: "channels", param: "channel_id", what: "a channel (channel_message frames carrying the whole message; members only)", tag: "Channels" },
 ];
 
-export function buildOpenApi(routes: Route[], version: string) {
+/** The error responses of an operation: its own codes and the common ones, one response per status naming every code. */
+function errorResponses(codes: readonly ErrorCode[]) {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of new Set([...codes, ...COMMON_ROUTE_ERRORS])) {
+    const status = errorCatalogue[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].sort(([a], [b]) => a - b).map(([status, list]) => [
+      status,
+      {
+        description: list.map((code) => `${code}: ${errorCatalogue[code].title}`).join("; "),
+        content: { "application/json": { schema: { allOf: [{ $ref: "#/components/schemas/Error" }, { type: "object", properties: { code: { type: "string", enum: list.sort() } } }] } } },
+      },
+    ]),
+  );
+}
+
+const X_AGENT_ID = z.string().optional().openapi({ description: "The acting agent; a registered agent must be bound to the calling key" });
+
+export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
   const ErrorBody = registry.register(
@@ -35,26 +55,34 @@ export function buildOpenApi(routes: Route[], version: string) {
   }
   for (const route of routes) {
     const shape = (route.command.input as z.ZodObject).shape as Record<string, z.ZodType>;
-    const params = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
-    const openPath = route.path.replace(/:(\w+)/g, "{$1}");
-    const body = route.documentedBody ?? shape.body ?? shape.patches;
+    const params = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    const body = route.documentedBody ?? (route.body ? shape[route.body] : undefined);
+    const headers: Record<string, z.ZodType> = { "X-Agent-ID": X_AGENT_ID };
+    if (route.ifMatch) {
+      const ifMatch = z.string().openapi({ description: 'The version the change is based on: 3, "3" or W/"3"' });
+      headers["If-Match"] = route.ifMatch === "required" ? ifMatch : ifMatch.optional();
+    }
+    for (const header of Object.values(route.headers ?? {})) headers[header.replace(/(^|-)(\w)/g, (_m, dash: string, c: string) => dash + c.toUpperCase())] = z.string().optional();
     registry.registerPath({
+      operationId: route.operationId,
+      tags: [route.tag],
       method: route.method,
-      path: `/api/v1${openPath}`,
+      path: `/api/v1${route.path}`,
       summary: route.summary,
+      description: `Runs \`${route.command.subject}\`. Open to ${route.access.roles.join(", ")} keys.`,
       security: [{ ApiKey: [] }],
       request: {
         params: params.length ? z.object(Object.fromEntries(params.map((p) => [p, z.string()]))) : undefined,
-        query: shape.query as z.ZodObject | undefined,
-        body: body && route.method !== "get" ? { content: { "application/json": { schema: body } } } : undefined,
-        headers: shape.if_match ? z.object({ "If-Match": z.string().optional().openapi({ description: 'version: 3, "3" or W/"3"' }) }) : undefined,
+        query: route.query ? (shape.query as z.ZodObject | undefined) : undefined,
+        body: body && route.method !== "get" ? { content: { "application/json": { schema: body } }, required: route.method !== "delete" } : undefined,
+        headers: z.object(headers),
       },
       responses: {
-        [route.status ?? 200]: { description: "success" },
-        400: { description: "validation failure", content: { "application/json": { schema: ErrorBody } } },
-        401: { description: "missing or invalid X-API-Key", content: { "application/json": { schema: ErrorBody } } },
-        404: { description: "not found", content: { "application/json": { schema: ErrorBody } } },
-        409: { description: "version mismatch, invalid transition or lease collision", content: { "application/json": { schema: ErrorBody } } },
+        [route.status ?? 200]: {
+          description: route.etag ? "success; ETag carries the new version" : "success",
+          content: { "application/json": { schema: z.unknown() } },
+        },
+        ...errorResponses(route.errors),
       },
     });
   }
@@ -64,12 +92,20 @@ export function buildOpenApi(routes: Route[], version: string) {
       registry.registerPath({
         method: "get",
         path,
+        operationId: `subscribe${stream.resource[0]!.toUpperCase()}${stream.resource.slice(1)}${i ? "Alias" : ""}`,
+        tags: [stream.tag],
         summary:
           `Server-sent events of ${stream.what} (event: <event_type>, id: <event id>, data: <event JSON>); Last-Event-ID resumes` +
           (i ? " (alias used by the OpenIntent clients)" : ""),
         security: [{ ApiKey: [] }],
-        request: { params: z.object({ [stream.param]: z.string() }) },
-        responses: { 200: { description: "text/event-stream" } },
+        request: {
+          params: z.object({ [stream.param]: z.string() }),
+          headers: z.object({ "Last-Event-ID": z.string().optional().openapi({ description: "Resume after this event id" }), "X-Agent-ID": X_AGENT_ID }),
+        },
+        responses: {
+          200: { description: "An endless stream of events", content: { "text/event-stream": { schema: z.string() } } },
+          ...errorResponses(["INTENT_NOT_FOUND", "NOT_FOUND", "NOT_A_MEMBER", "CHANNEL_NOT_FOUND", "PORTFOLIO_NOT_FOUND", "AGENT_NOT_FOUND"]),
+        },
       });
     }
   }

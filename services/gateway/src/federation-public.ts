@@ -2,30 +2,6 @@ import { appError } from "@intentmesh/contracts";
 import express, { type Express, type Request, type Response } from "express";
 import { federationCommands as f, type Caller, type SignedRequest } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
-import type { Route } from "./routes";
-
-/** Gateway-side wait for a dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
-export const FEDERATION_BUS_TIMEOUT_MS = 20_000;
-
-const idempotencyHeader = (req: Request) => {
-  const value = req.get("idempotency-key");
-  return value === undefined || value === "" ? null : value;
-};
-
-/** SPEC 4.11 routes behind an API key (status, agents, dispatch). */
-export const federationRoutes: Route[] = [
-  { method: "get", path: "/federation/status", command: f.status, input: () => ({}), summary: "Federation status: this server's did:web, trust policy, peers and counters" },
-  { method: "get", path: "/federation/agents", command: f.agents, input: (req) => ({ query: req.query }), summary: "Local agents offered to federation, by visibility (public by default; ?visibility=public,unlisted,private)" },
-  {
-    method: "post",
-    path: "/federation/dispatch",
-    command: f.dispatch,
-    input: (req) => ({ body: req.body, idempotency_key: idempotencyHeader(req) }),
-    documentedBody: f.dispatch.input.shape.body,
-    busTimeoutMs: FEDERATION_BUS_TIMEOUT_MS,
-    summary: "Send an intent to an agent on another server as a signed envelope (10 s timeout, 502 on timeout or failure; Idempotency-Key honoured)",
-  },
-];
 
 /** Requests from other servers and the public documents carry no API key: a server's signature (receive, callbacks) or nothing (documents). */
 const PUBLIC_CALLER: Caller = { principal: "federation-peer", roles: [], actor: "federation-peer", agent_id: null };

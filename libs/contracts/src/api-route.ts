@@ -1,0 +1,111 @@
+import type { z } from "./zod";
+import type { Role } from "./common";
+import type { CommandDef } from "./subjects";
+import type { ErrorCode } from "./error-catalogue";
+
+/**
+ * One operation of the REST API, as data: which bus command it runs, how the request becomes that
+ * command's input, who may call it, what it answers. The gateway mounts these and does nothing
+ * else with a request (services/gateway/src/app.ts); the OpenAPI document is rendered from them
+ * (services/gateway/src/openapi.ts); docs/subjects.md lists which route runs which command.
+ */
+export interface ApiRoute {
+  /** Unique, stable: the name a client generator gives the operation. */
+  operationId: string;
+  tag: ApiTag;
+  method: "get" | "post" | "put" | "patch" | "delete";
+  /**
+   * OpenAPI path template under /api/v1. Each `{name}` is copied into the command's input under
+   * that name (or into its `query` when `query` is "query+path").
+   */
+  path: string;
+  command: CommandDef<z.ZodType>;
+  /** The input field the JSON body goes to. */
+  body?: "body" | "patches";
+  /** Body fields moved to the top of the input (POST /tasks names its intent in the body). */
+  liftFromBody?: readonly string[];
+  /** `query`: the query string is the input's `query`; `query+path`: the path parameters join it there. */
+  query?: "query" | "query+path";
+  /** The If-Match header, parsed, is the input's `if_match` (null when absent); `required`: the service answers 428 without it. */
+  ifMatch?: "required" | "optional";
+  /** Input fields read from a header: input field name -> header name (absent or empty is null). */
+  headers?: Readonly<Record<string, string>>;
+  /** Input fields every request of this route carries. */
+  constants?: Readonly<Record<string, unknown>>;
+  /** HTTP status of a success; 200 when absent. */
+  status?: number;
+  /** The result's version goes out as ETag. */
+  etag?: boolean;
+  /** How long the gateway waits for the service when longer than the default (federation dispatch). */
+  busTimeoutMs?: number;
+  access: RouteAccess;
+  /** The error codes this operation answers besides the ones every operation may (COMMON_ROUTE_ERRORS). */
+  errors: readonly ErrorCode[];
+  /** The body as the client sends it, for the OpenAPI document, when the command's input reshapes it. */
+  documentedBody?: z.ZodType;
+  summary: string;
+}
+
+/**
+ * Who may call a route. The gateway enforces all of it before the command is sent (403 FORBIDDEN
+ * naming the roles, 403 AGENT_NOT_BOUND / AGENT_ID_RESERVED for an acting agent of another key);
+ * the service then sees only the caller the gateway verified and applies its own rules on top
+ * (ownership, membership, namespace permissions).
+ */
+export interface RouteAccess {
+  /** API key roles that may call the route at all. */
+  roles: readonly Role[];
+  /** The body field, if any, that names the acting agent: bound to the calling key like X-Agent-ID. */
+  actingAgentField?: "agent_id" | "sender";
+  /** Body fields naming who did something: free labels, but a registered agent's name must be the caller's. */
+  claimsIdentity?: readonly ("actor" | "created_by")[];
+  /** Registration: an X-Agent-ID naming the agent being registered is not bound yet. */
+  registersAgent?: boolean;
+}
+
+export type ApiTag =
+  | "Intents"
+  | "Leases"
+  | "Agents"
+  | "Attachments"
+  | "Retries"
+  | "Portfolios"
+  | "Costs"
+  | "Tasks"
+  | "Governance"
+  | "Memory"
+  | "Channels"
+  | "Federation";
+
+/** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
+export const FEDERATION_BUS_TIMEOUT_MS = 20_000;
+
+export const ALL_ROLES: readonly Role[] = ["admin", "coordinator", "operator", "agent"];
+/** People who answer, decide and steer: never a bare agent key. */
+export const HUMAN_ROLES: readonly Role[] = ["admin", "coordinator", "operator"];
+export const COORDINATOR_ROLES: readonly Role[] = ["admin", "coordinator"];
+
+/** What any operation may answer: the request as a whole, the key, the bus and the process. */
+export const COMMON_ROUTE_ERRORS: readonly ErrorCode[] = [
+  "VALIDATION_FAILED",
+  "INVALID_JSON",
+  "INVALID_UTF8",
+  "UNSUPPORTED_ENCODING",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "NUMBER_NOT_REPRESENTABLE",
+  "NUL_CHARACTER",
+  "LONE_SURROGATE",
+  "JSON_TOO_DEEP",
+  "INVALID_IF_MATCH",
+  "BAD_REQUEST",
+  "PAYLOAD_TOO_LARGE",
+  "VALUE_TOO_LARGE",
+  "VALUE_NOT_STORABLE",
+  "UNAUTHORIZED",
+  "FORBIDDEN",
+  "AGENT_NOT_BOUND",
+  "AGENT_ID_RESERVED",
+  "REPLY_TOO_LARGE",
+  "SERVICE_UNAVAILABLE",
+  "INTERNAL_ERROR",
+];

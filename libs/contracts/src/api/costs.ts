@@ -1,0 +1,42 @@
+import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
+import { costsCommands } from "../costs";
+
+/** Costs and budgets (4.4). */
+export const costsRoutes: readonly ApiRoute[] = [
+  {
+    operationId: "costsRecord",
+    tag: "Costs",
+    method: "post",
+    path: "/intents/{intent_id}/costs",
+    command: costsCommands.record,
+    body: "body",
+    status: 201,
+    access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
+    errors: ["AGENT_MISMATCH", "COST_AGENTS_FULL", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"],
+    summary: "Record a cost (always recorded; may raise budget_alert or block the intent)",
+  },
+  {
+    operationId: "costsList",
+    tag: "Costs",
+    method: "get",
+    path: "/intents/{intent_id}/costs",
+    command: costsCommands.list,
+    query: "query",
+    access: { roles: ALL_ROLES },
+    errors: ["INTENT_NOT_FOUND"],
+    summary: "List cost records (cursor pagination) with the summary of all records and the budget",
+  },
+  {
+    operationId: "costsSetBudget",
+    tag: "Costs",
+    method: "put",
+    path: "/intents/{intent_id}/budget",
+    command: costsCommands.setBudget,
+    body: "body",
+    ifMatch: "required",
+    etag: true,
+    access: { roles: HUMAN_ROLES },
+    errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
+    summary: "Replace constraints.budget (If-Match required; operators, coordinators, admins); may lift or impose a budget block",
+  },
+];

@@ -1,0 +1,38 @@
+import type { Request } from "express";
+import type { ApiRoute } from "@intentmesh/contracts";
+import { parseIfMatch } from "./http";
+
+/** Express path of a route: the catalogue's `{name}` parameters as `:name`. */
+export const expressPath = (route: Pick<ApiRoute, "path">) => route.path.replace(/\{(\w+)\}/g, ":$1");
+
+/**
+ * A request as its route's command input, as the route declares it (libs/contracts/src/api-route.ts):
+ * path parameters under their names (or inside `query`), the body, the query string, If-Match,
+ * named headers and constants. Nothing else of the request reaches the service.
+ */
+export function commandInput(route: ApiRoute, req: Request): Record<string, unknown> {
+  const input: Record<string, unknown> = { ...route.constants };
+  const params = Object.fromEntries(Object.entries(req.params).map(([name, value]) => [name, String(value)]));
+  if (route.query === "query+path") input.query = { ...(req.query as Record<string, unknown>), ...params };
+  else {
+    Object.assign(input, params);
+    if (route.query === "query") input.query = req.query;
+  }
+  if (route.body) {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    if (route.liftFromBody?.length) {
+      const rest = { ...body };
+      for (const field of route.liftFromBody) {
+        input[field] = rest[field];
+        delete rest[field];
+      }
+      input[route.body] = rest;
+    } else input[route.body] = body;
+  }
+  if (route.ifMatch) input.if_match = parseIfMatch(req.get("if-match"));
+  for (const [field, header] of Object.entries(route.headers ?? {})) {
+    const value = req.get(header);
+    input[field] = value === undefined || value === "" ? null : value;
+  }
+  return input;
+}
