@@ -82,7 +82,13 @@ describe("system events from other services", () => {
 
   it("appends each event once: a redelivery or a second message carrying the same event id adds nothing", async () => {
     const intent = await createIntent(cluster);
-    const event = systemEvent(intent.id, { source: "memory", event_type: "memory.created", payload: { agent_id: "a", intent_id: intent.id, task_id: null, data: { entry_id: randomUUID() } } });
+    const event = systemEvent(intent.id, { source: "memory", event_type: "memory.created", payload: {
+        agent_id: "a",
+        intent_id: intent.id,
+        task_id: null,
+        data: { entry_id: randomUUID(), namespace: "notes", key: "k", memory_type: "working", version: 1, previous_version: null, tags: [] },
+      },
+    });
     await publish(event);
     // Same event under another message id (JetStream's duplicate window would drop the same one).
     await publish(event, `sys:memory:${event.id}:again`);
@@ -112,6 +118,17 @@ describe("system events from other services", () => {
     const logged = await eventually(() => systemEventsOf(intent.id), (list) => list.some((e) => e.id === good.id));
     expect(logged.map((e) => e.id)).toEqual([good.id]);
     expect((await cluster.api(`/intents/${UNKNOWN_ID}/events`)).status).toBe(404);
+  });
+
+  it("refuses a payload that is not the event catalogue's shape for its type (part 6), without holding back the next events", async () => {
+    const intent = await createIntent(cluster);
+    // channel_message without its message_id, and memory.created without the entry's coordinates.
+    await publish(systemEvent(intent.id, { payload: { channel_id: randomUUID(), channel_name: "general", message_type: "notify", to: null, payload: {} } }));
+    await publish(systemEvent(intent.id, { source: "memory", event_type: "memory.created", payload: { agent_id: "a", data: { key: "k" } } }));
+    const good = systemEvent(intent.id);
+    await publish(good);
+    const logged = await eventually(() => systemEventsOf(intent.id), (list) => list.some((e) => e.id === good.id));
+    expect(logged.map((e) => e.id)).toEqual([good.id]);
   });
 
   it("loses nothing published while the intents service is stopped: the durable consumer resumes", async () => {

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { DeliverPolicy } from "@nats-io/jetstream";
-import { IntentEvent, intentEventTypes, streams, type Clock } from "@intentmesh/contracts";
+import { IntentEvent, intentEventTypes, streams, type Clock, isoTimestamp } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import type { Database } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -47,7 +47,7 @@ export async function startCallbackProjection(bus: Bus, db: Database, clock: Clo
         remote_intent_id: event.intent_id,
         event: { id: event.id, event_type: event.event_type, payload: event.payload, created_at: event.created_at },
         idempotency_key: idempotencyKey,
-        timestamp: clock.now().toISOString(),
+        timestamp: isoTimestamp(clock.now()),
       };
       const now = clock.now();
       await tx

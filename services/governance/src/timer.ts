@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { isAppError, suspensionCommands, type SuspensionRecord } from "@intentmesh/contracts";
+import { isAppError, suspensionCommands, type SuspensionRecord, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import { rowsOf, Sweeper, type Tx } from "@intentmesh/db";
 import type { GovernanceContext } from "./context";
@@ -84,7 +84,7 @@ export class SuspensionTimer extends Sweeper {
           max_attempts: policy.max_attempts,
           strategy: policy.strategy,
           channel_hint: row.record.channel_hint ?? null,
-          next_due_at: step.nextDueAt?.toISOString() ?? null,
+          next_due_at: (step.nextDueAt ? isoTimestamp(step.nextDueAt) : null),
           expires_at: row.record.expires_at,
         }, now),
         ...step.escalations.map((escalation, i) =>

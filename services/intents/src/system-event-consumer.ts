@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { isAppError, jsonBytes, LIMITS, SystemEvent, systemEventStream, type Clock, type SystemEventSource } from "@intentmesh/contracts";
+import { isAppError, jsonBytes, LIMITS, SystemEvent, systemEventPayloadSchema, systemEventStream, type Clock, type SystemEventSource } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import type { Database, Tx } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -37,8 +37,8 @@ const MAX_SYSTEM_EVENT_PAYLOAD_BYTES = LIMITS.stateBytes;
  * The event keeps the id its source gave it, which is checked too: a second message carrying an
  * id already in the log (a source that re-sent under another message id) appends nothing either.
  *
- * A message that cannot be valid (bad shape, a type its source may not write, a payload past the
- * limit) is terminated and logged; an event for an intent that does not exist is dropped and
+ * A message that cannot be valid (bad shape, a type its source may not write, a payload that is
+ * not the catalogue's shape for its type, a payload past the limit) is terminated and logged; an event for an intent that does not exist is dropped and
  * logged. Neither holds back the events behind it.
  */
 export async function startSystemEventConsumer(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
@@ -53,6 +53,14 @@ export async function startSystemEventConsumer(bus: Bus, db: Database, clock: Cl
       const event = SystemEvent.parse(data);
       if (!mayAppendSystemEvent(event.source, event.event_type)) {
         throw new Error(`source ${event.source} may not write ${event.event_type} events`);
+      }
+      // The payload must be what the event catalogue promises readers of the log (part 6 shapes).
+      const schema = systemEventPayloadSchema(event.event_type);
+      if (!schema) throw new Error(`${event.event_type} is not a system event of the event catalogue`);
+      const checked = schema.safeParse(event.payload);
+      if (!checked.success) {
+        const issue = checked.error.issues[0];
+        throw new Error(`payload of ${event.event_type} does not match the event catalogue: ${issue?.path.join(".") || "(payload)"}: ${issue?.message}`);
       }
       const bytes = jsonBytes(event.payload);
       if (bytes > MAX_SYSTEM_EVENT_PAYLOAD_BYTES) {

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { AGENT_EVENT_SCHEMA, agentEventTypes, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller } from "@intentmesh/contracts";
+import { AGENT_EVENT_SCHEMA, agentEventTypes, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller, isoTimestamp } from "@intentmesh/contracts";
 import { buildEvents, sqlEventInserts } from "@intentmesh/bus";
 import { Sweeper, rowsOf, type Tx } from "@intentmesh/db";
 import type { RegistryContext } from "./context";
@@ -84,7 +84,7 @@ export class AgentSweeper extends Sweeper {
         updates.push({
           agent_id: agent.agentId,
           status: plan.status,
-          next_check_at: plan.nextCheckAt ? plan.nextCheckAt.toISOString() : null,
+          next_check_at: plan.nextCheckAt ? isoTimestamp(plan.nextCheckAt) : null,
           transitions: plan.transitions,
           events: plan.events.length,
         });

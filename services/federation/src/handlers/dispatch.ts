@@ -1,6 +1,6 @@
 import crypto, { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { AppError, federationEventTypes, intentsCommands, type Caller, type DispatchBody, type Intent } from "@intentmesh/contracts";
+import { AppError, federationEventTypes, intentsCommands, type Caller, type DispatchBody, type Intent, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import { guardedFetch } from "@intentmesh/ssrf";
 import type { FederationContext } from "../context";
@@ -59,7 +59,7 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
     governance: body.federation_policy ?? {},
     callback_url: `${ctx.identity.serverUrl}/api/v1/federation/callbacks/${row.dispatchId}`,
     trace_context: body.trace_context ?? {},
-    created_at: ctx.clock.now().toISOString(),
+    created_at: isoTimestamp(ctx.clock.now()),
   };
   const text = JSON.stringify(envelope);
   const targetUri = `${target}/api/v1/federation/receive`;

@@ -1,4 +1,4 @@
-import { appError } from "@intentmesh/contracts";
+import { appError, isoTimestamp } from "@intentmesh/contracts";
 import type { LeaseRow } from "../db/statements";
 import { keysOverlap, scopeKey } from "../domain/lease-scope";
 import { toLease } from "../mapping";
@@ -23,7 +23,7 @@ export function assertLeasesAllowWrite(leases: LeaseRow[], intentStatus: string,
     const touching = leases.filter((lease) => keysOverlap(lease.scopeKey, key));
     const held = touching.find((lease) => lease.agentId !== actor && leaseIsLive(lease, intentStatus, now));
     if (held) {
-      throw appError("LEASE_HELD", `${path} is leased to agent ${held.agentId} (scope ${held.scope}) until ${held.expiresAt.toISOString()}`,
+      throw appError("LEASE_HELD", `${path} is leased to agent ${held.agentId} (scope ${held.scope}) until ${isoTimestamp(held.expiresAt)}`,
         { path, lease: toLease(held) },
         { lease: toLease(held) },
       );

@@ -1,4 +1,4 @@
-import { appError } from "@intentmesh/contracts";
+import { appError, isoTimestamp } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "./governance";
 import type { GovernancePolicy } from "@intentmesh/contracts";
@@ -107,7 +107,7 @@ export async function renewLease(
     }
     if (current.releasedAt) throw appError("LEASE_RELEASED", `lease ${leaseId} was released; acquire a new one`, { lease: toLease(current) });
     if (!leaseIsLive(current, intent.status, now)) {
-      throw appError("LEASE_EXPIRED", `lease ${leaseId} expired at ${current.expiresAt.toISOString()}; acquire a new one`, { lease: toLease(current) });
+      throw appError("LEASE_EXPIRED", `lease ${leaseId} expired at ${isoTimestamp(current.expiresAt)}; acquire a new one`, { lease: toLease(current) });
     }
     const [row] = await tx
       .update(leases)
@@ -187,7 +187,7 @@ export function expiryEvent(lease: LeaseRow, reason: "expired" | "agent_dead" | 
   return {
     eventType: intentEventTypes.leaseReleased,
     actor,
-    payload: { lease_id: lease.id, agent_id: lease.agentId, scope: lease.scope, expires_at: lease.expiresAt.toISOString().replace("Z", "+00:00"), reason },
+    payload: { lease_id: lease.id, agent_id: lease.agentId, scope: lease.scope, expires_at: isoTimestamp(lease.expiresAt), reason },
   };
 }
 
