@@ -202,7 +202,7 @@ export async function startTestGateway(
   logger: Logger,
   options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean; corsOrigins?: string[] } = {},
 ): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
-  const gateway = await createGateway({ bus, keys: testApiKeys(), logger, routeErrors: routeErrorChecks(), ...options });
+  const gateway = await createGateway({ bus, keys: testApiKeys(), logger, routeErrors: routeErrorChecks(), checkResponses: true, ...options });
   const server: Server = await gateway.listen(0, "127.0.0.1");
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

@@ -41,6 +41,11 @@ export interface ApiRoute {
   access: RouteAccess;
   /** The error codes this operation answers besides the ones every operation may (COMMON_ROUTE_ERRORS). */
   errors: readonly ErrorCode[];
+  /**
+   * The success body's schema, for the OpenAPI document and for test gateways, which check every
+   * success body against it (a reply that drifts from its documented shape fails the test).
+   */
+  response?: z.ZodType;
   /** The body as the client sends it, for the OpenAPI document, when the command's input reshapes it. */
   documentedBody?: z.ZodType;
   summary: string;

@@ -39,6 +39,11 @@ export interface GatewayOptions {
    * a test that meets an undeclared code fails and the catalogue cannot drift from the services.
    */
   routeErrors?: { record?: (operationId: string, code: string) => void; strict?: boolean };
+  /**
+   * TEST-ONLY: every success body of a route with a `response` schema is parsed against it, and a
+   * body that does not match becomes a 500 naming the first difference.
+   */
+  checkResponses?: boolean;
 }
 
 export interface Gateway {
@@ -173,6 +178,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (route.access.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
+    if (options.checkResponses && route.response) assertDocumentedResponse(route, reply.body);
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
     res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   };
@@ -367,6 +373,14 @@ async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, r
     const name = body?.[field];
     if (typeof name === "string" && name && !acting.has(name) && name !== caller.principal) await bindings.assertNotAnothers(name, caller);
   }
+}
+
+/** Test gateways: the reply must be what the catalogue documents (ApiRoute.response). */
+function assertDocumentedResponse(route: ApiRoute, body: Uint8Array): void {
+  const checked = route.response!.safeParse(JSON.parse(new TextDecoder().decode(body)));
+  if (checked.success) return;
+  const issue = checked.error.issues[0]!;
+  throw appError("INTERNAL_ERROR", `${route.operationId} answered a body that is not its documented response: ${issue.path.join(".") || "(body)"}: ${issue.message}`);
 }
 
 /** What a route may answer: its own codes, the common ones, and the 404 of each id in its path. */

@@ -80,7 +80,7 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
       responses: {
         [route.status ?? 200]: {
           description: route.etag ? "success; ETag carries the new version" : "success",
-          content: { "application/json": { schema: z.unknown() } },
+          content: { "application/json": { schema: route.response ?? z.unknown() } },
         },
         ...errorResponses(route.errors),
       },

@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { attachmentCommands } from "../attachments";
+import { Attachment, AttachmentList, attachmentCommands } from "../attachments";
 
 /** Attachments (4.3). */
 export const attachmentsRoutes: readonly ApiRoute[] = [
@@ -14,6 +14,7 @@ export const attachmentsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES },
     errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"],
+    response: Attachment,
     summary: "Attach a reference to a file stored elsewhere (storage_url is never fetched)",
   },
   {
@@ -25,6 +26,7 @@ export const attachmentsRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: AttachmentList,
     summary: "List attachments, oldest first, in pages",
   },
   {

@@ -1,5 +1,6 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { channelsCommands } from "../channels";
+import { Channel, Message, channelsCommands } from "../channels";
+import { z } from "../zod";
 
 /** Channels and messages (4.7), and rule 10's implicit creation at /intents/{id}/channels/{name}/messages (docs/channels.md). */
 export const channelsRoutes: readonly ApiRoute[] = [
@@ -13,6 +14,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES },
     errors: ["CHANNEL_NAME_TAKEN", "INTENT_ENDED", "INTENT_NOT_FOUND"],
+    response: Channel,
     summary: "Create a channel on the intent",
   },
   {
@@ -36,6 +38,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
     errors: [],
+    response: Message,
     summary: "Send to the intent's channel of that name, creating it (policy intent) when it does not exist (rule 10)",
   },
   {
@@ -46,6 +49,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     command: channelsCommands.get,
     access: { roles: ALL_ROLES },
     errors: ["CHANNEL_NOT_FOUND"],
+    response: Channel,
     summary: "Read a channel",
   },
   {
@@ -57,6 +61,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: ["CHANNEL_CLOSED"],
+    response: Channel,
     summary: "Change members, member_policy, options or close the channel (creator, coordinator, admin)",
   },
   {
@@ -79,6 +84,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
     errors: ["CHANNEL_CLOSED", "CREDENTIALS_IN_MESSAGE", "CROSS_INTENT_MESSAGE", "MESSAGE_RULE_VIOLATED", "NOT_A_MEMBER"],
+    response: Message,
     summary: "Send a message (type rules of 2.13)",
   },
   {
@@ -90,6 +96,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["CHANNEL_NOT_FOUND", "NOT_A_MEMBER"],
+    response: z.array(Message),
     summary: "Messages after `since` that the caller may see, oldest first (a bare list)",
   },
   {
@@ -100,6 +107,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     command: channelsCommands.getMessage,
     access: { roles: ALL_ROLES },
     errors: ["MESSAGE_NOT_FOUND"],
+    response: Message,
     summary: "Read a message",
   },
   {
@@ -112,6 +120,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
     errors: ["REQUEST_EXPIRED"],
+    response: Message,
     summary: "Answer a request: a response with correlation_id and to set by the server",
   },
   {
@@ -123,6 +132,7 @@ export const channelsRoutes: readonly ApiRoute[] = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: [],
+    response: Message,
     summary: "Acknowledge a message: {\"status\":\"read\"}",
   },
 ];

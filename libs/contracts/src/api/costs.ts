@@ -1,5 +1,5 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
-import { costsCommands } from "../costs";
+import { CostPage, CostRecord, costsCommands } from "../costs";
 
 /** Costs and budgets (4.4). */
 export const costsRoutes: readonly ApiRoute[] = [
@@ -13,6 +13,7 @@ export const costsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
     errors: ["AGENT_MISMATCH", "COST_AGENTS_FULL", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"],
+    response: CostRecord,
     summary: "Record a cost (always recorded; may raise budget_alert or block the intent)",
   },
   {
@@ -24,6 +25,7 @@ export const costsRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: CostPage,
     summary: "List cost records (cursor pagination) with the summary of all records and the budget",
   },
   {

@@ -1,4 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
+import { Assignment, EventPage, Intent, IntentEvent, IntentPage, Lease } from "../intents";
 import { intentsCommands } from "../subjects";
 
 /** Intents, their state, status, events, agents and leases (spec 4.1-4.4). */
@@ -14,6 +15,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES, claimsIdentity: ["created_by"] },
     errors: [],
+    response: Intent,
     summary: "Create an intent",
   },
   {
@@ -25,6 +27,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: [],
+    response: IntentPage,
     summary: "List intents (filters status, created_by; cursor pagination)",
   },
   {
@@ -36,6 +39,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: Intent,
     summary: "Read an intent",
   },
   {
@@ -49,6 +53,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_HELD", "PATCH_FAILED", "PRECONDITION_REQUIRED", "STATE_TOO_LARGE", "SUSPENSION_ACTIVE", "VERSION_MISMATCH"],
+    response: Intent,
     summary: "Patch the state atomically (If-Match required)",
   },
   {
@@ -62,6 +67,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "INVALID_TRANSITION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
+    response: Intent,
     summary: "Change the status following table 3.1 (If-Match required)",
   },
   {
@@ -75,6 +81,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES, claimsIdentity: ["actor"] },
     errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH"],
+    response: IntentEvent,
     summary: "Append an event to the log",
   },
   {
@@ -86,6 +93,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: EventPage,
     summary: "Read the event log, oldest first",
   },
   {
@@ -99,6 +107,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES },
     errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"],
+    response: Assignment,
     summary: "Assign an agent",
   },
   {
@@ -133,6 +142,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
     errors: ["AGENT_DRAINING", "AGENT_NOT_ACTIVE", "BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_HELD"],
+    response: Lease,
     summary: "Acquire a lease on a scope",
   },
   {
@@ -154,6 +164,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     command: intentsCommands.getLease,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND", "LEASE_NOT_FOUND"],
+    response: Lease,
     summary: "Read a lease",
   },
   {
@@ -166,6 +177,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
     errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_RELEASED", "NOT_LEASE_HOLDER"],
+    response: Lease,
     summary: "Renew a lease ({ttl_seconds} or {duration_seconds})",
   },
   {
@@ -178,6 +190,7 @@ export const intentsRoutes: readonly ApiRoute[] = [
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
     errors: ["NOT_LEASE_HOLDER"],
+    response: Lease,
     summary: "Renew a lease (alias of POST .../renew used by the OpenIntent clients)",
   },
   {

@@ -1,5 +1,6 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { MemoryDeleteFilter, memoryCommands } from "../memory";
+import { MemoryDeleteFilter, MemoryEntry, MemoryQueryResponse, memoryCommands } from "../memory";
+import { z } from "../zod";
 
 /** Memory (4.8), plus the routes of the official Python client and MCP server. */
 export const memoryRoutes: readonly ApiRoute[] = [
@@ -68,6 +69,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
     errors: ["ACCESS_DENIED", "CAPACITY_EXCEEDED", "ENTRY_EXISTS", "FIELD_NOT_ALLOWED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "TASK_ENDED"],
+    response: MemoryEntry,
     summary: "Create a memory entry",
   },
   {
@@ -79,6 +81,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: [],
+    response: MemoryQueryResponse,
     summary: "Query memory entries (4.8 parameters): {entries, total, limit, offset}",
   },
   {
@@ -90,6 +93,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["ACCESS_DENIED", "ENTRY_NOT_FOUND"],
+    response: MemoryEntry,
     summary: "Read a memory entry",
   },
   {
@@ -103,6 +107,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["ACCESS_DENIED", "ENTRY_NOT_FOUND", "GOVERNANCE_VIOLATION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
+    response: MemoryEntry,
     summary: "Update a memory entry's value and tags (If-Match required: 428 without, 409 VERSION_MISMATCH with the current entry)",
   },
   {
@@ -145,6 +150,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["ACCESS_DENIED", "ENTRY_NOT_FOUND"],
+    response: MemoryEntry,
     summary: "An agent's entry by namespace and key (the MCP server's memory_get)",
   },
   {
@@ -158,6 +164,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["PRECONDITION_REQUIRED"],
+    response: MemoryEntry,
     summary: "Create an agent's entry by namespace and key, or update it with If-Match (the MCP server's memory_set: {value, ttl_seconds?})",
   },
   {
@@ -170,6 +177,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     constants: { raw: true },
     access: { roles: ALL_ROLES },
     errors: [],
+    response: z.array(MemoryEntry),
     summary: "An agent's entries in one namespace as a bare list (the MCP server's memory_list); `summary` is the summary route",
   },
   {
@@ -182,6 +190,7 @@ export const memoryRoutes: readonly ApiRoute[] = [
     constants: { raw: true },
     access: { roles: ALL_ROLES },
     errors: [],
+    response: z.array(MemoryEntry),
     summary: "An agent's memory as a bare list (the official Python client's route); same filters as GET /memory",
   },
 ];

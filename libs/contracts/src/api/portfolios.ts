@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { portfoliosCommands } from "../portfolios";
+import { Portfolio, PortfolioEventPage, PortfolioPage, portfoliosCommands } from "../portfolios";
 
 /** Portfolios (4.2). */
 export const portfoliosRoutes: readonly ApiRoute[] = [
@@ -14,6 +14,7 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES, claimsIdentity: ["created_by"] },
     errors: [],
+    response: Portfolio,
     summary: "Create a portfolio",
   },
   {
@@ -25,6 +26,7 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: [],
+    response: PortfolioPage,
     summary: "List portfolios, newest first (filters status, created_by; cursor pagination)",
   },
   {
@@ -36,6 +38,7 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["PORTFOLIO_NOT_FOUND"],
+    response: Portfolio,
     summary: "Read a portfolio with its members and aggregate status",
   },
   {
@@ -49,6 +52,7 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["PORTFOLIO_NOT_FOUND", "PRECONDITION_REQUIRED", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"],
+    response: Portfolio,
     summary: "Change name, description, due_before or metadata (If-Match required)",
   },
   {
@@ -63,6 +67,7 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND", "MEMBER_EXISTS", "PORTFOLIO_FULL", "PORTFOLIO_NOT_FOUND", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"],
+    response: Portfolio,
     summary: "Add an intent to the portfolio",
   },
   {
@@ -75,6 +80,7 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["MEMBER_NOT_FOUND", "PORTFOLIO_NOT_FOUND"],
+    response: Portfolio,
     summary: "Remove an intent from the portfolio",
   },
   {
@@ -86,6 +92,7 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: [],
+    response: PortfolioEventPage,
     summary: "Read the portfolio's event log, oldest first",
   },
   {

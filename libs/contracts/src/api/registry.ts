@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { registryCommands } from "../registry";
+import { Agent, AgentEventPage, HeartbeatResponse, PoolCapacity, registryCommands } from "../registry";
 
 /** The agent registry (4.9), with the paths the official clients call as aliases. */
 export const agentRoutes: readonly ApiRoute[] = [
@@ -14,6 +14,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES, registersAgent: true },
     errors: ["AGENT_ALREADY_REGISTERED", "AGENT_KEY_MISMATCH", "SSRF_BLOCKED", "UPSTREAM_TIMEOUT"],
+    response: Agent,
     summary: "Register an agent (201, ETag); re-activates a dead or deregistered id",
   },
   {
@@ -27,6 +28,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES, registersAgent: true },
     errors: [],
+    response: Agent,
     summary: "Register an agent (alias of POST /agents used by the OpenIntent clients)",
   },
   {
@@ -49,6 +51,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["AGENT_NOT_FOUND"],
+    response: Agent,
     summary: "Read an agent's full record",
   },
   {
@@ -60,6 +63,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["AGENT_NOT_FOUND"],
+    response: Agent,
     summary: "Read an agent's full record (alias used by the OpenIntent clients)",
   },
   {
@@ -71,6 +75,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: ["AGENT_GONE", "AGENT_KEY_MISMATCH"],
+    response: HeartbeatResponse,
     summary: "Heartbeat: only with the key the agent registered with; 410 once dead or deregistered",
   },
   {
@@ -84,6 +89,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["INVALID_AGENT_TRANSITION", "PRECONDITION_REQUIRED", "UPSTREAM_TIMEOUT", "VERSION_MISMATCH"],
+    response: Agent,
     summary: "Drain an agent (the agent itself, a coordinator or an admin); If-Match required",
   },
   {
@@ -97,6 +103,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
+    response: Agent,
     summary: "Drain an agent (alias of PATCH used by the OpenIntent clients)",
   },
   {
@@ -109,6 +116,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["AGENT_NOT_FOUND", "VERSION_MISMATCH"],
+    response: Agent,
     summary: "Deregister an agent at once, without a drain",
   },
   {
@@ -120,6 +128,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["AGENT_NOT_FOUND"],
+    response: AgentEventPage,
     summary: "Read an agent's own event log (lifecycle, assignments, commands), oldest first",
   },
   {
@@ -130,6 +139,7 @@ export const agentRoutes: readonly ApiRoute[] = [
     command: registryCommands.pool,
     access: { roles: ALL_ROLES },
     errors: [],
+    response: PoolCapacity,
     summary: "Capacity of the pool of agents sharing a role_id",
   },
 ];

@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { retryCommands } from "../retries";
+import { FailureList, FailureRecord, RetryPolicy, retryCommands } from "../retries";
 
 /** Retry policies and failures (4.4). */
 export const retriesRoutes: readonly ApiRoute[] = [
@@ -13,6 +13,7 @@ export const retriesRoutes: readonly ApiRoute[] = [
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND", "VERSION_MISMATCH"],
+    response: RetryPolicy,
     summary: "Set or replace the retry policy (omitted fields take their defaults)",
   },
   {
@@ -23,6 +24,7 @@ export const retriesRoutes: readonly ApiRoute[] = [
     command: retryCommands.getPolicy,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND", "RETRY_POLICY_NOT_FOUND"],
+    response: RetryPolicy,
     summary: "Read the retry policy (404 when none is set)",
   },
   {
@@ -36,6 +38,7 @@ export const retriesRoutes: readonly ApiRoute[] = [
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
     errors: ["AGENT_MISMATCH", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RETRY_NOT_ALLOWED", "TASK_NOT_FOUND"],
+    response: FailureRecord,
     summary: "Record a failed attempt; schedules the retry or hands over to the fallback agent",
   },
   {
@@ -47,6 +50,7 @@ export const retriesRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: FailureList,
     summary: "Failure history, oldest first",
   },
 ];

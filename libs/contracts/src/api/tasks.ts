@@ -1,5 +1,6 @@
 import { ALL_ROLES, COORDINATOR_ROLES, type ApiRoute } from "../api-route";
-import { CreateTaskWithIntentBody, taskCommands } from "../tasks";
+import { CreateTaskWithIntentBody, Task, TaskPage, taskCommands } from "../tasks";
+import { z } from "../zod";
 
 /** Tasks (docs/tasks.md). Every answer carries the task's version as ETag. */
 export const tasksRoutes: readonly ApiRoute[] = [
@@ -14,6 +15,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: COORDINATOR_ROLES },
     errors: ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE"],
+    response: Task,
     summary: "Create a task in an intent (coordinators and admins); name is accepted for title",
   },
   {
@@ -29,6 +31,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     access: { roles: COORDINATOR_ROLES },
     errors: [],
     documentedBody: CreateTaskWithIntentBody,
+    response: Task,
     summary: "Create a task; the body names its intent_id (the clients' route)",
   },
   {
@@ -40,6 +43,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: z.union([TaskPage, z.array(Task)]),
     summary: "List an intent's tasks, oldest first (filters status, assigned_agent; cursor pages)",
   },
   {
@@ -51,6 +55,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["TASK_NOT_FOUND"],
+    response: Task,
     summary: "Read a task",
   },
   {
@@ -64,6 +69,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["INVALID_TASK_TRANSITION", "PRECONDITION_REQUIRED", "TASK_SUSPENDED", "VERSION_MISMATCH"],
+    response: Task,
     summary: "Change status, assigned_agent, output, error or blocked_reason (If-Match required: 428 without, 409 stale)",
   },
   {
@@ -77,6 +83,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION"],
+    response: Task,
     summary: "Claim a ready task: the acting agent (X-Agent-ID) takes an unassigned task, or the one assigned to it",
   },
   {
@@ -90,6 +97,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: [],
+    response: Task,
     summary: "Start a claimed task (its assigned agent, a coordinator or an admin)",
   },
   {
@@ -103,6 +111,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["INVALID_TASK_TRANSITION"],
+    response: Task,
     summary: "Complete a running task with its output (its assigned agent, a coordinator or an admin)",
   },
   {
@@ -116,6 +125,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: [],
+    response: Task,
     summary: "Fail a task: back to ready while its retry policy (or its intent's) has retries left, else failed",
   },
   {
@@ -129,6 +139,7 @@ export const tasksRoutes: readonly ApiRoute[] = [
     etag: true,
     access: { roles: COORDINATOR_ROLES },
     errors: ["TASK_NOT_FOUND", "VERSION_MISMATCH"],
+    response: Task,
     summary: "Cancel a task (coordinators and admins)",
   },
 ];
