@@ -2,7 +2,7 @@ import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { Attachment, AttachmentList, attachmentCommands } from "../attachments";
 
 /** Attachments (4.3). */
-export const attachmentsRoutes: readonly ApiRoute[] = [
+export const attachmentsRoutes = [
   {
     operationId: "attachmentsCreate",
     tag: "Attachments",
@@ -40,4 +40,4 @@ export const attachmentsRoutes: readonly ApiRoute[] = [
     errors: ["ATTACHMENT_NOT_FOUND", "INTENT_NOT_FOUND"],
     summary: "Delete an attachment (uploader, coordinator or admin); answers the removed attachment",
   },
-];
+] as const satisfies readonly ApiRoute[];

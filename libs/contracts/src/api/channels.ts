@@ -3,7 +3,7 @@ import { Channel, Message, channelsCommands } from "../channels";
 import { z } from "../zod";
 
 /** Channels and messages (4.7), and rule 10's implicit creation at /intents/{id}/channels/{name}/messages (docs/channels.md). */
-export const channelsRoutes: readonly ApiRoute[] = [
+export const channelsRoutes = [
   {
     operationId: "channelsCreate",
     tag: "Channels",
@@ -135,4 +135,4 @@ export const channelsRoutes: readonly ApiRoute[] = [
     response: Message,
     summary: "Acknowledge a message: {\"status\":\"read\"}",
   },
-];
+] as const satisfies readonly ApiRoute[];

@@ -2,7 +2,7 @@ import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { CostPage, CostRecord, costsCommands } from "../costs";
 
 /** Costs and budgets (4.4). */
-export const costsRoutes: readonly ApiRoute[] = [
+export const costsRoutes = [
   {
     operationId: "costsRecord",
     tag: "Costs",
@@ -41,4 +41,4 @@ export const costsRoutes: readonly ApiRoute[] = [
     errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
     summary: "Replace constraints.budget (If-Match required; operators, coordinators, admins); may lift or impose a budget block",
   },
-];
+] as const satisfies readonly ApiRoute[];

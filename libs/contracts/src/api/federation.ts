@@ -2,7 +2,7 @@ import { ALL_ROLES, type ApiRoute, FEDERATION_BUS_TIMEOUT_MS } from "../api-rout
 import { federationCommands } from "../federation";
 
 /** Federation behind an API key (4.11); the signed public routes are mounted by the gateway itself. */
-export const federationRoutes: readonly ApiRoute[] = [
+export const federationRoutes = [
   {
     operationId: "federationStatus",
     tag: "Federation",
@@ -38,4 +38,4 @@ export const federationRoutes: readonly ApiRoute[] = [
     documentedBody: federationCommands.dispatch.input.shape.body,
     summary: "Send an intent to an agent on another server as a signed envelope (10 s timeout, 502 on timeout or failure; Idempotency-Key honoured)",
   },
-];
+] as const satisfies readonly ApiRoute[];

@@ -3,7 +3,7 @@ import { governanceCommands, governancePolicyCommands } from "../governance";
 import { SuspensionRequest } from "../suspension";
 
 /** Governance policy, suspension, approvals and engagement (2.11, 4.5, 4.6). */
-export const governanceRoutes: readonly ApiRoute[] = [
+export const governanceRoutes = [
   {
     operationId: "governancePolicySet",
     tag: "Governance",
@@ -131,4 +131,4 @@ export const governanceRoutes: readonly ApiRoute[] = [
     errors: ["INTENT_NOT_FOUND"],
     summary: "Turn engagement signals into an engagement decision (spec 4.5), logged as engagement.decision",
   },
-];
+] as const satisfies readonly ApiRoute[];

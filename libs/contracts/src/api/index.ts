@@ -1,4 +1,5 @@
 import type { ApiRoute } from "../api-route";
+import type { z } from "../zod";
 import { intentsRoutes } from "./intents";
 import { agentRoutes } from "./registry";
 import { attachmentsRoutes } from "./attachments";
@@ -16,7 +17,7 @@ import { federationRoutes } from "./federation";
  * gateway mounts exactly these (in this order, so a literal path such as /memory/batch is tried
  * before /memory/{entry_id}); the OpenAPI document is rendered from them.
  */
-export const apiRoutes: readonly ApiRoute[] = [
+const catalogue = [
   ...intentsRoutes,
   ...agentRoutes,
   ...attachmentsRoutes,
@@ -28,4 +29,16 @@ export const apiRoutes: readonly ApiRoute[] = [
   ...memoryRoutes,
   ...channelsRoutes,
   ...federationRoutes,
-];
+] as const satisfies readonly ApiRoute[];
+
+export const apiRoutes: readonly ApiRoute[] = catalogue;
+
+/** The operationIds of the API. */
+export type OperationId = (typeof catalogue)[number]["operationId"];
+/** The catalogue entry of one operation, with its literal types. */
+export type RouteOf<Id extends OperationId> = Extract<(typeof catalogue)[number], { operationId: Id }>;
+/** What a success of the operation answers (unknown where the route documents no response). */
+export type ResponseOf<Id extends OperationId> = RouteOf<Id> extends { response: infer R extends z.ZodType } ? z.output<R> : unknown;
+
+/** One operation by its id. */
+export const routeById = <Id extends OperationId>(operationId: Id): RouteOf<Id> => apiRoutes.find((route) => route.operationId === operationId) as RouteOf<Id>;

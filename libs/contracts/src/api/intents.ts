@@ -3,7 +3,7 @@ import { Assignment, EventPage, Intent, IntentEvent, IntentPage, Lease } from ".
 import { intentsCommands } from "../subjects";
 
 /** Intents, their state, status, events, agents and leases (spec 4.1-4.4). */
-export const intentsRoutes: readonly ApiRoute[] = [
+export const intentsRoutes = [
   {
     operationId: "intentsCreate",
     tag: "Intents",
@@ -204,4 +204,4 @@ export const intentsRoutes: readonly ApiRoute[] = [
     errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_NOT_FOUND"],
     summary: "Release a lease",
   },
-];
+] as const satisfies readonly ApiRoute[];

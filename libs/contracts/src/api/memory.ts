@@ -3,7 +3,7 @@ import { MemoryDeleteFilter, MemoryEntry, MemoryQueryResponse, memoryCommands } 
 import { z } from "../zod";
 
 /** Memory (4.8), plus the routes of the official Python client and MCP server. */
-export const memoryRoutes: readonly ApiRoute[] = [
+export const memoryRoutes = [
   {
     operationId: "memoryBatch",
     tag: "Memory",
@@ -193,4 +193,4 @@ export const memoryRoutes: readonly ApiRoute[] = [
     response: z.array(MemoryEntry),
     summary: "An agent's memory as a bare list (the official Python client's route); same filters as GET /memory",
   },
-];
+] as const satisfies readonly ApiRoute[];

@@ -2,7 +2,7 @@ import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { Portfolio, PortfolioEventPage, PortfolioPage, portfoliosCommands } from "../portfolios";
 
 /** Portfolios (4.2). */
-export const portfoliosRoutes: readonly ApiRoute[] = [
+export const portfoliosRoutes = [
   {
     operationId: "portfoliosCreate",
     tag: "Portfolios",
@@ -106,4 +106,4 @@ export const portfoliosRoutes: readonly ApiRoute[] = [
     errors: ["INTENT_NOT_FOUND"],
     summary: "The portfolios an intent belongs to, in the order it joined them (paged: after, limit)",
   },
-];
+] as const satisfies readonly ApiRoute[];

@@ -2,7 +2,7 @@ import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { Agent, AgentEventPage, HeartbeatResponse, PoolCapacity, registryCommands } from "../registry";
 
 /** The agent registry (4.9), with the paths the official clients call as aliases. */
-export const agentRoutes: readonly ApiRoute[] = [
+export const agentRoutes = [
   {
     operationId: "agentsRegister",
     tag: "Agents",
@@ -142,4 +142,4 @@ export const agentRoutes: readonly ApiRoute[] = [
     response: PoolCapacity,
     summary: "Capacity of the pool of agents sharing a role_id",
   },
-];
+] as const satisfies readonly ApiRoute[];

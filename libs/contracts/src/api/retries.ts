@@ -2,7 +2,7 @@ import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { FailureList, FailureRecord, RetryPolicy, retryCommands } from "../retries";
 
 /** Retry policies and failures (4.4). */
-export const retriesRoutes: readonly ApiRoute[] = [
+export const retriesRoutes = [
   {
     operationId: "retriesPutPolicy",
     tag: "Retries",
@@ -53,4 +53,4 @@ export const retriesRoutes: readonly ApiRoute[] = [
     response: FailureList,
     summary: "Failure history, oldest first",
   },
-];
+] as const satisfies readonly ApiRoute[];

@@ -3,7 +3,7 @@ import { CreateTaskWithIntentBody, Task, TaskPage, taskCommands } from "../tasks
 import { z } from "../zod";
 
 /** Tasks (docs/tasks.md). Every answer carries the task's version as ETag. */
-export const tasksRoutes: readonly ApiRoute[] = [
+export const tasksRoutes = [
   {
     operationId: "tasksCreate",
     tag: "Tasks",
@@ -142,4 +142,4 @@ export const tasksRoutes: readonly ApiRoute[] = [
     response: Task,
     summary: "Cancel a task (coordinators and admins)",
   },
-];
+] as const satisfies readonly ApiRoute[];

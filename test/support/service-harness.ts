@@ -1,0 +1,64 @@
+import { inject } from "vitest";
+import { ManualClock, type CommandDef, type Caller, type z } from "@intentmesh/contracts";
+import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
+import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
+import { createLogger } from "@intentmesh/telemetry";
+import { createTestDatabase, testNamespace } from "./backends";
+import { deleteNamespaceStreams, startTestGateway, type TestCluster } from "./cluster";
+import { typedApi } from "./typed-api";
+
+/** What a service's start function takes in tests: the harness's connections and clock. */
+export interface HarnessConnections {
+  bus: Bus;
+  database: DatabaseHandle;
+  logger: ReturnType<typeof createLogger>;
+  clock: ManualClock;
+}
+
+export interface ServiceHarness<S> {
+  service: S;
+  bus: Bus;
+  database: DatabaseHandle;
+  clock: ManualClock;
+  /** Commands over the bus, with inputs typed by the catalogue. */
+  call<I extends z.ZodType>(command: CommandDef<I>, input: z.input<I>, caller?: Caller): Promise<unknown>;
+  /** The REST API through a gateway in front of this one service (other services' routes answer 503). */
+  api: ReturnType<typeof typedApi>;
+  rawApi: TestCluster["api"];
+  stop(): Promise<void>;
+}
+
+const ADMIN: Caller = { principal: "harness", roles: ["admin"], actor: "harness", agent_id: null };
+
+/**
+ * One service alone against the real NATS and PostgreSQL, in a database and bus namespace of its
+ * own, with a gateway in front: for the rules a service keeps by itself, without the whole cluster.
+ */
+export async function startServiceHarness<S extends { stop(): Promise<void> }>(start: (connections: HarnessConnections) => Promise<S>): Promise<ServiceHarness<S>> {
+  const testDb = await createTestDatabase(inject("databaseUrl"));
+  const namespace = testNamespace();
+  const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+  const database = await openDatabase({ url: testDb.url, poolSize: 5 });
+  const bus = await connectBus(inject("natsUrl"), `harness-${namespace}`, namespace);
+  const clock = new ManualClock(new Date());
+  const service = await start({ bus, database, logger, clock });
+  const { gateway, api } = await startTestGateway(bus, logger);
+  const client = new BusClient(bus, 10_000);
+  return {
+    service,
+    bus,
+    database,
+    clock,
+    call: (command, input, caller = ADMIN) => client.request(command, caller, input),
+    api: typedApi(api),
+    rawApi: api,
+    stop: async () => {
+      await gateway.stop();
+      await service.stop();
+      await deleteNamespaceStreams(bus, namespace);
+      await bus.close();
+      await database.close();
+      await testDb.drop();
+    },
+  };
+}
