@@ -32,6 +32,15 @@ describe("traces", () => {
     const bus = spans.find((s) => s.name === "im.intents.get");
     expect(bus).toBeDefined();
     expect(bus!.spanContext().traceId).toBe(http!.spanContext().traceId);
+    // ... and into the service's SQL: the statement that read the intent, a child of the bus span.
+    const sql = spans.filter((s) => s.attributes["db.system.name"] === "postgresql" && s.spanContext().traceId === http!.spanContext().traceId);
+    expect(sql.length, spans.map((s) => s.name).join(", ")).toBeGreaterThan(0);
+    const read = sql.find((s) => String(s.attributes["db.query.text"]).includes("intents"));
+    expect(read).toBeDefined();
+    expect(read!.parentSpanContext?.spanId).toBe(bus!.spanContext().spanId);
+    expect(read!.name).toMatch(/^(SELECT|WITH) /);
+    // The text is parameterized: the intent's id, a value, is not in it.
+    for (const span of sql) expect(String(span.attributes["db.query.text"])).not.toContain(intent.id);
   });
 
   it("exports only when the standard OTEL_* variables ask for it", () => {

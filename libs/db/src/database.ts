@@ -2,7 +2,7 @@ import path from "node:path";
 import fs from "node:fs";
 import pg from "pg";
 import { sql } from "drizzle-orm";
-import { scrapedGauge } from "@intentmesh/telemetry";
+import { scrapedGauge, traceSqlStatements } from "@intentmesh/telemetry";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
@@ -64,7 +64,12 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   // Nor may a connection lost while checked out (in a transaction, between two statements): pg
   // emits 'error' on the client, and an 'error' event with no listener ends the process. The
   // statement in flight fails on its own and the pool discards the broken client on release.
-  pool.on("connect", (client) => client.on("error", () => undefined));
+  // Every statement gets a client span inside the request's trace (libs/telemetry sql-spans).
+  const target = sqlTarget(url);
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+    traceSqlStatements(client, target);
+  });
   openPools.add(pool);
   const db = drizzlePg(pool) as unknown as Database;
   db.transaction = releasingTransaction(pool);
@@ -95,6 +100,16 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
       return pool.end();
     },
   };
+}
+
+/** Database, host and port of a connection URL, for span attributes (never its user or password). */
+function sqlTarget(url: string): { database?: string; host?: string; port?: number } {
+  try {
+    const parsed = new URL(url);
+    return { database: decodeURIComponent(parsed.pathname.slice(1)) || undefined, host: parsed.hostname || undefined, port: parsed.port ? Number(parsed.port) : 5432 };
+  } catch {
+    return {};
+  }
 }
 
 async function openPglite(dir: string): Promise<DatabaseHandle> {
