@@ -98,7 +98,7 @@ describe("a service process's own /metrics (METRICS_PORT)", () => {
     await testDb?.drop();
   });
 
-  it("serves the bus metrics of the commands it answered", async () => {
+  it("serves the bus metrics of the commands it answered, and /healthz and /readyz for its probes", async () => {
     testDb = await createTestDatabase(inject("databaseUrl"));
     const port = await new Promise<number>((resolve) => {
       const probe = net.createServer().listen(0, "127.0.0.1", () => {
@@ -115,6 +115,23 @@ describe("a service process's own /metrics (METRICS_PORT)", () => {
       const text = await scrape(`http://127.0.0.1:${port}/metrics`);
       expect(valueOf(text, 'intentmesh_bus_requests_total{subject="im.registry.health",outcome="ok"}')).toBeGreaterThanOrEqual(1);
       expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+      // The probes of the process itself: alive, and ready while its database and NATS answer.
+      expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toEqual({ status: "ok" });
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toEqual({ ready: true, nats: "ok", database: "ok" });
+      // Its database gone (dropped under it), the process stays alive but is no longer ready.
+      await testDb!.drop();
+      testDb = undefined;
+      const deadline = Date.now() + 10_000;
+      let notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
+      while (notReady.status === 200 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
+      }
+      expect(notReady.status).toBe(503);
+      expect(await notReady.json()).toMatchObject({ ready: false, database: "unreachable" });
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
     } finally {
       if (child) await killServiceProcess(child);
       child = undefined;

@@ -34,7 +34,16 @@ export async function runService<E extends z.ZodRawShape, S extends RunningServi
     const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
     const bus = await connectBus(config.NATS_URL, name, config.BUS_NAMESPACE);
     const service = await start({ config, logger, database, bus });
-    const metricsServer = config.METRICS_PORT ? await serveMetrics(config.METRICS_PORT) : undefined;
+    // /healthz, /readyz (this process's own dependencies: its database and NATS) and /metrics.
+    const readiness = async () => {
+      const nats = !bus.nc.isClosed() && !bus.nc.isDraining();
+      const databaseUp = await database.ping().then(
+        () => true,
+        () => false,
+      );
+      return { ready: nats && databaseUp, nats: nats ? "ok" : "disconnected", database: databaseUp ? "ok" : "unreachable" };
+    };
+    const metricsServer = config.METRICS_PORT ? await serveMetrics(config.METRICS_PORT, "0.0.0.0", readiness) : undefined;
     stopOnSignals(logger, [
       () => service.stop(),
       () => new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve())),

@@ -3,5 +3,5 @@ export { exportRequested, startTracing, stopTracing, tracer } from "./tracing";
 export { stopOnSignals } from "./shutdown";
 export { StartupError, isStartupError, redactUrl, runMain } from "./startup";
 export { REQUEST_ID_HEADER, currentRequestId, requestIdFrom, withRequestId } from "./request-context";
-export { metrics, metricsText, METRICS_CONTENT_TYPE, registry as metricsRegistry, scrapedGauge, serveMetrics, timed } from "./metrics";
+export { metrics, metricsText, METRICS_CONTENT_TYPE, registry as metricsRegistry, scrapedGauge, serveMetrics, timed, type ReadinessReport } from "./metrics";
 export { traceSqlStatements } from "./sql-spans";

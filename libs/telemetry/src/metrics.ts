@@ -66,13 +66,32 @@ export async function timed<T>(histogram: Histogram, labels: Record<string, stri
 export const metricsText = () => registry.metrics();
 export const METRICS_CONTENT_TYPE = registry.contentType;
 
+/** What a process says of its own dependencies for /readyz. */
+export interface ReadinessReport {
+  ready: boolean;
+  [dependency: string]: unknown;
+}
+
 /**
- * A service process's /metrics listener (METRICS_PORT; the gateway serves /metrics on its own
- * port). Answers /metrics only.
+ * A service process's operations listener (METRICS_PORT; the gateway serves the same paths on
+ * its own port): /metrics in Prometheus text, /healthz (the process answers: liveness) and
+ * /readyz (its own dependencies, from `readiness`: 200 when ready, else 503), for the probes of
+ * an orchestrator. Nothing else is served, and nothing here carries data.
  */
-export async function serveMetrics(port: number, host = "0.0.0.0"): Promise<http.Server> {
+export async function serveMetrics(port: number, host = "0.0.0.0", readiness?: () => Promise<ReadinessReport>): Promise<http.Server> {
+  const json = (res: http.ServerResponse, status: number, body: unknown) => res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(body));
   const server = http.createServer((req, res) => {
-    if (req.url !== "/metrics") {
+    const path = (req.url ?? "").split("?")[0];
+    if (path === "/healthz") return json(res, 200, { status: "ok" });
+    if (path === "/readyz") {
+      if (!readiness) return json(res, 200, { ready: true });
+      readiness().then(
+        (report) => json(res, report.ready ? 200 : 503, report),
+        () => json(res, 503, { ready: false }),
+      );
+      return;
+    }
+    if (path !== "/metrics") {
       res.writeHead(404).end();
       return;
     }
