@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { openDatabase, parseConfig } from "@intentmesh/db";
+import { natsAuthOf, openDatabase, parseConfig } from "@intentmesh/db";
 import { connectBus, natsReachable } from "@intentmesh/bus";
 import { StartupError, createLogger, redactUrl, runMain, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService } from "../services/intents/src/service";
@@ -34,7 +34,7 @@ await runMain("intentmesh", async () => {
   const keys = loadApiKeys(config.API_KEYS, keysFile);
 
   const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
-  const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE);
+  const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE, natsAuthOf(config));
   const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
   const registry = await startRegistryService({ bus, database, logger: createLogger("registry", config.LOG_LEVEL) });
   const memory = await startMemoryService({ bus, database, logger: createLogger("memory", config.LOG_LEVEL) });

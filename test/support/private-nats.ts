@@ -15,9 +15,13 @@ export class PrivateNats {
     readonly storeDir: string,
   ) {}
 
-  static async start(): Promise<PrivateNats> {
+  /** Extra nats-server arguments, e.g. `--user u --pass p` for a server that asks for credentials. */
+  private extraArgs: string[] = [];
+
+  static async start(extraArgs: string[] = []): Promise<PrivateNats> {
     const port = await freePort();
     const nats = new PrivateNats(port, fs.mkdtempSync(path.join(os.tmpdir(), "im-nats-")));
+    nats.extraArgs = extraArgs;
     await nats.startServer();
     return nats;
   }
@@ -28,7 +32,7 @@ export class PrivateNats {
 
   async startServer(): Promise<void> {
     const bin = process.env.NATS_SERVER_BIN ?? "nats-server";
-    this.child = spawn(bin, ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.storeDir], { stdio: "ignore" });
+    this.child = spawn(bin, ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.storeDir, ...this.extraArgs], { stdio: "ignore" });
     const spawned = this.child;
     await new Promise<void>((resolve, reject) => {
       spawned.once("error", (error) => reject(new Error(`cannot run ${bin} (set NATS_SERVER_BIN or put nats-server on PATH): ${error.message}`)));

@@ -17,6 +17,13 @@ export interface Bus {
 
 export const DEFAULT_NAMESPACE = "im";
 
+/** NATS credentials (NATS_USER and NATS_PASSWORD, or NATS_TOKEN); none when the server asks for none. */
+export interface NatsAuth {
+  user?: string;
+  pass?: string;
+  token?: string;
+}
+
 /** How long the first connection to NATS may take. */
 const CONNECT_TIMEOUT_MS = 3000;
 
@@ -24,13 +31,14 @@ const CONNECT_TIMEOUT_MS = 3000;
  * Connects to NATS with JetStream. Reconnects forever: a NATS restart pauses the service, it
  * does not end it. The connection name shows up in NATS monitoring.
  */
-export async function connectBus(url: string, name: string, namespace = DEFAULT_NAMESPACE): Promise<Bus> {
+export async function connectBus(url: string, name: string, namespace = DEFAULT_NAMESPACE, auth: NatsAuth = {}): Promise<Bus> {
   if (!/^[a-z][a-z0-9_-]{0,30}$/.test(namespace)) throw new Error(`BUS_NAMESPACE ${namespace} must be lowercase letters, digits, _ or -`);
   // noAsyncTraces: the client would otherwise build an Error (a stack capture) for every request
   // and publish, which costs more than the request itself; our errors carry the subject instead.
   // The first connect gives up after a few seconds (a port that is not NATS never answers its
   // handshake); once connected, the client reconnects forever.
-  const nc = await connect({ servers: url.split(","), name, timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true }).catch(
+  const credentials = { ...(auth.user ? { user: auth.user, pass: auth.pass } : {}), ...(auth.token ? { token: auth.token } : {}) };
+  const nc = await connect({ servers: url.split(","), name, timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true, ...credentials }).catch(
     (error: unknown) => {
       const reason = (error as Error)?.name === "TimeoutError" ? "no NATS handshake in time: is it a NATS port?" : String((error as Error)?.message ?? error);
       throw new StartupError("NATS_URL", `NATS at ${redactUrl(url)} cannot be reached (${reason}): start nats-server -js, or set NATS_URL to a running server`);

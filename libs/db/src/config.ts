@@ -16,6 +16,10 @@ export function parseConfig<S extends z.ZodType>(service: string, schema: S, env
 /** Variables every service reads. */
 export const baseConfigSchema = z.object({
   NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  /** NATS credentials, when the server asks for them: user and password, or a token. */
+  NATS_USER: z.string().optional(),
+  NATS_PASSWORD: z.string().optional(),
+  NATS_TOKEN: z.string().optional(),
   BUS_NAMESPACE: z.string().regex(/^[a-z][a-z0-9_-]{0,30}$/, "must be lowercase letters, digits, _ or -").default("im"),
   DATABASE_URL: z.preprocess(
     (value) => (value === "" ? undefined : value),
@@ -28,3 +32,10 @@ export const baseConfigSchema = z.object({
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
 });
 export type BaseConfig = z.infer<typeof baseConfigSchema>;
+
+/** The NATS credentials of a configuration, as connectBus takes them. */
+export const natsAuthOf = (config: Pick<BaseConfig, "NATS_USER" | "NATS_PASSWORD" | "NATS_TOKEN">) => ({
+  user: config.NATS_USER,
+  pass: config.NATS_PASSWORD,
+  token: config.NATS_TOKEN,
+});

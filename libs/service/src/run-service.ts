@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { baseConfigSchema, openDatabase, parseConfig, type BaseConfig, type DatabaseHandle } from "@intentmesh/db";
+import { baseConfigSchema, natsAuthOf, openDatabase, parseConfig, type BaseConfig, type DatabaseHandle } from "@intentmesh/db";
 import { connectBus, type Bus } from "@intentmesh/bus";
 import { createLogger, runMain, serveMetrics, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
 
@@ -32,7 +32,7 @@ export async function runService<E extends z.ZodRawShape, S extends RunningServi
     startTracing(name);
     const logger = createLogger(name, config.LOG_LEVEL);
     const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
-    const bus = await connectBus(config.NATS_URL, name, config.BUS_NAMESPACE);
+    const bus = await connectBus(config.NATS_URL, name, config.BUS_NAMESPACE, natsAuthOf(config));
     const service = await start({ config, logger, database, bus });
     // /healthz, /readyz (this process's own dependencies: its database and NATS) and /metrics.
     const readiness = async () => {

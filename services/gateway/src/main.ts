@@ -1,4 +1,4 @@
-import { parseConfig } from "@intentmesh/db";
+import { natsAuthOf, parseConfig } from "@intentmesh/db";
 import { connectBus } from "@intentmesh/bus";
 import { createLogger, runMain, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { gatewayConfigSchema } from "./config";
@@ -12,7 +12,7 @@ await runMain("gateway", async () => {
   startTracing("gateway");
   const logger = createLogger("gateway", config.LOG_LEVEL);
   const keys = loadApiKeys(config.API_KEYS, config.API_KEYS_FILE);
-  const bus = await connectBus(config.NATS_URL, "gateway", config.BUS_NAMESPACE);
+  const bus = await connectBus(config.NATS_URL, "gateway", config.BUS_NAMESPACE, natsAuthOf(config));
   const gateway = await createGateway({
     bus,
     keys,
