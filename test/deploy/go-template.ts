@@ -111,7 +111,8 @@ function trimMarkers(pieces: Piece[]): Piece[] {
   return pieces;
 }
 
-type Token = { t: "ident" | "field" | "var" | "string" | "number" | "(" | ")" | "|" | ":=" | "=" | ","; v: string };
+/** `glued`: written right after the previous token, as in `(expr).Field` (a field of the result, not an argument). */
+type Token = { t: "ident" | "field" | "var" | "string" | "number" | "(" | ")" | "|" | ":=" | "=" | ","; v: string; glued?: boolean };
 
 function tokenize(action: string): Token[] {
   const tokens: Token[] = [];
@@ -143,7 +144,7 @@ function tokenize(action: string): Token[] {
       tokens.push({ t: "var", v: m[0] });
       i += m[0].length;
     } else if ((m = /^\.(?:[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)?/.exec(rest))) {
-      tokens.push({ t: "field", v: m[0] });
+      tokens.push({ t: "field", v: m[0], glued: i > 0 && action[i - 1] === ")" });
       i += m[0].length;
     } else if ((m = /^-?\d+(?:\.\d+)?/.exec(rest))) {
       tokens.push({ t: "number", v: m[0] });
@@ -210,7 +211,7 @@ class Parser {
         const pipe = this.pipeline();
         if (this.next().t !== ")") throw new TemplateError("missing )");
         let path: string[] = [];
-        if (this.peek()?.t === "field" && this.peek()!.v !== ".") path = this.next().v.slice(1).split(".");
+        if (this.peek()?.t === "field" && this.peek()!.glued && this.peek()!.v !== ".") path = this.next().v.slice(1).split(".");
         return { kind: "sub", pipe, path };
       }
       default:

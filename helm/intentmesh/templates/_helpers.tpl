@@ -38,21 +38,37 @@ app.kubernetes.io/component: {{ .name }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
 {{- end }}
 
-{{/* Secret and key holding DATABASE_URL; fails when no database is configured. */}}
+{{/*
+Secret and key holding one backing service's DATABASE_URL: the service's own database setting,
+else the shared one. Call with (dict "root" $ "name" $name "svc" $svc); fails when neither is set.
+*/}}
 {{- define "intentmesh.databaseSecretName" -}}
-{{- if and .Values.database.url .Values.database.existingSecret }}
-{{- fail "set only one of database.url and database.existingSecret" }}
-{{- else if .Values.database.existingSecret }}
-{{- .Values.database.existingSecret }}
-{{- else if .Values.database.url }}
-{{- printf "%s-database" (include "intentmesh.fullname" .) }}
+{{- $own := dig "database" (dict) .svc }}
+{{- $shared := .root.Values.database }}
+{{- if and (dig "url" "" $own) (dig "existingSecret" "" $own) }}
+{{- fail (printf "services.%s.database: set only one of url and existingSecret" .name) }}
+{{- else if dig "existingSecret" "" $own }}
+{{- $own.existingSecret }}
+{{- else if dig "url" "" $own }}
+{{- printf "%s-database" (include "intentmesh.serviceFullname" (dict "root" .root "name" .name)) }}
+{{- else if and $shared.url $shared.existingSecret }}
+{{- fail "database: set only one of url and existingSecret" }}
+{{- else if $shared.existingSecret }}
+{{- $shared.existingSecret }}
+{{- else if $shared.url }}
+{{- printf "%s-database" (include "intentmesh.fullname" .root) }}
 {{- else }}
-{{- fail "a PostgreSQL database is required: set database.url or database.existingSecret" }}
+{{- fail (printf "the %s service needs PostgreSQL: set services.%s.database.url (or .existingSecret), or database.url (or database.existingSecret)" .name .name) }}
 {{- end }}
 {{- end }}
 
 {{- define "intentmesh.databaseSecretKey" -}}
-{{- if .Values.database.existingSecret }}{{ .Values.database.existingSecretKey }}{{ else }}DATABASE_URL{{ end }}
+{{- $own := dig "database" (dict) .svc }}
+{{- if dig "existingSecret" "" $own }}{{ dig "existingSecretKey" "DATABASE_URL" $own }}
+{{- else if dig "url" "" $own }}DATABASE_URL
+{{- else if .root.Values.database.existingSecret }}{{ .root.Values.database.existingSecretKey }}
+{{- else }}DATABASE_URL
+{{- end }}
 {{- end }}
 
 {{/* Secret and key holding the API keys JSON; fails when none is configured. */}}
@@ -70,4 +86,19 @@ app.kubernetes.io/component: {{ .name }}
 
 {{- define "intentmesh.apiKeysSecretKey" -}}
 {{- if .Values.apiKeys.existingSecret }}{{ .Values.apiKeys.existingSecretKey }}{{ else }}api-keys.json{{ end }}
+{{- end }}
+
+{{/* The Secret holding NATS credentials, or "" when NATS asks for none. */}}
+{{- define "intentmesh.natsSecretName" -}}
+{{- $auth := .Values.nats.auth }}
+{{- if $auth.existingSecret }}
+{{- $auth.existingSecret }}
+{{- else if or $auth.user $auth.token }}
+{{- printf "%s-nats" (include "intentmesh.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* Whether a service has a HorizontalPodAutoscaler. Call with (dict "root" $ "svc" $svc). */}}
+{{- define "intentmesh.autoscaled" -}}
+{{- if dig "autoscaling" "enabled" .root.Values.autoscaling.enabled .svc }}true{{ end }}
 {{- end }}
