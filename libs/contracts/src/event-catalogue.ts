@@ -134,13 +134,44 @@ const define = (name: string, logs: readonly EventLog[], payload: ZodType, descr
   description,
 });
 
+// Pinned payloads of the intents service's own events: what every writer of the type (handlers,
+// the SQL hot paths, sweepers, projections) puts there. Extra fields a writer adds for a case
+// (suspension_id, budget, renewal) pass through; the named ones are always there. The test
+// cluster checks every event of every test against these when it stops (test/support/cluster.ts).
+const Version = z.number().int().positive();
+const StatusChangedPayload = z
+  .object({ from: z.string(), to: z.string(), reason: z.string().nullable(), version: Version })
+  .passthrough();
+const StatePatchedPayload = z.object({ patches: z.array(z.object({ op: z.string(), path: z.string() }).passthrough()), version: Version }).passthrough();
+const LeaseAcquiredPayload = z.object({ lease_id: Id, agent_id: Id, scope: z.string(), expires_at: z.string() }).passthrough();
+const LeaseReleasedPayload = z
+  .object({ lease_id: Id, agent_id: Id, scope: z.string(), reason: z.enum(["released", "expired", "agent_dead", "agent_deregistered", "fallback"]) })
+  .passthrough();
+const AgentAssignmentPayload = z.object({ agent_id: Id }).passthrough();
+const SuspendedPayload = z.object({ suspension: z.object({ id: Id }).passthrough(), version: Version }).passthrough();
+
+const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
+  [intentEventTypes.statusChanged, StatusChangedPayload],
+  [intentEventTypes.statePatched, StatePatchedPayload],
+  [intentEventTypes.leaseAcquired, LeaseAcquiredPayload],
+  [intentEventTypes.leaseReleased, LeaseReleasedPayload],
+  [intentEventTypes.agentAssigned, AgentAssignmentPayload],
+  [intentEventTypes.agentUnassigned, AgentAssignmentPayload],
+  [intentEventTypes.suspended, SuspendedPayload],
+]);
+
 /** Intent events the registry projects onto the agent's own log under the same name. */
 const projectedToAgents: ReadonlySet<string> = new Set([agentEventTypes.assigned, agentEventTypes.unassigned]);
 
 /** Events the owning service (intents, registry) writes itself. Payloads not pinned yet (step 2). */
 const ownEvents: EventDefinition[] = [
   ...Object.values(intentEventTypes).map((name) =>
-    define(name, projectedToAgents.has(name) ? ["intent", "agent"] : ["intent"], openPayload(), "written by the intents service; payload not yet pinned"),
+    define(
+      name,
+      projectedToAgents.has(name) ? ["intent", "agent"] : ["intent"],
+      pinnedIntentPayloads.get(name) ?? openPayload(),
+      pinnedIntentPayloads.has(name) ? "written by the intents service; payload pinned" : "written by the intents service; payload not yet pinned",
+    ),
   ),
   ...Object.values(portfolioEventTypes).map((name) => define(name, ["portfolio"], openPayload(), "written by the intents service; payload not yet pinned")),
   ...[agentEventTypes.lifecycle, agentEventTypes.warning, agentEventTypes.command].map((name) =>

@@ -25,7 +25,7 @@ export const channelsRoutes = [
     command: channelsCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: [],
+    errors: ["INTENT_NOT_FOUND"],
     summary: "The intent's channels, oldest first: {channels, next_cursor, has_more}",
   },
   {

@@ -189,7 +189,7 @@ export const intentsRoutes = [
     body: "body",
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
-    errors: ["NOT_LEASE_HOLDER"],
+    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_RELEASED", "NOT_LEASE_HOLDER"],
     response: Lease,
     summary: "Renew a lease (alias of POST .../renew used by the OpenIntent clients)",
   },

@@ -91,7 +91,7 @@ export const portfoliosRoutes = [
     command: portfoliosCommands.listEvents,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: [],
+    errors: ["PORTFOLIO_NOT_FOUND"],
     response: PortfolioEventPage,
     summary: "Read the portfolio's event log, oldest first",
   },
