@@ -11,7 +11,7 @@ import path from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
 import { CLUSTER_SERVICES } from "@intentmesh/contracts";
-import { BENCH_DIR, freePort, startNode, stopAll, waitForOk } from "./lib/processes";
+import { BENCH_DIR, freePort, startNode, stopAll, waitForServices } from "./lib/processes";
 import { percentile } from "./lib/sse-fanout";
 
 const seconds = Number(process.env.BENCH_SECONDS || 10);
@@ -44,7 +44,7 @@ async function main() {
   });
   const headers = { "content-type": "application/json", "x-api-key": apiKey };
   try {
-    await waitForOk(`${base}/readyz`, [...children, gateway]);
+    await waitForServices(base, ["intents", "registry", "memory"], [...children, gateway]);
     const load = os.loadavg()[0]!.toFixed(2);
 
     // memory_write

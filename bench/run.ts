@@ -17,7 +17,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { BENCH_DIR, freePort, killAllNow, startNode, stopAll, tailOf, waitForOk, type Child } from "./lib/processes";
+import { BENCH_DIR, freePort, killAllNow, startNode, stopAll, tailOf, waitForOk, waitForServices, type Child } from "./lib/processes";
 import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile, runFanout, type FanoutResult } from "./lib/sse-fanout";
 import { heartbeatClientSetup, registerHeartbeatAgents, registerRequests } from "./lib/agents";
@@ -255,7 +255,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForOk(`${baseUrl}/readyz`, [intents, registry, governance, memory, federation, channels, gateway]);
+  await waitForServices(baseUrl, ["intents", "registry", "governance", "memory", "federation", "channels"], [intents, registry, governance, memory, federation, channels, gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair

@@ -125,6 +125,24 @@ export function freePort(): Promise<number> {
 }
 
 /** Polls url until it answers 200; fails early when one of `watch` exits. */
+/**
+ * Waits until the gateway's /readyz reports every named service as answering: readiness alone
+ * is not enough, since the gateway is ready as soon as one service answers (the others' routes
+ * would answer 503 until they start).
+ */
+export async function waitForServices(gatewayUrl: string, services: string[], watch: Child[], timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let missing = services;
+  while (Date.now() < deadline) {
+    await waitForOk(`${gatewayUrl}/readyz`, watch, Math.max(1000, deadline - Date.now()));
+    const report = (await (await fetch(`${gatewayUrl}/readyz`)).json()) as { services?: Record<string, { error?: string }> };
+    missing = services.filter((name) => !report.services?.[name] || report.services[name]!.error !== undefined);
+    if (!missing.length) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${missing.join(", ")} did not answer the gateway's health checks within ${timeoutMs} ms`);
+}
+
 export async function waitForOk(url: string, watch: Child[], timeoutMs = 60_000, headers: Record<string, string> = {}): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "no answer";
