@@ -4,7 +4,10 @@ import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
 import { ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
-import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
+import { BusClient, commandChecks, connectBus, type Bus } from "@intentmesh/bus";
+
+// Every answer of every command in every test is held to the catalogue's output schema.
+commandChecks.outputs = true;
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";

@@ -1,6 +1,8 @@
 import { inject } from "vitest";
 import { ManualClock, type CommandDef, type Caller, type z } from "@intentmesh/contracts";
-import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
+import { BusClient, commandChecks, connectBus, type Bus } from "@intentmesh/bus";
+
+commandChecks.outputs = true;
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { createTestDatabase, testNamespace } from "./backends";

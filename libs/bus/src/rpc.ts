@@ -6,6 +6,7 @@ import {
   TOO_LARGE_ISSUE,
   errors,
   healthCommand,
+  commandOutputSchema,
   findUnsafeJsonValue,
   isAppError,
   unsafeJsonError,
@@ -38,6 +39,23 @@ export class RawJson {
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * TEST-ONLY: when on, every answer is checked against its command's output schema in the
+ * catalogue (commandOutputSchema of libs/contracts) and one that drifted becomes a 500 naming the
+ * difference, so a handler and its documented output cannot part ways unnoticed. Off in production.
+ */
+export const commandChecks = { outputs: false };
+
+function assertCatalogued(subject: string, data: unknown): void {
+  const schema = commandOutputSchema(subject);
+  if (!schema) return;
+  const wire: unknown = data instanceof RawJson ? JSON.parse(data.json) : JSON.parse(JSON.stringify(data ?? null));
+  const checked = schema.safeParse(wire);
+  if (checked.success) return;
+  const issue = checked.error.issues[0]!;
+  throw appError("INTERNAL_ERROR", `${subject} answered what its catalogued output does not allow: ${issue.path.join(".") || "(answer)"}: ${issue.message}`);
+}
 const decoder = new TextDecoder();
 
 export type CommandHandler<I extends z.ZodType, O> = (input: z.infer<I>, caller: Caller) => Promise<O>;
@@ -89,6 +107,7 @@ async function replyTo<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, han
   const hdrs = natsHeaders();
   try {
     const data = await handle(msg, def, handler);
+    if (commandChecks.outputs) assertCatalogued(def.subject, data);
     hdrs.set(REPLY_STATUS_HEADER, "ok");
     const version = (data as { version?: unknown } | null)?.version;
     if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));

@@ -25,3 +25,5 @@ export * from "./event-catalogue";
 export * from "./error-catalogue";
 export * from "./api-route";
 export * from "./api/index";
+export * from "./responses";
+export * from "./command-outputs";

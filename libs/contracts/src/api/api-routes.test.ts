@@ -44,3 +44,12 @@ describe("the REST route catalogue", () => {
     }
   });
 });
+
+describe("the command catalogue's outputs", () => {
+  it("gives every bus command an output schema: its own, or its REST route's response", async () => {
+    const { listCommands } = await import("../subjects-doc");
+    const { commandOutputSchema } = await import("../command-outputs");
+    const missing = listCommands().filter((command) => !commandOutputSchema(command.subject)).map((command) => command.subject);
+    expect(missing).toEqual([]);
+  });
+});

@@ -38,6 +38,7 @@ export const attachmentsRoutes = [
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
     errors: ["ATTACHMENT_NOT_FOUND", "INTENT_NOT_FOUND"],
+    response: Attachment,
     summary: "Delete an attachment (uploader, coordinator or admin); answers the removed attachment",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,5 +1,6 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { Channel, Message, channelsCommands } from "../channels";
+import { ChannelDeleted, ChannelPage } from "../responses";
 import { z } from "../zod";
 
 /** Channels and messages (4.7), and rule 10's implicit creation at /intents/{id}/channels/{name}/messages (docs/channels.md). */
@@ -26,6 +27,7 @@ export const channelsRoutes = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: ChannelPage,
     summary: "The intent's channels, oldest first: {channels, next_cursor, has_more}",
   },
   {
@@ -72,6 +74,7 @@ export const channelsRoutes = [
     command: channelsCommands.delete,
     access: { roles: ALL_ROLES },
     errors: ["CHANNEL_NOT_FOUND"],
+    response: ChannelDeleted,
     summary: "Close and delete the channel and its messages",
   },
   {

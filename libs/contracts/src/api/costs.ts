@@ -1,5 +1,6 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { CostPage, CostRecord, costsCommands } from "../costs";
+import { Intent } from "../intents";
 
 /** Costs and budgets (4.4). */
 export const costsRoutes = [
@@ -39,6 +40,7 @@ export const costsRoutes = [
     etag: true,
     access: { roles: HUMAN_ROLES },
     errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
+    response: Intent,
     summary: "Replace constraints.budget (If-Match required; operators, coordinators, admins); may lift or impose a budget block",
   },
 ] as const satisfies readonly ApiRoute[];

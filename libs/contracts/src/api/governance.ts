@@ -1,5 +1,7 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { governanceCommands, governancePolicyCommands } from "../governance";
+import { Intent } from "../intents";
+import { Approval, ApprovalList, EngagementDecisionSchema, GovernancePolicyView, SuspensionResponse } from "../responses";
 import { SuspensionRequest } from "../suspension";
 
 /** Governance policy, suspension, approvals and engagement (2.11, 4.5, 4.6). */
@@ -15,6 +17,7 @@ export const governanceRoutes = [
     etag: true,
     access: { roles: HUMAN_ROLES },
     errors: ["PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
+    response: Intent,
     summary: "Set the governance policy (spec 2.11; If-Match required); answers the intent at its new version",
   },
   {
@@ -25,6 +28,7 @@ export const governanceRoutes = [
     command: governancePolicyCommands.get,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: GovernancePolicyView,
     summary: "The policy and the effective policy (defaults filled in)",
   },
   {
@@ -37,6 +41,7 @@ export const governanceRoutes = [
     etag: true,
     access: { roles: HUMAN_ROLES },
     errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
+    response: Intent,
     summary: "Remove the governance policy (If-Match required)",
   },
   {
@@ -52,6 +57,7 @@ export const governanceRoutes = [
     access: { roles: ALL_ROLES },
     errors: ["INVALID_TRANSITION", "VERSION_MISMATCH"],
     documentedBody: SuspensionRequest,
+    response: Intent,
     summary: "Suspend an active intent for operator input (SuspensionRecord, spec 2.9); the server times it out",
   },
   {
@@ -63,6 +69,7 @@ export const governanceRoutes = [
     body: "body",
     access: { roles: HUMAN_ROLES },
     errors: ["INVALID_RESPONSE_VALUE", "NOT_SUSPENDED", "SUSPENSION_ID_REQUIRED", "SUSPENSION_MISMATCH"],
+    response: SuspensionResponse,
     summary: "Answer the active suspension (operators, coordinators, admins); the intent resumes",
   },
   {
@@ -75,6 +82,7 @@ export const governanceRoutes = [
     status: 201,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: Approval,
     summary: "Request an approval (pending until approved or denied)",
   },
   {
@@ -86,6 +94,7 @@ export const governanceRoutes = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: ApprovalList,
     summary: "List the intent's approvals, oldest first",
   },
   {
@@ -96,6 +105,7 @@ export const governanceRoutes = [
     command: governanceCommands.getApproval,
     access: { roles: ALL_ROLES },
     errors: ["APPROVAL_NOT_FOUND"],
+    response: Approval,
     summary: "Read an approval",
   },
   {
@@ -107,6 +117,7 @@ export const governanceRoutes = [
     body: "body",
     access: { roles: HUMAN_ROLES },
     errors: ["APPROVAL_NOT_PENDING", "SELF_APPROVAL"],
+    response: Approval,
     summary: "Approve a pending approval (operators, coordinators, admins; never its requester)",
   },
   {
@@ -118,6 +129,7 @@ export const governanceRoutes = [
     body: "body",
     access: { roles: HUMAN_ROLES },
     errors: ["APPROVAL_NOT_PENDING"],
+    response: Approval,
     summary: "Deny a pending approval (optional reason)",
   },
   {
@@ -129,6 +141,7 @@ export const governanceRoutes = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: EngagementDecisionSchema,
     summary: "Turn engagement signals into an engagement decision (spec 4.5), logged as engagement.decision",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,5 +1,6 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { Assignment, EventPage, Intent, IntentEvent, IntentPage, Lease } from "../intents";
+import { AssignmentList, LeaseList } from "../responses";
 import { intentsCommands } from "../subjects";
 
 /** Intents, their state, status, events, agents and leases (spec 4.1-4.4). */
@@ -118,6 +119,7 @@ export const intentsRoutes = [
     command: intentsCommands.listAgents,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: AssignmentList,
     summary: "List assigned agents",
   },
   {
@@ -129,6 +131,7 @@ export const intentsRoutes = [
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
     errors: ["ASSIGNMENT_NOT_FOUND", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"],
+    response: Assignment,
     summary: "Unassign an agent",
   },
   {
@@ -154,6 +157,7 @@ export const intentsRoutes = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: LeaseList,
     summary: "List leases",
   },
   {
@@ -202,6 +206,7 @@ export const intentsRoutes = [
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
     errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_NOT_FOUND"],
+    response: Lease,
     summary: "Release a lease",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,5 +1,6 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { MemoryDeleteFilter, MemoryEntry, MemoryQueryResponse, memoryCommands } from "../memory";
+import { EpisodicCapacity, MemoryBatchDeleted, MemoryBatchResult, MemoryEntryDeleted, MemoryNamespace, MemoryNamespaceList, MemorySummary } from "../responses";
 import { z } from "../zod";
 
 /** Memory (4.8), plus the routes of the official Python client and MCP server. */
@@ -13,6 +14,7 @@ export const memoryRoutes = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: ["VERSION_MISMATCH"],
+    response: MemoryBatchResult,
     summary: "Create or update many memory entries atomically: {entries: [create body | {id, if_match, ...patch}]}",
   },
   {
@@ -25,6 +27,7 @@ export const memoryRoutes = [
     access: { roles: ALL_ROLES },
     errors: [],
     documentedBody: MemoryDeleteFilter,
+    response: MemoryBatchDeleted,
     summary: "Delete the entries matching a filter that the caller may write (at most 1000 per call)",
   },
   {
@@ -35,6 +38,7 @@ export const memoryRoutes = [
     command: memoryCommands.namespaces,
     access: { roles: ALL_ROLES },
     errors: [],
+    response: MemoryNamespaceList,
     summary: "Semantic namespaces the caller may read",
   },
   {
@@ -45,6 +49,7 @@ export const memoryRoutes = [
     command: memoryCommands.getNamespace,
     access: { roles: ALL_ROLES },
     errors: [],
+    response: MemoryNamespace,
     summary: "A namespace's details and permissions",
   },
   {
@@ -56,6 +61,7 @@ export const memoryRoutes = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: ["ACCESS_DENIED"],
+    response: MemoryNamespace,
     summary: "Set a namespace's permission object (memory.admin only)",
   },
   {
@@ -118,6 +124,7 @@ export const memoryRoutes = [
     command: memoryCommands.delete,
     access: { roles: ALL_ROLES },
     errors: ["ACCESS_DENIED", "ENTRY_NOT_FOUND", "GOVERNANCE_VIOLATION"],
+    response: MemoryEntryDeleted,
     summary: "Delete a memory entry at once, irreversibly",
   },
   {
@@ -128,6 +135,7 @@ export const memoryRoutes = [
     command: memoryCommands.summary,
     access: { roles: ALL_ROLES },
     errors: ["ACCESS_DENIED"],
+    response: MemorySummary,
     summary: "An agent's memory summary (4.8)",
   },
   {
@@ -139,6 +147,7 @@ export const memoryRoutes = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: ["ACCESS_DENIED"],
+    response: EpisodicCapacity,
     summary: "Set an agent's episodic capacity ({episodic_capacity}, null for the server default); coordinators and admins",
   },
   {

@@ -104,6 +104,7 @@ export const portfoliosRoutes = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
+    response: PortfolioPage,
     summary: "The portfolios an intent belongs to, in the order it joined them (paged: after, limit)",
   },
 ] as const satisfies readonly ApiRoute[];

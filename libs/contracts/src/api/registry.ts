@@ -1,5 +1,6 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
 import { Agent, AgentEventPage, HeartbeatResponse, PoolCapacity, registryCommands } from "../registry";
+import { AgentList } from "../responses";
 
 /** The agent registry (4.9), with the paths the official clients call as aliases. */
 export const agentRoutes = [
@@ -40,6 +41,7 @@ export const agentRoutes = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: [],
+    response: AgentList,
     summary: "List agents (coordinators and admins): capabilities, status, role_id, min_available_capacity",
   },
   {
