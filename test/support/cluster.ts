@@ -8,6 +8,7 @@ import { BusClient, commandChecks, connectBus, type Bus } from "@intentmesh/bus"
 
 // Every answer of every command in every test is held to the catalogue's output schema.
 commandChecks.outputs = true;
+commandChecks.errors = true;
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
@@ -110,6 +111,8 @@ function embeddedDatabase() {
 
 /** The whole cluster in this process, on a database and bus namespace of its own, as an agent sees it over HTTP. */
 export async function startTestCluster(options: ClusterOptions = {}): Promise<TestCluster> {
+  // The services are held to the declared error codes exactly when the gateway is.
+  commandChecks.errors = options.strictRouteErrors !== false;
   const testDb = options.embedded ? embeddedDatabase() : await createTestDatabase(options.databaseAdminUrl ?? inject("databaseUrl"));
   const namespace = testNamespace();
   const logger = options.logDestination

@@ -3,6 +3,7 @@ import { ManualClock, type CommandDef, type Caller, type z } from "@intentmesh/c
 import { BusClient, commandChecks, connectBus, type Bus } from "@intentmesh/bus";
 
 commandChecks.outputs = true;
+commandChecks.errors = true;
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { createTestDatabase, testNamespace } from "./backends";

@@ -6,6 +6,7 @@ import {
   TOO_LARGE_ISSUE,
   errors,
   healthCommand,
+  commandErrors,
   commandOutputSchema,
   findUnsafeJsonValue,
   isAppError,
@@ -42,10 +43,11 @@ const encoder = new TextEncoder();
 
 /**
  * TEST-ONLY: when on, every answer is checked against its command's output schema in the
- * catalogue (commandOutputSchema of libs/contracts) and one that drifted becomes a 500 naming the
- * difference, so a handler and its documented output cannot part ways unnoticed. Off in production.
+ * catalogue (commandOutputSchema of libs/contracts), and every error code against the codes the
+ * catalogue declares for it (commandErrors); one that drifted becomes a 500 naming the
+ * difference, so a handler and its documentation cannot part ways unnoticed. Off in production.
  */
-export const commandChecks = { outputs: false };
+export const commandChecks = { outputs: false, errors: false };
 
 function assertCatalogued(subject: string, data: unknown): void {
   const schema = commandOutputSchema(subject);
@@ -113,7 +115,12 @@ async function replyTo<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, han
     if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
     return { status: 200, headers: hdrs, body: encoder.encode(data instanceof RawJson ? data.json : JSON.stringify(data ?? null)) };
   } catch (error) {
-    const appError = isAppError(error) ? error : classifyFailure(error, logger, def.subject);
+    let appError = isAppError(error) ? error : classifyFailure(error, logger, def.subject);
+    const declared = commandChecks.errors ? commandErrors.get(def.subject) : undefined;
+    if (declared && !declared.has(appError.code)) {
+      logger.error({ subject: def.subject, code: appError.code }, "a command answered an error code the catalogue does not declare for it");
+      appError = new AppError("INTERNAL_ERROR", 500, `${def.subject} answered ${appError.code}, which the catalogue does not declare for it`);
+    }
     return errorReply(appError);
   }
 }

@@ -1,5 +1,7 @@
 import type { ZodType } from "zod";
 import { z } from "./zod";
+import { COMMON_ROUTE_ERRORS } from "./api-route";
+import type { ErrorCode } from "./error-catalogue";
 import { apiRoutes } from "./api/index";
 import { channelsCommands } from "./channels";
 import { federationCommands } from "./federation";
@@ -38,6 +40,45 @@ const busOnlyOutputs: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
   [taskCommands.held.subject, UnknownTasks],
   [registryCommands.binding.subject, AgentBinding],
 ]);
+
+/**
+ * The error codes the commands without a REST route answer, besides the common ones (the
+ * others: their route's `errors`). Gathered from every test run and from the handlers' code.
+ */
+const SIGNED = ["FEDERATION_DISABLED", "SIGNATURE_INVALID", "UNTRUSTED_SERVER", "SSRF_BLOCKED"] as const;
+const busOnlyErrors: ReadonlyMap<string, readonly ErrorCode[]> = new Map<string, readonly ErrorCode[]>([
+  [channelsCommands.streamView.subject, ["CHANNEL_NOT_FOUND", "NOT_A_MEMBER"]],
+  [federationCommands.callback.subject, [...SIGNED, "DISPATCH_NOT_FOUND", "VALIDATION_ERROR"]],
+  [federationCommands.did.subject, ["FEDERATION_DISABLED"]],
+  [federationCommands.discovery.subject, ["FEDERATION_DISABLED"]],
+  [federationCommands.receive.subject, [...SIGNED, "AGENT_NOT_FOUND", "FEDERATION_LOOP", "DELEGATION_DEPTH_EXHAUSTED", "DISPATCH_IN_PROGRESS", "IDEMPOTENCY_KEY_REUSED", "VALIDATION_ERROR"]],
+  [governanceCommands.grantedApprovals.subject, []],
+  [governanceCommands.serverConfig.subject, []],
+  [governancePolicyCommands.check.subject, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"]],
+  [intentsCommands.leasesHeld.subject, []],
+  [suspensionCommands.begin.subject, ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH", "SUSPENSION_ACTIVE"]],
+  [suspensionCommands.end.subject, ["INTENT_NOT_FOUND", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]],
+  [taskCommands.held.subject, []],
+  [registryCommands.binding.subject, ["AGENT_NOT_FOUND"]],
+]);
+
+/** Codes a routed command answers only to the services that call it over the bus. */
+const internalOnlyErrors: ReadonlyMap<string, readonly ErrorCode[]> = new Map<string, readonly ErrorCode[]>([
+  // Creating under a chosen id (federation's receive after a crash): the id is taken by another creator.
+  [intentsCommands.create.subject, ["INTENT_EXISTS"]],
+]);
+
+/** The error codes of every bus command: its own list, or the union of its routes' declarations. */
+export const commandErrors: ReadonlyMap<string, ReadonlySet<string>> = (() => {
+  const out = new Map<string, Set<string>>();
+  for (const [subject, codes] of [...busOnlyErrors, ...internalOnlyErrors]) out.set(subject, new Set([...codes, ...COMMON_ROUTE_ERRORS]));
+  for (const route of apiRoutes) {
+    const set = out.get(route.command.subject) ?? new Set<string>(COMMON_ROUTE_ERRORS);
+    for (const code of route.errors) set.add(code);
+    out.set(route.command.subject, set);
+  }
+  return out;
+})();
 
 /**
  * The output schema of every bus command: its own (bus-only commands) or its REST route's

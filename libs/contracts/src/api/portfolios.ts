@@ -79,7 +79,7 @@ export const portfoliosRoutes = [
     ifMatch: "optional",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["MEMBER_NOT_FOUND", "PORTFOLIO_NOT_FOUND"],
+    errors: ["INTENT_NOT_FOUND", "MEMBER_NOT_FOUND", "PORTFOLIO_NOT_FOUND"],
     response: Portfolio,
     summary: "Remove an intent from the portfolio",
   },
