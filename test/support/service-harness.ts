@@ -9,6 +9,7 @@ import { createLogger } from "@intentmesh/telemetry";
 import { createTestDatabase, testNamespace } from "./backends";
 import { deleteNamespaceStreams, startTestGateway, type TestCluster } from "./cluster";
 import { typedApi } from "./typed-api";
+import { eventsOffCatalogue } from "./event-check";
 
 /** What a service's start function takes in tests: the harness's connections and clock. */
 export interface HarnessConnections {
@@ -56,12 +57,15 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
     api: typedApi(api),
     rawApi: api,
     stop: async () => {
+      // As in the whole-cluster tests: every event the service wrote must match the event catalogue.
+      const offCatalogue = await eventsOffCatalogue(database);
       await gateway.stop();
       await service.stop();
       await deleteNamespaceStreams(bus, namespace);
       await bus.close();
       await database.close();
       await testDb.drop();
+      if (offCatalogue.length) throw new Error(`events that do not match the event catalogue:\n${offCatalogue.slice(0, 20).join("\n")}`);
     },
   };
 }
