@@ -8,10 +8,12 @@ import { federationEventTypes } from "./federation";
  * (and their streams) it goes to. Names come from ./event-types (and ./federation for
  * federation.*); this module adds what a reader of a log may rely on about each payload.
  *
- * Strictness: schemas are `passthrough` objects. Where the spec gives a shape (part 6:
- * channel_message, memory.*) the named fields are required; where the spec is silent the schema
- * is the shape the writing code produces today (federation.*), or a permissive object
- * (`openPayload`) documented as "not yet pinned" until the typed writers (issue 11, step 2) fix it.
+ * Strictness: schemas are `passthrough` objects: the named fields are always there, a later
+ * field is not a break. Where the spec gives a shape (part 6: channel_message, memory.*,
+ * agent.lifecycle) it is the spec's; where the spec is silent it is what every writer of the type
+ * produces (handlers, SQL hot paths, sweepers, projections). Every event type has one: system
+ * events are refused by the intents service unless they match, and every test cluster checks
+ * every event it wrote against these when it stops (test/support/event-check.ts).
  */
 
 export type EventLog = "intent" | "portfolio" | "agent";
@@ -26,8 +28,12 @@ export interface EventDefinition {
   description: string;
 }
 
-/** A payload whose shape is not pinned yet: any JSON object. */
-const openPayload = () => z.object({}).passthrough();
+/** The payload schema of an event the server writes itself; a name without one is a mistake caught at load. */
+function pinned(schemas: ReadonlyMap<string, ZodType>, name: string): ZodType {
+  const schema = schemas.get(name);
+  if (!schema) throw new Error(`event ${name} has no payload schema in the event catalogue`);
+  return schema;
+}
 
 const Id = z.string().min(1);
 const Tags = z.array(z.string());
@@ -150,7 +156,26 @@ const LeaseReleasedPayload = z
 const AgentAssignmentPayload = z.object({ agent_id: Id }).passthrough();
 const SuspendedPayload = z.object({ suspension: z.object({ id: Id }).passthrough(), version: Version }).passthrough();
 
+const IntentCreatedPayload = z.object({ title: z.string(), created_by: z.string(), status: z.string(), version: Version }).passthrough();
+const AttachmentAddedPayload = z.object({ attachment_id: Id, filename: z.string(), mime_type: z.string(), size: z.number().int().nonnegative(), uploaded_by: z.string() }).passthrough();
+const AttachmentRemovedPayload = z.object({ attachment_id: Id, filename: z.string() }).passthrough();
+const BudgetUpdatedPayload = z.object({ budget: z.object({}).passthrough(), previous: z.object({}).passthrough().nullable(), version: Version }).passthrough();
+const BudgetAlertPayload = z.object({ scope: z.string(), threshold_percent: z.number(), limit_cents: z.number(), spent_cents: z.number() }).passthrough();
+const FallbackTriggeredPayload = z
+  .object({ failed_agent_id: Id, fallback_agent_id: Id, failure_id: Id, scopes: z.array(z.string()), leases: z.array(z.object({}).passthrough()) })
+  .passthrough();
+const ResumedPayload = z.object({ intent_id: Id, suspension_id: Id, resolution: z.string(), version: Version }).passthrough();
+const SuspensionExpiredPayload = z.object({ suspension_id: Id, resolution: z.literal("expired"), status: z.string(), version: Version }).passthrough();
+
 const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
+  [intentEventTypes.created, IntentCreatedPayload],
+  [intentEventTypes.attachmentAdded, AttachmentAddedPayload],
+  [intentEventTypes.attachmentRemoved, AttachmentRemovedPayload],
+  [intentEventTypes.budgetUpdated, BudgetUpdatedPayload],
+  [intentEventTypes.budgetAlert, BudgetAlertPayload],
+  [intentEventTypes.fallbackTriggered, FallbackTriggeredPayload],
+  [intentEventTypes.resumed, ResumedPayload],
+  [intentEventTypes.suspensionExpired, SuspensionExpiredPayload],
   [intentEventTypes.statusChanged, StatusChangedPayload],
   [intentEventTypes.statePatched, StatePatchedPayload],
   [intentEventTypes.leaseAcquired, LeaseAcquiredPayload],
@@ -158,6 +183,44 @@ const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodTy
   [intentEventTypes.agentAssigned, AgentAssignmentPayload],
   [intentEventTypes.agentUnassigned, AgentAssignmentPayload],
   [intentEventTypes.suspended, SuspendedPayload],
+]);
+
+const PortfolioCreatedPayload = z.object({ name: z.string(), created_by: z.string(), version: Version }).passthrough();
+const PortfolioUpdatedPayload = z.object({ changes: z.union([z.array(z.unknown()), z.object({}).passthrough()]), version: Version }).passthrough();
+const MembershipPayload = z.object({ intent_id: Id, intent_status: z.string(), status: z.string(), version: Version }).passthrough();
+const MemberStatusPayload = z.object({ intent_id: Id, intent_event_id: Id, intent_sequence: z.number().int(), from: z.string(), to: z.string(), status: z.string() }).passthrough();
+const MemberSuspensionPayload = z.object({ intent_id: Id, suspension_id: Id.nullable(), status: z.string() }).passthrough();
+const PortfolioStatusPayload = z.object({ from: z.string(), to: z.string() }).passthrough();
+
+const pinnedPortfolioPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
+  [portfolioEventTypes.created, PortfolioCreatedPayload],
+  [portfolioEventTypes.updated, PortfolioUpdatedPayload],
+  [portfolioEventTypes.memberAdded, MembershipPayload],
+  [portfolioEventTypes.memberRemoved, MembershipPayload],
+  [portfolioEventTypes.memberStatusChanged, MemberStatusPayload],
+  [portfolioEventTypes.memberSuspended, MemberSuspensionPayload],
+  [portfolioEventTypes.memberResumed, MemberSuspensionPayload],
+  [portfolioEventTypes.statusChanged, PortfolioStatusPayload],
+]);
+
+// The registry's own events (agent.lifecycle is part 6's shape).
+const pinnedAgentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
+  [
+    agentEventTypes.lifecycle,
+    z
+      .object({
+        type: z.literal(agentEventTypes.lifecycle),
+        agent_id: Id,
+        previous_status: z.string(),
+        new_status: z.string(),
+        reason: z.string(),
+        timestamp: z.string(),
+        version: z.number().int(),
+      })
+      .passthrough(),
+  ],
+  [agentEventTypes.warning, z.object({ agent_id: Id, warning: z.string(), message: z.string() }).passthrough()],
+  [agentEventTypes.command, z.object({ agent_id: Id }).passthrough()],
 ]);
 
 /** Intent events the registry projects onto the agent's own log under the same name. */
@@ -169,13 +232,13 @@ const ownEvents: EventDefinition[] = [
     define(
       name,
       projectedToAgents.has(name) ? ["intent", "agent"] : ["intent"],
-      pinnedIntentPayloads.get(name) ?? openPayload(),
-      pinnedIntentPayloads.has(name) ? "written by the intents service; payload pinned" : "written by the intents service; payload not yet pinned",
+      pinned(pinnedIntentPayloads, name),
+      "written by the intents service",
     ),
   ),
-  ...Object.values(portfolioEventTypes).map((name) => define(name, ["portfolio"], openPayload(), "written by the intents service; payload not yet pinned")),
+  ...Object.values(portfolioEventTypes).map((name) => define(name, ["portfolio"], pinned(pinnedPortfolioPayloads, name), "written by the intents service")),
   ...[agentEventTypes.lifecycle, agentEventTypes.warning, agentEventTypes.command].map((name) =>
-    define(name, ["agent"], openPayload(), "written by the registry; payload not yet pinned"),
+    define(name, ["agent"], pinned(pinnedAgentPayloads, name), "written by the registry"),
   ),
 ];
 
@@ -207,12 +270,39 @@ const systemEvents: EventDefinition[] = [
     define(name, ["intent", "agent"], MemoryEntryEventPayload, "a memory operation; the value is never included (spec part 6)", true),
   ),
   define(s.memoryArchived, ["intent", "agent"], MemoryArchivedPayload, "working memory snapshotted at task end (spec part 6)", true),
-  ...[s.approvalGranted, s.approvalDenied, s.policySet, s.policyRemoved].map((name) =>
-    define(name, ["intent"], openPayload(), "a governance operation; spec shows no payload, so any object", true),
+  // The spec shows no payload for these: the shapes below are what the governance and intents services write.
+  ...[s.approvalGranted, s.approvalDenied].map((name) =>
+    define(
+      name,
+      ["intent"],
+      z.object({ approval_id: Id, action: z.string(), decision: z.enum(["approved", "denied"]), requested_by: z.string(), decided_by: z.string() }).passthrough(),
+      "an approval decided",
+      true,
+    ),
   ),
-  define(s.engagementDecision, ["intent"], openPayload(), "an engagement decision; spec shows no payload, so any object", true),
-  define(s.suspensionRenotified, ["intent"], openPayload(), "a suspension re-notification attempt; spec shows no payload, so any object", true),
-  define(s.suspensionEscalated, ["intent"], openPayload(), "a suspension escalation step; spec shows no payload, so any object", true),
+  define(s.policySet, ["intent"], z.object({ governance_policy: z.object({}).passthrough(), version: z.number().int().positive() }).passthrough(), "the governance policy set", true),
+  define(s.policyRemoved, ["intent"], z.object({ version: z.number().int().positive() }).passthrough(), "the governance policy removed", true),
+  define(
+    s.engagementDecision,
+    ["intent"],
+    z.object({ mode: z.string(), should_ask: z.boolean(), rationale: z.string(), signals: z.object({}).passthrough() }).passthrough(),
+    "an engagement decision",
+    true,
+  ),
+  define(
+    s.suspensionRenotified,
+    ["intent"],
+    z.object({ suspension_id: Id, attempt: z.number().int().positive(), max_attempts: z.number().int().positive(), strategy: z.string() }).passthrough(),
+    "a suspension re-notification attempt",
+    true,
+  ),
+  define(
+    s.suspensionEscalated,
+    ["intent"],
+    z.object({ suspension_id: Id, after_attempt: z.number().int(), attempt: z.number().int(), channel: z.string() }).passthrough(),
+    "a suspension escalation step",
+    true,
+  ),
   define(s.dispatched, ["intent"], FederationDispatchedPayload, "an intent was dispatched to a peer server", true),
   define(s.received, ["intent"], FederationReceivedPayload, "an intent was created from a peer's dispatch", true),
   define(s.callback, ["intent"], FederationCallbackPayload, "a peer reported a change of the dispatched intent", true),
