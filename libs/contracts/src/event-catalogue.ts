@@ -285,8 +285,9 @@ const systemEvents: EventDefinition[] = [
   define(
     s.engagementDecision,
     ["intent"],
-    z.object({ mode: z.string(), should_ask: z.boolean(), rationale: z.string(), signals: z.object({}).passthrough() }).passthrough(),
-    "an engagement decision",
+    // The official clients' SDK appends engagement.decision itself with fields of its own; `mode` is what both write.
+    z.object({ mode: z.string() }).passthrough(),
+    "an engagement decision (the governance service's, with should_ask, rationale and signals, or a client's own)",
     true,
   ),
   define(
