@@ -7,9 +7,9 @@
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { natsAuthOf, openDatabase, parseConfig } from "@intentmesh/db";
+import { openDatabase } from "@intentmesh/db";
 import { connectBus, natsReachable } from "@intentmesh/bus";
-import { StartupError, createLogger, redactUrl, runMain, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
+import { StartupError, createLogger, natsAuthOf, parseConfig, redactUrl, runMain, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
 import { startIntentsService } from "../services/intents/src/service";
 import { startRegistryService } from "../services/registry/src/service";
 import { startMemoryService } from "../services/memory/src/service";

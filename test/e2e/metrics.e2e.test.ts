@@ -1,7 +1,7 @@
 import { type ChildProcess } from "node:child_process";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { Sweeper } from "@intentmesh/db";
+import { Sweeper } from "@intentmesh/service";
 import { BusClient } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
 import { deleteNamespaceStreams, startTestCluster, type TestCluster } from "../support/cluster";

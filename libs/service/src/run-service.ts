@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { baseConfigSchema, natsAuthOf, openDatabase, parseConfig, type BaseConfig, type DatabaseHandle } from "@intentmesh/db";
+import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { connectBus, type Bus } from "@intentmesh/bus";
-import { createLogger, runMain, serveMetrics, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
+import { baseConfigSchema, createLogger, natsAuthOf, parseConfig, runMain, serveMetrics, startTracing, stopOnSignals, stopTracing, type BaseConfig, type Logger } from "@intentmesh/telemetry";
 
 /** What a back-end service is started with: its parsed configuration and open connections. */
 export interface ServiceDependencies<C> {

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { Sweeper } from "@intentmesh/db";
+import { Sweeper } from "@intentmesh/service";
 import type { ChannelsContext } from "./context";
 import { channels, messages } from "./db/schema";
 

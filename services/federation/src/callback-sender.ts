@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import { rowsOf } from "@intentmesh/db";
-import { Sweeper } from "@intentmesh/db";
+import { Sweeper } from "@intentmesh/service";
 import { guardedFetch, isOutboundError } from "@intentmesh/ssrf";
 import type { FederationContext } from "./context";
 import { outgoingCallbacks, seenNonces } from "./db/schema";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { baseConfigSchema } from "@intentmesh/db";
+import { baseConfigSchema } from "@intentmesh/telemetry";
 
 export const gatewayConfigSchema = baseConfigSchema.extend({
   HOST: z.string().default("0.0.0.0"),

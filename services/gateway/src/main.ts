@@ -1,6 +1,6 @@
-import { natsAuthOf, parseConfig } from "@intentmesh/db";
+
 import { connectBus } from "@intentmesh/bus";
-import { createLogger, runMain, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
+import { createLogger, natsAuthOf, parseConfig, runMain, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { gatewayConfigSchema } from "./config";
 import { loadApiKeys } from "./api-keys";
 import { createGateway } from "./app";

@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import { isAppError, suspensionCommands, type SuspensionRecord, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
-import { rowsOf, Sweeper, type Tx } from "@intentmesh/db";
+import { rowsOf, type Tx } from "@intentmesh/db";
+import { Sweeper } from "@intentmesh/service";
 import type { GovernanceContext } from "./context";
 import { outbox } from "./db/schema";
 import { dueStep } from "./domain/schedule";

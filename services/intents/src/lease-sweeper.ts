@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
-import { Sweeper, rowsOf } from "@intentmesh/db";
+import { rowsOf } from "@intentmesh/db";
+import { Sweeper } from "@intentmesh/service";
 import type { IntentsContext } from "./context";
 import { leases } from "./db/schema";
 import { leaseFromRaw } from "./db/statements";

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { memoryEventTypes } from "@intentmesh/contracts";
-import { Sweeper } from "@intentmesh/db";
+import { Sweeper } from "@intentmesh/service";
 import { entries } from "./db/schema";
 import type { MemoryContext } from "./context";
 import { entryEvent, writeMemoryEvents } from "./events";

@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import { AGENT_EVENT_SCHEMA, agentEventTypes, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller, isoTimestamp } from "@intentmesh/contracts";
 import { buildEvents, sqlEventInserts } from "@intentmesh/bus";
-import { Sweeper, rowsOf, type Tx } from "@intentmesh/db";
+import { rowsOf, type Tx } from "@intentmesh/db";
+import { Sweeper } from "@intentmesh/service";
 import type { RegistryContext } from "./context";
 import { agentLog, lifecycleEvents, type NewAgentEvent } from "./agent-log";
 import { drainOutcome, nextCheckAt, silenceTransitions, type Transition } from "./domain/lifecycle";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { StartupError } from "@intentmesh/telemetry";
+import type { StartupError } from "./startup";
 import { baseConfigSchema, parseConfig } from "./config";
 
 function configError(env: NodeJS.ProcessEnv): Error {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { StartupError } from "@intentmesh/telemetry";
+import { StartupError } from "./startup";
 
 /**
  * Parses the environment once with a zod schema and fails fast with a sentence naming each
