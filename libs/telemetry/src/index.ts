@@ -1,5 +1,5 @@
 export { createLogger, type Logger } from "./logger";
-export { exportRequested, startTracing, stopTracing, tracer } from "./tracing";
+export { exportRequested, spansExported, startTracing, stopTracing, tracer } from "./tracing";
 export { stopOnSignals } from "./shutdown";
 export { StartupError, isStartupError, redactUrl, runMain } from "./startup";
 export { REQUEST_ID_HEADER, currentRequestId, requestIdFrom, withRequestId } from "./request-context";

@@ -1,4 +1,5 @@
 import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { spansExported } from "./tracing";
 
 /** The part of a pg client this module touches. */
 interface QueryableClient {
@@ -18,14 +19,15 @@ function operationOf(text: string): string {
  * (a bus command, a consumer), so one trace goes gateway -> NATS -> service -> SQL. The span
  * carries the SQL text, which is parameterized (values are never in it, so no secret is), the
  * database and the server; never the parameter values. Statements outside any span (sweepers
- * between requests) open none, so idle polling does not fill the trace store. Streaming
+ * between requests) open none, so idle polling does not fill the trace store, and none is made
+ * when no exporter takes spans (they would cost CPU for no reader). Streaming
  * (submittable) calls pass through untouched; the services use none.
  */
 export function traceSqlStatements(client: QueryableClient, target: { database?: string; host?: string; port?: number }): void {
   const query = client.query.bind(client);
   client.query = (...args: any[]) => {
     const first = args[0] as { text?: unknown; submit?: unknown } | string;
-    if (!trace.getActiveSpan() || (typeof first === "object" && first !== null && typeof first.submit === "function")) return query(...args);
+    if (!spansExported() || !trace.getActiveSpan() || (typeof first === "object" && first !== null && typeof first.submit === "function")) return query(...args);
     const text = typeof first === "string" ? first : String(first?.text ?? "");
     const operation = operationOf(text);
     const span = tracer().startSpan(`${operation} ${target.database ?? ""}`.trim(), {

@@ -6,6 +6,13 @@ import { trace, type Tracer } from "@opentelemetry/api";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 
 let shutdown: (() => Promise<void>) | undefined;
+let exporting = false;
+
+/**
+ * Whether finished spans go anywhere (an exporter or a test's span processor). Spans only a
+ * reader of the trace store would see (one per SQL statement) are not made when none does.
+ */
+export const spansExported = (): boolean => exporting;
 
 /** Whether the standard OTEL_* variables ask for spans to be exported. */
 export function exportRequested(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -25,6 +32,7 @@ export function exportRequested(env: NodeJS.ProcessEnv = process.env): boolean {
 export function startTracing(serviceName: string, spanProcessors: SpanProcessor[] = []): void {
   if (shutdown) return;
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME || serviceName });
+  exporting = exportRequested() || spanProcessors.length > 0;
   if (exportRequested() && !spanProcessors.length) {
     const sdk = new NodeSDK({ resource, instrumentations: [] });
     sdk.start();
@@ -39,6 +47,7 @@ export function startTracing(serviceName: string, spanProcessors: SpanProcessor[
 export async function stopTracing(): Promise<void> {
   const stop = shutdown;
   shutdown = undefined;
+  exporting = false;
   await stop?.().catch(() => undefined);
 }
 
