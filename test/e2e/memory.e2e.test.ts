@@ -4,7 +4,7 @@ import { memoryStream, systemEventStream, type ManualClock } from "@intentmesh/c
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { insertPrepared, prepareCreate } from "../../services/memory/src/handlers/entries";
 import { tasks as memoryTasks } from "../../services/memory/src/db/schema";
 
@@ -419,7 +419,12 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
     // Checked while the task runs...
     const prepared = await prepareCreate(ctx, { namespace: "w", key: "racing", value: {}, memory_type: "working", tags: [], scope: { task_id: task.id } }, caller, clock().now());
     // ...then the task-end consumer marks it ended (as it does before deleting the working memory).
-    await ctx.db.update(memoryTasks).set({ ended: true }).where(eq(memoryTasks.taskId, task.id));
+    // It does so with the task's terminal version; a version above any the claim produced keeps
+    // a late refresh of the record (running, older version) from undoing the end.
+    await ctx.db
+      .update(memoryTasks)
+      .set({ ended: true, version: sql`${memoryTasks.version} + 1000` })
+      .where(eq(memoryTasks.taskId, task.id));
     await expect(ctx.db.transaction((tx) => insertPrepared(ctx, tx, prepared, caller, []))).rejects.toMatchObject({ code: "TASK_ENDED", status: 409 });
   });
 

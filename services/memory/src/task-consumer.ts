@@ -30,7 +30,13 @@ export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommi
       const taskId = String(event.payload.task_id ?? "");
       if (!taskId || !(TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) return;
       const policy = (event.payload.memory_policy ?? {}) as Partial<MemoryPolicy>;
-      await tx.update(tasks).set({ ended: true, status: String(event.payload.status ?? event.event_type) }).where(eq(tasks.taskId, taskId));
+      // The end carries its version, so a refresh answered before the end (an older version)
+      // cannot mark the task running again.
+      const endVersion = Number.isSafeInteger(event.payload.version) ? Number(event.payload.version) : 0;
+      await tx
+        .update(tasks)
+        .set({ ended: true, status: String(event.payload.status ?? event.event_type), version: sql`greatest(${tasks.version}, ${endVersion})` })
+        .where(eq(tasks.taskId, taskId));
       await endTaskMemory(ctx, tx, taskId, event.intent_id, policy.archive_on_completion !== false || Boolean(ctx.guardrails.memory_archive_required), event.actor);
     },
     // The task record is refreshed after the commit, never inside the transaction: a bus request
