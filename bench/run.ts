@@ -243,7 +243,7 @@ async function main(): Promise<void> {
   const intents = startNode({ name: "intents", script: "services/intents/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("intents") });
   const registry = startNode({ name: "registry", script: "services/registry/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("registry") });
   const governance = startNode({ name: "governance", script: "services/governance/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("governance") });
-  const channels = startNode({ name: "channels", script: "services/channels/src/main.ts", env: common, logDir: LOG_DIR });
+  const channels = startNode({ name: "channels", script: "services/channels/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("channels") });
   // The gateway's /readyz asks every service of CLUSTER_SERVICES; memory is benchmarked by bench/memory.ts.
   const memory = startNode({ name: "memory", script: "services/memory/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("memory") });
   // Federation runs disabled (FEDERATION_ENABLED unset): it answers its health check for /readyz.
@@ -284,6 +284,8 @@ async function main(): Promise<void> {
     { name: "registry", pids: () => [registry.pid] },
     { name: "governance", pids: () => [governance.pid] },
     { name: "channels", pids: () => [channels.pid] },
+    { name: "memory", pids: () => [memory.pid] },
+    { name: "federation", pids: () => [federation.pid] },
     { name: "baseline", pids: () => baselineChildren.map((c) => c.pid) },
     { name: "postgres", pids: () => pidsByCommand("postgres") },
     { name: "nats-server", pids: () => pidsByCommand("nats-server") },
@@ -532,7 +534,7 @@ async function main(): Promise<void> {
   }
 
   // Make sure nothing died under load before reporting.
-  for (const child of [intents, governance, gateway, ...baselineChildren]) {
+  for (const child of [intents, registry, governance, channels, memory, federation, gateway, ...baselineChildren]) {
     if (!child.isRunning()) throw new Error(`${child.name} exited during the run (${await child.exited}); its log ends:\n${tailOf(child.logFile)}`);
   }
 
@@ -541,7 +543,7 @@ async function main(): Promise<void> {
   let profiles: ProfileSummary[] = [];
   if (config.profile) {
     // Main threads only: CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile with thread id 0.
-    for (const name of ["gateway", "intents"]) {
+    for (const name of ["gateway", "intents", "channels"]) {
       const dir = path.join(PROFILE_DIR, name);
       const main = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f)) : undefined;
       if (main) {
@@ -763,7 +765,8 @@ function renderTable(results: Result[]): string {
   return markdownTable(head, rows, [false, true, true, true, true, true, false, false]);
 }
 
-const GROUP_NAMES = ["gateway", "intents", "registry", "baseline", "postgres", "nats-server", "bench (load)"];
+/** Every process the harness measures (the groups above); the rest of the machine is "other". */
+const GROUP_NAMES = ["gateway", "intents", "registry", "governance", "channels", "memory", "federation", "baseline", "postgres", "nats-server", "bench (load)"];
 
 /** Cores busy with processes that are not part of the benchmark (other people's work). */
 function otherCores(cpu: CpuReport): number {
