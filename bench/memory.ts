@@ -12,9 +12,11 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { CLUSTER_SERVICES } from "@intentmesh/contracts";
 import { BENCH_DIR, freePort, startNode, stopAll, waitForServices } from "./lib/processes";
+import { CpuMeter, pidsByCommand, type CpuReport } from "./lib/cpu";
 import { percentile } from "./lib/sse-fanout";
 
 const seconds = Number(process.env.BENCH_SECONDS || 10);
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const connections = Number(process.env.BENCH_CONNECTIONS || 32);
 const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222";
@@ -46,13 +48,21 @@ async function main() {
   try {
     await waitForServices(base, ["intents", "registry", "memory"], [...children, gateway]);
     const load = os.loadavg()[0]!.toFixed(2);
+    const meter = new CpuMeter([
+      ...CLUSTER_SERVICES.map((name, i) => ({ name, pids: () => [children[i]!.pid] })),
+      { name: "gateway", pids: () => [gateway.pid] },
+      { name: "postgres", pids: () => pidsByCommand("postgres") },
+      { name: "nats-server", pids: () => pidsByCommand("nats-server") },
+      { name: "bench (load)", pids: () => [process.pid] },
+    ]);
 
-    // memory_write
+    // memory_write: a warm-up (JIT, pools), then the measured run
     let n = 0;
-    const write = await autocannon({
+    const writeLoad = (duration: number) =>
+      autocannon({
       url: `${base}/api/v1/memory`,
       connections,
-      duration: seconds,
+      duration,
       requests: [
         {
           method: "POST",
@@ -67,6 +77,10 @@ async function main() {
         },
       ],
     });
+    if (warmupSeconds > 0) await writeLoad(warmupSeconds);
+    meter.begin();
+    const write = await writeLoad(seconds);
+    const writeCpu = meter.end();
 
     // memory_query: seed 10,000 entries of one agent by batches of 100
     const agent = "reader-0";
@@ -79,12 +93,14 @@ async function main() {
       if (res.status !== 200) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
     }
     let q = 0;
+    meter.begin();
     const query = await autocannon({
       url: `${base}/api/v1/memory`,
       connections: Math.min(connections, 16),
       duration: seconds,
       requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: `/api/v1/memory?agent_id=${agent}&memory_type=episodic&tags=${TAGS[q++ % 20]}`, headers: { ...headers, "x-agent-id": agent } }) }],
     });
+    const queryCpu = meter.end();
     // Unloaded latency of a single query, sequential (what one agent sees).
     const single: number[] = [];
     for (let i = 0; i < 200; i++) {
@@ -96,8 +112,8 @@ async function main() {
     const report = {
       date: new Date().toISOString(),
       machine: `${os.cpus().length} x ${os.cpus()[0]?.model}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, load ${load} at start`,
-      memory_write: { req_s: Math.round(ok(write) / seconds), p50_ms: write.latency.p50, p99_ms: write.latency.p99, non2xx: write.non2xx, errors: write.errors },
-      memory_query: { req_s: Math.round(ok(query) / seconds), p50_ms: query.latency.p50, p99_ms: query.latency.p99, non2xx: query.non2xx, errors: query.errors },
+      memory_write: { req_s: Math.round(ok(write) / seconds), p50_ms: write.latency.p50, p99_ms: write.latency.p99, non2xx: write.non2xx, errors: write.errors, ...cpuPerRequest(writeCpu, ok(write)) },
+      memory_query: { req_s: Math.round(ok(query) / seconds), p50_ms: query.latency.p50, p99_ms: query.latency.p99, non2xx: query.non2xx, errors: query.errors, ...cpuPerRequest(queryCpu, ok(query)) },
       memory_query_sequential: { p50_ms: Math.round(percentile(single.sort((a, b) => a - b), 50) * 100) / 100, p99_ms: Math.round(percentile(single, 99) * 100) / 100 },
     };
     console.log(JSON.stringify(report, null, 2));
@@ -106,6 +122,14 @@ async function main() {
     await admin.query(`drop database if exists ${dbName} with (force)`).catch(() => undefined);
     await admin.end();
   }
+}
+
+/** CPU microseconds per successful request, per process group and in all, and the machine's busy share. */
+function cpuPerRequest(cpu: CpuReport, requests: number) {
+  const us = (cores: number) => Math.round((cores * cpu.seconds * 1e6) / Math.max(1, requests));
+  const perProcess = Object.fromEntries(Object.entries(cpu.cores).map(([name, cores]) => [name, us(cores)]));
+  const total = Object.values(cpu.cores).reduce((a, b) => a + b, 0);
+  return { cpu_us_per_request: { ...perProcess, total: us(total) }, machine_busy: cpu.machineBusy };
 }
 
 await main();

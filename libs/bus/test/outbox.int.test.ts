@@ -159,4 +159,53 @@ describe("idempotent durable consumer", () => {
     const info = await bus.jsm.consumers.info(bus.streamName(TEST_STREAM.name), "idem-test");
     expect(info.config.ack_policy).toBe(AckPolicy.Explicit);
   });
+
+  it("applies a backlog in batches, in order, once each; a message that fails sends its batch one by one and does not hold back the rest", async () => {
+    const count = 150;
+    const names = Array.from({ length: count }, (_, i) => `batch:${String(i).padStart(3, "0")}`);
+    await database.db.transaction((tx) =>
+      enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.batch.e${i}`, msgId: message, payload: { message } }))),
+    );
+    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+
+    const failing = names[70]!;
+    let failures = 0;
+    let acked = 0;
+    const consumer = await startDurableConsumer(bus, {
+      stream: TEST_STREAM.name,
+      durable: "batch-test",
+      filterSubject: "im.evt.bustest.batch.>",
+      db: database.db,
+      inbox: testInbox,
+      logger,
+      parse: (data) => data as { message: string },
+      handle: async (tx, payload) => {
+        if (payload.message === failing && failures === 0) {
+          failures += 1;
+          throw new Error("a transient failure of one message");
+        }
+        await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
+      },
+      afterCommit: () => {
+        acked += 1;
+      },
+    });
+    const deadline = Date.now() + 15_000;
+    while (acked < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await consumer.stop();
+
+    const rows = rowsOf<{ message: string; txid: string }>(await database.db.execute(sql`select message, txid::text from bus_test.batch_effects order by position`));
+    // Every message once (a duplicate would violate the primary key and never be acked).
+    expect(rows.map((r) => r.message).sort()).toEqual(names);
+    expect(acked).toBe(count);
+    expect(failures).toBe(1);
+    // In order, except the one that failed, which came back later (after its redelivery delay).
+    const withoutFailing = rows.map((r) => r.message).filter((m) => m !== failing);
+    expect(withoutFailing).toEqual(names.filter((m) => m !== failing));
+    // Batched: a backlog goes in transactions of many messages (the batch of the failing one went one by one).
+    const perTransaction = new Map<string, number>();
+    for (const r of rows) perTransaction.set(r.txid, (perTransaction.get(r.txid) ?? 0) + 1);
+    expect(Math.max(...perTransaction.values())).toBeGreaterThanOrEqual(32);
+    expect(perTransaction.size).toBeLessThan(count / 2);
+  });
 });
