@@ -23,6 +23,8 @@ const natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222";
 const LOG_DIR = path.join(BENCH_DIR, "results", "logs");
 const TAGS = Array.from({ length: 20 }, (_, i) => `tag${i}`);
 const QUERY_ENTRIES = 10_000;
+/** BENCH_SCENARIOS=memory_write runs the writes only (the query scenarios need their 10,000 seeded entries). */
+const runQueries = !process.env.BENCH_SCENARIOS || process.env.BENCH_SCENARIOS.split(",").includes("memory_query");
 
 async function main() {
   const namespace = `benchmem${randomBytes(4).toString("hex")}`;
@@ -37,12 +39,18 @@ async function main() {
   const base = `http://127.0.0.1:${port}`;
   const common = { NATS_URL: natsUrl, DATABASE_URL: dbUrl.toString(), BUS_NAMESPACE: namespace, LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: undefined };
   // Every service of the cluster: the gateway's /readyz waits for each of them.
-  const children = CLUSTER_SERVICES.map((name) => startNode({ name: `mem-${name}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR }));
+  // BENCH_PROFILE=1: the gateway, memory and registry write V8 CPU profiles to bench/results/profiles/memory-<time>/<name>.
+  const profileDir = path.join(BENCH_DIR, "results", "profiles", `memory-${Date.now()}`);
+  const profFlags = (name: string) => (process.env.BENCH_PROFILE === "1" && ["gateway", "memory", "registry"].includes(name) ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profileDir, name)}`] : []);
+  const children = CLUSTER_SERVICES.map((name) =>
+    startNode({ name: `mem-${name}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR, nodeFlags: profFlags(name) }),
+  );
   const gateway = startNode({
     name: "mem-gateway",
     script: "services/gateway/src/main.ts",
     env: { ...common, API_KEYS: JSON.stringify([{ key: apiKey, principal: "bench", roles: ["admin"] }]), PORT: String(port), HOST: "127.0.0.1" },
     logDir: LOG_DIR,
+    nodeFlags: profFlags("gateway"),
   });
   const headers = { "content-type": "application/json", "x-api-key": apiKey };
   try {
@@ -82,6 +90,10 @@ async function main() {
     const write = await writeLoad(seconds);
     const writeCpu = meter.end();
 
+    if (!runQueries) {
+      console.log(JSON.stringify({ date: new Date().toISOString(), memory_write: writeReport(write, writeCpu) }, null, 2));
+      return;
+    }
     // memory_query: seed 10,000 entries of one agent by batches of 100
     const agent = "reader-0";
     for (let b = 0; b < QUERY_ENTRIES / 100; b++) {
@@ -108,11 +120,10 @@ async function main() {
       await (await fetch(`${base}/api/v1/memory?agent_id=${agent}&memory_type=episodic&tags=${TAGS[i % 20]}`, { headers: { ...headers, "x-agent-id": agent } })).arrayBuffer();
       single.push(performance.now() - t);
     }
-    const ok = (r: autocannon.Result) => r.requests.total - r.non2xx - r.errors;
     const report = {
       date: new Date().toISOString(),
       machine: `${os.cpus().length} x ${os.cpus()[0]?.model}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, load ${load} at start`,
-      memory_write: { req_s: Math.round(ok(write) / seconds), p50_ms: write.latency.p50, p99_ms: write.latency.p99, non2xx: write.non2xx, errors: write.errors, ...cpuPerRequest(writeCpu, ok(write)) },
+      memory_write: writeReport(write, writeCpu),
       memory_query: { req_s: Math.round(ok(query) / seconds), p50_ms: query.latency.p50, p99_ms: query.latency.p99, non2xx: query.non2xx, errors: query.errors, ...cpuPerRequest(queryCpu, ok(query)) },
       memory_query_sequential: { p50_ms: Math.round(percentile(single.sort((a, b) => a - b), 50) * 100) / 100, p99_ms: Math.round(percentile(single, 99) * 100) / 100 },
     };
@@ -123,6 +134,16 @@ async function main() {
     await admin.end();
   }
 }
+
+const ok = (r: autocannon.Result) => r.requests.total - r.non2xx - r.errors;
+const writeReport = (write: autocannon.Result, cpu: CpuReport) => ({
+  req_s: Math.round(ok(write) / seconds),
+  p50_ms: write.latency.p50,
+  p99_ms: write.latency.p99,
+  non2xx: write.non2xx,
+  errors: write.errors,
+  ...cpuPerRequest(cpu, ok(write)),
+});
 
 /** CPU microseconds per successful request, per process group and in all, and the machine's busy share. */
 function cpuPerRequest(cpu: CpuReport, requests: number) {

@@ -36,18 +36,16 @@ export interface OutboxMessage {
   headers?: Record<string, string>;
 }
 
+/** An outbox row's columns for a message: the payload's exact bytes, and headers with the active trace context. */
+export function outboxRowOf(message: OutboxMessage, trace: Record<string, string> = traceCarrier()) {
+  return { subject: message.subject, msgId: message.msgId, payload: JSON.stringify(message.payload), headers: { ...trace, ...(message.headers ?? {}) } };
+}
+
 /** Adds messages to the outbox inside the caller's transaction, with the active trace context. */
 export async function enqueue(tx: Queryable, outbox: OutboxTable, messages: OutboxMessage[]): Promise<void> {
   if (!messages.length) return;
   const trace = traceCarrier();
-  await tx.insert(outbox).values(
-    messages.map((m) => ({
-      subject: m.subject,
-      msgId: m.msgId,
-      payload: JSON.stringify(m.payload),
-      headers: { ...trace, ...(m.headers ?? {}) },
-    })),
-  );
+  await tx.insert(outbox).values(messages.map((m) => outboxRowOf(m, trace)));
 }
 
 export interface RelayOptions {

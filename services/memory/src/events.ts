@@ -7,9 +7,8 @@ import {
   memoryEventMsgId,
   memoryEventSubject,
   type MemoryEventType,
-  type SystemEvent,
 } from "@intentmesh/contracts";
-import { enqueue, enqueueSystemEvents } from "@intentmesh/bus";
+import { enqueue, systemEventMessage, type OutboxMessage } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { outbox } from "./db/schema";
 import type { EntryRow } from "./mapping";
@@ -42,26 +41,27 @@ export function entryEvent(type: MemoryEventType, row: EntryRow, previousVersion
 }
 
 /**
- * Writes memory events into the outbox of the caller's transaction. With an intent context (the
- * entry's task or scope.intent_id) the event is a SystemEvent for the intent's log (shared
- * contract point 1); without, it goes on im.evt.memory.<agent>.<type> (stream IM_MEMORY), which
- * the registry appends to the agent's own log (/subscribe/agents/{id}).
+ * Writes memory events into the outbox of the caller's transaction (memoryEventMessages).
  */
 export async function writeMemoryEvents(tx: Tx, events: NewMemoryEvent[], at: Date): Promise<void> {
-  if (!events.length) return;
+  await enqueue(tx, outbox, memoryEventMessages(events, at));
+}
+
+/**
+ * The outbox messages of memory events. With an intent context (the entry's task or
+ * scope.intent_id) an event is a SystemEvent for the intent's log (shared contract point 1);
+ * without, it goes on im.evt.memory.<agent>.<type> (stream IM_MEMORY), which the registry appends
+ * to the agent's own log (/subscribe/agents/{id}).
+ */
+export function memoryEventMessages(events: NewMemoryEvent[], at: Date): OutboxMessage[] {
   const timestamp = isoTimestamp(at);
-  const system: SystemEvent[] = [];
-  const agentMessages = [];
-  for (const event of events) {
+  return events.map((event) => {
     const id = randomUUID();
     const payload = { type: event.type, agent_id: event.agentId, intent_id: event.intentId, task_id: event.taskId, data: event.data, timestamp };
     if (event.intentId) {
-      system.push({ id, source: "memory", intent_id: event.intentId, event_type: event.type, actor: event.actor, payload, occurred_at: timestamp });
-    } else {
-      const message: AgentMemoryEvent = { id, event_type: event.type, actor: event.actor, payload };
-      agentMessages.push({ subject: memoryEventSubject(event.agentId, event.type), msgId: memoryEventMsgId(id), payload: message, headers: { [SCHEMA_HEADER]: MEMORY_EVENT_SCHEMA } });
+      return systemEventMessage({ id, source: "memory", intent_id: event.intentId, event_type: event.type, actor: event.actor, payload, occurred_at: timestamp });
     }
-  }
-  await enqueueSystemEvents(tx, outbox, system);
-  await enqueue(tx, outbox, agentMessages);
+    const message: AgentMemoryEvent = { id, event_type: event.type, actor: event.actor, payload };
+    return { subject: memoryEventSubject(event.agentId, event.type), msgId: memoryEventMsgId(id), payload: message, headers: { [SCHEMA_HEADER]: MEMORY_EVENT_SCHEMA } };
+  });
 }

@@ -18,7 +18,8 @@ import { actingAgent } from "../domain/access";
 import { PRIORITY_RANK } from "../domain/capacity";
 import { expiryOf } from "../domain/lifetime";
 import { assertAccess } from "../entry-access";
-import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "../events";
+import { entryEvent, memoryEventMessages, writeMemoryEvents, type NewMemoryEvent } from "../events";
+import { createInOneStatement, createNeedsNoChecks } from "../db/create-statement";
 import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
@@ -110,28 +111,38 @@ export async function insertPrepared(ctx: MemoryContext, tx: Tx, prepared: Prepa
   if (row.memoryType === "episodic") events.push(...(await makeRoomForEpisodic(ctx, tx, row.agentId, actingAgent(caller))));
   if (row.memoryType === "working" && row.taskId && prepared.task) await assertWorkingRoom(ctx, tx, row.taskId, prepared.task, 1, row.valueBytes);
   const [inserted] = await tx.insert(entries).values(row).onConflictDoNothing().returning();
-  if (!inserted) {
-    const where =
-      row.memoryType === "semantic"
-        ? sql`${entries.memoryType} = 'semantic' and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`
-        : sql`${entries.memoryType} <> 'semantic' and ${entries.agentId} = ${row.agentId} and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`;
-    const [existing] = await tx.select({ id: entries.id, memoryType: entries.memoryType, version: entries.version }).from(entries).where(where);
-    throw new AppError(
-      "ENTRY_EXISTS",
-      409,
-      `an entry with namespace ${row.namespace} and key ${row.key} already exists${row.memoryType === "semantic" ? "" : ` for agent ${row.agentId}`}; update it with PATCH /memory/{id}`,
-      { entry_id: existing?.id ?? null, memory_type: existing?.memoryType ?? null },
-      { entry_id: existing?.id ?? null, current_version: existing?.version ?? null },
-    );
-  }
+  if (!inserted) throw await entryExists(tx, row);
   events.push(entryEvent(memoryEventTypes.created, inserted, null, actingAgent(caller)));
   return inserted;
+}
+
+/** 409 ENTRY_EXISTS for a create whose key is taken (2.14 uniqueness), naming the entry that holds it. */
+async function entryExists(db: Pick<Tx, "select">, row: EntryRow): Promise<AppError> {
+  const where =
+    row.memoryType === "semantic"
+      ? sql`${entries.memoryType} = 'semantic' and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`
+      : sql`${entries.memoryType} <> 'semantic' and ${entries.agentId} = ${row.agentId} and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`;
+  const [existing] = await db.select({ id: entries.id, memoryType: entries.memoryType, version: entries.version }).from(entries).where(where);
+  return new AppError(
+    "ENTRY_EXISTS",
+    409,
+    `an entry with namespace ${row.namespace} and key ${row.key} already exists${row.memoryType === "semantic" ? "" : ` for agent ${row.agentId}`}; update it with PATCH /memory/{id}`,
+    { entry_id: existing?.id ?? null, memory_type: existing?.memoryType ?? null },
+    { entry_id: existing?.id ?? null, current_version: existing?.version ?? null },
+  );
 }
 
 /** POST /memory. */
 export async function createEntry(ctx: MemoryContext, body: CreateMemoryBody, caller: Caller): Promise<MemoryEntry> {
   const now = ctx.clock.now();
   const prepared = await prepareCreate(ctx, body, caller, now);
+  if (createNeedsNoChecks(prepared.row)) {
+    const { row } = prepared;
+    const [event] = memoryEventMessages([entryEvent(memoryEventTypes.created, row, null, actingAgent(caller))], now);
+    if (!(await createInOneStatement(ctx.query, row, event!))) throw await entryExists(ctx.db, row);
+    ctx.published();
+    return toEntry(row);
+  }
   const row = await ctx.db.transaction(async (tx) => {
     const events: NewMemoryEvent[] = [];
     const inserted = await insertPrepared(ctx, tx, prepared, caller, events);
