@@ -4,6 +4,9 @@ import { SystemEvent, systemEventStream, type ManualClock } from "@intentmesh/co
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, uniqueTag, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
+import { eq } from "drizzle-orm";
+import { findChannel } from "../../services/channels/src/access";
+import { channels as channelRows } from "../../services/channels/src/db/schema";
 
 /** Channels and messages (spec 2.12, 2.13, 3.2, 3.3, 4.7) through the gateway. */
 let cluster: TestCluster;
@@ -68,6 +71,15 @@ describe("channels (2.12, 4.7)", () => {
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/channels`, { body: { name: "x" } }), 404, "INTENT_NOT_FOUND");
     expectError(await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "" } }), 400, "VALIDATION_FAILED");
     expectError(await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "n", member_policy: "open" } }), 400, "VALIDATION_FAILED");
+  });
+
+  it("the send path's prepared channel lookup reads every column the schema has, under the same names", async () => {
+    const intent = await activeIntent();
+    const created = await channel(intent.id, { name: "lookup", member_policy: "explicit", members: ["m-1"], options: { ttl_seconds: 60, audit: true } });
+    const ctx = cluster.channels.ctx;
+    const [viaSchema] = await ctx.db.select().from(channelRows).where(eq(channelRows.id, created.id));
+    expect(await findChannel(ctx, created.id)).toEqual(viaSchema);
+    await expect(findChannel(ctx, UNKNOWN_ID)).rejects.toMatchObject({ status: 404 });
   });
 
   it("only the creator, a coordinator or an admin change membership or options (rule 7); a closed channel refuses messages but stays readable", async () => {

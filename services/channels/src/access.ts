@@ -1,7 +1,5 @@
-import { eq } from "drizzle-orm";
 import { AppError, errors, intentsCommands, registryCommands, type Caller, type Intent } from "@intentmesh/contracts";
 import type { ChannelsContext } from "./context";
-import { channels } from "./db/schema";
 import { viewerOf, type Viewer } from "./domain/rules";
 import type { ChannelRow } from "./mapping";
 
@@ -10,8 +8,15 @@ export function readIntent(ctx: ChannelsContext, caller: Caller, intentId: strin
   return ctx.client.request<Intent>(intentsCommands.get, caller, { intent_id: intentId });
 }
 
+/** Every column of a channel under its ChannelRow name: a named prepared statement, since every send reads one. */
+const FIND_CHANNEL_SQL = `
+select id, intent_id as "intentId", task_id as "taskId", name, created_by as "createdBy", members, member_policy as "memberPolicy", audit,
+       ttl_seconds as "ttlSeconds", max_messages as "maxMessages", status, created_at as "createdAt", closed_at as "closedAt",
+       message_count as "messageCount", last_message_at as "lastMessageAt", closes_at as "closesAt"
+from channels.channels where id = $1::uuid`;
+
 export async function findChannel(ctx: ChannelsContext, channelId: string): Promise<ChannelRow> {
-  const [row] = await ctx.db.select().from(channels).where(eq(channels.id, channelId));
+  const [row] = await ctx.query<ChannelRow>("channels_find", FIND_CHANNEL_SQL, [channelId]);
   if (!row) throw errors.notFound("channel", channelId);
   return row;
 }
