@@ -9,7 +9,7 @@ import { agentCaller } from "../support/cluster";
 import { killServiceProcess, readStream, startServiceProcess, untilHealthy, untilOutboxDrained } from "../support/service-process";
 
 // Fault test: the memory service process is killed (SIGKILL) while entries are being written,
-// then started again. Every acknowledged entry is stored, nothing is stored twice, and every
+// then started again, with writers of both create paths. Every acknowledged entry is stored, nothing is stored twice, and every
 // entry's memory.created event reaches the stream exactly once.
 const caller = agentCaller("memory-writer");
 let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -47,7 +47,10 @@ describe("killing the memory service mid-flight", () => {
       for (let n = 0; writing; n++) {
         try {
           acknowledged.push(
-            await client.request<MemoryEntry>(memoryCommands.create, caller, { body: { namespace: `kill.${w}`, key: `k${n}`, value: { w, n }, memory_type: "episodic", tags: ["kill"] } }),
+            await client.request<MemoryEntry>(memoryCommands.create, caller, {
+              // Both create paths: episodic in a transaction (capacity), working in one statement.
+              body: { namespace: `kill.${w}`, key: `k${n}`, value: { w, n }, memory_type: w % 2 === 0 ? "episodic" : "working", tags: ["kill"] },
+            }),
           );
         } catch {
           // Down, or the retried key was stored before the kill (409): either way the next key follows.
@@ -68,6 +71,7 @@ describe("killing the memory service mid-flight", () => {
     await Promise.all(writers);
     expect(beforeKill).toBeGreaterThan(0);
     expect(acknowledged.length).toBeGreaterThan(beforeKill);
+    expect(new Set(acknowledged.map((e) => e.memory_type))).toEqual(new Set(["episodic", "working"]));
 
     await untilOutboxDrained(client, "memory", caller);
 

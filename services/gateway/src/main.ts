@@ -1,4 +1,3 @@
-
 import { connectBus } from "@intentmesh/bus";
 import { createLogger, natsAuthOf, parseConfig, runMain, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
 import { gatewayConfigSchema } from "./config";

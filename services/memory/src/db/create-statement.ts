@@ -3,7 +3,7 @@ import type { DatabaseHandle } from "@intentmesh/db";
 import type { EntryRow } from "../mapping";
 
 /**
- * A create that needs no capacity check (working memory outside a task, semantic memory) as ONE
+ * A create that needs no check in a transaction (not createNeedsChecks, handlers/entries.ts) as ONE
  * statement: the entry, and its memory.created outbox row only when the entry was inserted. One
  * round trip, no transaction to open and close, planned once per connection. A conflict on the
  * uniqueness of 2.14 inserts nothing and answers `inserted = 0`.
@@ -20,9 +20,6 @@ o as (
   insert into memory.outbox (subject, msg_id, payload, headers)
   select $21::text, $22::text, $23::text, $24::jsonb from e)
 select count(*)::int as inserted from e`;
-
-/** Whether a create may go through createInOneStatement: no capacity or task-end check applies to it. */
-export const createNeedsNoChecks = (row: EntryRow): boolean => row.memoryType === "semantic" || (row.memoryType === "working" && row.taskId === null);
 
 /** Inserts the entry and its event; false when an entry with its key already exists (nothing written). */
 export async function createInOneStatement(query: DatabaseHandle["query"], row: EntryRow, event: OutboxMessage): Promise<boolean> {

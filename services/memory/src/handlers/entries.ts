@@ -19,7 +19,7 @@ import { PRIORITY_RANK } from "../domain/capacity";
 import { expiryOf } from "../domain/lifetime";
 import { assertAccess } from "../entry-access";
 import { entryEvent, memoryEventMessages, writeMemoryEvents, type NewMemoryEvent } from "../events";
-import { createInOneStatement, createNeedsNoChecks } from "../db/create-statement";
+import { createInOneStatement } from "../db/create-statement";
 import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
@@ -98,8 +98,25 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
   return { row, task: taskLimits };
 }
 
+/**
+ * Whether a create is checked inside its transaction: episodic entries make room (capacity
+ * eviction), working entries of a task see the task's end and its limits (insertPrepared).
+ * Every other create needs no check and may be written in one statement (createInOneStatement).
+ */
+export const createNeedsChecks = (row: EntryRow): boolean => row.memoryType === "episodic" || (row.memoryType === "working" && row.taskId !== null);
+
 /** Inserts a prepared entry in the caller's transaction: capacity first, then the row and its event. */
 export async function insertPrepared(ctx: MemoryContext, tx: Tx, prepared: PreparedCreate, caller: Caller, events: NewMemoryEvent[]): Promise<EntryRow> {
+  const { row } = prepared;
+  if (createNeedsChecks(row)) await checkCreate(ctx, tx, prepared, caller, events);
+  const [inserted] = await tx.insert(entries).values(row).onConflictDoNothing().returning();
+  if (!inserted) throw await entryExists(tx, row);
+  events.push(entryEvent(memoryEventTypes.created, inserted, null, actingAgent(caller)));
+  return inserted;
+}
+
+/** The checks of createNeedsChecks, in the create's transaction; evictions add their events. */
+async function checkCreate(ctx: MemoryContext, tx: Tx, prepared: PreparedCreate, caller: Caller, events: NewMemoryEvent[]): Promise<void> {
   const { row } = prepared;
   if (row.memoryType === "working" && row.taskId) {
     // Under a share lock on the task record: the task-end consumer marks it ended (a row lock)
@@ -110,10 +127,6 @@ export async function insertPrepared(ctx: MemoryContext, tx: Tx, prepared: Prepa
   }
   if (row.memoryType === "episodic") events.push(...(await makeRoomForEpisodic(ctx, tx, row.agentId, actingAgent(caller))));
   if (row.memoryType === "working" && row.taskId && prepared.task) await assertWorkingRoom(ctx, tx, row.taskId, prepared.task, 1, row.valueBytes);
-  const [inserted] = await tx.insert(entries).values(row).onConflictDoNothing().returning();
-  if (!inserted) throw await entryExists(tx, row);
-  events.push(entryEvent(memoryEventTypes.created, inserted, null, actingAgent(caller)));
-  return inserted;
 }
 
 /** 409 ENTRY_EXISTS for a create whose key is taken (2.14 uniqueness), naming the entry that holds it. */
@@ -136,7 +149,7 @@ async function entryExists(db: Pick<Tx, "select">, row: EntryRow): Promise<AppEr
 export async function createEntry(ctx: MemoryContext, body: CreateMemoryBody, caller: Caller): Promise<MemoryEntry> {
   const now = ctx.clock.now();
   const prepared = await prepareCreate(ctx, body, caller, now);
-  if (createNeedsNoChecks(prepared.row)) {
+  if (!createNeedsChecks(prepared.row)) {
     const { row } = prepared;
     const [event] = memoryEventMessages([entryEvent(memoryEventTypes.created, row, null, actingAgent(caller))], now);
     if (!(await createInOneStatement(ctx.query, row, event!))) throw await entryExists(ctx.db, row);
