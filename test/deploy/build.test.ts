@@ -38,6 +38,13 @@ describe("deploy/Dockerfile", () => {
     expect(finalStage).not.toMatch(/tsx|\/src\b|pnpm install(?! --prod)/);
   });
 
+  it("gives every stage that installs the patches the lockfile names", () => {
+    const stages = dockerfile.split(/\nFROM /).filter((stage) => /pnpm (install|fetch)/.test(stage));
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const stage of stages) expect(stage.indexOf("COPY patches ./patches"), stage.slice(0, 60)).toBeGreaterThan(-1);
+    expect(fs.readFileSync(path.join(root, "pnpm-lock.yaml"), "utf8")).toMatch(/^patchedDependencies:\n(  .*\n)+/m);
+  });
+
   it("copies every service's bundle and migrations", () => {
     for (const service of fs.readdirSync(path.join(root, "services"))) {
       expect(finalStage, service).toContain(`/app/services/${service}/dist ./services/${service}/dist`);
@@ -59,6 +66,7 @@ describe("the compiled services, installed as the image installs them", () => {
       fs.mkdirSync(path.dirname(path.join(image, file)), { recursive: true });
       fs.copyFileSync(path.join(root, file), path.join(image, file));
     }
+    fs.cpSync(path.join(root, "patches"), path.join(image, "patches"), { recursive: true });
     for (const dir of ["libs", "services"]) {
       for (const name of fs.readdirSync(path.join(root, dir))) {
         fs.mkdirSync(path.join(image, dir, name), { recursive: true });
