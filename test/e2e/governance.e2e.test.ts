@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { connectBus, type Bus } from "@intentmesh/bus";
+import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
+import { governancePolicyCommands, type Caller, type GovernanceVerdicts } from "@intentmesh/contracts";
+import { GovernanceChecks } from "@intentmesh/service";
 import { createLogger } from "@intentmesh/telemetry";
 import { startTestCluster, startTestGateway, type ApiResponse, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
@@ -158,6 +160,71 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
     expect((await cluster.api(`/memory/${created.body.id}`, { key: "admin" })).body).toMatchObject({ version: 1, value: { v: 1 } });
     // Memory not scoped to a governed intent is not touched by its policy.
     expect((await cluster.api("/memory", { body: { namespace: "free", key: "k", value: { v: 1 }, memory_type: "episodic" }, ...agent("alice") })).status).toBe(201);
+  });
+
+  it("governance.check_many: each check with its own caller, answered in order; a refusal is that check's answer alone", async () => {
+    const intent = await governed({ allowed_agents: ["alice"] });
+    const open = await createIntent(cluster);
+    const as = (id: string): Caller => ({ principal: "agent-key", roles: ["agent"], actor: id, agent_id: id });
+    const client = new BusClient(cluster.bus);
+    const { results } = await client.request<GovernanceVerdicts>(governancePolicyCommands.checkMany, as("service"), {
+      checks: [
+        { intent_id: intent.id, kind: "channel", caller: as("alice") },
+        { intent_id: intent.id, kind: "memory", caller: as("bob") },
+        { intent_id: open.id, kind: "channel", caller: as("bob") },
+        { intent_id: UNKNOWN_ID, kind: "memory", caller: as("bob") },
+      ],
+    });
+    expect(results).toHaveLength(4);
+    expect(results[0]).toEqual({ allowed: true });
+    expect(results[1]).toMatchObject({ error: { code: "GOVERNANCE_VIOLATION", status: 403, details: { rule: "allowed_agents", agent_id: "bob" } } });
+    expect(results[2]).toEqual({ allowed: true });
+    expect(results[3]).toEqual({ allowed: true });
+    await expect(client.request(governancePolicyCommands.checkMany, as("service"), { checks: [] })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it("GovernanceChecks: the checks of one event-loop turn go in one check_many request; each settles on its own verdict; a policy that has answered binds the next turn", async () => {
+    const intent = await governed({ allowed_agents: ["alice"] });
+    const as = (id: string): Caller => ({ principal: "agent-key", roles: ["agent"], actor: id, agent_id: id });
+    const checks = new GovernanceChecks(new BusClient(cluster.bus));
+    // Watch the requests on the bus (a plain subscription sees a copy of each).
+    const seen = { one: 0, many: [] as number[] };
+    const one = cluster.bus.nc.subscribe(cluster.bus.subject(governancePolicyCommands.check.subject), { callback: () => void seen.one++ });
+    const many = cluster.bus.nc.subscribe(cluster.bus.subject(governancePolicyCommands.checkMany.subject), {
+      callback: (_err, msg) => void seen.many.push((JSON.parse(msg.string()) as { input: { checks: unknown[] } }).input.checks.length),
+    });
+    await cluster.bus.nc.flush();
+    try {
+      const outcomes = await Promise.allSettled(["alice", "bob", "alice", "carol", "alice"].map((id) => checks.assertAllowed(as(id), intent.id, "channel")));
+      expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected", "fulfilled"]);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: "GOVERNANCE_VIOLATION", status: 403, details: { agent_id: "bob" } });
+      expect((outcomes[3] as PromiseRejectedResult).reason).toMatchObject({ code: "GOVERNANCE_VIOLATION", details: { agent_id: "carol" } });
+      expect(seen).toEqual({ one: 0, many: [5] });
+      // The policy changes and answers; the very next check sees it (a lone check goes as governance.check).
+      const current = (await cluster.api(`/intents/${intent.id}`)).body;
+      expect((await put(intent.id, { allowed_agents: ["bob"] }, current.version)).status).toBe(200);
+      await expect(checks.assertAllowed(as("alice"), intent.id, "memory")).rejects.toMatchObject({ code: "GOVERNANCE_VIOLATION" });
+      await expect(checks.assertAllowed(as("bob"), intent.id, "memory")).resolves.toBeUndefined();
+      await cluster.bus.nc.flush();
+      expect(seen.one).toBe(2);
+    } finally {
+      one.unsubscribe();
+      many.unsubscribe();
+    }
+  });
+
+  it("channel messages of agents the policy leaves out are refused while the allowed agent's, sent at the same moment, are written", async () => {
+    const intent = await governed({ allowed_agents: ["alice"] });
+    const channel = await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "ops" }, key: "operator" });
+    expect(channel.status, JSON.stringify(channel.body)).toBe(201);
+    const senders = ["alice", "bob", "alice", "carol", "alice", "bob"];
+    const sent = await Promise.all(senders.map((id, i) => cluster.api(`/channels/${channel.body.id}/messages`, { body: { payload: { i } }, ...agent(id) })));
+    sent.forEach((res, i) => {
+      if (senders[i] === "alice") expect(res.status, JSON.stringify(res.body)).toBe(201);
+      else expectViolation(res, "allowed_agents");
+    });
+    const listed = await cluster.api(`/channels/${channel.body.id}/messages`, { key: "operator" });
+    expect(listed.body.map((m: { sender: string }) => m.sender)).toEqual(["alice", "alice", "alice"]);
   });
 
   it("require_status_reason: a status change without a reason is 403", async () => {

@@ -51,7 +51,7 @@ describe("the patched NATS client", () => {
 
   it("settles an answered request without cancelling it (no 'cancelled' error is built)", async () => {
     const subject = bus.subject(`im.test.echo.${Date.now()}`);
-    const sub = bus.nc.subscribe(subject, { callback: (_err, msg) => msg.respond(msg.data) });
+    const sub = bus.nc.subscribe(subject, { callback: (_err, msg) => void msg.respond(msg.data) });
     const mux = internals.protocol.muxSubscriptions;
     const originalAdd = mux.add.bind(mux);
     let cancels = 0;

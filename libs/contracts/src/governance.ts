@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
+import { ActorId, Caller, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
 import { IntentRef, IfMatch, command } from "./subjects";
 import { SuspensionRequest } from "./suspension";
 
@@ -128,6 +128,13 @@ export const effectivePolicy = (policy: GovernancePolicy | null | undefined): Ef
   return effective;
 };
 
+/** The writes of other services a governance policy binds (spec 2.11: every mutation of the intent). */
+export const GovernedWriteKind = z.enum(["memory", "channel"]);
+export type GovernedWriteKind = z.infer<typeof GovernedWriteKind>;
+
+/** The most checks one governance.check_many request carries. */
+export const GOVERNANCE_CHECKS_PER_REQUEST = 256;
+
 /** The policy commands: served by the intents service, which keeps the policy in the intent's row. */
 export const governancePolicyCommands = {
   set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy })),
@@ -139,7 +146,19 @@ export const governancePolicyCommands = {
    * (allowed_agents, write_scope), else {allowed: true}. Read from the intent's row at the time of
    * the call, so a policy whose PUT has answered binds every later write.
    */
-  check: command("intents", "governance.check", IntentRef.extend({ kind: z.enum(["memory", "channel"]) })),
+  check: command("intents", "governance.check", IntentRef.extend({ kind: GovernedWriteKind })),
+  /**
+   * Many checks in one request, each with its own caller: what the writes of one event-loop turn
+   * of a service ask (libs/service GovernanceChecks). Each is read from its intent's row when
+   * this request is served, after every write it belongs to arrived, so the rule above holds for
+   * each. Answers {results} in the order asked: {allowed: true} or {error} (the wire error that
+   * check alone would have answered).
+   */
+  checkMany: command(
+    "intents",
+    "governance.check_many",
+    z.object({ checks: z.array(z.object({ intent_id: Uuid, kind: GovernedWriteKind, caller: Caller })).min(1).max(GOVERNANCE_CHECKS_PER_REQUEST) }),
+  ),
 } as const;
 
 const ApprovalRef = IntentRef.extend({ approval_id: Uuid });

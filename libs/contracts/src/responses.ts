@@ -99,5 +99,15 @@ export const ReceiveAnswer = z.object({ dispatch_id: Uuid, accepted: z.literal(t
 export const GrantedApprovals = z.object({ granted: z.number().int().nonnegative() });
 export const ServerConfig = z.object({ protocol_version: z.string(), suspension: z.object({ default_retry_policy: z.object({}).passthrough().nullable() }) }).passthrough();
 export const GovernanceAllowed = z.object({ allowed: z.literal(true) });
+/** governance.check_many: per check, in the order asked, allowed or the error that check answers. */
+export const GovernanceVerdicts = z.object({
+  results: z.array(
+    z.union([
+      GovernanceAllowed,
+      z.object({ error: z.object({ code: z.string(), status: z.number().int(), message: z.string(), details: z.record(z.string(), z.unknown()).optional(), extra: z.record(z.string(), z.unknown()).optional() }) }),
+    ]),
+  ),
+});
+export type GovernanceVerdicts = z.infer<typeof GovernanceVerdicts>;
 export const LeasesHeld = z.object({ held: z.record(z.string(), z.number().int().nonnegative()) });
 export const UnknownTasks = z.object({ unknown: z.array(z.string()) });

@@ -1,5 +1,6 @@
 import type { Caller, Clock } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
+import type { GovernanceChecks } from "@intentmesh/service";
 import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 
@@ -12,6 +13,8 @@ export interface ChannelsContext {
   logger: Logger;
   /** Requests to the intents service (intent access, governance) and the registry (role_id). */
   client: BusClient;
+  /** Governance checks of messages (spec 2.11), sent together per event-loop turn. */
+  governance: GovernanceChecks;
   /** Tells the outbox relay that a commit enqueued messages. */
   published(): void;
 }

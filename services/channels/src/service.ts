@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { channelStream, channelsCommands as commands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { openServiceCore } from "@intentmesh/service";
+import { GovernanceChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { ChannelsContext } from "./context";
@@ -41,7 +41,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     outbox,
   });
   const { database, logger, relay } = core;
-  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, published: core.published };
+  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, governance: new GovernanceChecks(core.client), published: core.published };
   const sweeper = new ChannelSweeper(ctx, options.sweepIntervalMs ?? 1000);
 
   core.serve(commands, {

@@ -11,7 +11,7 @@ import { LeaseSweeper } from "./lease-sweeper";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./handlers/portfolios";
 import { beginSuspension, endSuspension } from "./handlers/suspension";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolio-projection";
-import { checkGovernanceFor, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./handlers/governance";
+import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./handlers/governance";
 import { createIntent, getIntent, listIntents } from "./handlers/intents";
 import { patchState } from "./handlers/state";
 import { transitionStatus } from "./handlers/status";
@@ -82,6 +82,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     get: (input) => getGovernancePolicy(ctx, input.intent_id),
     remove: (input, caller) => removeGovernancePolicy(ctx, input.intent_id, input.if_match, caller),
     check: (input, caller) => checkGovernanceFor(ctx, input.intent_id, input.kind, caller),
+    checkMany: (input) => checkGovernanceMany(ctx, input.checks),
   });
   core.serve(portfoliosCommands, {
     create: (input, caller) => createPortfolio(ctx, input.body, caller),

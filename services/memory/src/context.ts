@@ -1,5 +1,6 @@
 import type { Caller, Clock } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
+import type { GovernanceChecks } from "@intentmesh/service";
 import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Guardrails } from "./domain/access";
@@ -12,6 +13,8 @@ export interface MemoryContext {
   logger: Logger;
   /** Requests to the intents service (tasks, intents) and the registry (role_id). */
   client: BusClient;
+  /** Governance checks of writes scoped to an intent (spec 2.11), sent together per event-loop turn. */
+  governance: GovernanceChecks;
   /** The coordinator guardrails of 2.14, server-wide (MEMORY_GUARDRAILS). */
   guardrails: Guardrails;
   /** Episodic capacity of an agent without its own setting (spec default 1000). */

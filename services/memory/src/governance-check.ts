@@ -1,4 +1,4 @@
-import { governancePolicyCommands, type Caller } from "@intentmesh/contracts";
+import type { Caller } from "@intentmesh/contracts";
 import type { MemoryContext } from "./context";
 
 /**
@@ -9,5 +9,5 @@ import type { MemoryContext } from "./context";
  */
 export async function assertGovernanceAllows(ctx: MemoryContext, caller: Caller, intentId: string | null): Promise<void> {
   if (!intentId) return;
-  await ctx.client.request(governancePolicyCommands.check, caller, { intent_id: intentId, kind: "memory" });
+  await ctx.governance.assertAllowed(caller, intentId, "memory");
 }

@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_EPISODIC_CAPACITY, memoryCommands as commands, memoryStream, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { openServiceCore } from "@intentmesh/service";
+import { GovernanceChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { MemoryContext } from "./context";
@@ -54,6 +54,7 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
     clock: core.clock,
     logger,
     client: core.client,
+    governance: new GovernanceChecks(core.client),
     guardrails: options.guardrails ?? {},
     episodicCapacity: options.episodicCapacity ?? DEFAULT_EPISODIC_CAPACITY,
     published: core.published,

@@ -3,6 +3,17 @@ import { Channel, Message, channelsCommands } from "../channels";
 import { ChannelDeleted, ChannelPage } from "../responses";
 import { z } from "../zod";
 
+/** What every way of sending (to a channel by id, by name, a reply) may answer: the rules of 2.13 and 2.11. */
+const SEND_ERRORS = [
+  "CHANNEL_CLOSED",
+  "CREDENTIALS_IN_MESSAGE",
+  "CROSS_INTENT_MESSAGE",
+  "GOVERNANCE_VIOLATION",
+  "MESSAGE_RULE_VIOLATED",
+  "NOT_A_MEMBER",
+  "REQUEST_EXPIRED",
+] as const;
+
 /** Channels and messages (4.7), and rule 10's implicit creation at /intents/{id}/channels/{name}/messages (docs/channels.md). */
 export const channelsRoutes = [
   {
@@ -39,7 +50,7 @@ export const channelsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
-    errors: ["INTENT_NOT_FOUND"],
+    errors: [...SEND_ERRORS, "INTENT_ENDED", "INTENT_NOT_FOUND"],
     response: Message,
     summary: "Send to the intent's channel of that name, creating it (policy intent) when it does not exist (rule 10)",
   },
@@ -86,7 +97,7 @@ export const channelsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
-    errors: ["CHANNEL_CLOSED", "CHANNEL_NOT_FOUND", "CREDENTIALS_IN_MESSAGE", "CROSS_INTENT_MESSAGE", "MESSAGE_RULE_VIOLATED", "NOT_A_MEMBER"],
+    errors: [...SEND_ERRORS, "CHANNEL_NOT_FOUND"],
     response: Message,
     summary: "Send a message (type rules of 2.13)",
   },
@@ -122,7 +133,7 @@ export const channelsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
-    errors: ["CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND", "REQUEST_EXPIRED"],
+    errors: [...SEND_ERRORS, "CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"],
     response: Message,
     summary: "Answer a request: a response with correlation_id and to set by the server",
   },

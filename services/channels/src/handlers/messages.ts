@@ -2,7 +2,6 @@ import { and, asc, eq, gt, inArray, or, sql, type SQL } from "drizzle-orm";
 import {
   AppError,
   errors,
-  governancePolicyCommands,
   Uuid,
   type Caller,
   type ChannelStreamView,
@@ -90,7 +89,7 @@ async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessage
   const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= now.getTime()) throw errors.validation("expires_at is already past: such a message would never be delivered");
   // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope.
-  await ctx.client.request(governancePolicyCommands.check, caller, { intent_id: channel.intentId, kind: "channel" });
+  await ctx.governance.assertAllowed(caller, channel.intentId, "channel");
   const written = await writeMessage(ctx.query, outgoing(channel, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }), now);
   if (!written) throw await refusal(ctx, ctx.db, channel.id);
   ctx.published();

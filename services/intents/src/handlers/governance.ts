@@ -1,10 +1,13 @@
 import { sql } from "drizzle-orm";
 import {
+  AppError,
   effectivePolicy,
   errors,
   governanceCommands,
   type Caller,
   type GovernancePolicy,
+  type GovernanceVerdicts,
+  type GovernedWriteKind,
   type Intent,
 } from "@intentmesh/contracts";
 import { rowsOf, type Queryable } from "@intentmesh/db";
@@ -107,7 +110,37 @@ export async function enforceGovernance(
 }
 
 /** governance.check: another service's write scoped to the intent, against the intent's policy. */
-export async function checkGovernanceFor(ctx: IntentsContext, intentId: string, kind: "memory" | "channel", caller: Caller): Promise<{ allowed: true }> {
+export async function checkGovernanceFor(ctx: IntentsContext, intentId: string, kind: GovernedWriteKind, caller: Caller): Promise<{ allowed: true }> {
   await enforceGovernance(ctx, intentId, undefined, { kind }, caller);
   return { allowed: true };
+}
+
+/**
+ * governance.check_many: the same for many writes at once, their policies read in one statement.
+ * A refusal is that check's answer; a failure to read (the database down) fails the request whole.
+ */
+export async function checkGovernanceMany(
+  ctx: IntentsContext,
+  checks: Array<{ intent_id: string; kind: GovernedWriteKind; caller: Caller }>,
+): Promise<GovernanceVerdicts> {
+  const ids = [...new Set(checks.map((check) => check.intent_id))];
+  const rows = await ctx.query<{ id: string; governance_policy: GovernancePolicy | null }>(
+    "intents_governance_policies",
+    "select id, governance_policy from intents.intents where id = any($1::uuid[])",
+    [ids],
+  );
+  const policies = new Map(rows.map((row) => [row.id, row.governance_policy]));
+  const results = await Promise.all(
+    checks.map(async ({ intent_id, kind, caller }) => {
+      try {
+        // An intent that does not exist has no policy to enforce (as the single check).
+        await enforceGovernance(ctx, intent_id, policies.get(intent_id) ?? null, { kind }, caller);
+        return { allowed: true as const };
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        return { error: error.toWire() };
+      }
+    }),
+  );
+  return { results };
 }
