@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { context } from "@opentelemetry/api";
-import { claimInboxMessage, pruneInbox, type Database, type InboxTable, type Tx } from "@intentmesh/db";
+import { claimInboxMessage, claimInboxMessages, pruneInbox, type Database, type InboxTable, type Tx } from "@intentmesh/db";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { Bus } from "./connection";
 import { extractTrace } from "./trace";
@@ -128,8 +128,15 @@ async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T
     // The batch runs under the trace of its first message.
     applied = await context.with(extractTrace(parsed[0]!.msg.headers), () =>
       options.db.transaction(async (tx) => {
+        // One statement records the whole batch in the inbox; only what it had not seen is applied.
+        const unseen = await claimInboxMessages(tx, options.inbox, options.durable, parsed.map(({ msg }) => inboxMessageId(msg)));
         const outcomes: boolean[] = [];
-        for (const { msg, payload } of parsed) outcomes.push(await applyInTx(tx, msg, payload, options));
+        for (const { msg, payload } of parsed) {
+          // delete: a message delivered twice within the batch applies once.
+          const fresh = unseen.delete(inboxMessageId(msg));
+          if (fresh) await options.handle(tx, payload, msg);
+          outcomes.push(fresh);
+        }
         return outcomes;
       }),
     );

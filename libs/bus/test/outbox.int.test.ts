@@ -208,4 +208,45 @@ describe("idempotent durable consumer", () => {
     expect(Math.max(...perTransaction.values())).toBeGreaterThanOrEqual(32);
     expect(perTransaction.size).toBeLessThan(count / 2);
   });
+
+  it("skips, within a batch, the messages its inbox already holds (applied before a crash) and applies the others once", async () => {
+    const count = 60;
+    const names = Array.from({ length: count }, (_, i) => `seen:${String(i).padStart(3, "0")}`);
+    const alreadyApplied = new Set(names.filter((_, i) => i % 3 === 0));
+    await database.db.transaction(async (tx) => {
+      await enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.seen.e${i}`, msgId: message, payload: { message } })));
+      // As if an earlier run committed these and crashed before acking them.
+      for (const id of alreadyApplied) await tx.insert(testInbox).values({ consumer: "seen-test", messageId: id });
+    });
+    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+
+    let acked = 0;
+    const consumer = await startDurableConsumer(bus, {
+      stream: TEST_STREAM.name,
+      durable: "seen-test",
+      filterSubject: "im.evt.bustest.seen.>",
+      db: database.db,
+      inbox: testInbox,
+      logger,
+      parse: (data) => data as { message: string },
+      handle: async (tx, payload) => {
+        await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
+      },
+      afterCommit: () => {
+        acked += 1;
+      },
+    });
+    const deadline = Date.now() + 15_000;
+    while (acked < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await consumer.stop();
+
+    const rows = rowsOf<{ message: string; txid: string }>(
+      await database.db.execute(sql`select message, txid::text from bus_test.batch_effects where message like 'seen:%' order by position`),
+    );
+    expect(acked).toBe(count);
+    expect(rows.map((r) => r.message)).toEqual(names.filter((m) => !alreadyApplied.has(m)));
+    expect(new Set(rows.map((r) => r.txid)).size).toBeLessThan(rows.length / 2);
+    const inbox = rowsOf<{ n: number }>(await database.db.execute(sql`select count(*)::int as n from bus_test.inbox where consumer = 'seen-test'`));
+    expect(inbox[0]?.n).toBe(count);
+  });
 });

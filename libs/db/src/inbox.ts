@@ -30,6 +30,20 @@ export async function claimInboxMessage(tx: Queryable, inbox: InboxTable, consum
   return inserted.length > 0;
 }
 
+/**
+ * Records many messages as processed in one statement: the ids that were not recorded yet. An id
+ * given twice is returned once (the second insert conflicts with the first).
+ */
+export async function claimInboxMessages(tx: Queryable, inbox: InboxTable, consumer: string, messageIds: string[]): Promise<Set<string>> {
+  if (!messageIds.length) return new Set();
+  const inserted = await tx
+    .insert(inbox)
+    .values(messageIds.map((messageId) => ({ consumer, messageId })))
+    .onConflictDoNothing()
+    .returning({ messageId: inbox.messageId });
+  return new Set(inserted.map((row) => row.messageId));
+}
+
 /** Removes inbox rows older than the stream's duplicate window could ever redeliver. */
 export async function pruneInbox(db: Queryable, inbox: InboxTable, olderThan: Date): Promise<void> {
   await db.delete(inbox).where(sql`${inbox.processedAt} < ${olderThan}`);
