@@ -179,6 +179,26 @@ describe("query (4.8)", () => {
     expect(raw.body).toHaveLength(3);
   });
 
+  it("an owner's entries by tag: only that owner's, whichever tags other owners share; quotes, backslashes and braces in tags match exactly", async () => {
+    const [a, b] = [await newAgent(), await newAgent()];
+    const ns = uniqueTag("owned");
+    const odd = ['say"hi"', "back\\slash", "{brace}", "uni✓"];
+    expect((await write(a.headers, { namespace: ns, key: "a1", value: {}, tags: ["shared", ...odd], memory_type: "episodic" })).status).toBe(201);
+    expect((await write(a.headers, { namespace: ns, key: "a2", value: {}, tags: ["shared"], memory_type: "episodic" })).status).toBe(201);
+    expect((await write(b.headers, { namespace: ns, key: "b1", value: {}, tags: ["shared", ...odd], memory_type: "episodic" })).status).toBe(201);
+    const keys = async (agent: { id: string; headers: Record<string, string> }, qs: string) => {
+      const res = await query(agent.headers, `agent_id=${agent.id}&${qs}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return { keys: res.body.entries.map((e: any) => e.key).sort(), total: res.body.total };
+    };
+    expect(await keys(a, "tags=shared")).toEqual({ keys: ["a1", "a2"], total: 2 });
+    expect(await keys(b, "tags=shared")).toEqual({ keys: ["b1"], total: 1 });
+    for (const tag of odd) expect(await keys(a, `tags=shared,${encodeURIComponent(tag)}`), tag).toEqual({ keys: ["a1"], total: 1 });
+    expect(await keys(a, `tags_any=${encodeURIComponent(odd[0]!)},nothing`)).toEqual({ keys: ["a1"], total: 1 });
+    expect(await keys(b, `tags=shared&tags_any=${encodeURIComponent(odd[1]!)}`)).toEqual({ keys: ["b1"], total: 1 });
+    expect(await keys(a, "tags=shared,absent")).toEqual({ keys: [], total: 0 });
+  });
+
   it("never returns entries the caller may not read (rule 8)", async () => {
     const a = await newAgent();
     const b = await newAgent("other", "other");
