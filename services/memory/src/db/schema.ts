@@ -49,9 +49,12 @@ export const entries = memorySchema.table(
     // 2.14 uniqueness: (agent_id, namespace, key) for working and episodic, (namespace, key) for semantic.
     uniqueIndex("entries_owned_key_uq").on(t.agentId, t.namespace, t.key).where(sql`${t.memoryType} <> 'semantic'`),
     uniqueIndex("entries_semantic_key_uq").on(t.namespace, t.key).where(sql`${t.memoryType} = 'semantic'`),
-    index("entries_tags_gin").using("gin", t.tags),
+    // fastupdate off: a GIN index's pending list (where fastupdate parks new entries until vacuum
+    // merges them) is read in full by every query, so a query right after a burst of writes would
+    // cost more the more was written since the last vacuum. Writes update the index directly.
+    index("entries_tags_gin").using("gin", t.tags).with({ fastupdate: false }),
     // An owner's entries by tag (GET /memory?agent_id=..&tags=..) in one GIN scan: the owner is one more tag.
-    index("entries_owner_tags_gin").using("gin", ownerTags(t.agentId, t.tags)),
+    index("entries_owner_tags_gin").using("gin", ownerTags(t.agentId, t.tags)).with({ fastupdate: false }),
     index("entries_owner_idx").on(t.agentId, t.memoryType, t.namespace.op("text_pattern_ops")),
     index("entries_semantic_ns_idx").on(t.namespace.op("text_pattern_ops")).where(sql`${t.memoryType} = 'semantic'`),
     index("entries_task_idx").on(t.taskId).where(sql`${t.taskId} is not null`),

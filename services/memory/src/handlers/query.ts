@@ -50,12 +50,14 @@ export function filterSql(f: {
  * Rule 8 as SQL: the entries of the given tiers the caller may read (or write, for deletes).
  * Semantic: namespaces where the caller's permission reaches the level (the few namespaces with a
  * permission object are read; all others have the default `read`); working and episodic: the
- * entries of `owner` the tier rules open to the caller.
+ * entries of `owner` the tier rules open to the caller. With `tier` (a query's memory_type) only
+ * that tier's rule: the others could not match, and an OR of index paths the planner need not
+ * weigh keeps it on the indexes that answer the query.
  */
-export async function visibleSql(ctx: MemoryContext, caller: Caller, owner: string | undefined, wanted: "read" | "write"): Promise<SQL> {
+export async function visibleSql(ctx: MemoryContext, caller: Caller, owner: string | undefined, wanted: "read" | "write", tier?: MemoryType): Promise<SQL> {
   const parts: SQL[] = [];
-  parts.push(sql`(${entries.memoryType} = 'semantic' and ${await semanticVisible(ctx, caller, wanted)})`);
-  if (owner !== undefined) {
+  if (tier === undefined || tier === "semantic") parts.push(sql`(${entries.memoryType} = 'semantic' and ${await semanticVisible(ctx, caller, wanted)})`);
+  if (owner !== undefined && tier !== "semantic") {
     const me = actingAgent(caller);
     if (me === owner) {
       parts.push(sql`(${entries.memoryType} <> 'semantic' and ${entries.agentId} = ${owner})`);
@@ -68,7 +70,7 @@ export async function visibleSql(ctx: MemoryContext, caller: Caller, owner: stri
       }
     }
   }
-  return sql`(${sql.join(parts, sql` or `)})`;
+  return parts.length ? sql`(${sql.join(parts, sql` or `)})` : sql`false`;
 }
 
 /** Tasks whose working memory of `owner` the caller reads: it coordinates them, holds them after the owner, or holds an inheriting sub-task. */
@@ -116,7 +118,7 @@ export async function queryEntries(ctx: MemoryContext, query: MemoryQuery, calle
   if (query.pinned !== undefined && query.memory_type && query.memory_type !== "episodic") throw errors.validation("pinned filters episodic memory only");
   const where = [
     ...filterSql({ ...query, task_id: query["scope.task_id"], intent_id: query["scope.intent_id"] }),
-    await visibleSql(ctx, caller, owner, "read"),
+    await visibleSql(ctx, caller, owner, "read", query.memory_type),
   ];
   // An explicit agent_id filters every tier by owner (a semantic entry's agent_id is its writer).
   if (query.agent_id) where.push(sql`${entries.agentId} = ${query.agent_id}`);

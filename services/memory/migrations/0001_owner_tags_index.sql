@@ -1,1 +1,0 @@
-CREATE INDEX "entries_owner_tags_gin" ON "memory"."entries" USING gin (("tags" || (chr(1) || 'owner:' || "agent_id")));
