@@ -1,5 +1,5 @@
-import { sql, type SQL } from "drizzle-orm";
-import { boolean, index, type AnyPgColumn, integer, jsonb, pgSchema, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { boolean, index, integer, jsonb, pgSchema, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { inboxTable } from "@intentmesh/db";
 import { outboxTable } from "@intentmesh/bus";
 import type { MemoryPolicy } from "@intentmesh/contracts";
@@ -8,15 +8,6 @@ import type { MemoryPolicy } from "@intentmesh/contracts";
 export const memorySchema = pgSchema("memory");
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
-
-/**
- * The tag that stands for an entry's owner in entries_owner_tags_gin: a control character, which
- * no tag may hold (the contracts refuse it), then `owner:` and the agent id. Queries keep their
- * exact conditions beside the index's all the same.
- */
-export const OWNER_TAG_PREFIX = "\u0001owner:";
-/** An entry's tags plus its owner tag: what entries_owner_tags_gin indexes, written the same in queries. */
-export const ownerTags = (agentId: SQL | AnyPgColumn, tags: SQL | AnyPgColumn) => sql`(${tags} || (chr(1) || 'owner:' || ${agentId}))`;
 
 export const entries = memorySchema.table(
   "entries",
@@ -53,8 +44,6 @@ export const entries = memorySchema.table(
     // merges them) is read in full by every query, so a query right after a burst of writes would
     // cost more the more was written since the last vacuum. Writes update the index directly.
     index("entries_tags_gin").using("gin", t.tags).with({ fastupdate: false }),
-    // An owner's entries by tag (GET /memory?agent_id=..&tags=..) in one GIN scan: the owner is one more tag.
-    index("entries_owner_tags_gin").using("gin", ownerTags(t.agentId, t.tags)).with({ fastupdate: false }),
     index("entries_owner_idx").on(t.agentId, t.memoryType, t.namespace.op("text_pattern_ops")),
     index("entries_semantic_ns_idx").on(t.namespace.op("text_pattern_ops")).where(sql`${t.memoryType} = 'semantic'`),
     index("entries_task_idx").on(t.taskId).where(sql`${t.taskId} is not null`),

@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { errors, fitPage, type Caller, type MemoryEntry, type MemoryQuery, type MemoryType } from "@intentmesh/contracts";
-import { entries, namespaces, OWNER_TAG_PREFIX, ownerTags, tasks } from "../db/schema";
+import { entries, namespaces, tasks } from "../db/schema";
 import type { MemoryContext } from "../context";
 import { DEFAULT_NAMESPACE_PERMISSIONS, actingAgent, atLeast, callerNames, isAdmin, isCoordinator, namespaceAccess, type NamespacePermissionObject } from "../domain/access";
 import { episodicAccessOf } from "../entry-access";
@@ -10,13 +10,6 @@ import { toEntry } from "../mapping";
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 /** A text[] of bound parameters, one each: no array-literal quoting for a value to slip through. */
 const textArray = (values: string[]) => sql`array[${sql.join(values.map((v) => sql`${v}`), sql`, `)}]::text[]`;
-
-/** The index condition of an owner's entries with ALL of `tags` and ANY of `tagsAny` (the exact conditions stay beside it). */
-function ownerTagsSql(owner: string, tags: string[], tagsAny: string[]): SQL {
-  const indexed = ownerTags(entries.agentId, entries.tags);
-  const all = sql`${indexed} @> ${textArray([...tags, OWNER_TAG_PREFIX + owner])}`;
-  return tagsAny.length ? sql`${all} and ${indexed} && ${textArray(tagsAny)}` : all;
-}
 
 /** The filters of 4.8 that do not depend on who asks. */
 export function filterSql(f: {
@@ -122,9 +115,6 @@ export async function queryEntries(ctx: MemoryContext, query: MemoryQuery, calle
   ];
   // An explicit agent_id filters every tier by owner (a semantic entry's agent_id is its writer).
   if (query.agent_id) where.push(sql`${entries.agentId} = ${query.agent_id}`);
-  // The same owner and tags once more, as entries_owner_tags_gin reads them: one index scan finds
-  // the owner's entries with those tags instead of reading all the owner's entries to filter them.
-  if (query.agent_id && (query.tags?.length || query.tags_any?.length)) where.push(ownerTagsSql(query.agent_id, query.tags ?? [], query.tags_any ?? []));
   const condition = sql.join(where, sql` and `);
   const [rows, counted] = await Promise.all([
     ctx.db.select().from(entries).where(condition).orderBy(sql`${entries.updatedAt} desc`, entries.id).limit(query.limit).offset(query.offset),
