@@ -120,6 +120,35 @@ describe("transactional outbox relay", () => {
   });
 });
 
+/**
+ * A durable consumer of im.evt.bustest.<topic>.> whose effect is a row in batch_effects (with the
+ * transaction that wrote it), run until `count` messages are acked (or 15 s); how many were.
+ * `beforeApply` may throw to fail a message.
+ */
+async function recordEffectsUntilAcked(durable: string, topic: string, count: number, beforeApply: (message: string) => void = () => {}): Promise<number> {
+  let acked = 0;
+  const consumer = await startDurableConsumer(bus, {
+    stream: TEST_STREAM.name,
+    durable,
+    filterSubject: `im.evt.bustest.${topic}.>`,
+    db: database.db,
+    inbox: testInbox,
+    logger,
+    parse: (data) => data as { message: string },
+    handle: async (tx, payload) => {
+      beforeApply(payload.message);
+      await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
+    },
+    afterCommit: () => {
+      acked += 1;
+    },
+  });
+  const deadline = Date.now() + 15_000;
+  while (acked < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await consumer.stop();
+  return acked;
+}
+
 describe("idempotent durable consumer", () => {
   it("applies a message once when the consumer crashes after its commit and before its ack", async () => {
     const subject = "im.evt.bustest.idem.e1";
@@ -170,29 +199,12 @@ describe("idempotent durable consumer", () => {
 
     const failing = names[70]!;
     let failures = 0;
-    let acked = 0;
-    const consumer = await startDurableConsumer(bus, {
-      stream: TEST_STREAM.name,
-      durable: "batch-test",
-      filterSubject: "im.evt.bustest.batch.>",
-      db: database.db,
-      inbox: testInbox,
-      logger,
-      parse: (data) => data as { message: string },
-      handle: async (tx, payload) => {
-        if (payload.message === failing && failures === 0) {
-          failures += 1;
-          throw new Error("a transient failure of one message");
-        }
-        await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
-      },
-      afterCommit: () => {
-        acked += 1;
-      },
+    const acked = await recordEffectsUntilAcked("batch-test", "batch", count, (message) => {
+      if (message === failing && failures === 0) {
+        failures += 1;
+        throw new Error("a transient failure of one message");
+      }
     });
-    const deadline = Date.now() + 15_000;
-    while (acked < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await consumer.stop();
 
     const rows = rowsOf<{ message: string; txid: string }>(await database.db.execute(sql`select message, txid::text from bus_test.batch_effects order by position`));
     // Every message once (a duplicate would violate the primary key and never be acked).
@@ -220,25 +232,7 @@ describe("idempotent durable consumer", () => {
     });
     await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
 
-    let acked = 0;
-    const consumer = await startDurableConsumer(bus, {
-      stream: TEST_STREAM.name,
-      durable: "seen-test",
-      filterSubject: "im.evt.bustest.seen.>",
-      db: database.db,
-      inbox: testInbox,
-      logger,
-      parse: (data) => data as { message: string },
-      handle: async (tx, payload) => {
-        await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
-      },
-      afterCommit: () => {
-        acked += 1;
-      },
-    });
-    const deadline = Date.now() + 15_000;
-    while (acked < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await consumer.stop();
+    const acked = await recordEffectsUntilAcked("seen-test", "seen", count);
 
     const rows = rowsOf<{ message: string; txid: string }>(
       await database.db.execute(sql`select message, txid::text from bus_test.batch_effects where message like 'seen:%' order by position`),
