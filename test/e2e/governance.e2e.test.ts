@@ -213,6 +213,32 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
     }
   });
 
+  it("GovernanceChecks: refusals too large for one answer (1,000 long allowed_agents each) are asked again one by one, each with its full details", async () => {
+    const allowed = Array.from({ length: 1000 }, (_, i) => `agent-${String(i).padStart(4, "0")}-${"x".repeat(180)}`);
+    const intent = await governed({ allowed_agents: allowed });
+    const as = (id: string): Caller => ({ principal: "agent-key", roles: ["agent"], actor: id, agent_id: id });
+    const checks = new GovernanceChecks(new BusClient(cluster.bus));
+    const seen = { one: 0, many: 0 };
+    const one = cluster.bus.nc.subscribe(cluster.bus.subject(governancePolicyCommands.check.subject), { callback: () => void seen.one++ });
+    const many = cluster.bus.nc.subscribe(cluster.bus.subject(governancePolicyCommands.checkMany.subject), { callback: () => void seen.many++ });
+    await cluster.bus.nc.flush();
+    try {
+      const who = [allowed[0]!, "bob-1", "bob-2", "bob-3", allowed[999]!, "bob-4"];
+      const outcomes = await Promise.allSettled(who.map((id) => checks.assertAllowed(as(id), intent.id, "memory")));
+      expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "rejected", "rejected", "fulfilled", "rejected"]);
+      for (const i of [1, 2, 3, 5]) {
+        const reason = (outcomes[i] as PromiseRejectedResult).reason;
+        expect(reason).toMatchObject({ code: "GOVERNANCE_VIOLATION", status: 403, details: { rule: "allowed_agents", agent_id: who[i] } });
+        expect(reason.details.allowed_agents).toHaveLength(1000);
+      }
+      await cluster.bus.nc.flush();
+      expect(seen).toEqual({ many: 1, one: who.length });
+    } finally {
+      one.unsubscribe();
+      many.unsubscribe();
+    }
+  });
+
   it("channel messages of agents the policy leaves out are refused while the allowed agent's, sent at the same moment, are written", async () => {
     const intent = await governed({ allowed_agents: ["alice"] });
     const channel = await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "ops" }, key: "operator" });

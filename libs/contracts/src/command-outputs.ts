@@ -57,8 +57,9 @@ const busOnlyErrors: ReadonlyMap<string, readonly ErrorCode[]> = new Map<string,
   [governanceCommands.grantedApprovals.subject, []],
   [governanceCommands.serverConfig.subject, []],
   [governancePolicyCommands.check.subject, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"]],
-  // Each check's refusal travels inside the answer; the request itself fails only as a whole (503, 500).
-  [governancePolicyCommands.checkMany.subject, []],
+  // Each check's refusal travels inside the answer; the request fails as a whole only when those
+  // verdicts are too large for one answer (the asker then checks one by one), or with a 503/500.
+  [governancePolicyCommands.checkMany.subject, ["REPLY_TOO_LARGE"]],
   [intentsCommands.leasesHeld.subject, []],
   [suspensionCommands.begin.subject, ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH", "SUSPENSION_ACTIVE"]],
   [suspensionCommands.end.subject, ["INTENT_NOT_FOUND", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]],

@@ -152,7 +152,8 @@ export const governancePolicyCommands = {
    * of a service ask (libs/service GovernanceChecks). Each is read from its intent's row when
    * this request is served, after every write it belongs to arrived, so the rule above holds for
    * each. Answers {results} in the order asked: {allowed: true} or {error} (the wire error that
-   * check alone would have answered).
+   * check alone would have answered). 500 REPLY_TOO_LARGE when those verdicts pass 512 KiB (a
+   * refusal names up to 1,000 allowed_agents): the asker then sends the checks one by one.
    */
   checkMany: command(
     "intents",

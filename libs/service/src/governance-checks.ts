@@ -43,12 +43,13 @@ export class GovernanceChecks {
     this.scheduled = false;
     const batch = this.pending;
     this.pending = [];
-    if (batch.length === 1) {
-      const [only] = batch as [PendingCheck];
-      this.client.request(governancePolicyCommands.check, only.check.caller, { intent_id: only.check.intent_id, kind: only.check.kind }).then(() => only.resolve(), only.reject);
-    } else if (batch.length > 1) {
-      void this.sendMany(batch);
-    }
+    if (batch.length === 1) this.sendOne(batch[0]!);
+    else if (batch.length > 1) void this.sendMany(batch);
+  }
+
+  private sendOne(pending: PendingCheck): void {
+    const { caller, intent_id, kind } = pending.check;
+    this.client.request(governancePolicyCommands.check, caller, { intent_id, kind }).then(() => pending.resolve(), pending.reject);
   }
 
   private async sendMany(batch: PendingCheck[]): Promise<void> {
@@ -57,7 +58,10 @@ export class GovernanceChecks {
       // The request's own caller is this service's first writer: the verdicts use each check's caller.
       verdicts = await this.client.request<GovernanceVerdicts>(governancePolicyCommands.checkMany, batch[0]!.check.caller, { checks: batch.map((p) => p.check) });
     } catch (error) {
-      for (const pending of batch) pending.reject(error);
+      // Refusals carry their policy's details (up to 1,000 allowed_agents each): many in one
+      // answer can pass what the bus carries. Each check alone always fits; ask them one by one.
+      if (error instanceof AppError && error.code === "REPLY_TOO_LARGE") for (const pending of batch) this.sendOne(pending);
+      else for (const pending of batch) pending.reject(error);
       return;
     }
     batch.forEach((pending, i) => {

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import {
   AppError,
+  appError,
   effectivePolicy,
   errors,
   governanceCommands,
@@ -142,5 +143,19 @@ export async function checkGovernanceMany(
       }
     }),
   );
+  // A refusal carries its policy's details (up to 1,000 allowed_agents): many in one answer could
+  // pass what the bus carries. Said plainly, the asker sends those checks one by one instead.
+  if (results.some((result) => "error" in result)) {
+    const bytes = Buffer.byteLength(JSON.stringify(results));
+    if (bytes > CHECK_MANY_REPLY_BUDGET) {
+      throw appError("REPLY_TOO_LARGE", `the verdicts of these ${checks.length} checks take ${bytes} bytes, more than one answer carries; ask them one by one`, {
+        bytes,
+        limit_bytes: CHECK_MANY_REPLY_BUDGET,
+      });
+    }
+  }
   return { results };
 }
+
+/** The most bytes of verdicts one governance.check_many answer carries: well under NATS's default 1 MiB max_payload. */
+const CHECK_MANY_REPLY_BUDGET = 512 * 1024;
