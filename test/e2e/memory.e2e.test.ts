@@ -170,6 +170,9 @@ describe("query (4.8)", () => {
     const page = await query(a.headers, `agent_id=${a.id}&namespace=${ns}.*&limit=2&offset=2`);
     expect(page.body).toMatchObject({ total: 3, limit: 2, offset: 2 });
     expect(page.body.entries).toHaveLength(1);
+    // Past the end the total is still that of all matches; nothing matched is total 0.
+    expect((await query(a.headers, `agent_id=${a.id}&namespace=${ns}.*&limit=2&offset=5`)).body).toEqual({ entries: [], total: 3, limit: 2, offset: 5 });
+    expect((await query(a.headers, `agent_id=${a.id}&namespace=${ns}.none`)).body).toEqual({ entries: [], total: 0, limit: 100, offset: 0 });
     const future = new Date(clock().now().getTime() + 1000).toISOString();
     expect((await query(a.headers, `agent_id=${a.id}&namespace=${ns}.*&updated_after=${encodeURIComponent(future)}`)).body.total).toBe(0);
     expect((await query(a.headers, `agent_id=${a.id}&namespace=${ns}.*&updated_before=${encodeURIComponent(future)}`)).body.total).toBe(3);

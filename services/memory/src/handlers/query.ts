@@ -1,4 +1,4 @@
-import { sql, type SQL } from "drizzle-orm";
+import { getTableColumns, sql, type SQL } from "drizzle-orm";
 import { errors, fitPage, type Caller, type MemoryEntry, type MemoryQuery, type MemoryType } from "@intentmesh/contracts";
 import { entries, namespaces, tasks } from "../db/schema";
 import type { MemoryContext } from "../context";
@@ -116,9 +116,16 @@ export async function queryEntries(ctx: MemoryContext, query: MemoryQuery, calle
   // An explicit agent_id filters every tier by owner (a semantic entry's agent_id is its writer).
   if (query.agent_id) where.push(sql`${entries.agentId} = ${query.agent_id}`);
   const condition = sql.join(where, sql` and `);
-  const [rows, counted] = await Promise.all([
-    ctx.db.select().from(entries).where(condition).orderBy(sql`${entries.updatedAt} desc`, entries.id).limit(query.limit).offset(query.offset),
-    ctx.db.select({ total: sql<number>`count(*)::int` }).from(entries).where(condition),
-  ]);
-  return { entries: fitPage(rows.map(toEntry)).items, total: counted[0]?.total ?? 0, limit: query.limit, offset: query.offset };
+  // The page and the total in one statement (one plan, one connection): every row of the page
+  // carries the count of all matches. A page past the end has no row to carry it, so only then
+  // is it counted on its own.
+  const rows = await ctx.db
+    .select({ ...getTableColumns(entries), total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .from(entries)
+    .where(condition)
+    .orderBy(sql`${entries.updatedAt} desc`, entries.id)
+    .limit(query.limit)
+    .offset(query.offset);
+  const total = rows[0]?.total ?? (query.offset > 0 ? ((await ctx.db.select({ n: sql<number>`count(*)::int` }).from(entries).where(condition))[0]?.n ?? 0) : 0);
+  return { entries: fitPage(rows.map(toEntry)).items, total, limit: query.limit, offset: query.offset };
 }
