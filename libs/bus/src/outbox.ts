@@ -156,11 +156,13 @@ export class OutboxRelay {
   async drainOnce(): Promise<number | "locked"> {
     return this.db.transaction(async (tx) => {
       // A mark lost in a crash only means a republish that JetStream drops, so the relay's commit
-      // need not wait for the WAL flush; the events themselves were committed durably.
-      await tx.execute(sql`set local synchronous_commit = off`);
+      // need not wait for the WAL flush (set_config(..., true): for this transaction only, set in
+      // the claim itself rather than by a statement of its own); the events were committed durably.
       const [claim] = rowsOf<{ locked: boolean; rows: OutboxRow[] | null }>(
         await tx.execute(sql`
-          with lock as (select pg_try_advisory_xact_lock(hashtext(${"im-outbox:" + this.options.name})) as locked),
+          with lock as (
+            select pg_try_advisory_xact_lock(hashtext(${"im-outbox:" + this.options.name})) as locked,
+                   set_config('synchronous_commit', 'off', true) as commit_mode),
           claimed as (
             update ${this.outbox} set published_at = ${new Date()}
             where id in (
