@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { context } from "@opentelemetry/api";
-import { claimInboxMessage, claimInboxMessages, pruneInbox, type Database, type InboxTable, type Tx } from "@intentmesh/db";
+import { claimInboxMessages, pruneInbox, type Database, type InboxTable, type Tx } from "@intentmesh/db";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { Bus } from "./connection";
 import { extractTrace } from "./trace";
@@ -127,18 +127,7 @@ async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T
   try {
     // The batch runs under the trace of its first message.
     applied = await context.with(extractTrace(parsed[0]!.msg.headers), () =>
-      options.db.transaction(async (tx) => {
-        // One statement records the whole batch in the inbox; only what it had not seen is applied.
-        const unseen = await claimInboxMessages(tx, options.inbox, options.durable, parsed.map(({ msg }) => inboxMessageId(msg)));
-        const outcomes: boolean[] = [];
-        for (const { msg, payload } of parsed) {
-          // delete: a message delivered twice within the batch applies once.
-          const fresh = unseen.delete(inboxMessageId(msg));
-          if (fresh) await options.handle(tx, payload, msg);
-          outcomes.push(fresh);
-        }
-        return outcomes;
-      }),
+      options.db.transaction((tx) => applyInTx(tx, parsed, options)),
     );
   } catch (error) {
     options.logger.debug({ err: error, size: parsed.length }, "a batch failed; applying its messages one by one");
@@ -148,10 +137,11 @@ async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T
   for (const [i, { msg }] of parsed.entries()) await acknowledge(msg, applied[i]!, options);
 }
 
-async function processOne<T>({ msg, payload }: Parsed<T>, options: DurableConsumerOptions<T>): Promise<void> {
+async function processOne<T>(one: Parsed<T>, options: DurableConsumerOptions<T>): Promise<void> {
+  const { msg } = one;
   let applied: boolean;
   try {
-    applied = await context.with(extractTrace(msg.headers), () => options.db.transaction((tx) => applyInTx(tx, msg, payload, options)));
+    [applied] = (await context.with(extractTrace(msg.headers), () => options.db.transaction((tx) => applyInTx(tx, [one], options)))) as [boolean];
   } catch (error) {
     options.logger.warn({ err: error, subject: msg.subject, seq: msg.seq }, "message handling failed; redelivering");
     metrics.consumerMessages.inc({ durable: options.durable, outcome: "redelivered" });
@@ -161,11 +151,19 @@ async function processOne<T>({ msg, payload }: Parsed<T>, options: DurableConsum
   await acknowledge(msg, applied, options);
 }
 
-/** Records the message in the inbox and applies it, unless the inbox already has it. */
-async function applyInTx<T>(tx: Tx, msg: JsMsg, payload: T, options: DurableConsumerOptions<T>): Promise<boolean> {
-  if (!(await claimInboxMessage(tx, options.inbox, options.durable, inboxMessageId(msg)))) return false;
-  await options.handle(tx, payload, msg);
-  return true;
+/**
+ * Records the messages in the inbox with one statement and applies, in order, those it had not
+ * seen yet; whether each was applied. A message delivered twice within one batch applies once.
+ */
+async function applyInTx<T>(tx: Tx, messages: Parsed<T>[], options: DurableConsumerOptions<T>): Promise<boolean[]> {
+  const unseen = await claimInboxMessages(tx, options.inbox, options.durable, messages.map(({ msg }) => inboxMessageId(msg)));
+  const applied: boolean[] = [];
+  for (const { msg, payload } of messages) {
+    const fresh = unseen.delete(inboxMessageId(msg));
+    if (fresh) await options.handle(tx, payload, msg);
+    applied.push(fresh);
+  }
+  return applied;
 }
 
 /** After the commit: the test seam, then the ack (a throw in the seam leaves it unacked, as a crash would). */

@@ -20,16 +20,6 @@ export function inboxTable(schema: PgSchema) {
 }
 export type InboxTable = ReturnType<typeof inboxTable>;
 
-/** Records the message as processed; false when it already was (the caller then skips its effects). */
-export async function claimInboxMessage(tx: Queryable, inbox: InboxTable, consumer: string, messageId: string): Promise<boolean> {
-  const inserted = await tx
-    .insert(inbox)
-    .values({ consumer, messageId })
-    .onConflictDoNothing()
-    .returning({ messageId: inbox.messageId });
-  return inserted.length > 0;
-}
-
 /**
  * Records many messages as processed in one statement: the ids that were not recorded yet. An id
  * given twice is returned once (the second insert conflicts with the first).
