@@ -181,6 +181,16 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
     expect(results[2]).toEqual({ allowed: true });
     expect(results[3]).toEqual({ allowed: true });
     await expect(client.request(governancePolicyCommands.checkMany, as("service"), { checks: [] })).rejects.toMatchObject({ status: 400 });
+    // Hostile input on the bus: more checks than one request carries, a malformed id, a NUL, a lone surrogate.
+    const one = { intent_id: intent.id, kind: "channel" as const, caller: as("alice") };
+    for (const checks of [
+      Array.from({ length: 257 }, () => one),
+      [{ ...one, intent_id: "not-a-uuid" }],
+      [{ ...one, caller: as("al\u0000ice") }],
+      [{ ...one, caller: as("al\ud800ice") }],
+    ]) {
+      await expect(client.request(governancePolicyCommands.checkMany, as("service"), { checks })).rejects.toMatchObject({ status: 400 });
+    }
   });
 
   it("GovernanceChecks: the checks of one event-loop turn go in one check_many request; each settles on its own verdict; a policy that has answered binds the next turn", async () => {
