@@ -37,11 +37,19 @@ describe("the patched NATS client", () => {
       original(frame);
     };
     try {
-      // Three timers due at once run in one timers phase, each followed by its own microtask
-      // checkpoint: the unpatched client flushed at each checkpoint, three writes.
+      // Three publishes in one macrotask, each after a microtask checkpoint (as when several
+      // awaited database replies are answered in one turn). The unpatched client queued its flush
+      // as a microtask at the first publish, so it ran before the next publish: three writes.
+      // Microtasks run in order, so this holds however loaded the machine is.
       await new Promise<void>((resolve) => {
-        for (let i = 0; i < 3; i++) setTimeout(() => bus.nc.publish(bus.subject(`im.test.coalesce.${i}`), `m${i}`), 0);
-        setTimeout(() => setImmediate(resolve), 5);
+        setImmediate(async () => {
+          for (let i = 0; i < 3; i++) {
+            bus.nc.publish(bus.subject(`im.test.coalesce.${i}`), `m${i}`);
+            await Promise.resolve();
+            await Promise.resolve();
+          }
+          setImmediate(() => setImmediate(resolve));
+        });
       });
       expect(writes).toHaveLength(1);
     } finally {
