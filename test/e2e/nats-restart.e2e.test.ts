@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { intentsCommands, type Caller, type Intent } from "@intentmesh/contracts";
+import { intentsCommands, type Caller } from "@intentmesh/contracts";
 import { BusClient } from "@intentmesh/bus";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { PrivateNats } from "../support/private-nats";
@@ -34,7 +34,7 @@ async function until(check: () => Promise<boolean> | boolean, timeoutMs = 15_000
 describe("a NATS restart", () => {
   it("loses no event committed while NATS was down", async () => {
     const client = new BusClient(cluster.bus, 5000);
-    const intent = await client.request<Intent>(intentsCommands.create, caller, { body: { title: "survives", status: "active" } });
+    const intent = await client.request(intentsCommands.create, caller, { body: { title: "survives", status: "active" } });
     const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/intents/${intent.id}`, { "X-API-Key": TEST_KEYS.admin });
     await patchState(cluster.intents.ctx, intent.id, 1, [{ op: "set", path: "before", value: true }], caller);
     await sse.waitFor((c) => c.events.length === 1);

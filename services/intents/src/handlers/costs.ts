@@ -1,4 +1,4 @@
-import { appError } from "@intentmesh/contracts";
+import { appError, costsCommands, type CommandResult } from "@intentmesh/contracts";
 import { sql } from "drizzle-orm";
 import { enforceGovernance } from "./governance";
 import {
@@ -59,13 +59,16 @@ function refuseUnrecorded(recorded: RecordedCost, intentId: string, agentId: str
  * alert threshold appends budget_alert, exceeding a limit blocks the intent, both in the same
  * statement as the record (see db/cost-statements.ts). Answers the record.
  */
-export async function recordCost(ctx: IntentsContext, intentId: string, body: RecordCostBody, caller: Caller): Promise<RawJson> {
+type CostAnswer = CommandResult<typeof costsCommands.record>;
+type CostsPage = CommandResult<typeof costsCommands.list>;
+
+export async function recordCost(ctx: IntentsContext, intentId: string, body: RecordCostBody, caller: Caller): Promise<RawJson<CostAnswer>> {
   await enforceGovernance(ctx, intentId, undefined, { kind: "cost", amount: body.amount }, caller);
   const cost = newCost(body, caller);
   const recorded = await recordCostStatement(ctx.query, intentId, cost, caller.actor, ctx.clock.now());
   refuseUnrecorded(recorded, intentId, cost.agent_id);
   if (recorded.events.length) ctx.published();
-  return new RawJson(recorded.wire);
+  return new RawJson<CostAnswer>(recorded.wire);
 }
 
 /**
@@ -92,12 +95,12 @@ export async function recordCostInTx(
  * GET /intents/{id}/costs: a page of records, oldest first (cursor `after`, `limit`), the summary
  * of ALL records from the running totals, and the budget with whether it blocks the intent.
  */
-export async function listCosts(ctx: IntentsContext, intentId: string, query: ListCostsQuery): Promise<RawJson> {
+export async function listCosts(ctx: IntentsContext, intentId: string, query: ListCostsQuery): Promise<RawJson<CostsPage>> {
   const after = query.after === undefined ? 0 : Number(query.after);
   const page = await selectCostPage(ctx.query, intentId, after, query.limit);
   if (page.budget === null) throw errors.notFound("intent", intentId);
   const cursor = String(page.last ?? after);
-  return new RawJson(
+  return new RawJson<CostsPage>(
     `{"costs":${page.costsJson},"summary":${page.summaryJson},"budget":${page.budget},"next_cursor":"${cursor}","has_more":${page.hasMore}}`,
   );
 }

@@ -37,7 +37,7 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
 }
 
 /** GET /intents/{id}/events: oldest first, after a sequence number or an event id. */
-export async function listEvents(ctx: IntentsContext, intentId: string, query: ListEventsQuery): Promise<EventPage | RawJson> {
+export async function listEvents(ctx: IntentsContext, intentId: string, query: ListEventsQuery): Promise<EventPage | RawJson<EventPage>> {
   const after = await resolveCursor(ctx, intentId, query.after);
   const filters: SQL[] = [eq(events.intentId, intentId), gt(events.sequence, after)];
   if (query.event_type) filters.push(eq(events.eventType, query.event_type));
@@ -46,7 +46,7 @@ export async function listEvents(ctx: IntentsContext, intentId: string, query: L
     const page = await selectEventPageJson(ctx.query, intentId, after, query.limit);
     if (!page.fetched) await assertIntentExists(ctx.db, intentId);
     const cursor = String(page.last ?? after);
-    return new RawJson(`{"events":${page.eventsJson},"next_cursor":"${cursor}","has_more":${page.hasMore}}`);
+    return new RawJson<EventPage>(`{"events":${page.eventsJson},"next_cursor":"${cursor}","has_more":${page.hasMore}}`);
   }
   const rows = await ctx.db
     .select()

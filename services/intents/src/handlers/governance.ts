@@ -104,7 +104,7 @@ export async function enforceGovernance(
   }
   if (needed.approvals) {
     if (!ctx.client) throw errors.unavailable("the governance service is needed to check approvals");
-    const reply = await ctx.client.request<{ granted: number }>(governanceCommands.grantedApprovals, caller, { intent_id: intentId, action: "complete" });
+    const reply = await ctx.client.request(governanceCommands.grantedApprovals, caller, { intent_id: intentId, action: "complete" });
     facts.grantedCompletions = reply.granted;
   }
   checkGovernance(stored, mutation, caller, facts);

@@ -1,4 +1,4 @@
-import { appError } from "@intentmesh/contracts";
+import { appError, portfoliosCommands, type CommandResult } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import {
@@ -354,7 +354,7 @@ export async function removeMember(ctx: IntentsContext, portfolioId: string, ifM
 }
 
 /** GET /portfolios/{id}/events: oldest first after a sequence number or an event id; `tail=true` for the newest. */
-export async function listPortfolioEvents(ctx: IntentsContext, portfolioId: string, query: ListEventsQuery): Promise<RawJson> {
+export async function listPortfolioEvents(ctx: IntentsContext, portfolioId: string, query: ListEventsQuery): Promise<RawJson<CommandResult<typeof portfoliosCommands.listEvents>>> {
   const after = await resolveCursor(ctx, portfolioId, query.after);
   const tail = query.tail === "true";
   const typeFilter = query.event_type ? sql`and event_type = ${query.event_type}` : sql``;
@@ -371,7 +371,7 @@ export async function listPortfolioEvents(ctx: IntentsContext, portfolioId: stri
   // Always a sequence number, so a client can resume after an empty page too.
   const cursor = String(last ? Number(last.sequence) : after);
   const hasMore = !tail && (cut || rows.length > query.limit);
-  return new RawJson(`{"events":[${page.map((r) => r.wire).join(",")}],"next_cursor":"${cursor}","has_more":${hasMore}}`);
+  return new RawJson<CommandResult<typeof portfoliosCommands.listEvents>>(`{"events":[${page.map((r) => r.wire).join(",")}],"next_cursor":"${cursor}","has_more":${hasMore}}`);
 }
 
 async function assertPortfolioExists(db: Queryable, portfolioId: string): Promise<void> {
