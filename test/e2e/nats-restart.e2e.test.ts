@@ -4,7 +4,7 @@ import { BusClient } from "@intentmesh/bus";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { PrivateNats } from "../support/private-nats";
 import { SseClient } from "../support/sse";
-import { patchState } from "../../services/intents/src/handlers/state";
+import { patchState } from "../../services/intents/src/intents/patch-state";
 
 // Fault test: NATS goes away while the service keeps committing (a write already in flight, a
 // sweeper tick). Nothing is lost: the outbox holds the events until NATS is back, the relay

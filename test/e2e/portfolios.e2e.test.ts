@@ -7,7 +7,7 @@ import { startTestCluster, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
 import { agentHeaders } from "../support/agents";
 import { allEvents, createIntent, expectError, keyHeader, TIMESTAMP, uniqueTag, UNKNOWN_ID } from "../support/e2e-helpers";
-import { PORTFOLIO_PROJECTION_DURABLE, startPortfolioProjection, type PortfolioProjection } from "../../services/intents/src/portfolio-projection";
+import { PORTFOLIO_PROJECTION_DURABLE, startPortfolioProjection, type PortfolioProjection } from "../../services/intents/src/portfolios/projection";
 
 let cluster: TestCluster;
 const open: SseClient[] = [];

@@ -5,7 +5,7 @@ import { agentEventTypes, streams, suspensionCommands, TASK_END_EVENT_TYPES, TAS
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
-import { knownAgentStatus } from "../../services/intents/src/agent-status";
+import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
 
 let cluster: TestCluster;
 beforeAll(async () => {

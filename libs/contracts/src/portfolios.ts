@@ -10,7 +10,7 @@ import { SuspensionEndInput, SuspensionRequest } from "./suspension";
  * `due_before` deadline that suspensions of its members must not outlast (spec 8).
  */
 
-/** The aggregate takes the intent status vocabulary (rule in services/intents/src/domain/portfolio-status.ts). */
+/** The aggregate takes the intent status vocabulary (rule in services/intents/src/portfolios/portfolio-status.ts). */
 export const PortfolioStatus = IntentStatus;
 export type PortfolioStatus = IntentStatus;
 

@@ -5,7 +5,7 @@ import { RecordCostBody } from "./costs";
 
 /**
  * Retry policies and failure records (spec 2.8, 4.4). The delays and the decision to hand over
- * to a fallback agent are computed by the intents service (services/intents/src/domain/retry-delay.ts).
+ * to a fallback agent are computed by the intents service (services/intents/src/failures/retry-delay.ts).
  */
 
 export const RETRY_STRATEGIES = ["none", "fixed", "exponential", "linear"] as const;

@@ -7,7 +7,7 @@ import { PutRetryPolicyBody } from "./retries";
  * Tasks: units of work inside an intent (spec 2.5, 2.8, 2.12, 2.14, 3.1, 3.7, 4.8 rule 3, 4.9).
  * The spec names them without defining them; the model follows the official clients' Task and
  * TaskStatus (CLIENTS.md section 3). The transition table lives in
- * services/intents/src/domain/task-status.ts; docs/tasks.md explains the decisions.
+ * services/intents/src/tasks/task-status.ts; docs/tasks.md explains the decisions.
  */
 
 export const TASK_STATUSES = ["pending", "ready", "claimed", "running", "blocked", "completed", "failed", "cancelled", "skipped"] as const;

@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import { AppError, intentsCommands as commands, ManualClock } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
-import { LeaseSweeper } from "../src/lease-sweeper";
+import { LeaseSweeper } from "../src/leases/sweeper";
 
 let cluster: TestCluster;
 const agent = agentCaller;

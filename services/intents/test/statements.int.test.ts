@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import { intentEventMsgId, intentsCommands as commands } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
-import { commitChangeStatement, selectIntentForWrite } from "../src/db/statements";
+import { commitChangeStatement, selectIntentForWrite } from "../src/kernel/statements";
 
 let cluster: TestCluster;
 const agent = agentCaller;

@@ -1,7 +1,7 @@
 import { ALL_ROLES, COORDINATOR_ROLES, type ApiRoute } from "../api-route";
 import { type TaskAction, CreateTaskWithIntentBody, taskCommands } from "../tasks";
 
-/** The task moves share one code path (services/intents/src/handlers/task-moves.ts) and so one declaration. */
+/** The task moves share one code path (services/intents/src/tasks/moves.ts) and so one declaration. */
 const taskMove = <A extends TaskAction>(action: A, summary: string) =>
   ({
     operationId: `tasks${(action.charAt(0).toUpperCase() + action.slice(1)) as Capitalize<A>}`,
