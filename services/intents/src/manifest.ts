@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { defineService } from "@intentmesh/service";
+import { documented } from "@intentmesh/telemetry";
 import { startIntentsService } from "./service";
 
 /** The intents service: intents, state, events, leases, tasks, portfolios, costs, governance policy. */
 export const intentsService = defineService({
   name: "intents",
-  env: z.object({ LEASE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).default(1000) }),
+  env: z.object({ LEASE_SWEEP_INTERVAL_MS: documented(z.coerce.number().int().min(50).default(1000), "how often expired leases are swept") }),
   options: (config) => ({ leaseSweepIntervalMs: config.LEASE_SWEEP_INTERVAL_MS }),
   start: startIntentsService,
 });
