@@ -2,6 +2,7 @@ import type { z } from "./zod";
 import type { Role } from "./common";
 import type { CommandDef } from "./command";
 import type { ErrorCode } from "./error-catalogue";
+import { accessErrorsOf } from "./intent-access";
 
 /**
  * One operation of the REST API, as data: which bus command it runs, how the request becomes that
@@ -120,8 +121,12 @@ export const COMMON_ROUTE_ERRORS: readonly ErrorCode[] = [
   "INTERNAL_ERROR",
 ];
 
-/** The codes an operation answers besides COMMON_ROUTE_ERRORS: its own narrowing, else its command's. */
-export const routeErrors = (route: ApiRoute): readonly ErrorCode[] => route.errors ?? route.command.errors;
+/**
+ * The codes an operation answers besides COMMON_ROUTE_ERRORS: its own narrowing, else its
+ * command's; and INTENT_ACCESS_DENIED when its command needs a permission of the intent
+ * (intent-access.ts declares which, once, for every command).
+ */
+export const routeErrors = (route: ApiRoute): readonly ErrorCode[] => [...(route.errors ?? route.command.errors), ...accessErrorsOf(route.command)];
 
 /** The schema of an operation's success body: its own narrowing, else its command's output. */
 export const routeResponse = (route: ApiRoute): z.ZodType => route.response ?? route.command.output;
