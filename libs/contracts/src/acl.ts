@@ -82,12 +82,25 @@ export const AclEntryInput = z
   .openapi("AclEntryInput");
 export type AclEntryInput = z.infer<typeof AclEntryInput>;
 
+/**
+ * An entry of PUT /acl. It also takes what GET answered for an entry (the client's
+ * `ACLEntry.to_dict()`: id, granted_by, granted_at), so a list read, edited and written back is
+ * accepted; the server keeps its own values of those.
+ */
+export const SetAclEntry = AclEntryInput.extend({
+  id: z.string().max(100).nullable().optional().openapi({ description: "ignored: entries are matched by principal" }),
+  granted_by: z.string().max(200).nullable().optional().openapi({ description: "ignored: the server records who set it" }),
+  granted_at: z.string().max(100).nullable().optional().openapi({ description: "ignored: kept for an unchanged entry, else now" }),
+})
+  .strict()
+  .openapi("SetAclEntry");
+
 /** PUT /intents/{id}/acl: replaces the default policy and every entry. */
 export const SetAclBody = z
   .object({
     default_policy: AccessPolicy.default("open"),
     default_permission: IntentPermission.default("read").openapi({ description: "what an open policy gives principals without an entry (RFC-0011 `default`); default read" }),
-    entries: z.array(AclEntryInput).max(MAX_ACL_ENTRIES).default([]),
+    entries: z.array(SetAclEntry).max(MAX_ACL_ENTRIES).default([]),
   })
   .strict()
   .superRefine((body, ctx) => {
@@ -191,15 +204,16 @@ export const aclCommands = {
   set: command("intents", "acl.set", IntentRef.extend({ body: SetAclBody }), IntentAcl, ["INTENT_NOT_FOUND"]),
   grant: command("intents", "acl.grant", IntentRef.extend({ body: GrantAccessBody }), AclEntry, ["ACL_FULL", "INTENT_NOT_FOUND"]),
   revoke: command("intents", "acl.revoke", EntryRef, AccessRevoked, ["ACL_ENTRY_NOT_FOUND", "INTENT_NOT_FOUND"]),
-  createRequest: command("intents", "access_requests.create", IntentRef.extend({ body: CreateAccessRequestBody }), AccessRequest, ["ACCESS_REQUESTS_FULL", "INTENT_NOT_FOUND"]),
+  createRequest: command("intents", "access_requests.create", IntentRef.extend({ body: CreateAccessRequestBody }), AccessRequest, ["ACCESS_REQUESTS_FULL", "FORBIDDEN", "INTENT_NOT_FOUND"]),
   listRequests: command("intents", "access_requests.list", IntentRef.extend({ query: ListAccessRequestsQuery }), AccessRequestList, ["INTENT_NOT_FOUND"]),
   approveRequest: command("intents", "access_requests.approve", RequestRef.extend({ body: DecideAccessRequestBody }), AccessRequest, [
     "ACCESS_REQUEST_DECIDED",
     "ACCESS_REQUEST_NOT_FOUND",
     "ACL_FULL",
+    "AGENT_MISMATCH",
     "INTENT_NOT_FOUND",
   ]),
-  denyRequest: command("intents", "access_requests.deny", RequestRef.extend({ body: DecideAccessRequestBody }), AccessRequest, ["ACCESS_REQUEST_DECIDED", "ACCESS_REQUEST_NOT_FOUND", "INTENT_NOT_FOUND"]),
+  denyRequest: command("intents", "access_requests.deny", RequestRef.extend({ body: DecideAccessRequestBody }), AccessRequest, ["ACCESS_REQUEST_DECIDED", "ACCESS_REQUEST_NOT_FOUND", "AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
   /**
    * Asked by other services (channels, memory, governance) before they touch something that
    * belongs to an intent: {allowed, permission} when the caller holds `permission`, else 403

@@ -86,6 +86,7 @@ export type ApiTag =
   | "Governance"
   | "Memory"
   | "Channels"
+  | "Access control"
   | "Federation";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */

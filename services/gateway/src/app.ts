@@ -142,6 +142,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     approval_id: "approval",
     channel_id: "channel",
     message_id: "message",
+    entry_id: "acl_entry",
+    request_id: "access_request",
     id: "intent",
     portfolioId: "portfolio",
     channelId: "channel",
