@@ -48,6 +48,17 @@ export const intentEventTypes = {
 } as const;
 export type IntentEventType = (typeof intentEventTypes)[keyof typeof intentEventTypes];
 
+/**
+ * Events after which a subscriber of an intent's streams may hold less than before (RFC-0011):
+ * an SSE stream checks its subscriber again before it sends anything that follows one.
+ */
+export const ACCESS_NARROWING_EVENTS: ReadonlySet<string> = new Set([
+  intentEventTypes.accessGranted,
+  intentEventTypes.accessRevoked,
+  intentEventTypes.accessExpired,
+  intentEventTypes.accessRequestApproved,
+]);
+
 /** Events on a portfolio's log. */
 export const portfolioEventTypes = {
   created: "portfolio_created",
