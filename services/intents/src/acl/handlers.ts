@@ -296,7 +296,7 @@ export async function listAccessRequests(ctx: IntentsContext, intentId: string, 
     .select()
     .from(accessRequests)
     .where(and(...filters))
-    .orderBy(asc(accessRequests.createdAt), asc(accessRequests.id))
+    .orderBy(asc(accessRequests.seq))
     .limit(MAX_ACCESS_REQUESTS_LISTED + 1);
   return { access_requests: rows.slice(0, MAX_ACCESS_REQUESTS_LISTED).map(toAccessRequest), has_more: rows.length > MAX_ACCESS_REQUESTS_LISTED };
 }

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, jsonb, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigint, index, jsonb, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { intentsSchema } from "./schema";
 
 /**
@@ -38,6 +38,8 @@ export const accessRequests = intentsSchema.table(
   "access_requests",
   {
     id: uuid("id").primaryKey(),
+    /** Insertion order: lists are oldest first even when several requests share a timestamp. */
+    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity().notNull(),
     intentId: uuid("intent_id").notNull(),
     principalType: text("principal_type").notNull(),
     principalId: text("principal_id").notNull(),
@@ -55,5 +57,5 @@ export const accessRequests = intentsSchema.table(
     entryId: uuid("entry_id"),
     createdAt: ts("created_at").notNull(),
   },
-  (t) => [index("access_requests_intent_idx").on(t.intentId, t.createdAt, t.id), index("access_requests_pending_idx").on(t.intentId).where(sql`${t.status} = 'pending'`)],
+  (t) => [index("access_requests_intent_idx").on(t.intentId, t.seq), index("access_requests_pending_idx").on(t.intentId).where(sql`${t.status} = 'pending'`)],
 );
