@@ -117,7 +117,13 @@ describe("fuzzing every route with hostile input", () => {
     expect(task.status, JSON.stringify(task.body)).toBeLessThan(300);
     const approval = await cluster.api(`/intents/${intent.body.id}/approvals`, { key: "agent", body: { action: "complete" } });
     expect(approval.status, JSON.stringify(approval.body)).toBe(201);
+    // An ACL entry and an access request (RFC-0011); the intent keeps no ACL policy, so every key stays as free as before.
+    const entry = await cluster.api(`/intents/${intent.body.id}/acl/entries`, { body: { principal_id: "fuzz-agent", permission: "write" } });
+    const request = await cluster.api(`/intents/${intent.body.id}/access-requests`, { body: { principal_id: "admin", principal_type: "user" } });
+    for (const res of [entry, request]) expect(res.status, JSON.stringify(res.body)).toBe(201);
     fixtures = {
+      entry_id: entry.body.id,
+      request_id: request.body.id,
       approval_id: approval.body.id,
       task_id: task.body.id,
       intent_id: intent.body.id,

@@ -25,5 +25,7 @@ export * from "./derived-uuid";
 export * from "./channels";
 export * from "./event-catalogue";
 export * from "./error-catalogue";
+export * from "./acl";
+export * from "./intent-access";
 export * from "./api-route";
 export * from "./api/index";

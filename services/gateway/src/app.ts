@@ -142,6 +142,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     approval_id: "approval",
     channel_id: "channel",
     message_id: "message",
+    entry_id: "acl_entry",
+    request_id: "access_request",
     id: "intent",
     portfolioId: "portfolio",
     channelId: "channel",
@@ -203,7 +205,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
     return streamEvents(req, res, { kind: "agents", feed: agentFeed, source, pingMs, logger });
   });
-  api.get(["/subscribe/channels/:channelId", "/channels/:channelId/subscribe"], bound, (req, res) => streamChannel(req, res, { bus: client, feed: channelFeed, pingMs, logger }));
+  api.get(["/subscribe/channels/:channelId", "/channels/:channelId/subscribe"], bound, (req, res) => streamChannel(req, res, { bus: client, feed: channelFeed, intentFeed: feed, pingMs, logger }));
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
   });

@@ -11,6 +11,7 @@ import { governanceRoutes } from "./governance";
 import { memoryRoutes } from "./memory";
 import { channelsRoutes } from "./channels";
 import { federationRoutes } from "./federation";
+import { aclRoutes } from "./acl";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -28,6 +29,7 @@ const catalogue = [
   ...governanceRoutes,
   ...memoryRoutes,
   ...channelsRoutes,
+  ...aclRoutes,
   ...federationRoutes,
 ] as const satisfies readonly ApiRoute[];
 
