@@ -149,6 +149,23 @@ describe("messages: the type rules of 2.13", () => {
     // The Python client's ask(): since = the request id gives what came after it.
     expect((await pull(ch.id, asker, `?since=${request.body.id}`)).body.map((m: any) => m.id)).toEqual([first.body.id, second.body.id]);
   });
+
+  it("a reply to a message id that does not exist, or that the replier cannot read, is 404 MESSAGE_NOT_FOUND (spec 7), as mark-read answers", async () => {
+    const intent = await activeIntent();
+    const [asker, target, outsider] = [await agent(), await agent(), await agent()];
+    const ch = await channel(intent.id, { name: "replies" });
+    const unknown = await cluster.api(`/channels/${ch.id}/messages/${UNKNOWN_ID}/reply`, as(target, { body: { payload: { a: 1 } } }));
+    expectError(unknown, 404, "MESSAGE_NOT_FOUND");
+    expect(unknown.body.details).toMatchObject({ resource: "message", id: UNKNOWN_ID });
+    expectError(await cluster.api(`/channels/${ch.id}/messages/${UNKNOWN_ID}`, { method: "PATCH", ...as(target, { body: { status: "read" } }) }), 404, "MESSAGE_NOT_FOUND");
+    // A request addressed to someone else is not the outsider's to answer: as unknown to it as to its GET.
+    const request = await post(ch.id, asker, { message_type: "request", to: target.id, payload: { q: 1 } });
+    expect(request.status).toBe(201);
+    expectError(await cluster.api(`/channels/${ch.id}/messages/${request.body.id}/reply`, as(outsider, { body: { payload: { a: 1 } } })), 404, "MESSAGE_NOT_FOUND");
+    // Nothing was written by the refused replies: the asker sees no response.
+    expect((await pull(ch.id, asker)).body.filter((m: any) => m.correlation_id === request.body.id)).toEqual([]);
+    expect((await cluster.api(`/channels/${ch.id}/messages/${request.body.id}/reply`, as(target, { body: { payload: { a: 1 } } }))).status).toBe(201);
+  });
 });
 
 describe("addressing, membership and access", () => {
