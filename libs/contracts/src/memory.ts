@@ -162,7 +162,14 @@ export const MemoryQuery = z
     limit: pageLimit(100, 1000),
     offset: z.coerce.number().int().min(0).max(INT32_MAX).default(0),
   })
-  .strict();
+  .strict()
+  // Spec 4.8's query table: agent_id is "required for working and episodic queries". X-Agent-ID
+  // does not stand in: the parameter names whose memory is read, the header who reads it.
+  .superRefine((query, ctx) => {
+    if ((query.memory_type === "working" || query.memory_type === "episodic") && !query.agent_id) {
+      ctx.addIssue({ code: "custom", path: ["agent_id"], message: `agent_id is required for ${query.memory_type} queries (spec 4.8): name the agent whose memory to read` });
+    }
+  });
 export type MemoryQuery = z.output<typeof MemoryQuery>;
 
 export const MemoryQueryResponse = z
