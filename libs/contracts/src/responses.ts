@@ -87,7 +87,7 @@ export const ChannelPage = z.object({ channels: z.array(Channel), next_cursor: z
 export const ChannelDeleted = z.object({ status: z.string(), channel_id: Uuid }).passthrough().openapi("ChannelDeleted");
 
 export const FederationStatus = z.object({ enabled: z.boolean() }).passthrough().openapi("FederationStatus");
-export const FederationAgents = z.object({ server_did: z.string(), agents: z.array(z.object({ agent_id: z.string() }).passthrough()) }).passthrough().openapi("FederationAgents");
+export const FederationAgents = z.object({ server_did: z.string().nullable(), agents: z.array(z.object({ agent_id: z.string() }).passthrough()) }).passthrough().openapi("FederationAgents");
 export const DispatchResult = z.object({ dispatch_id: Uuid, status: z.string() }).passthrough().openapi("DispatchResult");
 
 // Bus-only commands (no REST route of their own).
