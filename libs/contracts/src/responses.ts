@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { Timestamp, Uuid } from "./common";
-import { Assignment, Lease } from "./intents";
+import { Assignment, Intent, Lease } from "./intents";
 import { AgentSummary } from "./registry";
 import { Attachment } from "./attachments";
 import { PortfolioPage } from "./portfolios";
@@ -27,6 +27,24 @@ export const GovernancePolicyView = z
   .object({ intent_id: Uuid, governance_policy: GovernancePolicy.nullable(), effective_policy: z.object({}).passthrough() })
   .passthrough()
   .openapi("GovernancePolicyView");
+
+/**
+ * PUT /intents/{id}/governance (docs/governance.md, "The answer of PUT"): one body two readers use.
+ * Spec 4.6 answers the policy: its six 2.11 fields are at the top level, with their effective
+ * values (defaults filled in, as GET's effective_policy). The official Python client parses the
+ * answer as an Intent (Intent.from_dict reads id, title, status, version, state, constraints,
+ * created_at, governance_policy, ...): every intent field is there, and governance_policy is the
+ * policy as set. The intent's fields and the policy's share no name.
+ */
+export const IntentWithGovernancePolicy = Intent.extend({
+  governance_policy: GovernancePolicy,
+  completion_mode: z.enum(["auto", "require_approval", "quorum"]),
+  write_scope: z.enum(["any", "assigned_only"]),
+  max_cost: z.number().nullable(),
+  quorum_threshold: z.number(),
+  allowed_agents: z.array(z.string()).nullable(),
+  require_status_reason: z.boolean(),
+}).openapi("IntentWithGovernancePolicy");
 
 export const SuspensionResponse = z
   .object({ intent_id: Uuid, suspension_id: Uuid, resolution: z.string(), responded_by: z.string(), responded_at: Timestamp })

@@ -1,7 +1,7 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { governanceCommands, governancePolicyCommands } from "../governance";
 import { Intent } from "../intents";
-import { Approval, ApprovalList, EngagementDecisionSchema, GovernancePolicyView, SuspensionResponse } from "../responses";
+import { Approval, ApprovalList, EngagementDecisionSchema, GovernancePolicyView, IntentWithGovernancePolicy, SuspensionResponse } from "../responses";
 import { SuspensionRequest } from "../suspension";
 
 /** Governance policy, suspension, approvals and engagement (2.11, 4.5, 4.6). */
@@ -17,8 +17,8 @@ export const governanceRoutes = [
     etag: true,
     access: { roles: HUMAN_ROLES },
     errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
-    response: Intent,
-    summary: "Set the governance policy (spec 2.11; If-Match required); answers the intent at its new version",
+    response: IntentWithGovernancePolicy,
+    summary: "Set the governance policy (spec 2.11; If-Match required); answers the intent at its new version with governance_policy, and the effective policy's fields at the top level",
   },
   {
     operationId: "governancePolicyGet",
