@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
-import { ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
+import { apiRoutes, ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import { BusClient, commandChecks, connectBus, type Bus } from "@intentmesh/bus";
 
 // Every answer of every command in every test is held to the catalogue's output schema.
@@ -18,7 +18,9 @@ import { startFederationService, type FederationService, type FederationSettings
 import type { Connector, Resolver } from "@intentmesh/ssrf";
 import { startGovernanceService, type GovernanceService } from "../../services/governance/src/service";
 import { startChannelsService, type ChannelsService } from "../../services/channels/src/service";
-import { createGateway, type Gateway } from "../../services/gateway/src/app";
+import { createGateway, VERSION, type Gateway } from "../../services/gateway/src/app";
+import { buildOpenApi } from "../../services/gateway/src/openapi";
+import { requestBodyChecker } from "./openapi-bodies";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
 import { eventsOffCatalogue } from "./event-check";
@@ -217,6 +219,10 @@ function routeErrorChecks(strict: boolean) {
   return { record: (operationId: string, code: string) => fs.appendFileSync(log, `${JSON.stringify([operationId, code])}\n`) };
 }
 
+let checker: ReturnType<typeof requestBodyChecker> | undefined;
+/** The request-body check of the served document, built once per test file. */
+const documentedBodies = () => (checker ??= requestBodyChecker(buildOpenApi(apiRoutes, VERSION)));
+
 /** A gateway with the test keys on a free local port, on the given bus, and `api` against it. */
 export async function startTestGateway(
   bus: Bus,
@@ -224,7 +230,16 @@ export async function startTestGateway(
   options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean; corsOrigins?: string[]; strictRouteErrors?: boolean } = {},
 ): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
   const { strictRouteErrors = true, ...gatewayOptions } = options;
-  const gateway = await createGateway({ bus, keys: testApiKeys(), logger, routeErrors: routeErrorChecks(strictRouteErrors), checkResponses: true, ...gatewayOptions });
+  const gateway = await createGateway({
+    bus,
+    keys: testApiKeys(),
+    logger,
+    routeErrors: routeErrorChecks(strictRouteErrors),
+    checkResponses: true,
+    // Every body the server accepts must be one its OpenAPI document accepts (issue 23 item 9).
+    checkRequest: documentedBodies(),
+    ...gatewayOptions,
+  });
   const server: Server = await gateway.listen(0, "127.0.0.1");
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

@@ -22,7 +22,7 @@ export interface ApiRoute {
   command: CommandDef<z.ZodType>;
   /** The input field the JSON body goes to. */
   body?: "body" | "patches";
-  /** Body fields moved to the top of the input (POST /tasks names its intent in the body). */
+  /** Body fields moved to the top of the input (POST /tasks names its intent in the body); the document shows them in the body. */
   liftFromBody?: readonly string[];
   /** `query`: the query string is the input's `query`; `query+path`: the path parameters join it there. */
   query?: "query" | "query+path";
@@ -46,8 +46,6 @@ export interface ApiRoute {
    * success body against it (a reply that drifts from its documented shape fails the test).
    */
   response?: z.ZodType;
-  /** The body as the client sends it, for the OpenAPI document, when the command's input reshapes it. */
-  documentedBody?: z.ZodType;
   summary: string;
 }
 

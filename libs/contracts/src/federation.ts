@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, Uuid } from "./common";
+import { AgentId, Uuid } from "./common";
 import { command } from "./subjects";
 
 /**
@@ -46,7 +46,7 @@ export const FederationPolicyBody = z
     require_status_reason: z.boolean().optional(),
     completion_mode: z.enum(["auto", "quorum", "require_approval"]).optional(),
     write_scope: z.enum(["any", "assigned_only"]).optional(),
-    allowed_agents: z.array(ActorId).max(200).optional(),
+    allowed_agents: z.array(AgentId).max(200).optional(),
   })
   .strict();
 
@@ -54,7 +54,7 @@ export const DispatchBody = z
   .object({
     intent_id: Uuid,
     target_server: ServerUrl,
-    agent_id: ActorId.optional(),
+    agent_id: AgentId.optional(),
     delegation_scope: DelegationScopeBody.optional(),
     federation_policy: FederationPolicyBody.optional(),
     trace_context: z.record(z.string().max(64), z.string().max(512)).optional(),

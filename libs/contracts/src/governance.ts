@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, Caller, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
+import { ActorId, AgentId, Caller, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
 import { IntentRef, IfMatch, command } from "./subjects";
 import { SuspensionRequest } from "./suspension";
 
@@ -17,7 +17,9 @@ export const RespondBody = z
     metadata: boundedJsonObject().optional(),
   })
   .strict()
-  .openapi("SuspensionResponse");
+  // Not "SuspensionResponse": that is the 200 body's component (responses.ts); one name for two
+  // schemas made the document describe this request as the response.
+  .openapi("SuspensionRespond");
 export type RespondBody = z.infer<typeof RespondBody>;
 
 /** InputResponse (spec 2.9), the 200 body of respond. */
@@ -97,7 +99,7 @@ export const GovernancePolicy = z
     write_scope: z.enum(["any", "assigned_only"]).optional(),
     max_cost: z.number().min(0).max(1e15).nullable().optional(),
     quorum_threshold: z.number().gt(0, "quorum_threshold must be in (0, 1]").max(1, "quorum_threshold must be in (0, 1]").optional(),
-    allowed_agents: z.array(ActorId).max(1000).nullable().optional(),
+    allowed_agents: z.array(AgentId).max(1000).nullable().optional(),
     require_status_reason: z.boolean().optional(),
   })
   .strict()

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, INT32_MAX, JsonObject, TOO_LARGE_ISSUE, Timestamp, Uuid, jsonBytes, pageLimit } from "./common";
+import { ActorId, AgentId, INT32_MAX, JsonObject, TOO_LARGE_ISSUE, Timestamp, Uuid, jsonBytes, pageLimit } from "./common";
 import { command, IfMatch } from "./subjects";
 import { agentSubjectToken } from "./registry";
 
@@ -112,7 +112,7 @@ const entryFields = {
 
 /** POST /memory. `agent_id` defaults to the acting agent (X-Agent-ID, else the key's principal). */
 export const CreateMemoryBody = z
-  .object({ agent_id: ActorId.optional(), ...entryFields })
+  .object({ agent_id: AgentId.optional(), ...entryFields })
   .strict()
   .openapi("CreateMemoryEntry");
 export type CreateMemoryBody = z.output<typeof CreateMemoryBody>;
@@ -148,7 +148,7 @@ const boolText = z
 /** GET /memory query parameters (4.8). */
 export const MemoryQuery = z
   .object({
-    agent_id: ActorId.optional(),
+    agent_id: AgentId.optional(),
     namespace: z.string().min(1).max(257).optional().openapi({ description: "exact, or a prefix with a trailing *" }),
     key: Key.optional(),
     memory_type: MemoryType.optional(),
@@ -204,7 +204,7 @@ export type MemoryBatchBody = z.output<typeof MemoryBatchBody>;
 /** DELETE /memory/batch: a filter (the GET /memory parameters, as JSON); at least one of them. Deletes at most 1000 entries per call. */
 export const MemoryDeleteFilter = z
   .object({
-    agent_id: ActorId.optional(),
+    agent_id: AgentId.optional(),
     namespace: z.string().min(1).max(257).optional(),
     key: Key.optional(),
     memory_type: MemoryType.optional(),
@@ -225,7 +225,7 @@ export const NamespacePermissions = z
   .object({
     default: AccessLevel.default("read"),
     allow: z
-      .array(z.object({ agent: ActorId, access: AccessLevel.exclude(["none"]) }).strict())
+      .array(z.object({ agent: AgentId, access: AccessLevel.exclude(["none"]) }).strict())
       .max(1000)
       .default([]),
   })
@@ -254,7 +254,7 @@ export const PutAgentMemoryBody = z
   .strict()
   .openapi("PutAgentMemory");
 export type PutAgentMemoryBody = z.output<typeof PutAgentMemoryBody>;
-const AgentKeyRef = z.object({ agent_id: ActorId, namespace: Namespace, key: Key });
+const AgentKeyRef = z.object({ agent_id: AgentId, namespace: Namespace, key: Key });
 
 export const memoryCommands = {
   create: command("memory", "entries.create", z.object({ body: CreateMemoryBody })),
@@ -267,10 +267,10 @@ export const memoryCommands = {
   namespaces: command("memory", "namespaces.list", z.object({})),
   getNamespace: command("memory", "namespaces.get", NamespaceRef),
   patchNamespace: command("memory", "namespaces.patch", NamespaceRef.extend({ body: PatchNamespaceBody })),
-  summary: command("memory", "agents.summary", z.object({ agent_id: ActorId })),
+  summary: command("memory", "agents.summary", z.object({ agent_id: AgentId })),
   lookup: command("memory", "agents.lookup", AgentKeyRef),
   put: command("memory", "agents.put", AgentKeyRef.merge(IfMatch).extend({ body: PutAgentMemoryBody })),
-  setCapacity: command("memory", "agents.capacity", z.object({ agent_id: ActorId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() })),
+  setCapacity: command("memory", "agents.capacity", z.object({ agent_id: AgentId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() })),
 } as const;
 
 /** The memory event of part 6 (never the value). */

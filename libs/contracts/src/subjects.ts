@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { Caller, Uuid } from "./common";
+import { AgentId, Caller, Uuid } from "./common";
 import {
   AcquireLeaseBody,
   AppendEventBody,
@@ -54,7 +54,7 @@ export const intentsCommands = {
   listEvents: command("intents", "events.list", IntentRef.extend({ query: ListEventsQuery })),
   assignAgent: command("intents", "agents.assign", IntentRef.merge(IfMatch).extend({ body: AssignAgentBody })),
   listAgents: command("intents", "agents.list", IntentRef),
-  unassignAgent: command("intents", "agents.unassign", IntentRef.merge(IfMatch).extend({ agent_id: z.string() })),
+  unassignAgent: command("intents", "agents.unassign", IntentRef.merge(IfMatch).extend({ agent_id: AgentId })),
   acquireLease: command("intents", "leases.acquire", IntentRef.merge(IfMatch).extend({ body: AcquireLeaseBody })),
   renewLease: command("intents", "leases.renew", IntentRef.merge(IfMatch).extend({ lease_id: Uuid, body: RenewLeaseBody })),
   releaseLease: command("intents", "leases.release", IntentRef.merge(IfMatch).extend({ lease_id: Uuid })),

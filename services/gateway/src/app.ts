@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { AgentId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -44,6 +44,12 @@ export interface GatewayOptions {
    * body that does not match becomes a 500 naming the first difference.
    */
   checkResponses?: boolean;
+  /**
+   * TEST-ONLY: every body a route accepted (a success) is given to this check with the route's
+   * operationId; a problem it names becomes a 500. Test gateways check it against the OpenAPI
+   * document's request schema, so a documented body cannot drift from what the server takes.
+   */
+  checkRequest?: (operationId: string, body: unknown) => string | undefined;
 }
 
 export interface Gateway {
@@ -179,6 +185,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
     if (options.checkResponses && route.response) assertDocumentedResponse(route, reply.body);
+    if (options.checkRequest && route.body && !res.locals.bodyAbsent) {
+      const problem = options.checkRequest(route.operationId, req.body);
+      if (problem) throw appError("INTERNAL_ERROR", `the server accepted a body its OpenAPI document refuses: ${problem}`);
+    }
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
     res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   };
@@ -319,8 +329,10 @@ function authenticate(keys: ApiKeys) {
     const identity = keys.identify(req.get("x-api-key"));
     if (!identity) throw errors.unauthorized(req.get("x-api-key") ? "the X-API-Key is not valid" : "the X-API-Key header is required");
     const agentHeader = req.get("x-agent-id");
-    if (agentHeader !== undefined && !ActorId.safeParse(agentHeader).success) {
-      throw errors.validation("X-Agent-ID must be 1 to 200 characters without whitespace");
+    if (agentHeader !== undefined && !AgentId.safeParse(agentHeader).success) {
+      throw errors.validation("X-Agent-ID must be an agent id: 1 to 200 characters without whitespace, not *, . or .., not beginning with role:", [
+        { path: "X-Agent-ID", message: "is not an agent id", code: "custom" },
+      ]);
     }
     const caller: Caller = {
       principal: identity.principal,
@@ -409,8 +421,8 @@ function assertAgentIdFree(keys: ApiKeys, req: Request): void {
   }
 }
 
-/** A body sent as something other than JSON is refused; an empty or absent body reads as {}. */
-function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
+/** A body sent as something other than JSON is refused; an empty or absent body reads as {} (JSON null is not absent). */
+function requireJsonBody(req: Request, res: Response, next: NextFunction) {
   if (req.body === undefined) {
     const length = Number(req.get("content-length") ?? 0);
     const chunked = req.get("transfer-encoding") !== undefined;
@@ -418,6 +430,7 @@ function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
       throw appError("UNSUPPORTED_MEDIA_TYPE", "send request bodies as application/json");
     }
     req.body = {};
+    res.locals.bodyAbsent = true;
   }
   next();
 }

@@ -38,7 +38,6 @@ export const federationRoutes = [
     busTimeoutMs: FEDERATION_BUS_TIMEOUT_MS,
     access: { roles: ALL_ROLES },
     errors: ["DISPATCH_FAILED", "DISPATCH_IN_PROGRESS", "DISPATCH_TIMEOUT", "FEDERATION_DISABLED", "FEDERATION_LOOP", "IDEMPOTENCY_KEY_REUSED", "SSRF_BLOCKED"],
-    documentedBody: federationCommands.dispatch.input.shape.body,
     response: DispatchResult,
     summary: "Send an intent to an agent on another server as a signed envelope (10 s timeout, 502 on timeout or failure; Idempotency-Key honoured)",
   },

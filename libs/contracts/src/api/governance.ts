@@ -2,7 +2,6 @@ import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { governanceCommands, governancePolicyCommands } from "../governance";
 import { Intent } from "../intents";
 import { Approval, ApprovalList, EngagementDecisionSchema, GovernancePolicyView, IntentWithGovernancePolicy, SuspensionResponse } from "../responses";
-import { SuspensionRequest } from "../suspension";
 
 /** Governance policy, suspension, approvals and engagement (2.11, 4.5, 4.6). */
 export const governanceRoutes = [
@@ -56,7 +55,6 @@ export const governanceRoutes = [
     etag: true,
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "VERSION_MISMATCH"],
-    documentedBody: SuspensionRequest,
     response: Intent,
     summary: "Suspend an active intent for operator input (SuspensionRecord, spec 2.9); the server times it out",
   },

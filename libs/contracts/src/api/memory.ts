@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { MemoryDeleteFilter, MemoryEntry, MemoryQueryResponse, memoryCommands } from "../memory";
+import { MemoryEntry, MemoryQueryResponse, memoryCommands } from "../memory";
 import { EpisodicCapacity, MemoryBatchDeleted, MemoryBatchResult, MemoryEntryDeleted, MemoryNamespace, MemoryNamespaceList, MemorySummary } from "../responses";
 import { z } from "../zod";
 
@@ -26,7 +26,6 @@ export const memoryRoutes = [
     body: "body",
     access: { roles: ALL_ROLES },
     errors: [],
-    documentedBody: MemoryDeleteFilter,
     response: MemoryBatchDeleted,
     summary: "Delete the entries matching a filter that the caller may write (at most 1000 per call)",
   },

@@ -1,5 +1,5 @@
 import { ALL_ROLES, COORDINATOR_ROLES, type ApiRoute } from "../api-route";
-import { type TaskAction, CreateTaskWithIntentBody, Task, TaskPage, taskCommands } from "../tasks";
+import { type TaskAction, Task, TaskPage, taskCommands } from "../tasks";
 import { z } from "../zod";
 
 /** The task moves share one code path (services/intents/src/handlers/task-moves.ts) and so one declaration. */
@@ -47,7 +47,6 @@ export const tasksRoutes = [
     etag: true,
     access: { roles: COORDINATOR_ROLES },
     errors: ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE"],
-    documentedBody: CreateTaskWithIntentBody,
     response: Task,
     summary: "Create a task; the body names its intent_id (the clients' route)",
   },
