@@ -67,10 +67,46 @@ describe("channels (2.12, 4.7)", () => {
     // Another intent may use the name.
     await channel((await activeIntent()).id, { name: "general" });
     const listed = await cluster.api(`/intents/${intent.id}/channels`);
-    expect(listed.body).toMatchObject({ channels: [{ id: created.id }], has_more: false, next_cursor: null });
+    expect(listed.body).toEqual([expect.objectContaining({ id: created.id })]);
+    expect(listed.headers.get("x-next-cursor")).toBeNull();
+    expect(listed.headers.get("link")).toBeNull();
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/channels`, { body: { name: "x" } }), 404, "INTENT_NOT_FOUND");
     expectError(await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "" } }), 400, "VALIDATION_FAILED");
     expectError(await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "n", member_policy: "open" } }), 400, "VALIDATION_FAILED");
+  });
+
+  it("lists an intent's channels as a JSON array (the Python client's list_channels), paging in X-Next-Cursor and Link rel=next", async () => {
+    const intent = await activeIntent();
+    const names = ["c1", "c2", "c3", "c4", "c5"];
+    for (const name of names) await channel(intent.id, { name });
+    const seen: string[] = [];
+    let path: string | null = `/api/v1/intents/${intent.id}/channels?limit=2`;
+    let pages = 0;
+    while (path) {
+      const res = await cluster.api(path);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(Array.isArray(res.body)).toBe(true);
+      seen.push(...res.body.map((c: any) => c.name));
+      pages++;
+      const link = res.headers.get("link");
+      const cursor = res.headers.get("x-next-cursor");
+      if (!link) {
+        expect(cursor).toBeNull();
+        break;
+      }
+      // RFC 8288: the next page is this request with after=<cursor>, its other parameters kept.
+      const target = /^<([^>]+)>; rel="next"$/.exec(link)![1]!;
+      expect(new URL(target, cluster.baseUrl).searchParams.get("after")).toBe(cursor);
+      expect(new URL(target, cluster.baseUrl).searchParams.get("limit")).toBe("2");
+      path = target;
+    }
+    // Every channel once (created at one instant of the test clock, so in id order among themselves).
+    expect([...seen].sort()).toEqual(names);
+    expect(pages).toBe(3);
+    // The cursor header alone pages too.
+    const first = await cluster.api(`/intents/${intent.id}/channels?limit=4`);
+    const rest = await cluster.api(`/intents/${intent.id}/channels?after=${first.headers.get("x-next-cursor")}`);
+    expect([...first.body, ...rest.body].map((c: any) => c.name)).toEqual(seen);
   });
 
   it("the send path's prepared channel lookup reads every column the schema has, under the same names", async () => {
@@ -215,7 +251,7 @@ describe("addressing, membership and access", () => {
     const a = await agent();
     const sent = await cluster.api(`/intents/${intent.id}/channels/lobby/messages`, as(a, { body: { payload: { hello: true } } }));
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    const listed = (await cluster.api(`/intents/${intent.id}/channels`)).body.channels;
+    const listed = (await cluster.api(`/intents/${intent.id}/channels`)).body;
     expect(listed).toEqual([expect.objectContaining({ name: "lobby", member_policy: "intent", created_by: a.id, message_count: 1 })]);
     const again = await cluster.api(`/intents/${intent.id}/channels/lobby/messages`, as(a, { body: { payload: { n: 2 } } }));
     expect(again.body).toMatchObject({ channel_id: listed[0].id, sequence: 2 });

@@ -36,6 +36,13 @@ export interface ApiRoute {
   status?: number;
   /** The result's version goes out as ETag. */
   etag?: boolean;
+  /**
+   * The command answers a page (`{<items>, next_cursor, has_more}`, schema `page`) and the client
+   * gets the bare list (a JSON array, as the official clients iterate it) with the paging in
+   * headers: `X-Next-Cursor: <next_cursor>` and `Link: <path?...&<cursorParam>=<next_cursor>>;
+   * rel="next"` while there is more (docs/channels.md). `response` is then the list's schema.
+   */
+  pageInHeaders?: { items: string; cursorParam: string; page: z.ZodType };
   /** How long the gateway waits for the service when longer than the default (federation dispatch). */
   busTimeoutMs?: number;
   access: RouteAccess;

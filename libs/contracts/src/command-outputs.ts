@@ -1,6 +1,6 @@
 import type { ZodType } from "zod";
 import { z } from "./zod";
-import { COMMON_ROUTE_ERRORS } from "./api-route";
+import { COMMON_ROUTE_ERRORS, type ApiRoute } from "./api-route";
 import type { ErrorCode } from "./error-catalogue";
 import { apiRoutes } from "./api/index";
 import { channelsCommands } from "./channels";
@@ -93,10 +93,12 @@ export const commandErrors: ReadonlyMap<string, ReadonlySet<string>> = (() => {
 export const commandOutputs: ReadonlyMap<string, ZodType> = (() => {
   const out = new Map<string, ZodType>(busOnlyOutputs);
   const byCommand = new Map<string, ZodType[]>();
-  for (const route of apiRoutes) {
-    if (!route.response) continue;
+  for (const route of apiRoutes as readonly ApiRoute[]) {
+    // A route that moves the paging into headers gets the page from its command, and answers its list.
+    const output = route.pageInHeaders?.page ?? route.response;
+    if (!output) continue;
     const list = byCommand.get(route.command.subject) ?? [];
-    if (!list.includes(route.response)) list.push(route.response);
+    if (!list.includes(output)) list.push(output);
     byCommand.set(route.command.subject, list);
   }
   for (const [subject, schemas] of byCommand) out.set(subject, schemas.length === 1 ? schemas[0]! : z.union(schemas as [ZodType, ZodType, ...ZodType[]]));

@@ -184,13 +184,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (route.access.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
-    if (options.checkResponses && route.response) assertDocumentedResponse(route, reply.body);
+    const body = route.pageInHeaders ? pageInHeaders(route.pageInHeaders, reply.body, req, res) : reply.body;
+    if (options.checkResponses && route.response) assertDocumentedResponse(route, body);
     if (options.checkRequest && route.body && !res.locals.bodyAbsent) {
       const problem = options.checkRequest(route.operationId, req.body);
       if (problem) throw appError("INTERNAL_ERROR", `the server accepted a body its OpenAPI document refuses: ${problem}`);
     }
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
-    res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
+    res.status(route.status ?? 200).type("application/json").send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
   };
   mountRoutes(api, apiRoutes, handle, uuidParams);
   // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
@@ -385,6 +386,23 @@ async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, r
     const name = body?.[field];
     if (typeof name === "string" && name && !acting.has(name) && name !== caller.principal) await bindings.assertNotAnothers(name, caller);
   }
+}
+
+/**
+ * A route whose paging goes into headers (ApiRoute.pageInHeaders): the page's list is the body;
+ * while there is more, X-Next-Cursor carries the cursor and Link rel="next" the same request with
+ * the cursor parameter set to it (its other query parameters kept).
+ */
+function pageInHeaders(paging: NonNullable<ApiRoute["pageInHeaders"]>, reply: Uint8Array, req: Request, res: Response): Uint8Array {
+  const page = JSON.parse(new TextDecoder().decode(reply)) as Record<string, unknown> & { next_cursor?: string | null; has_more?: boolean };
+  if (page.has_more && page.next_cursor) {
+    const [path, search] = req.originalUrl.split("?", 2) as [string, string | undefined];
+    const query = new URLSearchParams(search);
+    query.set(paging.cursorParam, page.next_cursor);
+    res.set("X-Next-Cursor", page.next_cursor);
+    res.set("Link", `<${path}?${query.toString()}>; rel="next"`);
+  }
+  return new TextEncoder().encode(JSON.stringify(page[paging.items] ?? []));
 }
 
 /** Test gateways: the reply must be what the catalogue documents (ApiRoute.response). */

@@ -95,6 +95,14 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
         [route.status ?? 200]: {
           description: route.etag ? "success; ETag carries the new version" : "success",
           content: { "application/json": { schema: route.response ?? z.unknown() } },
+          ...(route.pageInHeaders
+            ? {
+                headers: {
+                  "X-Next-Cursor": { description: `present while there are more: the \`${route.pageInHeaders.cursorParam}\` of the next page`, schema: { type: "string" } },
+                  Link: { description: `present while there are more: \`<this request with ${route.pageInHeaders.cursorParam}=<cursor>>; rel="next"\` (RFC 8288)`, schema: { type: "string" } },
+                },
+              }
+            : {}),
         },
         ...errorResponses(route.errors),
       },

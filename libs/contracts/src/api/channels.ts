@@ -38,8 +38,9 @@ export const channelsRoutes = [
     query: "query",
     access: { roles: ALL_ROLES },
     errors: ["INTENT_NOT_FOUND"],
-    response: ChannelPage,
-    summary: "The intent's channels, oldest first: {channels, next_cursor, has_more}",
+    pageInHeaders: { items: "channels", cursorParam: "after", page: ChannelPage },
+    response: z.array(Channel),
+    summary: "The intent's channels, oldest first, as a JSON array; more pages: X-Next-Cursor and Link rel=\"next\" (?after=<cursor>)",
   },
   {
     operationId: "channelsSendByName",
