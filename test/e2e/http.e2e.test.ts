@@ -54,11 +54,14 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(list.body.intents).toEqual([]);
   });
 
-  it("accepts every configured key", async () => {
+  it("accepts every configured key; a peer server's key (role federation) reaches only the federation routes", async () => {
     for (const key of Object.keys(TEST_KEYS) as (keyof typeof TEST_KEYS)[]) {
       const res = await cluster.api("/intents?limit=1", { key });
-      expect(res.status, key).toBe(200);
+      if (key === "federation") expectError(res, 403, "FORBIDDEN");
+      else expect(res.status, key).toBe(200);
     }
+    expect((await cluster.api("/federation/status", { key: "federation" })).status).toBe(200);
+    expectError(await cluster.api(`/subscribe/intents/${UNKNOWN_ID}`, { key: "federation" }), 403, "FORBIDDEN");
   });
 
   it("needs no key for /healthz, /readyz, /openapi.json, /docs and the discovery document", async () => {
@@ -116,7 +119,10 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(agents.status).toBe(200);
     expect(agents.body).toMatchObject({ agents: [], has_more: false });
     expectError(await cluster.api("/federation/dispatch", { body: { intent_id: UNKNOWN_ID, target_server: "https://peer.example.org" } }), 404, "FEDERATION_DISABLED");
-    expectError(await cluster.api("/api/v1/federation/receive", { body: {}, key: null }), 404, "FEDERATION_DISABLED");
+    // Receive and callbacks ask for a peer's key first, disabled or not (SPEC 5.1); with one, federation is off.
+    expectError(await cluster.api("/api/v1/federation/receive", { body: {}, key: null }), 401, "UNAUTHORIZED");
+    expectError(await cluster.api("/api/v1/federation/receive", { body: {}, key: "federation" }), 404, "FEDERATION_DISABLED");
+    expectError(await cluster.api(`/api/v1/federation/callbacks/${UNKNOWN_ID}`, { body: {}, key: "federation" }), 404, "FEDERATION_DISABLED");
     // The API key is still required for the operator routes.
     expectError(await cluster.api("/federation/status", { key: null }), 401, "UNAUTHORIZED");
   });

@@ -31,6 +31,8 @@ export const TEST_KEYS = {
   operator: "test-operator-key-0000000000000",
   agent: "test-agent-key-000000000000000000",
   other: "test-other-agent-key-000000000000",
+  /** A peer server's key (role federation): what another cluster sends to this one's receive and callbacks. */
+  federation: "test-federation-peer-key-000000000",
 } as const;
 
 export interface TestCluster {
@@ -197,7 +199,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   };
 }
 
-/** The API keys of TEST_KEYS: admin, coordinator, operator, and two agent keys (principals agent-1 and agent-2). */
+/** The API keys of TEST_KEYS: admin, coordinator, operator, two agent keys (principals agent-1 and agent-2) and a peer server's key (role federation). */
 export function testApiKeys(): ApiKeys {
   return new ApiKeys([
     { key: TEST_KEYS.admin, principal: "admin", roles: ["admin"] },
@@ -205,6 +207,7 @@ export function testApiKeys(): ApiKeys {
     { key: TEST_KEYS.operator, principal: "operator", roles: ["operator"] },
     { key: TEST_KEYS.agent, principal: "agent-1", roles: ["agent"] },
     { key: TEST_KEYS.other, principal: "agent-2", roles: ["agent"] },
+    { key: TEST_KEYS.federation, principal: "peer-server", roles: ["federation"] },
   ]);
 }
 

@@ -90,7 +90,10 @@ export type ApiTag =
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;
 
+/** Every role of a person or an agent: every key but a peer server's (`federation`, which only delivers signed requests). */
 export const ALL_ROLES: readonly Role[] = ["admin", "coordinator", "operator", "agent"];
+/** A peer server's key: POST /federation/receive and /federation/callbacks/{id}, and the federation read routes. */
+export const FEDERATION_PEER_ROLE: Role = "federation";
 /** People who answer, decide and steer: never a bare agent key. */
 export const HUMAN_ROLES: readonly Role[] = ["admin", "coordinator", "operator"];
 export const COORDINATOR_ROLES: readonly Role[] = ["admin", "coordinator"];

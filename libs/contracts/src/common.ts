@@ -92,7 +92,8 @@ export const pageLimit = (fallback: number, max: number) => z.coerce.number().in
 /** The caller, as the gateway established it from the API key and X-Agent-ID. Travels in every command. */
 export const Caller = z.object({
   principal: z.string(),
-  roles: z.array(z.enum(["admin", "coordinator", "operator", "agent"])),
+  /** `federation`: a peer server's key, for POST /federation/receive and /federation/callbacks only (docs/federation.md). */
+  roles: z.array(z.enum(["admin", "coordinator", "operator", "agent", "federation"])),
   actor: z.string(),
   agent_id: z.string().nullable(),
 });

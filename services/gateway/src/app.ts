@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { AgentId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -125,8 +125,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.get("/openapi.json", (_req, res) => void res.json(openapi));
   app.use("/docs", swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: "intentmesh API" }));
   app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
-  // Federation's documents and the signed requests of other servers: no API key (a signature instead).
-  mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES);
+  // Federation's documents (anonymous: did:web resolution) and the signed requests of other servers (a federation key, then the signature).
+  mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES, keys);
   // The official clients read the platform default human retry policy here, without a key (CLIENTS.md).
   app.get(["/server/config", ...API_PREFIXES.map((prefix) => `${prefix}/server/config`)], async (req, res) => {
     const config = await client.request(governanceCommands.serverConfig, { principal: "anonymous", roles: [], actor: "anonymous", agent_id: null }, {});
@@ -197,6 +197,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
   // /<kind>/{id}/subscribe. The acting agent of a subscription is checked like any request's.
   const bound = async (req: Request, _res: Response, next: NextFunction) => {
+    // A peer server's key (role federation) delivers signed requests; it does not follow streams.
+    if (!req.caller!.roles.some((role) => ALL_ROLES.includes(role))) {
+      throw errors.forbidden("event streams are open to admin, coordinator, operator and agent keys only", { required_roles: ALL_ROLES, roles: req.caller!.roles });
+    }
     refuseUnsafeParams(req);
     await assertActingAgentsBound(bindings, keys, req);
     next();

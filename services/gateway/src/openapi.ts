@@ -131,7 +131,8 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
       });
     }
   }
-  // Federation's public side (docs/federation.md): no API key; receive and callbacks carry an RFC 9421 signature instead.
+  // Federation between servers (docs/federation.md): the documents are anonymous (did:web resolution is an anonymous GET);
+  // receive and callbacks need a peer's key (role federation), then an RFC 9421 signature.
   const signed = z.object({
     "Content-Digest": z.string().openapi({ description: "sha-256 of the body (RFC 9530)" }),
     "Idempotency-Key": z.string(),
@@ -145,19 +146,20 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
     registry.registerPath({ method: "get", path, summary, security: [], responses: { 200: { description: "JSON" }, 404: { description: "FEDERATION_DISABLED" } } });
   }
   for (const [path, summary] of [
-    ["/api/v1/federation/receive", "Receive a signed dispatch envelope from another server (no API key: RFC 9421 signature by the sender's did:web)"],
-    ["/api/v1/federation/callbacks/{dispatch_id}", "Receive a signed callback (state change, completion, failure, budget warning) for a dispatch this server sent"],
+    ["/api/v1/federation/receive", "Receive a signed dispatch envelope from another server: an X-API-Key of role federation (the key this server gave the peer), then an RFC 9421 signature by the sender's did:web"],
+    ["/api/v1/federation/callbacks/{dispatch_id}", "Receive a signed callback (state change, completion, failure, budget warning) for a dispatch this server sent: a federation key, then the signature"],
   ] as const) {
     registry.registerPath({
       method: "post",
       path,
       summary,
-      security: [],
+      security: [{ ApiKey: [] }],
       request: { headers: signed, ...(path.includes("{") ? { params: z.object({ dispatch_id: z.string() }) } : {}) },
       responses: {
         200: { description: "accepted" },
-        401: { description: "SIGNATURE_INVALID", content: { "application/json": { schema: ErrorBody } } },
-        403: { description: "UNTRUSTED_SERVER or DELEGATION_DEPTH_EXHAUSTED", content: { "application/json": { schema: ErrorBody } } },
+        401: { description: "UNAUTHORIZED (no key, or an unknown one: checked first) or SIGNATURE_INVALID", content: { "application/json": { schema: ErrorBody } } },
+        403: { description: "FORBIDDEN (a key without the federation role), UNTRUSTED_SERVER or DELEGATION_DEPTH_EXHAUSTED", content: { "application/json": { schema: ErrorBody } } },
+        404: { description: "FEDERATION_DISABLED, or (callbacks) DISPATCH_NOT_FOUND", content: { "application/json": { schema: ErrorBody } } },
         409: { description: "FEDERATION_LOOP or DISPATCH_IN_PROGRESS", content: { "application/json": { schema: ErrorBody } } },
       },
     });

@@ -1,4 +1,4 @@
-import { ALL_ROLES, type ApiRoute, FEDERATION_BUS_TIMEOUT_MS } from "../api-route";
+import { ALL_ROLES, type ApiRoute, FEDERATION_BUS_TIMEOUT_MS, FEDERATION_PEER_ROLE } from "../api-route";
 import { federationCommands } from "../federation";
 import { DispatchResult, FederationAgents, FederationStatus } from "../responses";
 
@@ -10,7 +10,7 @@ export const federationRoutes = [
     method: "get",
     path: "/federation/status",
     command: federationCommands.status,
-    access: { roles: ALL_ROLES },
+    access: { roles: [...ALL_ROLES, FEDERATION_PEER_ROLE] },
     errors: [],
     response: FederationStatus,
     summary: "Federation status: this server's did:web, trust policy, peers and counters ({enabled: false, ...} when federation is off)",
@@ -22,7 +22,7 @@ export const federationRoutes = [
     path: "/federation/agents",
     command: federationCommands.agents,
     query: "query",
-    access: { roles: ALL_ROLES },
+    access: { roles: [...ALL_ROLES, FEDERATION_PEER_ROLE] },
     errors: [],
     response: FederationAgents,
     summary: "Local agents offered to federation, by visibility (public by default; ?visibility=public,unlisted,private); an empty list when federation is off",
