@@ -1,6 +1,6 @@
 import type { z } from "./zod";
 import type { Role } from "./common";
-import type { CommandDef } from "./subjects";
+import type { CommandDef } from "./command";
 import type { ErrorCode } from "./error-catalogue";
 
 /**
@@ -19,7 +19,8 @@ export interface ApiRoute {
    * that name (or into its `query` when `query` is "query+path").
    */
   path: string;
-  command: CommandDef<z.ZodType>;
+  /** The bus command it runs: its output is the route's success body, its errors the route's refusals. */
+  command: CommandDef;
   /** The input field the JSON body goes to. */
   body?: "body" | "patches";
   /** Body fields moved to the top of the input (POST /tasks names its intent in the body); the document shows them in the body. */
@@ -37,20 +38,24 @@ export interface ApiRoute {
   /** The result's version goes out as ETag. */
   etag?: boolean;
   /**
-   * The command answers a page (`{<items>, next_cursor, has_more}`, schema `page`) and the client
+   * The command answers a page (`{<items>, next_cursor, has_more}`, its output) and the client
    * gets the bare list (a JSON array, as the official clients iterate it) with the paging in
    * headers: `X-Next-Cursor: <next_cursor>` and `Link: <path?...&<cursorParam>=<next_cursor>>;
-   * rel="next"` while there is more (docs/channels.md). `response` is then the list's schema.
+   * rel="next"` while there is more (docs/channels.md). The body's schema is the page's list field.
    */
-  pageInHeaders?: { items: string; cursorParam: string; page: z.ZodType };
+  pageInHeaders?: { items: string; cursorParam: string };
   /** How long the gateway waits for the service when longer than the default (federation dispatch). */
   busTimeoutMs?: number;
   access: RouteAccess;
-  /** The error codes this operation answers besides the ones every operation may (COMMON_ROUTE_ERRORS). */
-  errors: readonly ErrorCode[];
   /**
-   * The success body's schema, for the OpenAPI document and for test gateways, which check every
-   * success body against it (a reply that drifts from its documented shape fails the test).
+   * Only where this operation answers fewer codes than its command (the command also serves
+   * services, or other routes): the codes it answers besides COMMON_ROUTE_ERRORS, each one of
+   * the command's. Absent: the command's `errors`.
+   */
+  errors?: readonly ErrorCode[];
+  /**
+   * Only where this operation answers one branch of its command's output (memory's query answers a
+   * page or a bare list, chosen by the route's constants). Absent: the command's `output`.
    */
   response?: z.ZodType;
   summary: string;
@@ -122,3 +127,10 @@ export const COMMON_ROUTE_ERRORS: readonly ErrorCode[] = [
   "SERVICE_UNAVAILABLE",
   "INTERNAL_ERROR",
 ];
+
+/** The codes an operation answers besides COMMON_ROUTE_ERRORS: its own narrowing, else its command's. */
+export const routeErrors = (route: ApiRoute): readonly ErrorCode[] => route.errors ?? route.command.errors;
+
+/** The schema of an operation's success body: its own narrowing, else its command's output (of which only the list, when the paging goes into headers). */
+export const routeResponse = (route: ApiRoute): z.ZodType =>
+  route.response ?? (route.pageInHeaders ? ((route.command.output as z.ZodObject).shape[route.pageInHeaders.items] as z.ZodType) : route.command.output);

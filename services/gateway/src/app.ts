@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -185,7 +185,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
     const body = route.pageInHeaders ? pageInHeaders(route.pageInHeaders, reply.body, req, res) : reply.body;
-    if (options.checkResponses && route.response) assertDocumentedResponse(route, body);
+    if (options.checkResponses) assertDocumentedResponse(route, body);
     if (options.checkRequest && route.body && !res.locals.bodyAbsent) {
       const problem = options.checkRequest(route.operationId, req.body);
       if (problem) throw appError("INTERNAL_ERROR", `the server accepted a body its OpenAPI document refuses: ${problem}`);
@@ -409,9 +409,9 @@ function pageInHeaders(paging: NonNullable<ApiRoute["pageInHeaders"]>, reply: Ui
   return new TextEncoder().encode(JSON.stringify(page[paging.items] ?? []));
 }
 
-/** Test gateways: the reply must be what the catalogue documents (ApiRoute.response). */
+/** Test gateways: the reply must be what the catalogue documents (the route's response, else its command's output). */
 function assertDocumentedResponse(route: ApiRoute, body: Uint8Array): void {
-  const checked = route.response!.safeParse(JSON.parse(new TextDecoder().decode(body)));
+  const checked = routeResponse(route).safeParse(JSON.parse(new TextDecoder().decode(body)));
   if (checked.success) return;
   const issue = checked.error.issues[0]!;
   throw appError("INTERNAL_ERROR", `${route.operationId} answered a body that is not its documented response: ${issue.path.join(".") || "(body)"}: ${issue.message}`);
@@ -420,7 +420,7 @@ function assertDocumentedResponse(route: ApiRoute, body: Uint8Array): void {
 /** What a route may answer: its own codes, the common ones, and the 404 of each id in its path. */
 function declaredErrors(route: ApiRoute): Set<string> {
   const notFound = [...route.path.matchAll(/\{(\w+)_id\}/g)].map((m) => `${m[1]!.toUpperCase()}_NOT_FOUND`);
-  return new Set<string>([...route.errors, ...COMMON_ROUTE_ERRORS, ...notFound]);
+  return new Set<string>([...routeErrors(route), ...COMMON_ROUTE_ERRORS, ...notFound]);
 }
 
 /** The route's roles (libs/contracts/src/api): a key with none of them is refused before anything is sent. */

@@ -1,5 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
-import { COMMON_ROUTE_ERRORS, errorCatalogue, listErrors, z, type ApiRoute, type ErrorCode } from "@intentmesh/contracts";
+import { COMMON_ROUTE_ERRORS, errorCatalogue, listErrors, routeErrors, routeResponse, z, type ApiRoute, type ErrorCode } from "@intentmesh/contracts";
 
 /**
  * The OpenAPI document, generated from the same zod contracts the gateway and services validate
@@ -94,7 +94,7 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
       responses: {
         [route.status ?? 200]: {
           description: route.etag ? "success; ETag carries the new version" : "success",
-          content: { "application/json": { schema: route.response ?? z.unknown() } },
+          content: { "application/json": { schema: routeResponse(route) } },
           ...(route.pageInHeaders
             ? {
                 headers: {
@@ -104,7 +104,7 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
               }
             : {}),
         },
-        ...errorResponses(route.errors),
+        ...errorResponses(routeErrors(route)),
       },
     });
   }

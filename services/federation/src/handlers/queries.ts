@@ -96,10 +96,10 @@ export async function agents(ctx: FederationContext, query: z.output<typeof Fede
   const { visibility, limit, offset } = query;
   // Disabled: no agent is offered to federation (an empty list, as the other implementation answers).
   if (!ctx.settings.enabled) return { server_did: null, agents: [], offset, limit, total_scanned: 0, has_more: false };
-  const page = await ctx.client.request<{ agents: { agent_id: string }[]; total: number }>(registryCommands.list, SERVICE_CALLER, {
+  const page = await ctx.client.request(registryCommands.list, SERVICE_CALLER, {
     query: { limit: String(limit), offset: String(offset), status: "active,draining,unhealthy" },
   });
-  const records = await Promise.all(page.agents.map((a) => ctx.client.request<Agent>(registryCommands.get, SERVICE_CALLER, { agent_id: a.agent_id }).catch(() => null)));
+  const records = await Promise.all(page.agents.map((a) => ctx.client.request(registryCommands.get, SERVICE_CALLER, { agent_id: a.agent_id }).catch(() => null)));
   const listed = records
     .filter((a): a is Agent => a !== null && !a.origin_server_url)
     .map((a) => ({ agent: a, visibility: visibilityOf(a.metadata, ctx.settings.visibilityDefault) }))
