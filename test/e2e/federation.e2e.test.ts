@@ -537,6 +537,8 @@ describe("two federated clusters", () => {
       expect(all).not.toContain(pemBody);
       expect(all).not.toContain(d);
       expect(all).not.toContain(Buffer.from(d, "base64url").toString("base64"));
+      // Nor the key a peer gave it (FEDERATION_PEERS api_key), sent with every envelope and callback.
+      expect(all).not.toContain(TEST_KEYS.federation);
     }
     // B runs on a development key and says so; the loopback allowance announces itself.
     expect(logsOfB.join("\n")).toContain("using a development key");
