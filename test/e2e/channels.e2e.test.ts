@@ -67,10 +67,46 @@ describe("channels (2.12, 4.7)", () => {
     // Another intent may use the name.
     await channel((await activeIntent()).id, { name: "general" });
     const listed = await cluster.api(`/intents/${intent.id}/channels`);
-    expect(listed.body).toMatchObject({ channels: [{ id: created.id }], has_more: false, next_cursor: null });
+    expect(listed.body).toEqual([expect.objectContaining({ id: created.id })]);
+    expect(listed.headers.get("x-next-cursor")).toBeNull();
+    expect(listed.headers.get("link")).toBeNull();
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/channels`, { body: { name: "x" } }), 404, "INTENT_NOT_FOUND");
     expectError(await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "" } }), 400, "VALIDATION_FAILED");
     expectError(await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "n", member_policy: "open" } }), 400, "VALIDATION_FAILED");
+  });
+
+  it("lists an intent's channels as a JSON array (the Python client's list_channels), paging in X-Next-Cursor and Link rel=next", async () => {
+    const intent = await activeIntent();
+    const names = ["c1", "c2", "c3", "c4", "c5"];
+    for (const name of names) await channel(intent.id, { name });
+    const seen: string[] = [];
+    let path: string | null = `/api/v1/intents/${intent.id}/channels?limit=2`;
+    let pages = 0;
+    while (path) {
+      const res = await cluster.api(path);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(Array.isArray(res.body)).toBe(true);
+      seen.push(...res.body.map((c: any) => c.name));
+      pages++;
+      const link = res.headers.get("link");
+      const cursor = res.headers.get("x-next-cursor");
+      if (!link) {
+        expect(cursor).toBeNull();
+        break;
+      }
+      // RFC 8288: the next page is this request with after=<cursor>, its other parameters kept.
+      const target = /^<([^>]+)>; rel="next"$/.exec(link)![1]!;
+      expect(new URL(target, cluster.baseUrl).searchParams.get("after")).toBe(cursor);
+      expect(new URL(target, cluster.baseUrl).searchParams.get("limit")).toBe("2");
+      path = target;
+    }
+    // Every channel once (created at one instant of the test clock, so in id order among themselves).
+    expect([...seen].sort()).toEqual(names);
+    expect(pages).toBe(3);
+    // The cursor header alone pages too.
+    const first = await cluster.api(`/intents/${intent.id}/channels?limit=4`);
+    const rest = await cluster.api(`/intents/${intent.id}/channels?after=${first.headers.get("x-next-cursor")}`);
+    expect([...first.body, ...rest.body].map((c: any) => c.name)).toEqual(seen);
   });
 
   it("the send path's prepared channel lookup reads every column the schema has, under the same names", async () => {
@@ -149,6 +185,23 @@ describe("messages: the type rules of 2.13", () => {
     // The Python client's ask(): since = the request id gives what came after it.
     expect((await pull(ch.id, asker, `?since=${request.body.id}`)).body.map((m: any) => m.id)).toEqual([first.body.id, second.body.id]);
   });
+
+  it("a reply to a message id that does not exist, or that the replier cannot read, is 404 MESSAGE_NOT_FOUND (spec 7), as mark-read answers", async () => {
+    const intent = await activeIntent();
+    const [asker, target, outsider] = [await agent(), await agent(), await agent()];
+    const ch = await channel(intent.id, { name: "replies" });
+    const unknown = await cluster.api(`/channels/${ch.id}/messages/${UNKNOWN_ID}/reply`, as(target, { body: { payload: { a: 1 } } }));
+    expectError(unknown, 404, "MESSAGE_NOT_FOUND");
+    expect(unknown.body.details).toMatchObject({ resource: "message", id: UNKNOWN_ID });
+    expectError(await cluster.api(`/channels/${ch.id}/messages/${UNKNOWN_ID}`, { method: "PATCH", ...as(target, { body: { status: "read" } }) }), 404, "MESSAGE_NOT_FOUND");
+    // A request addressed to someone else is not the outsider's to answer: as unknown to it as to its GET.
+    const request = await post(ch.id, asker, { message_type: "request", to: target.id, payload: { q: 1 } });
+    expect(request.status).toBe(201);
+    expectError(await cluster.api(`/channels/${ch.id}/messages/${request.body.id}/reply`, as(outsider, { body: { payload: { a: 1 } } })), 404, "MESSAGE_NOT_FOUND");
+    // Nothing was written by the refused replies: the asker sees no response.
+    expect((await pull(ch.id, asker)).body.filter((m: any) => m.correlation_id === request.body.id)).toEqual([]);
+    expect((await cluster.api(`/channels/${ch.id}/messages/${request.body.id}/reply`, as(target, { body: { payload: { a: 1 } } }))).status).toBe(201);
+  });
 });
 
 describe("addressing, membership and access", () => {
@@ -198,7 +251,7 @@ describe("addressing, membership and access", () => {
     const a = await agent();
     const sent = await cluster.api(`/intents/${intent.id}/channels/lobby/messages`, as(a, { body: { payload: { hello: true } } }));
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    const listed = (await cluster.api(`/intents/${intent.id}/channels`)).body.channels;
+    const listed = (await cluster.api(`/intents/${intent.id}/channels`)).body;
     expect(listed).toEqual([expect.objectContaining({ name: "lobby", member_policy: "intent", created_by: a.id, message_count: 1 })]);
     const again = await cluster.api(`/intents/${intent.id}/channels/lobby/messages`, as(a, { body: { payload: { n: 2 } } }));
     expect(again.body).toMatchObject({ channel_id: listed[0].id, sequence: 2 });

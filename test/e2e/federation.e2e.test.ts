@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SystemEvent, systemEventStream } from "@intentmesh/contracts";
 import { pinnedConnector } from "@intentmesh/ssrf";
-import { startTestCluster, type TestCluster } from "../support/cluster";
+import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, expectError, uniqueTag } from "../support/e2e-helpers";
 import { readStream } from "../support/service-process";
 import { fakeResolver, tripwire } from "../../libs/ssrf/test/support";
@@ -86,8 +86,9 @@ beforeAll(async () => {
     startTestCluster({ federation: { ...common, signingKeyPem: keyOfA }, logDestination: capture(logsOfA) }),
     startTestCluster({ federation: common, logDestination: capture(logsOfB) }),
   ]);
-  a.federation.ctx.settings.peers.push({ server_url: b.baseUrl, relationship: "downstream" });
-  b.federation.ctx.settings.peers.push({ server_url: a.baseUrl, relationship: "upstream" });
+  // Each server holds the key the other gave it (role federation on the other's gateway; both test gateways know TEST_KEYS.federation).
+  a.federation.ctx.settings.peers.push({ server_url: b.baseUrl, relationship: "downstream", api_key: TEST_KEYS.federation });
+  b.federation.ctx.settings.peers.push({ server_url: a.baseUrl, relationship: "upstream", api_key: TEST_KEYS.federation });
   silent = http.createServer((_req, res) => void hanging.push(res));
   await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
   silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
@@ -225,7 +226,7 @@ describe("two federated clusters", () => {
     const envelope = { ...strangerEnvelope(intent.id), idempotency_key: uniqueTag("forged"), intent_title: "forged" };
     const text = JSON.stringify(envelope);
     const targetUri = `${b.baseUrl}/api/v1/federation/receive`;
-    const post = (headers: Record<string, string>, body = text) => b.api("/api/v1/federation/receive", { rawBody: body, headers, key: null });
+    const post = (headers: Record<string, string>, body = text) => b.api("/api/v1/federation/receive", { rawBody: body, headers, key: "federation" });
     const before = (await b.api("/federation/status")).body.received;
 
     // Signed with another key under A's key id.
@@ -282,7 +283,7 @@ describe("two federated clusters", () => {
       expect(res.body.details).toMatchObject({ remote_status: 403, remote_error: { code: "UNTRUSTED_SERVER" } });
       // A stranger's claim is refused before anything is fetched for it (no lookup of its name).
       const stranger = { envelope_version: "1", source_server: "https://stranger.example.com", source_did: "did:web:stranger.example.com" };
-      const claim = await b.api("/api/v1/federation/receive", { body: { ...strangerEnvelope(intent.id), ...stranger }, key: null });
+      const claim = await b.api("/api/v1/federation/receive", { body: { ...strangerEnvelope(intent.id), ...stranger }, key: "federation" });
       expectError(claim, 403, "UNTRUSTED_SERVER");
       expect(resolver.lookups).not.toContain("stranger.example.com");
 
@@ -380,9 +381,58 @@ describe("two federated clusters", () => {
   });
 
   it("refuses a received body over the federation limit with 413, before reading it whole", async () => {
-    const res = await b.api("/api/v1/federation/receive", { rawBody: JSON.stringify({ x: "y".repeat(300 * 1024) }), headers: { "content-type": "application/json" }, key: null });
+    const res = await b.api("/api/v1/federation/receive", { rawBody: JSON.stringify({ x: "y".repeat(300 * 1024) }), headers: { "content-type": "application/json" }, key: "federation" });
     expect(res.status).toBe(413);
     expect(res.body.code).toBe("PAYLOAD_TOO_LARGE");
+  });
+
+  it("receive and callbacks ask for a peer's key first (SPEC 5.1): 401 without or with a bad key, 403 for another role; then the signature", async () => {
+    const intent = await createIntent(a);
+    const envelope = { ...strangerEnvelope(intent.id), idempotency_key: uniqueTag("keyed") };
+    const text = JSON.stringify(envelope);
+    const signed = signRequest({ method: "POST", targetUri: `${b.baseUrl}/api/v1/federation/receive`, body: text, idempotencyKey: envelope.idempotency_key }, a.federation.ctx.identity, Date.now());
+    const post = (key: keyof typeof TEST_KEYS | null, headers: Record<string, string> = signed, body = text) => b.api("/api/v1/federation/receive", { rawBody: body, headers, key });
+    const before = (await b.api("/federation/status")).body.received;
+    // A genuinely signed envelope without a key, with an unknown key, with a key of a person: refused before anything is read.
+    expectError(await post(null), 401, "UNAUTHORIZED");
+    const bad = await b.api("/api/v1/federation/receive", { rawBody: text, headers: { ...signed, "X-API-Key": "not-a-key-of-this-server" }, key: null });
+    expectError(bad, 401, "UNAUTHORIZED");
+    for (const key of ["admin", "agent"] as const) {
+      const res = await post(key);
+      expectError(res, 403, "FORBIDDEN");
+      expect(res.body.details).toMatchObject({ required_roles: ["federation"] });
+    }
+    // The key comes before the body: an oversized body without one is a 401, not a 413.
+    expectError(await post(null, { "content-type": "application/json" }, JSON.stringify({ x: "y".repeat(300 * 1024) })), 401, "UNAUTHORIZED");
+    expect((await b.api("/federation/status")).body.received).toBe(before);
+    // With the peer's key the signature is checked next: a missing one is 401 SIGNATURE_INVALID; the signed request is accepted once.
+    expectError(await post("federation", { "content-type": "application/json" }), 401, "SIGNATURE_INVALID");
+    const accepted = await post("federation");
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    expect((await b.api("/federation/status")).body.received).toBe(before + 1);
+    // Callbacks alike: the key first, then the dispatch and its signature.
+    const callback = (key: keyof typeof TEST_KEYS | null) => a.api(`/api/v1/federation/callbacks/${crypto.randomUUID()}`, { body: {}, key });
+    expectError(await callback(null), 401, "UNAUTHORIZED");
+    expectError(await callback("operator"), 403, "FORBIDDEN");
+    expectError(await callback("federation"), 404, "DISPATCH_NOT_FOUND");
+  });
+
+  it("sends the key a peer gave it with every dispatch (FEDERATION_PEERS api_key); without one the peer's gateway refuses it", async () => {
+    const peer = a.federation.ctx.settings.peers.find((p) => p.server_url === b.baseUrl)!;
+    const saved = peer.api_key;
+    delete peer.api_key;
+    try {
+      const intent = await createIntent(a);
+      const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } });
+      expectError(res, 502, "DISPATCH_FAILED");
+      expect(res.body.details).toMatchObject({ remote_status: 401, remote_error: { code: "UNAUTHORIZED" } });
+      // The refusal names no key (none was sent, and none is ever repeated).
+      expect(JSON.stringify(res.body)).not.toContain(TEST_KEYS.federation);
+    } finally {
+      peer.api_key = saved;
+    }
+    const intent = await createIntent(a);
+    expect((await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } })).status).toBe(200);
   });
 
   it("keeps idempotency and identity across a restart and another replica, and loses no callback while the origin is down", async () => {
@@ -487,6 +537,8 @@ describe("two federated clusters", () => {
       expect(all).not.toContain(pemBody);
       expect(all).not.toContain(d);
       expect(all).not.toContain(Buffer.from(d, "base64url").toString("base64"));
+      // Nor the key a peer gave it (FEDERATION_PEERS api_key), sent with every envelope and callback.
+      expect(all).not.toContain(TEST_KEYS.federation);
     }
     // B runs on a development key and says so; the loopback allowance announces itself.
     expect(logsOfB.join("\n")).toContain("using a development key");

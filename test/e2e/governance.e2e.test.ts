@@ -77,6 +77,25 @@ describe("PUT / GET / DELETE /intents/{id}/governance (4.6)", () => {
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/governance`), 404, "INTENT_NOT_FOUND");
   });
 
+  it("PUT answers a body both readers use: the intent (the Python client's Intent.from_dict) and the policy (spec 4.6)", async () => {
+    const intent = await createIntent(cluster, { title: "two readers", state: { step: 1 } });
+    const policy = { completion_mode: "require_approval", allowed_agents: ["a-1"] };
+    const res = await put(intent.id, policy, intent.version);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // Read as the Python client does (models.py Intent.from_dict): the intent at its new version, governance_policy as set.
+    const asIntent = (({ id, title, description, version, status, state, constraints, created_at, updated_at, created_by, confidence, governance_policy }) =>
+      ({ id, title, description, version, status, state, constraints, created_at, updated_at, created_by, confidence, governance_policy }))(res.body);
+    const stored = (await cluster.api(`/intents/${intent.id}`)).body;
+    expect(asIntent).toEqual({ ...stored, governance_policy: policy });
+    expect(asIntent.version).toBe(intent.version + 1);
+    // Read as the policy of spec 2.11: its six fields at the top level, the effective values GET shows.
+    const asPolicy = (({ completion_mode, write_scope, max_cost, quorum_threshold, allowed_agents, require_status_reason }) =>
+      ({ completion_mode, write_scope, max_cost, quorum_threshold, allowed_agents, require_status_reason }))(res.body);
+    const got = await cluster.api(`/intents/${intent.id}/governance`);
+    expect(asPolicy).toEqual(got.body.effective_policy);
+    expect(asPolicy).toEqual({ completion_mode: "require_approval", write_scope: "any", max_cost: null, quorum_threshold: 0.5, allowed_agents: ["a-1"], require_status_reason: false });
+  });
+
   it("validates every field of 2.11 as 400 and writes nothing; agents may not set a policy", async () => {
     const intent = await createIntent(cluster);
     for (const bad of [

@@ -54,11 +54,14 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(list.body.intents).toEqual([]);
   });
 
-  it("accepts every configured key", async () => {
+  it("accepts every configured key; a peer server's key (role federation) reaches only the federation routes", async () => {
     for (const key of Object.keys(TEST_KEYS) as (keyof typeof TEST_KEYS)[]) {
       const res = await cluster.api("/intents?limit=1", { key });
-      expect(res.status, key).toBe(200);
+      if (key === "federation") expectError(res, 403, "FORBIDDEN");
+      else expect(res.status, key).toBe(200);
     }
+    expect((await cluster.api("/federation/status", { key: "federation" })).status).toBe(200);
+    expectError(await cluster.api(`/subscribe/intents/${UNKNOWN_ID}`, { key: "federation" }), 403, "FORBIDDEN");
   });
 
   it("needs no key for /healthz, /readyz, /openapi.json, /docs and the discovery document", async () => {
@@ -99,7 +102,7 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     expect(discovery.body.spec_parts).toEqual(expect.arrayContaining(["2.15", "3.4", "4.9", "2.5", "2.6", "2.7", "2.8", "2.12", "2.13", "2.14", "4.7", "4.8"]));
   });
 
-  it("runs the federation service disabled unless configured: ready, not announced, its routes 404 FEDERATION_DISABLED", async () => {
+  it("runs the federation service disabled unless configured: ready, not announced, status and agents say so, the rest 404 FEDERATION_DISABLED", async () => {
     const ready = await cluster.api("/readyz", { key: null });
     expect(ready.body.services.federation).toMatchObject({ service: "federation", database: "ok", enabled: false });
     const discovery = await cluster.api("/.well-known/openintent.json", { key: null });
@@ -108,9 +111,18 @@ describe("authentication: X-API-Key on every /api/v1 endpoint", () => {
     for (const path of ["/.well-known/openintent-federation.json", "/.well-known/did.json"]) {
       expectError(await cluster.api(path, { key: null }), 404, "FEDERATION_DISABLED");
     }
-    expectError(await cluster.api("/federation/status"), 404, "FEDERATION_DISABLED");
-    expectError(await cluster.api("/federation/agents"), 404, "FEDERATION_DISABLED");
-    expectError(await cluster.api("/api/v1/federation/receive", { body: {}, key: null }), 404, "FEDERATION_DISABLED");
+    // Status and agents answer, as the other implementation does and the official clients expect (CLIENTS.md, federation).
+    const status = await cluster.api("/federation/status");
+    expect(status.status).toBe(200);
+    expect(status.body).toMatchObject({ enabled: false, server_did: null, trust_policy: "allowlist", peer_count: 0, active_dispatches: 0, total_dispatches: 0, total_received: 0 });
+    const agents = await cluster.api("/federation/agents", { key: "agent" });
+    expect(agents.status).toBe(200);
+    expect(agents.body).toMatchObject({ agents: [], has_more: false });
+    expectError(await cluster.api("/federation/dispatch", { body: { intent_id: UNKNOWN_ID, target_server: "https://peer.example.org" } }), 404, "FEDERATION_DISABLED");
+    // Receive and callbacks ask for a peer's key first, disabled or not (SPEC 5.1); with one, federation is off.
+    expectError(await cluster.api("/api/v1/federation/receive", { body: {}, key: null }), 401, "UNAUTHORIZED");
+    expectError(await cluster.api("/api/v1/federation/receive", { body: {}, key: "federation" }), 404, "FEDERATION_DISABLED");
+    expectError(await cluster.api(`/api/v1/federation/callbacks/${UNKNOWN_ID}`, { body: {}, key: "federation" }), 404, "FEDERATION_DISABLED");
     // The API key is still required for the operator routes.
     expectError(await cluster.api("/federation/status", { key: null }), 401, "UNAUTHORIZED");
   });

@@ -217,6 +217,25 @@ describe("query (4.8)", () => {
     expect(seen.body).toMatchObject({ entries: [], total: 0 });
     expectError(await cluster.api("/memory?memory_type=episodic", { key: "coordinator" }), 400, "VALIDATION_FAILED");
   });
+
+  it("a working or episodic query names its agent_id (spec 4.8): 400 naming the parameter, X-Agent-ID does not stand in", async () => {
+    const a = await newAgent();
+    const ns = uniqueTag("owner");
+    await write(a.headers, { namespace: ns, key: "w", value: {} });
+    await write(a.headers, { namespace: ns, key: "e", value: {}, memory_type: "episodic" });
+    for (const tier of ["working", "episodic"]) {
+      const res = await query(a.headers, `memory_type=${tier}&namespace=${ns}`);
+      expectError(res, 400, "VALIDATION_FAILED");
+      expect(res.body.message).toContain("agent_id");
+      expect(res.body.details.issues).toEqual([expect.objectContaining({ path: "query.agent_id" })]);
+      expect((await query(a.headers, `memory_type=${tier}&namespace=${ns}&agent_id=${a.id}`)).body.total).toBe(1);
+    }
+    // An untyped query without agent_id reads semantic entries only; the Python client's route names the agent in its path.
+    expect((await query(a.headers, `namespace=${ns}`)).body.total).toBe(0);
+    const own = await cluster.api(`/agents/${a.id}/memory?memory_type=working&namespace=${ns}`, { headers: a.headers, key: null });
+    expect(own.status).toBe(200);
+    expect(own.body.map((e: any) => e.key)).toEqual(["w"]);
+  });
 });
 
 describe("access (rules 2-5)", () => {

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
-import { ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
+import { apiRoutes, ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
@@ -12,7 +12,9 @@ import type { AnyServiceDefinition, OptionsOf, ServiceOf } from "@intentmesh/ser
 import { CLUSTER_SERVICES, type ServiceName } from "@intentmesh/contracts";
 import { clusterServices, type ClusterServices } from "../../services/cluster";
 import type { FederationSettings } from "../../services/federation/src/settings";
-import { createGateway, type Gateway } from "../../services/gateway/src/app";
+import { createGateway, VERSION, type Gateway } from "../../services/gateway/src/app";
+import { buildOpenApi } from "../../services/gateway/src/openapi";
+import { requestBodyChecker } from "./openapi-bodies";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
 import { eventsOffCatalogue } from "./event-check";
@@ -23,6 +25,8 @@ export const TEST_KEYS = {
   operator: "test-operator-key-0000000000000",
   agent: "test-agent-key-000000000000000000",
   other: "test-other-agent-key-000000000000",
+  /** A peer server's key (role federation): what another cluster sends to this one's receive and callbacks. */
+  federation: "test-federation-peer-key-000000000",
 } as const;
 
 /** Every service of the cluster, by name, as it was started (services/cluster.ts). */
@@ -171,7 +175,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   };
 }
 
-/** The API keys of TEST_KEYS: admin, coordinator, operator, and two agent keys (principals agent-1 and agent-2). */
+/** The API keys of TEST_KEYS: admin, coordinator, operator, two agent keys (principals agent-1 and agent-2) and a peer server's key (role federation). */
 export function testApiKeys(): ApiKeys {
   return new ApiKeys([
     { key: TEST_KEYS.admin, principal: "admin", roles: ["admin"] },
@@ -179,6 +183,7 @@ export function testApiKeys(): ApiKeys {
     { key: TEST_KEYS.operator, principal: "operator", roles: ["operator"] },
     { key: TEST_KEYS.agent, principal: "agent-1", roles: ["agent"] },
     { key: TEST_KEYS.other, principal: "agent-2", roles: ["agent"] },
+    { key: TEST_KEYS.federation, principal: "peer-server", roles: ["federation"] },
   ]);
 }
 
@@ -193,6 +198,10 @@ function routeErrorChecks(strict: boolean) {
   return { record: (operationId: string, code: string) => fs.appendFileSync(log, `${JSON.stringify([operationId, code])}\n`) };
 }
 
+let checker: ReturnType<typeof requestBodyChecker> | undefined;
+/** The request-body check of the served document, built once per test file. */
+const documentedBodies = () => (checker ??= requestBodyChecker(buildOpenApi(apiRoutes, VERSION)));
+
 /** A gateway with the test keys on a free local port, on the given bus, and `api` against it. */
 export async function startTestGateway(
   bus: Bus,
@@ -200,7 +209,16 @@ export async function startTestGateway(
   options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean; corsOrigins?: string[]; strictRouteErrors?: boolean } = {},
 ): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
   const { strictRouteErrors = true, ...gatewayOptions } = options;
-  const gateway = await createGateway({ bus, keys: testApiKeys(), logger, routeErrors: routeErrorChecks(strictRouteErrors), checkResponses: true, ...gatewayOptions });
+  const gateway = await createGateway({
+    bus,
+    keys: testApiKeys(),
+    logger,
+    routeErrors: routeErrorChecks(strictRouteErrors),
+    checkResponses: true,
+    // Every body the server accepts must be one its OpenAPI document accepts (issue 23 item 9).
+    checkRequest: documentedBodies(),
+    ...gatewayOptions,
+  });
   const server: Server = await gateway.listen(0, "127.0.0.1");
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

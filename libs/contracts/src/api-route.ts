@@ -3,7 +3,7 @@ import type { CommandDef } from "./command";
 import type { ErrorCode } from "./error-catalogue";
 import type { Role } from "./common";
 import { accessErrorsOf } from "./intent-access";
-export { ALL_ROLES, COORDINATOR_ROLES, HUMAN_ROLES } from "./caller";
+export { ALL_ROLES, COORDINATOR_ROLES, FEDERATION_PEER_ROLE, HUMAN_ROLES } from "./caller";
 
 /**
  * One operation of the REST API, as data: which bus command it runs, how the request becomes that
@@ -25,7 +25,7 @@ export interface ApiRoute {
   command: CommandDef;
   /** The input field the JSON body goes to. */
   body?: "body" | "patches";
-  /** Body fields moved to the top of the input (POST /tasks names its intent in the body). */
+  /** Body fields moved to the top of the input (POST /tasks names its intent in the body); the document shows them in the body. */
   liftFromBody?: readonly string[];
   /** `query`: the query string is the input's `query`; `query+path`: the path parameters join it there. */
   query?: "query" | "query+path";
@@ -39,6 +39,13 @@ export interface ApiRoute {
   status?: number;
   /** The result's version goes out as ETag. */
   etag?: boolean;
+  /**
+   * The command answers a page (`{<items>, next_cursor, has_more}`, its output) and the client
+   * gets the bare list (a JSON array, as the official clients iterate it) with the paging in
+   * headers: `X-Next-Cursor: <next_cursor>` and `Link: <path?...&<cursorParam>=<next_cursor>>;
+   * rel="next"` while there is more (docs/channels.md). The body's schema is the page's list field.
+   */
+  pageInHeaders?: { items: string; cursorParam: string };
   /** How long the gateway waits for the service when longer than the default (federation dispatch). */
   busTimeoutMs?: number;
   access: RouteAccess;
@@ -53,8 +60,6 @@ export interface ApiRoute {
    * page or a bare list, chosen by the route's constants). Absent: the command's `output`.
    */
   response?: z.ZodType;
-  /** The body as the client sends it, for the OpenAPI document, when the command's input reshapes it. */
-  documentedBody?: z.ZodType;
   summary: string;
 }
 
@@ -128,5 +133,6 @@ export const routeAdmits = (route: ApiRoute, roles: readonly Role[]): boolean =>
  */
 export const routeErrors = (route: ApiRoute): readonly ErrorCode[] => [...(route.errors ?? route.command.errors), ...accessErrorsOf(route.command)];
 
-/** The schema of an operation's success body: its own narrowing, else its command's output. */
-export const routeResponse = (route: ApiRoute): z.ZodType => route.response ?? route.command.output;
+/** The schema of an operation's success body: its own narrowing, else its command's output (of which only the list, when the paging goes into headers). */
+export const routeResponse = (route: ApiRoute): z.ZodType =>
+  route.response ?? (route.pageInHeaders ? ((route.command.output as z.ZodObject).shape[route.pageInHeaders.items] as z.ZodType) : route.command.output);

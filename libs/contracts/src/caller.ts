@@ -10,7 +10,10 @@ import type { Caller, Role } from "./common";
  * is its own permission function, one per service.
  */
 
+/** Every role of a person or an agent: every key but a peer server's (`federation`, which only delivers signed requests). */
 export const ALL_ROLES: readonly Role[] = ["admin", "coordinator", "operator", "agent"];
+/** A peer server's key: POST /federation/receive and /federation/callbacks/{id}, and the federation read routes (docs/federation.md 4.6). */
+export const FEDERATION_PEER_ROLE: Role = "federation";
 /** People who answer, decide and steer: never a bare agent key. */
 export const HUMAN_ROLES: readonly Role[] = ["admin", "coordinator", "operator"];
 /** Those who steer other agents' work: they may act for any agent and move any task. */

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { AgentId, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { IntentRef, command } from "./command";
 
 /**
@@ -10,8 +10,10 @@ import { IntentRef, command } from "./command";
 export const ChannelStatus = z.enum(["open", "closed"]);
 export const MemberPolicy = z.enum(["intent", "explicit"]);
 export const MessageStatus = z.enum(["pending", "delivered", "read", "expired"]);
-/** The official MCP server sends `message`: read as `notify` (CLIENTS.md). */
-export const MessageType = z.preprocess((value) => (value === "message" ? "notify" : value), z.enum(["request", "response", "notify", "broadcast"]));
+/** The official MCP server sends `message`: read as `notify` (CLIENTS.md), and documented as accepted. */
+export const MessageType = z
+  .enum(["request", "response", "notify", "broadcast", "message"])
+  .transform((value): "request" | "response" | "notify" | "broadcast" => (value === "message" ? "notify" : value));
 export type MessageType = "request" | "response" | "notify" | "broadcast";
 
 /** The default of options.max_messages (spec 8) and its ceiling here. */
@@ -64,21 +66,23 @@ export type Channel = z.infer<typeof Channel>;
 export const CreateChannelBody = z
   .object({
     name: ChannelName,
-    members: z.array(ActorId).max(MAX_CHANNEL_MEMBERS).optional(),
+    members: z.array(AgentId).max(MAX_CHANNEL_MEMBERS).optional(),
     member_policy: MemberPolicy.optional(),
     task_id: Uuid.nullable().optional(),
     options: ChannelOptions.optional(),
   })
+  .strict()
   .openapi("CreateChannelBody");
 export type CreateChannelBody = z.infer<typeof CreateChannelBody>;
 
 export const PatchChannelBody = z
   .object({
-    members: z.array(ActorId).max(MAX_CHANNEL_MEMBERS).optional(),
+    members: z.array(AgentId).max(MAX_CHANNEL_MEMBERS).optional(),
     member_policy: MemberPolicy.optional(),
     options: ChannelOptions.optional(),
     status: ChannelStatus.optional(),
   })
+  .strict()
   .openapi("PatchChannelBody");
 export type PatchChannelBody = z.infer<typeof PatchChannelBody>;
 
@@ -104,7 +108,7 @@ export type Message = z.infer<typeof Message>;
 
 export const SendMessageBody = z
   .object({
-    sender: ActorId.optional().openapi({ description: "default the acting agent (X-Agent-ID or the key's principal)" }),
+    sender: AgentId.optional().openapi({ description: "default the acting agent (X-Agent-ID or the key's principal)" }),
     to: Recipient.nullable().optional(),
     message_type: MessageType.optional().openapi({ description: "default notify" }),
     correlation_id: Uuid.nullable().optional(),
@@ -114,16 +118,18 @@ export const SendMessageBody = z
     /** A client may name the intent it means; another intent than the channel's is refused (rule 8). */
     intent_id: Uuid.optional(),
   })
+  .strict()
   .openapi("SendMessageBody");
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 
 export const ReplyBody = z
-  .object({ sender: ActorId.optional(), payload: boundedJsonObject(LIMITS.jsonFieldBytes), metadata: boundedJsonObject(16 * 1024).optional() })
+  .object({ sender: AgentId.optional(), payload: boundedJsonObject(LIMITS.jsonFieldBytes), metadata: boundedJsonObject(16 * 1024).optional() })
+  .strict()
   .openapi("ReplyBody");
 export type ReplyBody = z.infer<typeof ReplyBody>;
 
 /** PATCH …/messages/{mid}: the target acknowledges (3.2 delivered -> read). */
-export const MarkMessageBody = z.object({ status: z.literal("read") }).openapi("MarkMessageBody");
+export const MarkMessageBody = z.object({ status: z.literal("read") }).strict().openapi("MarkMessageBody");
 
 export const ListMessagesQuery = z.object({
   since: z.string().max(100).optional().openapi({ description: "a message id, a sequence number or an ISO timestamp: messages after it" }),

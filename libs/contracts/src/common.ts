@@ -60,6 +60,17 @@ export const ActorId = z
   .max(200)
   .regex(/^[^\s\p{Cc}]+$/u, "must not contain whitespace or control characters");
 
+/**
+ * An agent's id, checked the same way wherever one enters: path parameters, bodies, queries and
+ * X-Agent-ID (registration refuses what every other route refuses). An ActorId that is not `*`
+ * (broadcast in a message's `to`), not `.` or `..` (path segments: `/agents/../memory` must not
+ * name an agent) and does not begin with `role:` (role addressing in `to`): each would make an
+ * address ambiguous.
+ */
+export const AgentId = ActorId.refine((id) => id !== "*" && id !== "." && id !== ".." && !id.startsWith("role:"), {
+  message: "is not an agent id: *, . and .. and ids beginning with role: are reserved (broadcast, path segments, role addressing)",
+});
+
 /** The largest value of a PostgreSQL integer column: counts and sizes stored as int4 stay below it. */
 export const INT32_MAX = 2_147_483_647;
 
@@ -81,7 +92,8 @@ export const pageLimit = (fallback: number, max: number) => z.coerce.number().in
 /** The caller, as the gateway established it from the API key and X-Agent-ID. Travels in every command. */
 export const Caller = z.object({
   principal: z.string(),
-  roles: z.array(z.enum(["admin", "coordinator", "operator", "agent"])),
+  /** `federation`: a peer server's key, for POST /federation/receive and /federation/callbacks only (docs/federation.md). */
+  roles: z.array(z.enum(["admin", "coordinator", "operator", "agent", "federation"])),
   actor: z.string(),
   agent_id: z.string().nullable(),
 });

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
+import { AgentId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
 import { command, IfMatch, IntentRef } from "./command";
 import { Budget } from "./budget";
 import { Intent } from "./intents";
@@ -48,7 +48,7 @@ export type CostRecord = z.infer<typeof CostRecord>;
 
 export const RecordCostBody = z
   .object({
-    agent_id: ActorId.optional().openapi({ description: "the agent that incurred the cost; default the acting agent (X-Agent-ID or the key's principal)" }),
+    agent_id: AgentId.optional().openapi({ description: "the agent that incurred the cost; default the acting agent (X-Agent-ID or the key's principal)" }),
     cost_type: CostType,
     amount: nonNegativeAmount("amount"),
     unit: CostUnit,

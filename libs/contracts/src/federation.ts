@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, Uuid } from "./common";
+import { AgentId, Uuid } from "./common";
 import { command } from "./command";
 
 /**
@@ -46,7 +46,7 @@ export const FederationPolicyBody = z
     require_status_reason: z.boolean().optional(),
     completion_mode: z.enum(["auto", "quorum", "require_approval"]).optional(),
     write_scope: z.enum(["any", "assigned_only"]).optional(),
-    allowed_agents: z.array(ActorId).max(200).optional(),
+    allowed_agents: z.array(AgentId).max(200).optional(),
   })
   .strict();
 
@@ -54,7 +54,7 @@ export const DispatchBody = z
   .object({
     intent_id: Uuid,
     target_server: ServerUrl,
-    agent_id: ActorId.optional(),
+    agent_id: AgentId.optional(),
     delegation_scope: DelegationScopeBody.optional(),
     federation_policy: FederationPolicyBody.optional(),
     trace_context: z.record(z.string().max(64), z.string().max(512)).optional(),
@@ -95,7 +95,7 @@ export const FederationAgentsQuery = z.object({
 // What the commands answer (each command carries its output schema).
 export const FederationStatus = z.object({ enabled: z.boolean() }).passthrough().openapi("FederationStatus");
 
-export const FederationAgents = z.object({ server_did: z.string(), agents: z.array(z.object({ agent_id: z.string() }).passthrough()) }).passthrough().openapi("FederationAgents");
+export const FederationAgents = z.object({ server_did: z.string().nullable(), agents: z.array(z.object({ agent_id: z.string() }).passthrough()) }).passthrough().openapi("FederationAgents");
 
 export const DispatchResult = z.object({ dispatch_id: Uuid, status: z.string() }).passthrough().openapi("DispatchResult");
 
@@ -113,9 +113,10 @@ const SIGNED_REQUEST_ERRORS = ["FEDERATION_DISABLED", "SIGNATURE_INVALID", "UNTR
 export const federationCommands = {
   discovery: command("federation", "discovery", z.object({}), FederationDiscovery, ["FEDERATION_DISABLED"]),
   did: command("federation", "did", z.object({}), DidDocument, ["FEDERATION_DISABLED"]),
-  status: command("federation", "status", z.object({}), FederationStatus, ["FEDERATION_DISABLED"]),
-  agents: command("federation", "agents", z.object({ query: FederationAgentsQuery }), FederationAgents, ["FEDERATION_DISABLED"]),
-  dispatch: command("federation", "dispatch", z.object({ body: DispatchBody, idempotency_key: z.string().min(1).max(200).nullable() }), DispatchResult, ["DISPATCH_FAILED", "DISPATCH_IN_PROGRESS", "DISPATCH_TIMEOUT", "FEDERATION_LOOP", "IDEMPOTENCY_KEY_REUSED", "SSRF_BLOCKED"]),
+  // Disabled, status and agents still answer ({enabled: false}, an empty list): the official clients read them.
+  status: command("federation", "status", z.object({}), FederationStatus),
+  agents: command("federation", "agents", z.object({ query: FederationAgentsQuery }), FederationAgents),
+  dispatch: command("federation", "dispatch", z.object({ body: DispatchBody, idempotency_key: z.string().min(1).max(200).nullable() }), DispatchResult, ["DISPATCH_FAILED", "DISPATCH_IN_PROGRESS", "DISPATCH_TIMEOUT", "FEDERATION_DISABLED", "FEDERATION_LOOP", "IDEMPOTENCY_KEY_REUSED", "SSRF_BLOCKED"]),
   receive: command("federation", "receive", z.object({ request: SignedRequest }), ReceiveAnswer, [
     ...SIGNED_REQUEST_ERRORS,
     "AGENT_NOT_FOUND",

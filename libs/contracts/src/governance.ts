@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, Caller, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
+import { ActorId, AgentId, Caller, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
 import { IntentRef, IfMatch, command } from "./command";
 import { SuspensionRequest, SuspensionResponse } from "./suspension";
 import { Intent } from "./intents";
@@ -18,7 +18,9 @@ export const RespondBody = z
     metadata: boundedJsonObject().optional(),
   })
   .strict()
-  .openapi("SuspensionResponse");
+  // Not "SuspensionResponse": that is the 200 body's component (responses.ts); one name for two
+  // schemas made the document describe this request as the response.
+  .openapi("SuspensionRespond");
 export type RespondBody = z.infer<typeof RespondBody>;
 
 /** InputResponse (spec 2.9), the 200 body of respond. */
@@ -98,7 +100,7 @@ export const GovernancePolicy = z
     write_scope: z.enum(["any", "assigned_only"]).optional(),
     max_cost: z.number().min(0).max(1e15).nullable().optional(),
     quorum_threshold: z.number().gt(0, "quorum_threshold must be in (0, 1]").max(1, "quorum_threshold must be in (0, 1]").optional(),
-    allowed_agents: z.array(ActorId).max(1000).nullable().optional(),
+    allowed_agents: z.array(AgentId).max(1000).nullable().optional(),
     require_status_reason: z.boolean().optional(),
   })
   .strict()
@@ -137,6 +139,24 @@ export type GovernedWriteKind = z.infer<typeof GovernedWriteKind>;
 export const GOVERNANCE_CHECKS_PER_REQUEST = 256;
 
 // What the commands answer (each command carries its output schema).
+/**
+ * PUT /intents/{id}/governance (docs/governance.md, "The answer of PUT"): one body two readers use.
+ * Spec 4.6 answers the policy: its six 2.11 fields are at the top level, with their effective
+ * values (defaults filled in, as GET's effective_policy). The official Python client parses the
+ * answer as an Intent (Intent.from_dict reads id, title, status, version, state, constraints,
+ * created_at, governance_policy, ...): every intent field is there, and governance_policy is the
+ * policy as set. The intent's fields and the policy's share no name.
+ */
+export const IntentWithGovernancePolicy = Intent.extend({
+  governance_policy: GovernancePolicy,
+  completion_mode: z.enum(["auto", "require_approval", "quorum"]),
+  write_scope: z.enum(["any", "assigned_only"]),
+  max_cost: z.number().nullable(),
+  quorum_threshold: z.number(),
+  allowed_agents: z.array(z.string()).nullable(),
+  require_status_reason: z.boolean(),
+}).openapi("IntentWithGovernancePolicy");
+
 export const GovernancePolicyView = z
   .object({ intent_id: Uuid, governance_policy: GovernancePolicy.nullable(), effective_policy: z.object({}).passthrough() })
   .passthrough()
@@ -185,7 +205,7 @@ export type GovernanceVerdicts = z.infer<typeof GovernanceVerdicts>;
 
 /** The policy commands: served by the intents service, which keeps the policy in the intent's row. */
 export const governancePolicyCommands = {
-  set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy }), Intent, ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
+  set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy }), IntentWithGovernancePolicy, ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
   get: command("intents", "governance.get", IntentRef, GovernancePolicyView, ["INTENT_NOT_FOUND"]),
   remove: command("intents", "governance.remove", IntentRef.merge(IfMatch), Intent, ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
   /**

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
+import { ActorId, AgentId, JsonObject, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
 import { IntentConstraints } from "./budget";
 import { SetAclBody } from "./acl";
 
@@ -149,7 +149,7 @@ export const Assignment = z
 export type Assignment = z.infer<typeof Assignment>;
 
 export const AssignAgentBody = z
-  .object({ agent_id: ActorId, role: z.string().max(100).nullable().optional() })
+  .object({ agent_id: AgentId, role: z.string().max(100).nullable().optional() })
   .strict()
   .openapi("AssignAgent");
 
@@ -194,7 +194,7 @@ const withTtl = <T extends { ttl_seconds?: number | undefined; duration_seconds?
 });
 
 export const AcquireLeaseBody = z
-  .object({ scope: LeaseScope, ...leaseTerm, agent_id: ActorId.optional() })
+  .object({ scope: LeaseScope, ...leaseTerm, agent_id: AgentId.optional() })
   .strict()
   .superRefine(refineLeaseTerm)
   .transform(withTtl)

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, INT32_MAX, JsonObject, TOO_LARGE_ISSUE, Timestamp, Uuid, jsonBytes, pageLimit } from "./common";
+import { ActorId, AgentId, INT32_MAX, JsonObject, TOO_LARGE_ISSUE, Timestamp, Uuid, jsonBytes, pageLimit } from "./common";
 import { command, IfMatch } from "./command";
 import { agentSubjectToken } from "./registry";
 
@@ -112,7 +112,7 @@ const entryFields = {
 
 /** POST /memory. `agent_id` defaults to the acting agent (X-Agent-ID, else the key's principal). */
 export const CreateMemoryBody = z
-  .object({ agent_id: ActorId.optional(), ...entryFields })
+  .object({ agent_id: AgentId.optional(), ...entryFields })
   .strict()
   .openapi("CreateMemoryEntry");
 export type CreateMemoryBody = z.output<typeof CreateMemoryBody>;
@@ -148,7 +148,7 @@ const boolText = z
 /** GET /memory query parameters (4.8). */
 export const MemoryQuery = z
   .object({
-    agent_id: ActorId.optional(),
+    agent_id: AgentId.optional(),
     namespace: z.string().min(1).max(257).optional().openapi({ description: "exact, or a prefix with a trailing *" }),
     key: Key.optional(),
     memory_type: MemoryType.optional(),
@@ -162,7 +162,14 @@ export const MemoryQuery = z
     limit: pageLimit(100, 1000),
     offset: z.coerce.number().int().min(0).max(INT32_MAX).default(0),
   })
-  .strict();
+  .strict()
+  // Spec 4.8's query table: agent_id is "required for working and episodic queries". X-Agent-ID
+  // does not stand in: the parameter names whose memory is read, the header who reads it.
+  .superRefine((query, ctx) => {
+    if ((query.memory_type === "working" || query.memory_type === "episodic") && !query.agent_id) {
+      ctx.addIssue({ code: "custom", path: ["agent_id"], message: `agent_id is required for ${query.memory_type} queries (spec 4.8): name the agent whose memory to read` });
+    }
+  });
 export type MemoryQuery = z.output<typeof MemoryQuery>;
 
 export const MemoryQueryResponse = z
@@ -197,7 +204,7 @@ export type MemoryBatchBody = z.output<typeof MemoryBatchBody>;
 /** DELETE /memory/batch: a filter (the GET /memory parameters, as JSON); at least one of them. Deletes at most 1000 entries per call. */
 export const MemoryDeleteFilter = z
   .object({
-    agent_id: ActorId.optional(),
+    agent_id: AgentId.optional(),
     namespace: z.string().min(1).max(257).optional(),
     key: Key.optional(),
     memory_type: MemoryType.optional(),
@@ -218,7 +225,7 @@ export const NamespacePermissions = z
   .object({
     default: AccessLevel.default("read"),
     allow: z
-      .array(z.object({ agent: ActorId, access: AccessLevel.exclude(["none"]) }).strict())
+      .array(z.object({ agent: AgentId, access: AccessLevel.exclude(["none"]) }).strict())
       .max(1000)
       .default([]),
   })
@@ -247,7 +254,7 @@ export const PutAgentMemoryBody = z
   .strict()
   .openapi("PutAgentMemory");
 export type PutAgentMemoryBody = z.output<typeof PutAgentMemoryBody>;
-const AgentKeyRef = z.object({ agent_id: ActorId, namespace: Namespace, key: Key });
+const AgentKeyRef = z.object({ agent_id: AgentId, namespace: Namespace, key: Key });
 
 // What the commands answer (each command carries its output schema).
 /** The bare list of entries that the clients' routes answer (`raw: true`). */
@@ -301,10 +308,10 @@ export const memoryCommands = {
   namespaces: command("memory", "namespaces.list", z.object({}), MemoryNamespaceList),
   getNamespace: command("memory", "namespaces.get", NamespaceRef, MemoryNamespace),
   patchNamespace: command("memory", "namespaces.patch", NamespaceRef.extend({ body: PatchNamespaceBody }), MemoryNamespace, ["ACCESS_DENIED"]),
-  summary: command("memory", "agents.summary", z.object({ agent_id: ActorId }), MemorySummary, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
+  summary: command("memory", "agents.summary", z.object({ agent_id: AgentId }), MemorySummary, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
   lookup: command("memory", "agents.lookup", AgentKeyRef, MemoryEntry, ["ACCESS_DENIED", "AGENT_NOT_FOUND", "ENTRY_NOT_FOUND"]),
   put: command("memory", "agents.put", AgentKeyRef.merge(IfMatch).extend({ body: PutAgentMemoryBody }), MemoryEntry, ["AGENT_NOT_FOUND", "PRECONDITION_REQUIRED"]),
-  setCapacity: command("memory", "agents.capacity", z.object({ agent_id: ActorId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() }), EpisodicCapacity, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
+  setCapacity: command("memory", "agents.capacity", z.object({ agent_id: AgentId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() }), EpisodicCapacity, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
 } as const;
 
 /** The memory event of part 6 (never the value). */

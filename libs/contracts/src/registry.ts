@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, INT32_MAX, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { ActorId, AgentId, INT32_MAX, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command, IfMatch } from "./command";
 import { agentEventTypes } from "./event-types";
 
@@ -109,7 +109,7 @@ const HttpUrl = z
 
 export const RegisterAgentBody = z
   .object({
-    agent_id: ActorId.optional(),
+    agent_id: AgentId.optional(),
     role_id: ActorId.nullable().optional(),
     name: shortText.nullable().optional(),
     capabilities: z.array(z.string().min(1).max(100)).max(100).default([]),
@@ -226,7 +226,7 @@ export const lifecycleReasons = {
   deregistered: "deregistered",
 } as const;
 
-const AgentRef = z.object({ agent_id: ActorId });
+const AgentRef = z.object({ agent_id: AgentId });
 
 // What the commands answer (each command carries its output schema).
 export const AgentList = z.object({ agents: z.array(AgentSummary.passthrough()), total: z.number().int() }).passthrough().openapi("AgentList");

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
+import { AgentId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
 import { command, IfMatch, IntentRef } from "./command";
 import { RecordCostBody } from "./costs";
 
@@ -56,7 +56,7 @@ export const PutRetryPolicyBody = z
       .max(MAX_RETRY_DELAY_MS)
       .optional()
       .openapi({ description: "cap of every delay, at least base_delay_ms; default the larger of 60000 and base_delay_ms" }),
-    fallback_agent_id: ActorId.nullable().optional().openapi({ description: "agent that takes over when retries are exhausted; default null" }),
+    fallback_agent_id: AgentId.nullable().optional().openapi({ description: "agent that takes over when retries are exhausted; default null" }),
     failure_threshold: z
       .number()
       .int()
@@ -106,7 +106,7 @@ export type FailureCost = z.output<typeof FailureCost>;
 
 export const RecordFailureBody = z
   .object({
-    agent_id: ActorId.optional().openapi({ description: "the failing agent; default the acting agent (X-Agent-ID or the key's principal)" }),
+    agent_id: AgentId.optional().openapi({ description: "the failing agent; default the acting agent (X-Agent-ID or the key's principal)" }),
     task_id: Uuid.optional().openapi({ description: "the task of the intent that failed; its retry policy, when it has one, overrides the intent's" }),
     attempt_number: z.number().int().min(1).max(1_000_000).openapi({ description: "the attempt that failed, from 1" }),
     // Spec 2.8 types both as strings; the official Python client sends null when its caller gave
@@ -172,7 +172,7 @@ export type FailureRecord = z.infer<typeof FailureRecord>;
 export const MAX_FAILURE_PAGE = 1000;
 
 export const ListFailuresQuery = z.object({
-  agent_id: z.string().optional().openapi({ description: "only the failures of this agent" }),
+  agent_id: AgentId.optional().openapi({ description: "only the failures of this agent" }),
   after: seqCursor("failures recorded"),
   limit: pageLimit(MAX_FAILURE_PAGE, MAX_FAILURE_PAGE),
 });

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { Caller, Uuid } from "./common";
+import { AgentId, Caller, Uuid } from "./common";
 import { command, IfMatch, IntentRef } from "./command";
 import {
   Assignment,
@@ -51,7 +51,7 @@ export const intentsCommands = {
   listEvents: command("intents", "events.list", IntentRef.extend({ query: ListEventsQuery }), EventPage, ["INTENT_NOT_FOUND"]),
   assignAgent: command("intents", "agents.assign", IntentRef.merge(IfMatch).extend({ body: AssignAgentBody }), Assignment, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
   listAgents: command("intents", "agents.list", IntentRef, AssignmentList, ["INTENT_NOT_FOUND"]),
-  unassignAgent: command("intents", "agents.unassign", IntentRef.merge(IfMatch).extend({ agent_id: z.string() }), Assignment, ["AGENT_NOT_FOUND", "ASSIGNMENT_NOT_FOUND", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"]),
+  unassignAgent: command("intents", "agents.unassign", IntentRef.merge(IfMatch).extend({ agent_id: AgentId }), Assignment, ["AGENT_NOT_FOUND", "ASSIGNMENT_NOT_FOUND", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"]),
   acquireLease: command("intents", "leases.acquire", IntentRef.merge(IfMatch).extend({ body: AcquireLeaseBody }), Lease, ["AGENT_DRAINING", "AGENT_NOT_ACTIVE", "BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_HELD"]),
   renewLease: command("intents", "leases.renew", IntentRef.merge(IfMatch).extend({ lease_id: Uuid, body: RenewLeaseBody }), Lease, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_NOT_FOUND", "LEASE_RELEASED", "NOT_LEASE_HOLDER"]),
   releaseLease: command("intents", "leases.release", IntentRef.merge(IfMatch).extend({ lease_id: Uuid }), Lease, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_NOT_FOUND"]),

@@ -26,21 +26,15 @@ const MAX_SUSPENSION_SECONDS = 365 * 24 * 3600;
 
 /**
  * An escalation step (spec 2.9: after_attempt, channel, notify). The official clients write
- * `{attempt, channel_hint, notify_to}`; both spellings are read and stored in the spec's names.
+ * `{attempt, channel_hint, notify_to}`; both spellings are read (each strict, so the document
+ * describes both: a client generator accepts what the server accepts) and stored in the spec's names.
  */
-export const EscalationStep = z.preprocess(
-  (step) => {
-    if (typeof step !== "object" || step === null || Array.isArray(step)) return step;
-    const { attempt, channel_hint, notify_to, ...rest } = step as Record<string, unknown>;
-    return {
-      ...rest,
-      ...(rest.after_attempt === undefined && attempt !== undefined ? { after_attempt: attempt } : {}),
-      ...(rest.channel === undefined && channel_hint !== undefined ? { channel: channel_hint } : {}),
-      ...(rest.notify === undefined && notify_to !== undefined ? { notify: notify_to } : {}),
-    };
-  },
-  z.object({ after_attempt: z.number().int().min(1).max(100), channel: z.string().max(200), notify: z.unknown() }).passthrough(),
-);
+const SpecEscalationStep = z.object({ after_attempt: z.number().int().min(1).max(100), channel: z.string().max(200), notify: z.unknown() }).strict();
+const ClientEscalationStep = z
+  .object({ attempt: z.number().int().min(1).max(100), channel_hint: z.string().max(200), notify_to: z.unknown() })
+  .strict()
+  .transform((step) => ({ after_attempt: step.attempt, channel: step.channel_hint, notify: step.notify_to }));
+export const EscalationStep = z.union([SpecEscalationStep, ClientEscalationStep]);
 
 export const HumanRetryPolicy = z
   .object({

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
+import { AgentId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
 import { command, IfMatch } from "./command";
 import { PutRetryPolicyBody } from "./retries";
 
@@ -83,7 +83,7 @@ const TaskFields = {
   description: z.string().max(20_000).nullable().optional(),
   parent_task_id: Uuid.nullable().optional(),
   depends_on: z.array(Uuid).max(MAX_TASK_DEPENDENCIES).default([]),
-  assigned_agent: ActorId.nullable().optional(),
+  assigned_agent: AgentId.nullable().optional(),
   memory_policy: MemoryPolicy.default(DEFAULT_MEMORY_POLICY),
   retry_policy: TaskRetryPolicy.nullable().optional(),
   input: boundedJson("input").default({}),
@@ -98,18 +98,12 @@ const requireTitle = (body: { title?: string | undefined; name?: string | undefi
 export const CreateTaskBody = z.object(TaskFields).strict().superRefine(requireTitle).openapi("CreateTask");
 export type CreateTaskBody = z.output<typeof CreateTaskBody>;
 
-/** POST /tasks: the same body with intent_id. */
-export const CreateTaskWithIntentBody = z
-  .object({ ...TaskFields, intent_id: Uuid })
-  .strict()
-  .superRefine(requireTitle)
-  .openapi("CreateTaskWithIntent");
 
 /** PATCH /tasks/{tid} (If-Match required): the fields the clients patch. */
 export const PatchTaskBody = z
   .object({
     status: TaskStatus.optional(),
-    assigned_agent: ActorId.nullable().optional(),
+    assigned_agent: AgentId.nullable().optional(),
     output: boundedJson("output").nullable().optional(),
     error: z.string().max(MAX_TASK_ERROR_CHARS).nullable().optional(),
     blocked_reason: z.string().trim().min(1).max(500).nullable().optional(),
@@ -145,7 +139,7 @@ export const ListTasksQuery = z.object({
     .transform((value) => (value ? value.split(",").map((s) => s.trim()).filter(Boolean) : undefined))
     .pipe(z.array(TaskStatus).optional())
     .openapi({ description: "comma-separated statuses" }),
-  assigned_agent: z.string().max(200).optional(),
+  assigned_agent: AgentId.optional(),
   after: z.string().regex(/^\d{1,15}$/, "after must be a cursor from next_cursor").optional(),
   offset: z.coerce
     .number()

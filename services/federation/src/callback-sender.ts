@@ -5,6 +5,7 @@ import { guardedFetch, isOutboundError } from "@intentmesh/ssrf";
 import type { FederationContext } from "./context";
 import { outgoingCallbacks, seenNonces } from "./db/schema";
 import { signRequest } from "./signatures";
+import { peerKeyHeader } from "./settings";
 
 const BATCH = 20;
 /** Backoff between attempts: 1 s, 2 s, 4 s, … capped at 5 minutes; a callback is retried until delivered. */
@@ -48,7 +49,9 @@ export class CallbackSender extends Sweeper {
     let error: string;
     let final = false;
     try {
-      const response = await guardedFetch(row.url, { method: "POST", headers, body: row.body }, { ...ctx.outbound, maxRedirects: 0 });
+      // The origin's key for this server (FEDERATION_PEERS[].api_key), beside the signature (SPEC 5.1).
+      const key = peerKeyHeader(ctx.settings.peers, row.url);
+      const response = await guardedFetch(row.url, { method: "POST", headers: { ...headers, ...key }, body: row.body }, { ...ctx.outbound, maxRedirects: 0 });
       if (response.status >= 200 && response.status < 300) {
         await ctx.db.update(outgoingCallbacks).set({ deliveredAt: ctx.clock.now(), lastError: null }).where(eq(outgoingCallbacks.id, row.id));
         return;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ActorId, DelegationScopeBody, FederationPolicyBody, JsonObject, Uuid } from "@intentmesh/contracts";
+import { AgentId, DelegationScopeBody, FederationPolicyBody, JsonObject, Uuid } from "@intentmesh/contracts";
 
 /** The body of POST /api/v1/federation/receive (docs/federation.md 4.3). */
 export const Envelope = z
@@ -15,7 +15,7 @@ export const Envelope = z
     intent_description: z.string().max(20_000).nullable(),
     intent_state: JsonObject,
     constraints: JsonObject,
-    agent_id: ActorId.nullable(),
+    agent_id: AgentId.nullable(),
     delegation_scope: DelegationScopeBody,
     governance: FederationPolicyBody,
     callback_url: z.string().url().max(2048),

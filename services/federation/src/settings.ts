@@ -7,9 +7,29 @@ export const PeerConfig = z
   .object({
     server_url: z.string().url(),
     relationship: z.enum(PEER_RELATIONSHIPS).default("peer"),
+    /**
+     * The API key that peer gave this server (a key of role `federation` on its gateway): sent as
+     * X-API-Key with every envelope and callback to it (SPEC 5.1). A secret: never logged, never
+     * in a document, status or error. Without it the peer's gateway answers 401.
+     */
+    api_key: z.string().min(16, "api_key must be at least 16 characters").max(1024).optional(),
   })
   .strict();
 export type PeerConfig = z.infer<typeof PeerConfig>;
+
+/**
+ * The X-API-Key header for a call to `url`: the key of the configured peer whose server URL the
+ * call goes to (its own URL, or a path under it); none when the peer is not configured or gave no key.
+ */
+export function peerKeyHeader(peers: readonly PeerConfig[], url: string): Record<string, string> {
+  const target = new URL(url);
+  const peer = peers.find((p) => {
+    const base = new URL(p.server_url);
+    const path = base.pathname.replace(/\/+$/, "");
+    return base.origin === target.origin && (target.pathname === path || target.pathname.startsWith(`${path}/`));
+  });
+  return peer?.api_key ? { "x-api-key": peer.api_key } : {};
+}
 
 /** What the federation service is told at start (from environment in main.ts, from options in tests). */
 export interface FederationSettings {
@@ -88,7 +108,7 @@ export const federationEnvSchema = z.object({
   FEDERATION_SIGNING_KEY_FILE: documented(z.string().optional(), "a file holding that PEM"),
   FEDERATION_TRUST_POLICY: documented(TrustPolicy.default("allowlist"), "which servers may dispatch to this one (docs/federation.md 4.1)"),
   FEDERATION_VISIBILITY_DEFAULT: documented(AgentVisibility.default("public"), "visibility of an agent that sets none (docs/federation.md)"),
-  FEDERATION_PEERS: documented(json(z.array(PeerConfig).max(1000)), "the servers this one knows, JSON (docs/federation.md 4.1)", "none"),
+  FEDERATION_PEERS: documented(json(z.array(PeerConfig).max(1000)), "the servers this one knows, JSON (docs/federation.md 4.1); a peer's entry holds the key it gave this server (`api_key`, a secret)", "none"),
   FEDERATION_POLICY: documented(json(FederationPolicyBody), "this server's federation governance, JSON, composed with every envelope's", "none"),
   FEDERATION_PEER_GRANT: documented(json(DelegationScopeBody), "the most this server grants any peer, JSON", "docs/federation.md"),
   FEDERATION_DISPATCH_TIMEOUT_MS: documented(z.coerce.number().int().min(100).max(60_000).default(10_000), "deadline of one outbound federation call"),

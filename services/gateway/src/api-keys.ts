@@ -5,7 +5,8 @@ import path from "node:path";
 import { z } from "zod";
 import type { Role } from "@intentmesh/contracts";
 
-const RoleSchema = z.enum(["admin", "coordinator", "operator", "agent"]);
+/** `federation` is the role of the keys given to peer servers (docs/federation.md, "Keys between servers"). */
+const RoleSchema = z.enum(["admin", "coordinator", "operator", "agent", "federation"]);
 const KeyEntry = z.union([
   z.object({ key: z.string().min(16, "a key must be at least 16 characters"), principal: z.string().min(1), roles: z.array(RoleSchema).min(1) }),
   z.object({ key_sha256: z.string().regex(/^[0-9a-f]{64}$/, "key_sha256 must be 64 lowercase hex digits"), principal: z.string().min(1), roles: z.array(RoleSchema).min(1) }),

@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -44,6 +44,12 @@ export interface GatewayOptions {
    * body that does not match becomes a 500 naming the first difference.
    */
   checkResponses?: boolean;
+  /**
+   * TEST-ONLY: every body a route accepted (a success) is given to this check with the route's
+   * operationId; a problem it names becomes a 500. Test gateways check it against the OpenAPI
+   * document's request schema, so a documented body cannot drift from what the server takes.
+   */
+  checkRequest?: (operationId: string, body: unknown) => string | undefined;
 }
 
 export interface Gateway {
@@ -119,8 +125,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.get("/openapi.json", (_req, res) => void res.json(openapi));
   app.use("/docs", swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: "intentmesh API" }));
   app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
-  // Federation's documents and the signed requests of other servers: no API key (a signature instead).
-  mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES);
+  // Federation's documents (anonymous: did:web resolution) and the signed requests of other servers (a federation key, then the signature).
+  mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES, keys);
   // The official clients read the platform default human retry policy here, without a key (CLIENTS.md).
   app.get(["/server/config", ...API_PREFIXES.map((prefix) => `${prefix}/server/config`)], async (req, res) => {
     const config = await client.request(governanceCommands.serverConfig, { principal: "anonymous", roles: [], actor: "anonymous", agent_id: null }, {});
@@ -180,14 +186,23 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (route.access.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
-    if (options.checkResponses) assertDocumentedResponse(route, reply.body);
+    const body = route.pageInHeaders ? pageInHeaders(route.pageInHeaders, reply.body, req, res) : reply.body;
+    if (options.checkResponses) assertDocumentedResponse(route, body);
+    if (options.checkRequest && route.body && !res.locals.bodyAbsent) {
+      const problem = options.checkRequest(route.operationId, req.body);
+      if (problem) throw appError("INTERNAL_ERROR", `the server accepted a body its OpenAPI document refuses: ${problem}`);
+    }
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
-    res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
+    res.status(route.status ?? 200).type("application/json").send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
   };
   mountRoutes(api, apiRoutes, handle, uuidParams);
   // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
   // /<kind>/{id}/subscribe. The acting agent of a subscription is checked like any request's.
   const bound = async (req: Request, _res: Response, next: NextFunction) => {
+    // A peer server's key (role federation) delivers signed requests; it does not follow streams.
+    if (!req.caller!.roles.some((role) => ALL_ROLES.includes(role))) {
+      throw errors.forbidden("event streams are open to admin, coordinator, operator and agent keys only", { required_roles: ALL_ROLES, roles: req.caller!.roles });
+    }
     refuseUnsafeParams(req);
     await assertActingAgentsBound(bindings, keys, req);
     next();
@@ -321,8 +336,10 @@ function authenticate(keys: ApiKeys) {
     const identity = keys.identify(req.get("x-api-key"));
     if (!identity) throw errors.unauthorized(req.get("x-api-key") ? "the X-API-Key is not valid" : "the X-API-Key header is required");
     const agentHeader = req.get("x-agent-id");
-    if (agentHeader !== undefined && !ActorId.safeParse(agentHeader).success) {
-      throw errors.validation("X-Agent-ID must be 1 to 200 characters without whitespace");
+    if (agentHeader !== undefined && !AgentId.safeParse(agentHeader).success) {
+      throw errors.validation("X-Agent-ID must be an agent id: 1 to 200 characters without whitespace, not *, . or .., not beginning with role:", [
+        { path: "X-Agent-ID", message: "is not an agent id", code: "custom" },
+      ]);
     }
     const caller: Caller = {
       principal: identity.principal,
@@ -377,6 +394,23 @@ async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, r
   }
 }
 
+/**
+ * A route whose paging goes into headers (ApiRoute.pageInHeaders): the page's list is the body;
+ * while there is more, X-Next-Cursor carries the cursor and Link rel="next" the same request with
+ * the cursor parameter set to it (its other query parameters kept).
+ */
+function pageInHeaders(paging: NonNullable<ApiRoute["pageInHeaders"]>, reply: Uint8Array, req: Request, res: Response): Uint8Array {
+  const page = JSON.parse(new TextDecoder().decode(reply)) as Record<string, unknown> & { next_cursor?: string | null; has_more?: boolean };
+  if (page.has_more && page.next_cursor) {
+    const [path, search] = req.originalUrl.split("?", 2) as [string, string | undefined];
+    const query = new URLSearchParams(search);
+    query.set(paging.cursorParam, page.next_cursor);
+    res.set("X-Next-Cursor", page.next_cursor);
+    res.set("Link", `<${path}?${query.toString()}>; rel="next"`);
+  }
+  return new TextEncoder().encode(JSON.stringify(page[paging.items] ?? []));
+}
+
 /** Test gateways: the reply must be what the catalogue documents (the route's response, else its command's output). */
 function assertDocumentedResponse(route: ApiRoute, body: Uint8Array): void {
   const checked = routeResponse(route).safeParse(JSON.parse(new TextDecoder().decode(body)));
@@ -411,8 +445,8 @@ function assertAgentIdFree(keys: ApiKeys, req: Request): void {
   }
 }
 
-/** A body sent as something other than JSON is refused; an empty or absent body reads as {}. */
-function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
+/** A body sent as something other than JSON is refused; an empty or absent body reads as {} (JSON null is not absent). */
+function requireJsonBody(req: Request, res: Response, next: NextFunction) {
   if (req.body === undefined) {
     const length = Number(req.get("content-length") ?? 0);
     const chunked = req.get("transfer-encoding") !== undefined;
@@ -420,6 +454,7 @@ function requireJsonBody(req: Request, _res: Response, next: NextFunction) {
       throw appError("UNSUPPORTED_MEDIA_TYPE", "send request bodies as application/json");
     }
     req.body = {};
+    res.locals.bodyAbsent = true;
   }
   next();
 }

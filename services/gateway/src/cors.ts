@@ -3,7 +3,7 @@ import type { NextFunction, Request, Response } from "express";
 /** Request headers a browser client may send cross-origin: the API's own. */
 const ALLOWED_HEADERS = "Content-Type, X-API-Key, X-Agent-ID, If-Match, Last-Event-ID, X-Request-Id, Idempotency-Key";
 /** Response headers it may read. */
-const EXPOSED_HEADERS = "ETag, X-Request-Id, Retry-After";
+const EXPOSED_HEADERS = "ETag, X-Request-Id, Retry-After, X-Next-Cursor, Link";
 
 /**
  * CORS for browser clients (CORS_ORIGINS, off by default): `*` or a list of exact origins. A

@@ -1,10 +1,30 @@
 import { appError } from "@intentmesh/contracts";
-import express, { type Express, type Request, type Response } from "express";
-import { federationCommands as f, type Caller, type SignedRequest } from "@intentmesh/contracts";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { errors, FEDERATION_PEER_ROLE, federationCommands as f, type Caller, type SignedRequest } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
+import type { ApiKeys } from "./api-keys";
 
-/** Requests from other servers and the public documents carry no API key: a server's signature (receive, callbacks) or nothing (documents). */
-const PUBLIC_CALLER: Caller = { principal: "federation-peer", roles: [], actor: "federation-peer", agent_id: null };
+/** The public documents carry no key: did:web resolution is an anonymous GET (the one exception to SPEC 5.1). */
+const PUBLIC_CALLER: Caller = { principal: "anonymous", roles: [], actor: "anonymous", agent_id: null };
+
+/**
+ * SPEC 5.1 for the requests of other servers: an X-API-Key with the `federation` role (a key this
+ * server gave the peer), checked before anything else (before the body is read), then the RFC
+ * 9421 signature in the service (5.7). 401 without a key or with an unknown one, 403 for a key of
+ * another role: a person's or an agent's key does not deliver envelopes.
+ */
+function requirePeerKey(keys: ApiKeys) {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const presented = req.get("x-api-key");
+    const identity = keys.identify(presented);
+    if (!identity) throw errors.unauthorized(presented ? "the X-API-Key is not valid" : "the X-API-Key header is required: a peer server sends the key this server gave it (role federation)");
+    if (!identity.roles.includes(FEDERATION_PEER_ROLE)) {
+      throw errors.forbidden(`${req.method} ${req.path} is open to federation keys only (the keys given to peer servers)`, { required_roles: [FEDERATION_PEER_ROLE], roles: identity.roles });
+    }
+    req.caller = { principal: identity.principal, roles: identity.roles, actor: identity.principal, agent_id: null };
+    next();
+  };
+}
 
 /** The headers a signature may cover, lower-cased, passed to the service with the exact body text. */
 const SIGNED_HEADERS = ["content-type", "content-digest", "idempotency-key", "signature-input", "signature"];
@@ -29,29 +49,33 @@ function signedRequest(req: Request): SignedRequest {
 }
 
 /**
- * The public part of federation: GET /.well-known/openintent-federation.json and
- * /.well-known/did.json, and the signed POSTs of other servers (receive and callbacks), mounted
- * before the API-key router. Bodies are kept as bytes: the signature covers their digest.
+ * The server-to-server part of federation: GET /.well-known/openintent-federation.json and
+ * /.well-known/did.json (anonymous), and the signed POSTs of other servers (receive and
+ * callbacks: a federation key, then the signature), mounted before the API router. Bodies are
+ * kept as bytes: the signature covers their digest.
  */
-export function mountPublicFederationRoutes(app: Express, client: BusClient, slowClient: BusClient, prefixes: string[]): void {
+export function mountPublicFederationRoutes(app: Express, client: BusClient, slowClient: BusClient, prefixes: string[], keys: ApiKeys): void {
   const send = (res: Response, reply: { body: Uint8Array }, type = "application/json") =>
     void res.status(200).type(type).send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   app.get("/.well-known/openintent-federation.json", async (_req, res) => send(res, await client.requestRaw(f.discovery, PUBLIC_CALLER, {})));
   app.get("/.well-known/did.json", async (_req, res) => send(res, await client.requestRaw(f.did, PUBLIC_CALLER, {}), "application/did+json"));
   const raw = express.raw({ type: () => true, limit: FEDERATION_BODY_LIMIT });
+  const peerKey = requirePeerKey(keys);
   app.post(
     prefixes.map((p) => `${p}/federation/receive`),
+    peerKey,
     raw,
     // Slow: verifying may fetch the sender's did.json (up to the 10-second outbound deadline).
-    async (req, res) => send(res, await slowClient.requestRaw(f.receive, PUBLIC_CALLER, { request: signedRequest(req) })),
+    async (req, res) => send(res, await slowClient.requestRaw(f.receive, req.caller!, { request: signedRequest(req) })),
   );
   app.post(
     prefixes.map((p) => `${p}/federation/callbacks/:dispatchId`),
+    peerKey,
     raw,
     async (req, res) => {
       const dispatchId = String(req.params.dispatchId).toLowerCase();
       if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(dispatchId)) throw appError("NOT_FOUND", `dispatch ${dispatchId.slice(0, 64)} was not found`);
-      send(res, await slowClient.requestRaw(f.callback, PUBLIC_CALLER, { dispatch_id: dispatchId, request: signedRequest(req) }));
+      send(res, await slowClient.requestRaw(f.callback, req.caller!, { dispatch_id: dispatchId, request: signedRequest(req) }));
     },
   );
 }

@@ -81,7 +81,10 @@ export function jsonBody(limit: string) {
         } catch {
           throw appError("INVALID_UTF8", "the request body is not valid UTF-8");
         }
-        req.body = text.trim() === "" ? {} : parseJsonStrict(text);
+        if (text.trim() === "") {
+          req.body = {};
+          res.locals.bodyAbsent = true;
+        } else req.body = parseJsonStrict(text);
         next();
       } catch (failure) {
         next(failure);

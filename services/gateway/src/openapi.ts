@@ -33,6 +33,18 @@ function errorResponses(codes: readonly ErrorCode[]) {
 
 const X_AGENT_ID = z.string().optional().openapi({ description: "The acting agent; a registered agent must be bound to the calling key" });
 
+/**
+ * The request body as a client sends it, derived from the command input the server validates:
+ * the input's body field, with the fields the route lifts out of the body (POST /tasks names its
+ * intent there) put back in it.
+ */
+function documentedBody(route: ApiRoute, shape: Record<string, z.ZodType>): z.ZodType | undefined {
+  if (!route.body) return undefined;
+  const body = shape[route.body]!;
+  if (!route.liftFromBody?.length) return body;
+  return (body as z.ZodObject).safeExtend(Object.fromEntries(route.liftFromBody.map((field) => [field, shape[field]!])));
+}
+
 export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
@@ -56,7 +68,9 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
   for (const route of routes) {
     const shape = (route.command.input as z.ZodObject).shape as Record<string, z.ZodType>;
     const params = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
-    const body = route.documentedBody ?? (route.body ? shape[route.body] : undefined);
+    const body = documentedBody(route, shape);
+    // Required exactly when the contract refuses an empty body: an absent body reads as {} (README).
+    const bodyRequired = body !== undefined && !body.safeParse({}).success;
     const headers: Record<string, z.ZodType> = { "X-Agent-ID": X_AGENT_ID };
     if (route.ifMatch) {
       const ifMatch = z.string().openapi({ description: 'The version the change is based on: 3, "3" or W/"3"' });
@@ -74,13 +88,21 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
       request: {
         params: params.length ? z.object(Object.fromEntries(params.map((p) => [p, z.string()]))) : undefined,
         query: route.query ? (shape.query as z.ZodObject | undefined) : undefined,
-        body: body && route.method !== "get" ? { content: { "application/json": { schema: body } }, required: route.method !== "delete" } : undefined,
+        body: body && route.method !== "get" ? { content: { "application/json": { schema: body } }, required: bodyRequired } : undefined,
         headers: z.object(headers),
       },
       responses: {
         [route.status ?? 200]: {
           description: route.etag ? "success; ETag carries the new version" : "success",
           content: { "application/json": { schema: routeResponse(route) } },
+          ...(route.pageInHeaders
+            ? {
+                headers: {
+                  "X-Next-Cursor": { description: `present while there are more: the \`${route.pageInHeaders.cursorParam}\` of the next page`, schema: { type: "string" } },
+                  Link: { description: `present while there are more: \`<this request with ${route.pageInHeaders.cursorParam}=<cursor>>; rel="next"\` (RFC 8288)`, schema: { type: "string" } },
+                },
+              }
+            : {}),
         },
         ...errorResponses(routeErrors(route)),
       },
@@ -109,7 +131,8 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
       });
     }
   }
-  // Federation's public side (docs/federation.md): no API key; receive and callbacks carry an RFC 9421 signature instead.
+  // Federation between servers (docs/federation.md): the documents are anonymous (did:web resolution is an anonymous GET);
+  // receive and callbacks need a peer's key (role federation), then an RFC 9421 signature.
   const signed = z.object({
     "Content-Digest": z.string().openapi({ description: "sha-256 of the body (RFC 9530)" }),
     "Idempotency-Key": z.string(),
@@ -123,26 +146,45 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
     registry.registerPath({ method: "get", path, summary, security: [], responses: { 200: { description: "JSON" }, 404: { description: "FEDERATION_DISABLED" } } });
   }
   for (const [path, summary] of [
-    ["/api/v1/federation/receive", "Receive a signed dispatch envelope from another server (no API key: RFC 9421 signature by the sender's did:web)"],
-    ["/api/v1/federation/callbacks/{dispatch_id}", "Receive a signed callback (state change, completion, failure, budget warning) for a dispatch this server sent"],
+    ["/api/v1/federation/receive", "Receive a signed dispatch envelope from another server: an X-API-Key of role federation (the key this server gave the peer), then an RFC 9421 signature by the sender's did:web"],
+    ["/api/v1/federation/callbacks/{dispatch_id}", "Receive a signed callback (state change, completion, failure, budget warning) for a dispatch this server sent: a federation key, then the signature"],
   ] as const) {
     registry.registerPath({
       method: "post",
       path,
       summary,
-      security: [],
+      security: [{ ApiKey: [] }],
       request: { headers: signed, ...(path.includes("{") ? { params: z.object({ dispatch_id: z.string() }) } : {}) },
       responses: {
         200: { description: "accepted" },
-        401: { description: "SIGNATURE_INVALID", content: { "application/json": { schema: ErrorBody } } },
-        403: { description: "UNTRUSTED_SERVER or DELEGATION_DEPTH_EXHAUSTED", content: { "application/json": { schema: ErrorBody } } },
+        401: { description: "UNAUTHORIZED (no key, or an unknown one: checked first) or SIGNATURE_INVALID", content: { "application/json": { schema: ErrorBody } } },
+        403: { description: "FORBIDDEN (a key without the federation role), UNTRUSTED_SERVER or DELEGATION_DEPTH_EXHAUSTED", content: { "application/json": { schema: ErrorBody } } },
+        404: { description: "FEDERATION_DISABLED, or (callbacks) DISPATCH_NOT_FOUND", content: { "application/json": { schema: ErrorBody } } },
         409: { description: "FEDERATION_LOOP or DISPATCH_IN_PROGRESS", content: { "application/json": { schema: ErrorBody } } },
       },
     });
   }
-  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+  const document = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: { title: "intentmesh", version, description: "Coordination server for humans and agents working on shared intents." },
     servers: [{ url: "/" }],
   });
+  dropRegexFlags(document);
+  return document;
+}
+
+/**
+ * zod-to-openapi writes a regex with flags as `source/flags` (it strips the slashes of
+ * RegExp#toString only at both ends), so `/^[^\s\p{Cc}]+$/u` became the pattern
+ * `^[^\s\p{Cc}]+$/u`, which no value matches: every agent id field was unusable for a generated
+ * client. The contracts use the `u` flag only, and JSON Schema 2020-12 patterns are Unicode
+ * regular expressions already, so the flag is dropped.
+ */
+function dropRegexFlags(node: unknown): void {
+  if (Array.isArray(node)) for (const item of node) dropRegexFlags(item);
+  else if (node && typeof node === "object") {
+    const object = node as Record<string, unknown>;
+    if (typeof object.pattern === "string" && object.pattern.endsWith("$/u")) object.pattern = object.pattern.slice(0, -2);
+    for (const value of Object.values(object)) dropRegexFlags(value);
+  }
 }

@@ -1,5 +1,5 @@
 import type { Request } from "express";
-import type { ApiRoute } from "@intentmesh/contracts";
+import { errors, type ApiRoute } from "@intentmesh/contracts";
 import { parseIfMatch } from "./http";
 
 /** Express path of a route: the catalogue's `{name}` parameters as `:name`. */
@@ -19,8 +19,15 @@ export function commandInput(route: ApiRoute, req: Request): Record<string, unkn
     if (route.query === "query") input.query = req.query;
   }
   if (route.body) {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    if (route.liftFromBody?.length) {
+    // A present body is what the operation documents or a 400; only an absent one reads as {}
+    // (requireJsonBody). JSON null is not an absent body.
+    if (req.body === null) {
+      throw errors.validation("the request body is JSON null: send the body this operation documents (or no body, where it needs none)", [
+        { path: route.body, message: "expected the documented body, received null", code: "invalid_type" },
+      ]);
+    }
+    const body = req.body as Record<string, unknown>;
+    if (route.liftFromBody?.length && isPlainObject(body)) {
       const rest = { ...body };
       for (const field of route.liftFromBody) {
         input[field] = rest[field];
@@ -36,3 +43,5 @@ export function commandInput(route: ApiRoute, req: Request): Record<string, unkn
   }
   return input;
 }
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);

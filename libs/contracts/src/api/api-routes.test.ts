@@ -68,9 +68,50 @@ describe("the command catalogue", () => {
         const options = (route.command.output as unknown as { options?: unknown[] }).options ?? [];
         expect(options, `${route.operationId}: its response is a branch of its command's output`).toContain(route.response);
         expect(routeResponse(route)).toBe(route.response);
+      } else if (route.pageInHeaders) {
+        // The paging goes into headers: the body is the page's list.
+        expect(routeResponse(route)).toBe((route.command.output as unknown as { shape: Record<string, unknown> }).shape[route.pageInHeaders.items]);
       } else {
         expect(routeResponse(route)).toBe(route.command.output);
       }
     }
+  });
+});
+
+describe("agent ids (issue 23 item 12)", () => {
+  /** Fields that name an agent, wherever a route's input carries them (path, body, query). */
+  const AGENT_FIELDS = new Set(["agent_id", "sender", "members", "allowed_agents", "assigned_agent", "fallback_agent_id", "agent"]);
+  const unwrap = (schema: z.ZodType): z.ZodType => {
+    const def = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType; element?: z.ZodType } } })._zod.def;
+    if (["optional", "nullable", "default", "readonly", "prefault"].includes(def.type)) return unwrap(def.innerType!);
+    if (def.type === "array") return unwrap(def.element!);
+    return schema;
+  };
+  function agentFields(schema: z.ZodType, path: string, out: [string, z.ZodType][], seen = new Set<unknown>()): void {
+    if (seen.has(schema)) return;
+    seen.add(schema);
+    const def = (schema as unknown as { _zod: { def: Record<string, any> } })._zod.def;
+    if (def.type === "object") {
+      for (const [key, value] of Object.entries(def.shape as Record<string, z.ZodType>)) {
+        if (AGENT_FIELDS.has(key)) out.push([`${path}.${key}`, unwrap(value)]);
+        agentFields(value, `${path}.${key}`, out, seen);
+      }
+    } else if (["optional", "nullable", "default", "readonly", "prefault", "catch"].includes(def.type)) agentFields(def.innerType, path, out, seen);
+    else if (def.type === "array") agentFields(def.element, `${path}[]`, out, seen);
+    else if (def.type === "union") for (const option of def.options) agentFields(option, path, out, seen);
+    else if (def.type === "pipe") {
+      agentFields(def.in, path, out, seen);
+      agentFields(def.out, path, out, seen);
+    }
+  }
+
+  it("every field of every route's input that names an agent is the one AgentId schema, which refuses *, ., .. and role:", async () => {
+    const { AgentId } = await import("../common");
+    const found: [string, z.ZodType][] = [];
+    for (const route of apiRoutes) agentFields(route.command.input, route.operationId, found);
+    expect(found.length).toBeGreaterThan(30);
+    expect(found.filter(([, schema]) => schema !== AgentId).map(([where]) => where)).toEqual([]);
+    for (const bad of ["*", ".", "..", "role:reviewer", "a b", "", "x".repeat(201)]) expect(AgentId.safeParse(bad).success, bad).toBe(false);
+    for (const good of ["writer-1", "agent@example.org", "a.b", "urn:x:1", "*x", "roles"]) expect(AgentId.safeParse(good).success, good).toBe(true);
   });
 });

@@ -23,7 +23,8 @@ export const channelsRoutes = [
     command: channelsCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    summary: "The intent's channels, oldest first: {channels, next_cursor, has_more}",
+    pageInHeaders: { items: "channels", cursorParam: "after" },
+    summary: "The intent's channels, oldest first, as a JSON array; more pages: X-Next-Cursor and Link rel=\"next\" (?after=<cursor>)",
   },
   {
     operationId: "channelsSendByName",

@@ -1,4 +1,4 @@
-import { ALL_ROLES, type ApiRoute, FEDERATION_BUS_TIMEOUT_MS } from "../api-route";
+import { ALL_ROLES, type ApiRoute, FEDERATION_BUS_TIMEOUT_MS, FEDERATION_PEER_ROLE } from "../api-route";
 import { federationCommands } from "../federation";
 
 /** Federation behind an API key (4.11); the signed public routes are mounted by the gateway itself. */
@@ -9,8 +9,8 @@ export const federationRoutes = [
     method: "get",
     path: "/federation/status",
     command: federationCommands.status,
-    access: { roles: ALL_ROLES },
-    summary: "Federation status: this server's did:web, trust policy, peers and counters",
+    access: { roles: [...ALL_ROLES, FEDERATION_PEER_ROLE] },
+    summary: "Federation status: this server's did:web, trust policy, peers and counters ({enabled: false, ...} when federation is off)",
   },
   {
     operationId: "federationAgents",
@@ -19,8 +19,8 @@ export const federationRoutes = [
     path: "/federation/agents",
     command: federationCommands.agents,
     query: "query",
-    access: { roles: ALL_ROLES },
-    summary: "Local agents offered to federation, by visibility (public by default; ?visibility=public,unlisted,private)",
+    access: { roles: [...ALL_ROLES, FEDERATION_PEER_ROLE] },
+    summary: "Local agents offered to federation, by visibility (public by default; ?visibility=public,unlisted,private); an empty list when federation is off",
   },
   {
     operationId: "federationDispatch",
@@ -32,7 +32,6 @@ export const federationRoutes = [
     headers: {idempotency_key: "idempotency-key"},
     busTimeoutMs: FEDERATION_BUS_TIMEOUT_MS,
     access: { roles: ALL_ROLES },
-    documentedBody: federationCommands.dispatch.input.shape.body,
     summary: "Send an intent to an agent on another server as a signed envelope (10 s timeout, 502 on timeout or failure; Idempotency-Key honoured)",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,6 +1,5 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { governanceCommands, governancePolicyCommands } from "../governance";
-import { SuspensionRequest } from "../suspension";
 
 /** Governance policy, suspension, approvals and engagement (2.11, 4.5, 4.6). */
 export const governanceRoutes = [
@@ -14,7 +13,7 @@ export const governanceRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: HUMAN_ROLES },
-    summary: "Set the governance policy (spec 2.11; If-Match required); answers the intent at its new version",
+    summary: "Set the governance policy (spec 2.11; If-Match required); answers the intent at its new version with governance_policy, and the effective policy's fields at the top level",
   },
   {
     operationId: "governancePolicyGet",
@@ -47,7 +46,6 @@ export const governanceRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES },
-    documentedBody: SuspensionRequest,
     summary: "Suspend an active intent for operator input (SuspensionRecord, spec 2.9); the server times it out",
   },
   {

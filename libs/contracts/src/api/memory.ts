@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { MemoryDeleteFilter, MemoryEntryList, MemoryQueryResponse, memoryCommands } from "../memory";
+import { MemoryEntryList, MemoryQueryResponse, memoryCommands } from "../memory";
 
 /** Memory (4.8), plus the routes of the official Python client and MCP server. */
 export const memoryRoutes = [
@@ -21,7 +21,6 @@ export const memoryRoutes = [
     command: memoryCommands.deleteBatch,
     body: "body",
     access: { roles: ALL_ROLES },
-    documentedBody: MemoryDeleteFilter,
     summary: "Delete the entries matching a filter that the caller may write (at most 1000 per call)",
   },
   {

@@ -1,5 +1,5 @@
 import { ALL_ROLES, COORDINATOR_ROLES, type ApiRoute } from "../api-route";
-import { type TaskAction, CreateTaskWithIntentBody, taskCommands } from "../tasks";
+import { type TaskAction, taskCommands } from "../tasks";
 
 /** The task moves share one code path (services/intents/src/tasks/moves.ts) and so one declaration. */
 const taskMove = <A extends TaskAction>(action: A, summary: string) =>
@@ -41,7 +41,6 @@ export const tasksRoutes = [
     status: 201,
     etag: true,
     access: { roles: COORDINATOR_ROLES },
-    documentedBody: CreateTaskWithIntentBody,
     summary: "Create a task; the body names its intent_id (the clients' route)",
   },
   {

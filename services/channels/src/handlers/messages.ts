@@ -62,7 +62,8 @@ export async function sendByName(ctx: ChannelsContext, intentId: string, name: s
 
 /** POST /channels/{id}/messages/{mid}/reply: a response to that request; correlation_id and `to` set by the server. */
 export async function replyTo(ctx: ChannelsContext, channelId: string, messageId: string, body: ReplyBody, caller: Caller): Promise<Message> {
-  const channel = await findChannel(ctx, channelId);
+  // The message named in the path must be one the caller can read, as for GET and mark-read: 404 otherwise (spec 7).
+  const { channel } = await visibleMessage(ctx, channelId, messageId, caller);
   return send(ctx, channel, { sender: body.sender, payload: body.payload, metadata: body.metadata, message_type: "response", correlation_id: messageId }, caller);
 }
 
@@ -183,14 +184,14 @@ export async function listMessages(ctx: ChannelsContext, channelId: string, quer
   return rows.map(toMessage);
 }
 
-async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<{ row: MessageRow; viewer: Viewer; role: string | null }> {
+async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<{ channel: ChannelRow; row: MessageRow; viewer: Viewer; role: string | null }> {
   const channel = await findChannel(ctx, channelId);
   const viewer = await assertChannelAccess(ctx, caller, channel);
   const [row] = await ctx.db.select().from(messages).where(and(eq(messages.id, messageId), eq(messages.channelId, channelId)));
   if (!row) throw errors.notFound("message", messageId);
   const role = viewer.agentId ? await roleOf(ctx, SERVICE_CALLER, viewer.agentId) : null;
   if (viewer.agentId && !addressedTo(row, viewer.agentId, role)) throw errors.notFound("message", messageId);
-  return { row, viewer, role };
+  return { channel, row, viewer, role };
 }
 
 /** GET /channels/{id}/messages/{mid}. */

@@ -11,6 +11,7 @@ import { didFromServerUrl } from "../identity";
 import { signRequest } from "../signatures";
 import type { Envelope } from "../envelope";
 import { assertEnabled, localAgent, peerServerUrl } from "./guards";
+import { peerKeyHeader } from "../settings";
 
 type DispatchRow = typeof dispatches.$inferSelect;
 
@@ -67,7 +68,9 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
 
   let failure: { code: string; status: number; message: string; details: Record<string, unknown> };
   try {
-    const response = await guardedFetch(targetUri, { method: "POST", headers: { ...headers, accept: "application/json" }, body: text }, { ...ctx.outbound, maxRedirects: 0 });
+    // SPEC 5.1 on the peer's side: the key it gave this server (FEDERATION_PEERS[].api_key), beside the signature.
+    const key = peerKeyHeader(ctx.settings.peers, targetUri);
+    const response = await guardedFetch(targetUri, { method: "POST", headers: { ...headers, ...key, accept: "application/json" }, body: text }, { ...ctx.outbound, maxRedirects: 0 });
     let answer: unknown;
     try {
       answer = response.json();

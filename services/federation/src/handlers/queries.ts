@@ -42,9 +42,27 @@ export function did(ctx: FederationContext) {
   return didDocument(ctx.identity);
 }
 
-/** GET /api/v1/federation/status: identity, policy and counters. */
+/**
+ * GET /api/v1/federation/status: identity, policy and counters. Disabled, it answers too (200
+ * `enabled: false`, as the other implementation does and the official MCP server and Python client
+ * expect): no identity, no peers, zero counters; trust_policy stays a valid value because the
+ * Python client's FederationStatus.from_dict parses it as its enum.
+ */
 export async function status(ctx: FederationContext) {
-  assertEnabled(ctx);
+  if (!ctx.settings.enabled) {
+    return {
+      enabled: false,
+      server_did: null,
+      server_url: null,
+      trust_policy: ctx.settings.trustPolicy,
+      visibility_default: ctx.settings.visibilityDefault,
+      peers: 0,
+      peer_count: 0,
+      active_dispatches: 0,
+      total_dispatches: 0,
+      total_received: 0,
+    };
+  }
   const byStatus = await ctx.db.select({ status: dispatches.status, n: count() }).from(dispatches).groupBy(dispatches.status);
   const [received] = await ctx.db.select({ n: count() }).from(receivedDispatches).where(sql`${receivedDispatches.status} = 'accepted'`);
   const [pending] = await ctx.db.select({ n: count() }).from(outgoingCallbacks).where(isNull(outgoingCallbacks.deliveredAt));
@@ -75,8 +93,9 @@ export async function status(ctx: FederationContext) {
  * (metadata.federation_visibility, else the server default); `visibility` filters, public by default.
  */
 export async function agents(ctx: FederationContext, query: z.output<typeof FederationAgentsQuery>) {
-  assertEnabled(ctx);
   const { visibility, limit, offset } = query;
+  // Disabled: no agent is offered to federation (an empty list, as the other implementation answers).
+  if (!ctx.settings.enabled) return { server_did: null, agents: [], offset, limit, total_scanned: 0, has_more: false };
   const page = await ctx.client.request(registryCommands.list, SERVICE_CALLER, {
     query: { limit: String(limit), offset: String(offset), status: "active,draining,unhealthy" },
   });

@@ -48,8 +48,15 @@ async function writePolicy(ctx: IntentsContext, intentId: string, ifMatch: numbe
   return intent;
 }
 
-export const setGovernancePolicy = (ctx: IntentsContext, intentId: string, ifMatch: number | null, policy: GovernancePolicy, caller: Caller) =>
-  writePolicy(ctx, intentId, ifMatch, policy, caller);
+/**
+ * PUT answers one body for two readers (docs/governance.md): the intent at its new version with
+ * `governance_policy` (the official Python client reads an Intent) and the policy's 2.11 fields,
+ * effective values, at the top level (spec 4.6 answers the policy).
+ */
+export const setGovernancePolicy = async (ctx: IntentsContext, intentId: string, ifMatch: number | null, policy: GovernancePolicy, caller: Caller) => {
+  const intent = await writePolicy(ctx, intentId, ifMatch, policy, caller);
+  return { ...intent, governance_policy: policy, ...effectivePolicy(policy) };
+};
 export const removeGovernancePolicy = (ctx: IntentsContext, intentId: string, ifMatch: number | null, caller: Caller) => writePolicy(ctx, intentId, ifMatch, null, caller);
 
 /** GET /intents/{id}/governance: the stored policy (null when none) and the effective one, defaults filled in. */

@@ -101,14 +101,13 @@ function patternsSql(patterns: string[]): SQL {
 /**
  * GET /memory (4.8): every filter, newest update first, `{entries, total, limit, offset}`; only
  * entries the caller may read (rule 8). agent_id is needed for working and episodic queries
- * (X-Agent-ID stands in for it); without one, only semantic entries match. A page also stops at
+ * (400 naming it otherwise); without one, only semantic entries match. A page also stops at
  * the bus's byte limit, so it may hold fewer than `limit` entries: page on with offset + entries.length.
  */
 export async function queryEntries(ctx: MemoryContext, query: MemoryQuery, caller: Caller): Promise<{ entries: MemoryEntry[]; total: number; limit: number; offset: number }> {
-  const owner = query.agent_id ?? caller.agent_id ?? undefined;
-  if (!owner && (query.memory_type === "working" || query.memory_type === "episodic")) {
-    throw errors.validation(`agent_id is required for ${query.memory_type} queries (or send X-Agent-ID)`);
-  }
+  // The contract (MemoryQuery) requires agent_id for working and episodic queries; without it an
+  // untyped query reads semantic entries only.
+  const owner = query.agent_id;
   if (query.pinned !== undefined && query.memory_type && query.memory_type !== "episodic") throw errors.validation("pinned filters episodic memory only");
   const where = [
     ...filterSql({ ...query, task_id: query["scope.task_id"], intent_id: query["scope.intent_id"] }),
