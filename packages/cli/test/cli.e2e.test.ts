@@ -195,7 +195,7 @@ describe("intents", () => {
       ],
       timeoutSeconds: 3600,
     });
-    await vi.waitFor(() => expect(watch.output()).toContain('"Publish now?" [yes/no]'), { timeout: 15_000 });
+    await vi.waitFor(() => expect(watch.output()).toContain("asks: Publish now? [yes/no]  (choice)"), { timeout: 15_000 });
 
     const listed = await cli(["suspensions", "list"], { key: "operator" });
     expect(listed.stdout.split("\n")[0]).toMatch(/^INTENT\s+ASKED\s+EXPIRES\s+TYPE\s+CHOICES\s+QUESTION$/);
@@ -287,9 +287,11 @@ describe("agents", () => {
 });
 
 describe("tasks", () => {
-  it("list, claim, complete as an agent", async () => {
+  it("create, list, claim, complete as an agent", async () => {
     const intent = await createIntent(cluster);
-    const task = (await cluster.api(`/intents/${intent.id}/tasks`, { body: { title: "summarise" }, key: "coordinator" })).body;
+    const task = json(await cli(["tasks", "create", intent.id, "summarise", "--input", '{"words":50}', "--json"], { key: "coordinator" }));
+    expect(task).toMatchObject({ title: "summarise", status: "ready", input: { words: 50 } });
+    expect((await cli(["tasks", "create", intent.id, "not mine"], { key: "agent" })).code).toBe(5);
     const listed = await cli(["tasks", "list", intent.id]);
     expect(listed.stdout).toMatch(new RegExp(`${task.id}\\s+ready\\s+-\\s+0`));
     const agent = uniqueTag("tasker");

@@ -20,7 +20,7 @@ function summary(out: Output, type: string, payload: Record<string, unknown>): s
       // The record is the payload's `suspension` (the server's), or the payload itself (the official clients' append).
       const record = (typeof payload.suspension === "object" && payload.suspension !== null ? payload.suspension : payload) as Record<string, unknown>;
       const choices = Array.isArray(record.choices) ? ` [${(record.choices as { value: string }[]).map((c) => c.value).join("/")}]` : "";
-      return `${out.style(`"${String(record.question ?? "")}"`, "bold")}${choices}  (${String(record.response_type ?? "choice")})`;
+      return `asks: ${out.style(String(record.question ?? ""), "bold")}${choices}  (${String(record.response_type ?? "choice")})`;
     }
     case "intent.resumed":
       return `answered ${out.style(brief(JSON.stringify(payload.value ?? payload.response ?? null), 60), "bold")}${payload.responded_by ? ` by ${String(payload.responded_by)}` : ""}`;
@@ -29,6 +29,11 @@ function summary(out: Output, type: string, payload: Record<string, unknown>): s
     case "state_patched":
       return brief(payload.patches, 100);
     default:
+      if (type.startsWith("task.") && typeof payload.task_id === "string") {
+        const who = typeof payload.agent_id === "string" ? ` by ${payload.agent_id}` : "";
+        const why = payload.error ? `: ${brief(payload.error, 60)}` : payload.reason ? ` (${String(payload.reason)})` : "";
+        return `task ${payload.task_id.slice(0, 8)} ${out.status(String(payload.status))}${who}${why}`;
+      }
       return brief(payload, 100);
   }
 }

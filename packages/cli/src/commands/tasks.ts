@@ -6,7 +6,7 @@ import { statusStyle, type Output } from "../output";
 type Task = ResponseOf<"tasksGet">;
 
 export function registerTasks(program: Command, runtime: Runtime): void {
-  const tasks = program.command("tasks").description("an intent's tasks: list, claim, complete");
+  const tasks = program.command("tasks").description("an intent's tasks: list, create, claim, complete");
   tasks
     .command("list")
     .description("the tasks of an intent, oldest first")
@@ -27,6 +27,22 @@ export function registerTasks(program: Command, runtime: Runtime): void {
         { header: "UPDATED", value: (t) => ctx.out.ago(t.updated_at) },
         { header: "TITLE", value: (t) => t.title },
       ], "no tasks");
+    });
+
+  tasks
+    .command("create")
+    .description("add a task to an intent (coordinators and admins)")
+    .argument("<intent>", "intent id")
+    .argument("<title>", "what the task is")
+    .option("--input <json>", "the task's input, a JSON object")
+    .option("--assign <agent>", "assign it to this agent")
+    .action(async (intentId: string, title: string, options: { input?: string; assign?: string }, command: Command) => {
+      const ctx = contextFor(command, runtime);
+      const task = await ctx.client.ops.tasksCreate({
+        intent_id: intentId,
+        body: { title, ...(options.input ? { input: parseJsonObject(options.input, "--input") } : {}), ...(options.assign ? { assigned_agent: options.assign } : {}) },
+      });
+      print(ctx.out, task);
     });
 
   tasks
