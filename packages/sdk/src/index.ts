@@ -4,5 +4,5 @@ export { replaySafety, type ReplaySafety } from "./replay";
 export { routes } from "./generated/routes";
 export type { RouteSpec } from "./route-spec";
 export { readFrames, type AgentAssignedFrame, type SseFrame, type StreamData, type StreamKind, type StreamMessage, type StreamOptions } from "./sse";
-export type { ApiResult, BodyOf, CallOptions, DeclaredErrorCode, ErrorCode, IfMatch, OperationId, Operations, QueryOf, QueryValue, RequestOf, ResponseOf } from "./types";
+export type { ApiResult, BodyOf, CallOptions, ErrorCode, IfMatch, OperationId, Operations, QueryOf, QueryValue, RequestOf, ResponseOf } from "./types";
 export * from "./runtime/index";

@@ -43,12 +43,6 @@ type HeaderPart<Id extends OperationId> = RouteOf<Id> extends { headers: infer H
  */
 export type RequestOf<Id extends OperationId> = PathParamsOf<Id> & BodyPart<Id> & QueryPart<Id> & IfMatchPart<Id> & HeaderPart<Id>;
 
-/**
- * The error codes an operation declares in the catalogue (besides those any route may answer:
- * validation, authentication, availability; see COMMON_ROUTE_ERRORS in libs/contracts).
- */
-export type DeclaredErrorCode<Id extends OperationId> = RouteOf<Id>["errors"][number];
-
 /** Per-call options of any operation. */
 export interface CallOptions {
   /** Cancels the call (the promise rejects with an AbortError). */

@@ -90,3 +90,16 @@ describe("the SDK and the route catalogue", () => {
     expect(result.status).toBe(200);
   });
 });
+
+// Compile-time checks of the derived types (the type checker runs them with `pnpm typecheck`).
+import type { RequestOf, ResponseOf as SdkResponseOf } from "../src/index";
+type Expect<T extends true> = T;
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+export type TypeChecks = [
+  Expect<Equal<RequestOf<"intentsGet">, { intent_id: string }>>,
+  Expect<"ifMatch" extends keyof RequestOf<"intentsPatchState"> ? true : false>,
+  Expect<"idempotency_key" extends keyof RequestOf<"federationDispatch"> ? true : false>,
+  Expect<Equal<SdkResponseOf<"intentsGet">["status"], "draft" | "active" | "blocked" | "completed" | "abandoned" | "suspended_awaiting_input">>,
+  // @ts-expect-error a path parameter is required
+  Expect<Equal<RequestOf<"intentsGet">, {}>>,
+];
