@@ -195,6 +195,7 @@ describe("intents", () => {
       ],
       timeoutSeconds: 3600,
     });
+    asked.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     await vi.waitFor(() => expect(watch.output()).toContain("asks: Publish now? [yes/no]  (choice)"), { timeout: 15_000 });
 
     const listed = await cli(["suspensions", "list"], { key: "operator" });
@@ -243,8 +244,8 @@ describe("events", () => {
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toMatch(/#3\s+progress\s+admin\s+\{"n":2\}\n.*#4\s+progress\s+admin\s+\{"n":3\}\n$/);
 
-    const live = start(["events", "tail", intent.id, "--until", "done"]);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Resuming after #4: deterministic however long the process takes to start.
+    const live = start(["events", "tail", intent.id, "--after", "4", "--until", "done"]);
     await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "done", payload: {} } });
     expect(await live.exit).toBe(0);
     expect(live.output()).toMatch(/#5\s+done/);
@@ -309,8 +310,8 @@ describe("channels", () => {
   it("send and tail", async () => {
     const intent = await createIntent(cluster);
     const channel = (await cluster.api(`/intents/${intent.id}/channels`, { body: { name: uniqueTag("ch") } })).body;
-    const tail = start(["channels", "tail", channel.id, "--count", "2"]);
-    await new Promise((r) => setTimeout(r, 1500));
+    // From the start of the (empty) channel: deterministic however long the process takes to start.
+    const tail = start(["channels", "tail", channel.id, "--after", "0", "--count", "2"]);
     const sent = await cli(["channels", "send", channel.id, '{"text":"hello"}', "--type", "broadcast"], { key: "agent", agent: "chatty" });
     expect(sent.stdout).toMatch(/^sent #1 [0-9a-f-]{36} \(broadcast to \*\)\n$/);
     await cli(["channels", "send", channel.id, '{"text":"again"}'], { key: "agent", agent: "chatty" });

@@ -3,6 +3,9 @@ import { startTestCluster, TEST_KEYS, type TestCluster } from "../../../test/sup
 import { createIntent } from "../../../test/support/e2e-helpers";
 import { createClient, requestInput } from "../src/index";
 
+
+/** Polls until the assertion holds; generous, since the whole suite shares two cores. */
+const eventually = <T>(check: () => T | Promise<T>) => vi.waitFor(check, { timeout: 10_000, interval: 25 });
 /** The third level of the retry cascade (spec 4.5): a server with a platform default policy. */
 let cluster: TestCluster;
 const platform = { max_attempts: 4, interval_seconds: 900, strategy: "exponential" as const, escalation_ladder: [], final_fallback_policy: "fail" as const };
@@ -18,8 +21,9 @@ it("without a call-site policy or an agent default, the server's platform defaul
   const intent = await createIntent(cluster);
   const agent = createClient({ baseUrl: cluster.baseUrl, apiKey: TEST_KEYS.agent, agentId: "platform-asker" });
   const asked = requestInput(agent, intent.id, { question: "Which?", responseType: "text" });
+  asked.catch(() => undefined); // awaited below; a failure before that must not go unhandled
   let record: { id: string; retry_policy: unknown } | undefined;
-  await vi.waitFor(async () => {
+  await eventually(async () => {
     record = (await cluster.api(`/intents/${intent.id}`)).body.state._suspension;
     expect(record?.id).toBeTruthy();
   });

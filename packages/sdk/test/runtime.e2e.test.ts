@@ -20,6 +20,9 @@ import {
   type StreamMessage,
 } from "../src/index";
 
+
+/** Polls until the assertion holds; generous, since the whole suite shares two cores. */
+const eventually = <T>(check: () => T | Promise<T>) => vi.waitFor(check, { timeout: 10_000, interval: 25 });
 /** The SDK's runtime helpers against the whole cluster, in process, on a manual clock. */
 let cluster: TestCluster;
 let proxy: CuttingProxy;
@@ -57,7 +60,7 @@ describe("register and heartbeats", () => {
       onDrain: (command) => drains.push(command),
     });
     expect(session.agent).toMatchObject({ agent_id: agentId, status: "active", capabilities: ["write"] });
-    await vi.waitFor(async () => expect((await cluster.api(`/agents/${agentId}`)).body.capacity.current_load).toBe(2));
+    await eventually(async () => expect((await cluster.api(`/agents/${agentId}`)).body.capacity.current_load).toBe(2));
     expect(session.lastHeartbeat).toMatchObject({ acknowledged: true, agent_status: "active" });
 
     // The agent holds a lease; a coordinator asks it to drain.
@@ -66,10 +69,10 @@ describe("register and heartbeats", () => {
     const coordinator = client("coordinator");
     const record = await coordinator.ops.agentsGet({ agent_id: agentId });
     await coordinator.ops.agentsChangeStatus({ agent_id: agentId, ifMatch: record.version, body: { status: "draining", reason: "scale down" } });
-    await vi.waitFor(() => expect(session.draining.aborted).toBe(true));
+    await eventually(() => expect(session.draining.aborted).toBe(true));
     expect(drains).toEqual([expect.objectContaining({ command: "drain", reason: "scale down" })]);
     expect(session.signal.aborted).toBe(false);
-    await vi.waitFor(() => expect(session.lastHeartbeat?.agent_status).toBe("draining"));
+    await eventually(() => expect(session.lastHeartbeat?.agent_status).toBe("draining"));
 
     // It finishes its work and lets go; the registry's drain check then deregisters it, and the next heartbeat ends the session.
     await lease.release();
@@ -82,7 +85,7 @@ describe("register and heartbeats", () => {
 
   it("stop({deregister: true}) stops the heartbeats and deregisters at once", async () => {
     const session = await startAgent(client("agent"), { agentId: uniqueTag("short"), heartbeatIntervalMs: 20 });
-    await vi.waitFor(() => expect(session.lastHeartbeat).toBeDefined());
+    await eventually(() => expect(session.lastHeartbeat).toBeDefined());
     await session.stop({ deregister: true });
     expect(await session.ended).toBe("deregistered");
     expect((await cluster.api(`/agents/${session.agentId}`)).body.status).toBe("deregistered");
@@ -94,13 +97,13 @@ describe("leases", () => {
     const intent = await createIntent(cluster);
     const agent = client("agent", uniqueTag("holder"));
     const held = await holdLease(agent, intent.id, { scope: "report", ttlSeconds: 30, renewEveryMs: 20 });
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const renewals = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "lease_acquired" && e.payload.renewal === true);
       expect(renewals.length).toBeGreaterThanOrEqual(2);
     });
     expect(held.signal.aborted).toBe(false);
     await cluster.api(`/intents/${intent.id}/leases/${held.lease.id}`, { method: "DELETE" });
-    await vi.waitFor(() => expect(held.signal.aborted).toBe(true));
+    await eventually(() => expect(held.signal.aborted).toBe(true));
     expect(held.signal.reason).toBeInstanceOf(LeaseLostError);
     expect((held.signal.reason as LeaseLostError).code).toBe("LEASE_RELEASED");
   });
@@ -112,7 +115,7 @@ describe("leases", () => {
     const held = await holdLease(agent, intent.id, { scope: "*", ttlSeconds: 1, renewEveryMs: 100, onLost: (e) => lost.push(e) });
     proxy.down();
     try {
-      await vi.waitFor(() => expect(held.signal.aborted).toBe(true), { timeout: 3000 });
+      await eventually(() => expect(held.signal.aborted).toBe(true));
     } finally {
       proxy.up();
     }
@@ -130,7 +133,7 @@ describe("streams", () => {
     const stream = admin.subscribe("intents", intent.id, { signal: stop.signal, reconnect: { minDelayMs: 20 }, onConnect: (id) => connects.push(id) });
     const append = (n: number) => cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "progress", payload: { n } } });
     const firstTwo = collect(stream, 2);
-    await vi.waitFor(() => expect(connects).toHaveLength(1));
+    await eventually(() => expect(connects).toHaveLength(1));
     await append(1);
     await append(2);
     expect((await firstTwo).map((m) => (m.data.payload as { n: number }).n)).toEqual([1, 2]);
@@ -253,7 +256,7 @@ describe("the task loop", () => {
 describe("human input", () => {
   const waitForSuspension = async (intentId: string) => {
     let id = "";
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const intent = (await cluster.api(`/intents/${intentId}`)).body;
       expect(intent.status).toBe("suspended_awaiting_input");
       id = intent.state._suspension.id;
@@ -272,6 +275,7 @@ describe("human input", () => {
       ],
       timeoutSeconds: 3600,
     });
+    asked.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     const suspensionId = await waitForSuspension(intent.id);
     await client("operator").ops.governanceRespond({ intent_id: intent.id, body: { suspension_id: suspensionId, value: "yes" } });
     const answer = await asked;
@@ -292,6 +296,7 @@ describe("human input", () => {
 
     const continuing = await createIntent(cluster);
     const fallback = requestInput(agent, continuing.id, { question: "Which tone?", responseType: "text", timeoutSeconds: 60, fallbackPolicy: "complete_with_fallback", fallbackValue: "neutral" });
+    fallback.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     await waitForSuspension(continuing.id);
     clock.advance(61_000);
     await cluster.governance.timer.sweep();
@@ -319,6 +324,7 @@ describe("human input", () => {
       const intent = await createIntent(cluster);
       const stop = new AbortController();
       const asked = requestInput(agent, intent.id, { question: "Which?", responseType: "text", ...request }, { defaultRetryPolicy: agentDefault, signal: stop.signal });
+      asked.catch(() => undefined); // awaited below; a failure before that must not go unhandled
       const suspensionId = await waitForSuspension(intent.id);
       const record = (await cluster.api(`/intents/${intent.id}`)).body.state._suspension;
       expect(record.retry_policy).toMatchObject({ max_attempts: expected.policy.max_attempts, interval_seconds: expected.policy.interval_seconds, strategy: expected.policy.strategy });
@@ -327,6 +333,7 @@ describe("human input", () => {
     }
     const plain = await createIntent(cluster);
     const asked = requestInput(agent, plain.id, { question: "Which?", responseType: "text" });
+    asked.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     const suspensionId = await waitForSuspension(plain.id);
     await client("operator").ops.governanceRespond({ intent_id: plain.id, body: { suspension_id: suspensionId, value: "ok" } });
     expect((await asked).cascade).toBe("none");
@@ -337,7 +344,7 @@ describe("human input", () => {
     const agent = client("agent", uniqueTag("decider"));
     expect(await shouldRequestInput(agent, intent.id, { confidence: 0.95, risk: 0.1, reversibility: 0.9 })).toMatchObject({ mode: "autonomous", should_ask: false });
     expect(await shouldRequestInput(agent, intent.id, { confidence: 0.3, risk: 0.3, reversibility: 0.9 })).toMatchObject({ mode: "require_input", should_ask: true });
-    await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "engagement.decision")).toHaveLength(2));
+    await eventually(async () => expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "engagement.decision")).toHaveLength(2));
   });
 });
 
@@ -348,8 +355,9 @@ describe("approvals", () => {
     const operator = client("operator");
     for (const decision of ["approve", "deny"] as const) {
       const waiting = requestApproval(agent, intent.id, { action: "complete", reason: `please ${decision}` });
+      waiting.catch(() => undefined); // awaited below; a failure before that must not go unhandled
       let approvalId = "";
-      await vi.waitFor(async () => {
+      await eventually(async () => {
         const pending = await operator.ops.governanceListApprovals({ intent_id: intent.id, query: { status: "pending" } });
         expect(pending.approvals).toHaveLength(1);
         approvalId = pending.approvals[0]!.id;
