@@ -167,9 +167,10 @@ describe("streams", () => {
     const send = (n: number) => cluster.api(`/channels/${channel.id}/messages`, { body: { message_type: "broadcast", payload: { n } } });
     await send(0); // before the subscription: not delivered
     const stop = new AbortController();
-    const stream = admin.subscribe("channels", channel.id, { signal: stop.signal, reconnect: { minDelayMs: 20 } });
+    const connects: (string | undefined)[] = [];
+    const stream = admin.subscribe("channels", channel.id, { signal: stop.signal, reconnect: { minDelayMs: 20 }, onConnect: (id) => connects.push(id) });
     const first = collect(stream, 1);
-    await new Promise((r) => setTimeout(r, 100));
+    await eventually(() => expect(connects).toEqual(["1"]));
     await send(1);
     expect((await first)[0]!.data.payload).toEqual({ n: 1 });
     proxy.cutAll();
