@@ -18,6 +18,9 @@ import { startFederationService, type FederationService, type FederationSettings
 import type { Connector, Resolver } from "@intentmesh/ssrf";
 import { startGovernanceService, type GovernanceService } from "../../services/governance/src/service";
 import { startChannelsService, type ChannelsService } from "../../services/channels/src/service";
+import { startVaultService, type VaultService } from "../../services/vault/src/service";
+import { KeyRing } from "../../services/vault/src/crypto/envelope";
+import type { ToolProxySettings } from "../../services/vault/src/context";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -46,6 +49,7 @@ export interface TestCluster {
   federation: FederationService;
   governance: GovernanceService;
   channels: ChannelsService;
+  vault: VaultService;
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -93,6 +97,13 @@ export interface ClusterOptions {
    * holds the routes to their declarations (routeErrorChecks).
    */
   strictRouteErrors?: boolean;
+  /** The vault's key-encryption keys (default: one random test key) and its tool proxy (default: no address outside global unicast). */
+  vault?: { keys?: KeyRing; proxy?: Partial<ToolProxySettings>; identity?: { challengeTtlMs?: number; rotationOverlapMs?: number } };
+}
+
+/** A key ring of one random key, for tests. */
+export function testKeyRing(id = "test-1"): KeyRing {
+  return new KeyRing(new Map([[id, crypto.getRandomValues(Buffer.alloc(32))]]), id);
 }
 
 export interface FederationClusterOptions extends Partial<Omit<FederationSettings, "enabled">> {
@@ -158,6 +169,8 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const governance = await startGovernanceService({ bus, database, logger, clock, timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy });
   // The channel sweeper runs only when a test calls channels.sweeper.sweep(), on the manual clock.
   const channels = await startChannelsService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
+  // The vault's sweepers (cost retry, re-wrap) run only when a test calls them, on the manual clock.
+  const vault = await startVaultService({ bus, database, logger, clock, keys: options.vault?.keys ?? testKeyRing(), proxy: options.vault?.proxy, identity: options.vault?.identity, sweepIntervalMs: 3_600_000 });
 
   return {
     baseUrl,
@@ -171,6 +184,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     federation,
     governance,
     channels,
+    vault,
     gateway,
     clock,
     namespace,
@@ -183,6 +197,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
       await federation.stop();
       await governance.stop();
       await channels.stop();
+      await vault.stop();
       await registry.stop();
       await intents.stop();
       await deleteNamespaceStreams(bus, namespace);

@@ -11,6 +11,7 @@ import { suspensionCommands } from "./portfolios";
 import { taskCommands } from "./tasks";
 import { registryCommands, AgentBinding } from "./registry";
 import { Intent } from "./intents";
+import { SignatureCheck, vaultCommands } from "./vault";
 import {
   CallbackReceipt,
   ChannelStreamViewSchema,
@@ -41,6 +42,7 @@ const busOnlyOutputs: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
   [suspensionCommands.end.subject, Intent],
   [taskCommands.held.subject, UnknownTasks],
   [registryCommands.binding.subject, AgentBinding],
+  [vaultCommands.checkSignature.subject, SignatureCheck],
 ]);
 
 /**
@@ -65,6 +67,7 @@ const busOnlyErrors: ReadonlyMap<string, readonly ErrorCode[]> = new Map<string,
   [suspensionCommands.end.subject, ["INTENT_NOT_FOUND", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]],
   [taskCommands.held.subject, []],
   [registryCommands.binding.subject, ["AGENT_NOT_FOUND"]],
+  [vaultCommands.checkSignature.subject, []],
 ]);
 
 /** Codes a routed command answers only to the services that call it over the bus. */

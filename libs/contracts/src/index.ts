@@ -21,6 +21,7 @@ export * from "./federation";
 export * from "./governance";
 export * from "./derived-uuid";
 export * from "./channels";
+export * from "./vault";
 export * from "./event-catalogue";
 export * from "./error-catalogue";
 export * from "./api-route";

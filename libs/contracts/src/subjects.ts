@@ -68,7 +68,7 @@ export const intentsCommands = {
 export const healthCommand = (service: string): CommandDef<z.ZodObject> => command(service, "health", z.object({}));
 
 /** The services a complete cluster runs; /readyz asks each of them. Later services add themselves here. */
-export const CLUSTER_SERVICES = ["intents", "registry", "memory", "federation", "governance", "channels"] as const;
+export const CLUSTER_SERVICES = ["intents", "registry", "memory", "federation", "governance", "channels", "vault"] as const;
 
 export const BusRequest = z.object({ caller: Caller, input: z.unknown() });
 export type BusRequest = z.infer<typeof BusRequest>;

@@ -81,7 +81,7 @@ export const intentsRoutes = [
     ifMatch: "optional",
     status: 201,
     access: { roles: ALL_ROLES, claimsIdentity: ["actor"] },
-    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH"],
+    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH", "PROOF_INVALID"],
     response: IntentEvent,
     summary: "Append an event to the log",
   },
