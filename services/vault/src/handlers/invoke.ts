@@ -101,7 +101,7 @@ async function reserve(ctx: VaultContext, agentId: string, tool: string, body: I
     let first: Refusal | null = null;
     for (const grant of covering) {
       const [credential] = await tx.select().from(credentials).where(eq(credentials.id, grant.credentialId));
-      const refusal = await judge(tx, grant, credential!, dormant.has(agentId), tool, body, requestedIntent, now);
+      const refusal = await judge(ctx, tx, grant, credential!, dormant.has(agentId), tool, body, requestedIntent, now);
       if ("code" in refusal) {
         first ??= refusal;
         continue;
@@ -141,7 +141,7 @@ async function reserve(ctx: VaultContext, agentId: string, tool: string, body: I
   });
 }
 
-async function judge(tx: Tx, grant: GrantRow, credential: CredentialRow, dormant: boolean, tool: string, body: InvokeToolBody, requestedIntent: string | null, now: Date): Promise<Refusal | { intentId: string | null }> {
+async function judge(ctx: VaultContext, tx: Tx, grant: GrantRow, credential: CredentialRow, dormant: boolean, tool: string, body: InvokeToolBody, requestedIntent: string | null, now: Date): Promise<Refusal | { intentId: string | null }> {
   const unusable = usability({ ...grant, dormant }, credential, now, grant.id);
   if (unusable) return unusable;
   const bound = bindContext(grant, requestedIntent, grant.id);
@@ -155,6 +155,10 @@ async function judge(tx: Tx, grant: GrantRow, credential: CredentialRow, dormant
   if (overUsed) return overUsed;
   const badParameter = parameterRefusal(grant.constraints, body.parameters, grant.id);
   if (badParameter) return badParameter;
+  if (!ctx.keys.has(credential.kekId)) {
+    // Configuration, not the caller: the key this credential is sealed under was removed before its re-wrap.
+    return { code: "SERVICE_UNAVAILABLE", message: `the credential of grant ${grant.id} is sealed under key-encryption key ${credential.kekId}, which this server does not hold`, details: { kek_id: credential.kekId } };
+  }
   const endpoint = endpointOf(credential, tool);
   if (!endpoint) return { code: "TOOL_NOT_CALLABLE", message: `the credential of grant ${grant.id} has no base_url in its metadata: the proxy has nowhere to call`, details: { grant_id: grant.id } };
   const cap = grant.constraints.max_cost_per_invocation;

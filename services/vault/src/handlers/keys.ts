@@ -1,4 +1,4 @@
-import { and, ne, sql } from "drizzle-orm";
+import { and, inArray, ne, sql } from "drizzle-orm";
 import { errors, type Caller } from "@intentmesh/contracts";
 import { Sweeper } from "@intentmesh/service";
 import { isAdmin, type VaultContext } from "../context";
@@ -18,7 +18,7 @@ export async function rewrapBatch(ctx: VaultContext, limit: number): Promise<{ r
     const rows = await tx
       .select({ id: credentials.id, kekId: credentials.kekId, wrappedKey: credentials.wrappedKey, material: credentials.material })
       .from(credentials)
-      .where(and(ne(credentials.kekId, primary), sql`${credentials.kekId} = any(${ctx.keys.ids})`))
+      .where(and(ne(credentials.kekId, primary), inArray(credentials.kekId, ctx.keys.ids)))
       .limit(limit)
       .for("update", { skipLocked: true });
     for (const row of rows) {
