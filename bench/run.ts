@@ -248,6 +248,8 @@ async function main(): Promise<void> {
   const memory = startNode({ name: "memory", script: "services/memory/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("memory") });
   // Federation runs disabled (FEDERATION_ENABLED unset): it answers its health check for /readyz.
   const federation = startNode({ name: "federation", script: "services/federation/src/main.ts", env: common, logDir: LOG_DIR });
+  // The vault answers its health check for /readyz; its key-encryption key is one of this run's own.
+  const vault = startNode({ name: "vault", script: "services/vault/src/main.ts", env: { ...common, VAULT_KEK: `bench-1:${randomBytes(32).toString("base64")}` }, logDir: LOG_DIR });
   const gateway = startNode({
     name: "gateway",
     script: "services/gateway/src/main.ts",
@@ -255,7 +257,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForServices(baseUrl, ["intents", "registry", "governance", "memory", "federation", "channels"], [intents, registry, governance, memory, federation, channels, gateway]);
+  await waitForServices(baseUrl, ["intents", "registry", "governance", "memory", "federation", "channels", "vault"], [intents, registry, governance, memory, federation, channels, vault, gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair
@@ -534,7 +536,7 @@ async function main(): Promise<void> {
   }
 
   // Make sure nothing died under load before reporting.
-  for (const child of [intents, registry, governance, channels, memory, federation, gateway, ...baselineChildren]) {
+  for (const child of [intents, registry, governance, channels, memory, federation, vault, gateway, ...baselineChildren]) {
     if (!child.isRunning()) throw new Error(`${child.name} exited during the run (${await child.exited}); its log ends:\n${tailOf(child.logFile)}`);
   }
 

@@ -17,12 +17,15 @@ import { startFederationService } from "../services/federation/src/service";
 import { federationEnvSchema, settingsFromEnv } from "../services/federation/src/settings";
 import { startGovernanceService } from "../services/governance/src/service";
 import { startChannelsService } from "../services/channels/src/service";
+import { startVaultService } from "../services/vault/src/service";
+import { identitySettingsFromEnv, proxySettingsFromEnv, vaultEnvSchema } from "../services/vault/src/config";
+import { loadKeyRing } from "../services/vault/src/crypto/keyring-config";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
 
 await runMain("intentmesh", async () => {
-  const config = parseConfig("intentmesh", gatewayConfigSchema.merge(federationEnvSchema));
+  const config = parseConfig("intentmesh", gatewayConfigSchema.merge(federationEnvSchema).merge(vaultEnvSchema));
   startTracing("intentmesh");
   const logger = createLogger("intentmesh", config.LOG_LEVEL);
 
@@ -47,6 +50,10 @@ await runMain("intentmesh", async () => {
   });
   const governance = await startGovernanceService({ bus, database, logger: createLogger("governance", config.LOG_LEVEL) });
   const channels = await startChannelsService({ bus, database, logger: createLogger("channels", config.LOG_LEVEL) });
+  // One process on one machine: without VAULT_KEK a development key is kept under DATA_DIR (docs/vaults.md).
+  const kek = loadKeyRing({ keys: config.VAULT_KEK, file: config.VAULT_KEK_FILE, primary: config.VAULT_KEK_PRIMARY, dataDir: config.DATA_DIR });
+  if (kek.development) logger.warn("vault: no VAULT_KEK or VAULT_KEK_FILE: credentials are sealed under a development key kept in DATA_DIR; set VAULT_KEK outside development");
+  const vault = await startVaultService({ bus, database, logger: createLogger("vault", config.LOG_LEVEL), keys: kek.ring, proxy: proxySettingsFromEnv(config), identity: identitySettingsFromEnv(config) });
   const gateway = await createGateway({
     bus,
     keys,
@@ -62,7 +69,7 @@ await runMain("intentmesh", async () => {
     { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
     `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
   );
-  stopOnSignals(logger, [() => gateway.stop(), () => channels.stop(), () => governance.stop(), () => federation.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
+  stopOnSignals(logger, [() => gateway.stop(), () => vault.stop(), () => channels.stop(), () => governance.stop(), () => federation.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
 });
 
 /** Starts a nats-server with JetStream under the data directory when nothing answers the default NATS address. */

@@ -117,7 +117,16 @@ describe("fuzzing every route with hostile input", () => {
     expect(task.status, JSON.stringify(task.body)).toBeLessThan(300);
     const approval = await cluster.api(`/intents/${intent.body.id}/approvals`, { key: "agent", body: { action: "complete" } });
     expect(approval.status, JSON.stringify(approval.body)).toBe(201);
+    // RFC-0014: a vault, a credential and a grant, so the vault routes are walked past their 404s.
+    const vault = await cluster.api("/vaults", { body: { name: "fuzz vault" } });
+    const credential = await cluster.api("/credentials", { body: { vault_id: vault.body.id, service: "fuzz", label: "fuzz-cred", secret: "fuzz-secret-value", scopes_available: ["read"] } });
+    const grant = await cluster.api("/grants", { body: { credential_id: credential.body.id, agent_id: "fuzz-agent", scopes: ["read"] } });
+    for (const res of [vault, credential, grant]) expect(res.status, JSON.stringify(res.body)).toBe(201);
     fixtures = {
+      vault_id: vault.body.id,
+      credential_id: credential.body.id,
+      credential_name: "fuzz-cred",
+      grant_id: grant.body.id,
       approval_id: approval.body.id,
       task_id: task.body.id,
       intent_id: intent.body.id,
