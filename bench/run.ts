@@ -17,6 +17,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { CLUSTER_SERVICES } from "@intentmesh/contracts";
 import { BENCH_DIR, freePort, killAllNow, startNode, stopAll, tailOf, waitForOk, waitForServices, type Child } from "./lib/processes";
 import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile, runFanout, type FanoutResult } from "./lib/sse-fanout";
@@ -240,16 +241,13 @@ async function main(): Promise<void> {
   };
   // One folder per process: tsx's loader runs in a worker thread that writes a profile of its own.
   const profFlags = (name: string) => (config.profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(PROFILE_DIR, name)}`] : []);
-  const intents = startNode({ name: "intents", script: "services/intents/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("intents") });
-  const registry = startNode({ name: "registry", script: "services/registry/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("registry") });
-  const governance = startNode({ name: "governance", script: "services/governance/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("governance") });
-  const channels = startNode({ name: "channels", script: "services/channels/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("channels") });
-  // The gateway's /readyz asks every service of CLUSTER_SERVICES; memory is benchmarked by bench/memory.ts.
-  const memory = startNode({ name: "memory", script: "services/memory/src/main.ts", env: common, logDir: LOG_DIR, nodeFlags: profFlags("memory") });
-  // Federation runs disabled (FEDERATION_ENABLED unset): it answers its health check for /readyz.
-  const federation = startNode({ name: "federation", script: "services/federation/src/main.ts", env: common, logDir: LOG_DIR });
-  // The vault answers its health check for /readyz; its key-encryption key is one of this run's own.
-  const vault = startNode({ name: "vault", script: "services/vault/src/main.ts", env: { ...common, VAULT_KEK: `bench-1:${randomBytes(32).toString("base64")}` }, logDir: LOG_DIR });
+  // Every service of the cluster, each its own process from its manifest (services/<name>/src/main.ts);
+  // the gateway's /readyz asks each of them. Federation runs disabled (FEDERATION_ENABLED unset).
+  const services = CLUSTER_SERVICES.map((name) => ({
+    name,
+    child: startNode({ name, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR, nodeFlags: profFlags(name) }),
+  }));
+  const intents = services.find((service) => service.name === "intents")!.child;
   const gateway = startNode({
     name: "gateway",
     script: "services/gateway/src/main.ts",
@@ -257,7 +255,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForServices(baseUrl, ["intents", "registry", "governance", "memory", "federation", "channels", "vault"], [intents, registry, governance, memory, federation, channels, vault, gateway]);
+  await waitForServices(baseUrl, [...CLUSTER_SERVICES], [...services.map((service) => service.child), gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair
@@ -282,12 +280,7 @@ async function main(): Promise<void> {
 
   const groups: Group[] = [
     { name: "gateway", pids: () => [gateway.pid] },
-    { name: "intents", pids: () => [intents.pid] },
-    { name: "registry", pids: () => [registry.pid] },
-    { name: "governance", pids: () => [governance.pid] },
-    { name: "channels", pids: () => [channels.pid] },
-    { name: "memory", pids: () => [memory.pid] },
-    { name: "federation", pids: () => [federation.pid] },
+    ...services.map(({ name, child }) => ({ name, pids: () => [child.pid] })),
     { name: "baseline", pids: () => baselineChildren.map((c) => c.pid) },
     { name: "postgres", pids: () => pidsByCommand("postgres") },
     { name: "nats-server", pids: () => pidsByCommand("nats-server") },
@@ -536,7 +529,7 @@ async function main(): Promise<void> {
   }
 
   // Make sure nothing died under load before reporting.
-  for (const child of [intents, registry, governance, channels, memory, federation, vault, gateway, ...baselineChildren]) {
+  for (const child of [...services.map((service) => service.child), gateway, ...baselineChildren]) {
     if (!child.isRunning()) throw new Error(`${child.name} exited during the run (${await child.exited}); its log ends:\n${tailOf(child.logFile)}`);
   }
 

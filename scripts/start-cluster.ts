@@ -6,26 +6,23 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import type { z } from "zod";
 import path from "node:path";
 import { openDatabase } from "@intentmesh/db";
 import { connectBus, natsReachable } from "@intentmesh/bus";
 import { StartupError, createLogger, natsAuthOf, parseConfig, redactUrl, runMain, startTracing, stopOnSignals, stopTracing, type Logger } from "@intentmesh/telemetry";
-import { startIntentsService } from "../services/intents/src/service";
-import { startRegistryService } from "../services/registry/src/service";
-import { startMemoryService } from "../services/memory/src/service";
-import { startFederationService } from "../services/federation/src/service";
-import { federationEnvSchema, settingsFromEnv } from "../services/federation/src/settings";
-import { startGovernanceService } from "../services/governance/src/service";
-import { startChannelsService } from "../services/channels/src/service";
-import { startVaultService } from "../services/vault/src/service";
-import { identitySettingsFromEnv, proxySettingsFromEnv, vaultEnvSchema } from "../services/vault/src/config";
-import { loadKeyRing } from "../services/vault/src/crypto/keyring-config";
+import { clusterServices } from "../services/cluster";
 import { createGateway } from "../services/gateway/src/app";
 import { createKeysFile, loadApiKeys } from "../services/gateway/src/api-keys";
-import { gatewayConfigSchema } from "../services/gateway/src/config";
+import { gatewayConfigSchema, gatewayOptionsFromConfig, type GatewayConfig } from "../services/gateway/src/config";
+import type { AnyServiceDefinition } from "@intentmesh/service";
 
 await runMain("intentmesh", async () => {
-  const config = parseConfig("intentmesh", gatewayConfigSchema.merge(federationEnvSchema).merge(vaultEnvSchema));
+  // The gateway's variables and every service's own: each means here what it means in that
+  // service's own process (services/<name>/src/manifest.ts).
+  const services: AnyServiceDefinition[] = Object.values(clusterServices);
+  const schema = services.reduce<z.ZodObject>((all, service) => all.extend(service.env.shape), gatewayConfigSchema);
+  const config = parseConfig("intentmesh", schema) as GatewayConfig & Record<string, unknown>;
   startTracing("intentmesh");
   const logger = createLogger("intentmesh", config.LOG_LEVEL);
 
@@ -38,38 +35,18 @@ await runMain("intentmesh", async () => {
 
   const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
   const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE, natsAuthOf(config));
-  const intents = await startIntentsService({ bus, database, logger: createLogger("intents", config.LOG_LEVEL) });
-  const registry = await startRegistryService({ bus, database, logger: createLogger("registry", config.LOG_LEVEL) });
-  const memory = await startMemoryService({ bus, database, logger: createLogger("memory", config.LOG_LEVEL) });
-  const federation = await startFederationService({
-    bus,
-    database,
-    logger: createLogger("federation", config.LOG_LEVEL),
-    settings: settingsFromEnv(config),
-    key: { pem: config.FEDERATION_SIGNING_KEY, file: config.FEDERATION_SIGNING_KEY_FILE, dataDir: config.DATA_DIR },
-  });
-  const governance = await startGovernanceService({ bus, database, logger: createLogger("governance", config.LOG_LEVEL) });
-  const channels = await startChannelsService({ bus, database, logger: createLogger("channels", config.LOG_LEVEL) });
-  // One process on one machine: without VAULT_KEK a development key is kept under DATA_DIR (docs/vaults.md).
-  const kek = loadKeyRing({ keys: config.VAULT_KEK, file: config.VAULT_KEK_FILE, primary: config.VAULT_KEK_PRIMARY, dataDir: config.DATA_DIR });
-  if (kek.development) logger.warn("vault: no VAULT_KEK or VAULT_KEK_FILE: credentials are sealed under a development key kept in DATA_DIR; set VAULT_KEK outside development");
-  const vault = await startVaultService({ bus, database, logger: createLogger("vault", config.LOG_LEVEL), keys: kek.ring, proxy: proxySettingsFromEnv(config), identity: identitySettingsFromEnv(config) });
-  const gateway = await createGateway({
-    bus,
-    keys,
-    logger: createLogger("gateway", config.LOG_LEVEL),
-    bodyLimit: config.BODY_LIMIT,
-    ssePingMs: config.SSE_PING_SECONDS * 1000,
-    busTimeoutMs: config.BUS_TIMEOUT_MS,
-    federation: config.FEDERATION_ENABLED,
-  });
+  const running: { stop(): Promise<void> }[] = [];
+  for (const service of services) {
+    running.push(await service.start({ bus, database, logger: createLogger(service.name, config.LOG_LEVEL), ...service.options(config) }));
+  }
+  const gateway = await createGateway({ bus, keys, logger: createLogger("gateway", config.LOG_LEVEL), ...gatewayOptionsFromConfig(config) });
   await gateway.listen(config.PORT, config.HOST);
   const shownHost = config.HOST === "0.0.0.0" ? "127.0.0.1" : config.HOST;
   logger.info(
     { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
     `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
   );
-  stopOnSignals(logger, [() => gateway.stop(), () => vault.stop(), () => channels.stop(), () => governance.stop(), () => federation.stop(), () => memory.stop(), () => registry.stop(), () => intents.stop(), () => bus.close(), () => database.close(), stopTracing]);
+  stopOnSignals(logger, [() => gateway.stop(), ...running.reverse().map((service) => () => service.stop()), () => bus.close(), () => database.close(), stopTracing]);
 });
 
 /** Starts a nats-server with JetStream under the data directory when nothing answers the default NATS address. */

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTestDatabase, testNamespace } from "../support/backends";
 import { freePort } from "../support/private-nats";
-import { buildServices } from "../../scripts/build";
+import { SERVICES, buildServices } from "../../scripts/build";
 
 /**
  * The production image without a Docker engine (none here): deploy/Dockerfile is read for the
@@ -46,7 +46,7 @@ describe("deploy/Dockerfile", () => {
   });
 
   it("copies every service's bundle and migrations", () => {
-    for (const service of fs.readdirSync(path.join(root, "services"))) {
+    for (const service of SERVICES) {
       expect(finalStage, service).toContain(`/app/services/${service}/dist ./services/${service}/dist`);
       if (fs.existsSync(path.join(root, "services", service, "migrations"))) expect(finalStage, service).toContain(`/app/services/${service}/migrations`);
     }
@@ -68,7 +68,7 @@ describe("the compiled services, installed as the image installs them", () => {
     }
     fs.cpSync(path.join(root, "patches"), path.join(image, "patches"), { recursive: true });
     for (const dir of ["libs", "services"]) {
-      for (const name of fs.readdirSync(path.join(root, dir))) {
+      for (const name of fs.readdirSync(path.join(root, dir)).filter((entry) => fs.existsSync(path.join(root, dir, entry, "package.json")))) {
         fs.mkdirSync(path.join(image, dir, name), { recursive: true });
         fs.copyFileSync(path.join(root, dir, name, "package.json"), path.join(image, dir, name, "package.json"));
       }
@@ -77,7 +77,7 @@ describe("the compiled services, installed as the image installs them", () => {
     // The runtime stage: bundles, migrations, entry scripts.
     fs.cpSync(path.join(root, "scripts/start-service.mjs"), path.join(image, "scripts/start-service.mjs"));
     fs.cpSync(path.join(root, "scripts/healthcheck.mjs"), path.join(image, "scripts/healthcheck.mjs"));
-    for (const service of fs.readdirSync(path.join(root, "services"))) {
+    for (const service of SERVICES) {
       fs.cpSync(path.join(root, "services", service, "dist"), path.join(image, "services", service, "dist"), { recursive: true });
       const migrations = path.join(root, "services", service, "migrations");
       if (fs.existsSync(migrations)) fs.cpSync(migrations, path.join(image, "services", service, "migrations"), { recursive: true });

@@ -52,7 +52,7 @@ type Key = keyof typeof TEST_KEYS;
 function pythonClient(key: Key, agentId: string) {
   const headers = { "X-API-Key": TEST_KEYS[key], "X-Agent-ID": agentId, "Content-Type": "application/json" };
   const call = async (method: string, path: string, json?: unknown, params?: Record<string, string | number>): Promise<ApiResponse> => {
-    const query = params ? `?${new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]))}` : "";
+    const query = params ? `?${new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]))}` : "";
     const res = await fetch(`${cluster.baseUrl}${path}${query}`, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) });
     const text = await res.text();
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };

@@ -11,16 +11,13 @@ commandChecks.outputs = true;
 commandChecks.errors = true;
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
-import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
-import { startRegistryService, type RegistryService } from "../../services/registry/src/service";
-import { startMemoryService, type MemoryService } from "../../services/memory/src/service";
-import { startFederationService, type FederationService, type FederationSettings } from "../../services/federation/src/service";
 import type { Connector, Resolver } from "@intentmesh/ssrf";
-import { startGovernanceService, type GovernanceService } from "../../services/governance/src/service";
-import { startChannelsService, type ChannelsService } from "../../services/channels/src/service";
-import { startVaultService, type VaultService } from "../../services/vault/src/service";
+import type { AnyServiceDefinition, OptionsOf, ServiceOf } from "@intentmesh/service";
+import { CLUSTER_SERVICES, type ServiceName } from "@intentmesh/contracts";
+import { clusterServices, type ClusterServices } from "../../services/cluster";
+import type { FederationSettings } from "../../services/federation/src/settings";
 import { KeyRing } from "../../services/vault/src/crypto/envelope";
-import type { ToolProxySettings } from "../../services/vault/src/context";
+import type { IdentitySettings, ToolProxySettings } from "../../services/vault/src/context";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -34,7 +31,10 @@ export const TEST_KEYS = {
   other: "test-other-agent-key-000000000000",
 } as const;
 
-export interface TestCluster {
+/** Every service of the cluster, by name, as it was started (services/cluster.ts). */
+export type RunningServices = { [Name in ServiceName]: ServiceOf<ClusterServices[Name]> };
+
+export interface TestCluster extends RunningServices {
   baseUrl: string;
   bus: Bus;
   /** Speaks to the services over the bus, as another team's service would. */
@@ -42,14 +42,7 @@ export interface TestCluster {
   database: DatabaseHandle;
   /** The connection URL of the cluster's own database (a directory for an embedded one). */
   databaseUrl: string;
-  intents: IntentsService;
-  registry: RegistryService;
-  memory: MemoryService;
-  /** Always running; disabled (404 FEDERATION_DISABLED) unless the cluster was started with `federation`. */
-  federation: FederationService;
-  governance: GovernanceService;
-  channels: ChannelsService;
-  vault: VaultService;
+  /** `federation` always runs; it is disabled (404 FEDERATION_DISABLED) unless the cluster was started with `federation`. */
   gateway: Gateway;
   clock: Clock;
   namespace: string;
@@ -97,8 +90,8 @@ export interface ClusterOptions {
    * holds the routes to their declarations (routeErrorChecks).
    */
   strictRouteErrors?: boolean;
-  /** The vault's key-encryption keys (default: one random test key) and its tool proxy (default: no address outside global unicast). */
-  vault?: { keys?: KeyRing; proxy?: Partial<ToolProxySettings>; identity?: { challengeTtlMs?: number; rotationOverlapMs?: number } };
+  /** The vault's key-encryption keys (default: one random test key), its tool proxy (default: global unicast only) and identity timings. */
+  vault?: { keys?: KeyRing; proxy?: Partial<ToolProxySettings>; identity?: Partial<IdentitySettings> };
 }
 
 /** A key ring of one random key, for tests. */
@@ -132,45 +125,38 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5 });
   const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);
   const clock = options.clock ?? new ManualClock(new Date());
-  const intents = await startIntentsService({ bus, database, logger, clock, leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 });
-  // The registry's sweeper runs only when a test calls registry.sweeper.sweep(), on the manual clock.
-  const registry = await startRegistryService({
-    bus,
-    database,
-    logger,
-    clock,
-    sweepIntervalMs: 3_600_000,
-    // TEST-ONLY: the loopback allowance follows the federation option of the one test that sets it.
-    outboundPolicy: { allowLoopback: options.federation?.allowLoopback ?? false },
-  });
-  // The memory service's expiry sweeper runs only when a test calls memory.sweeper.sweep(), on the manual clock.
-  const memory = await startMemoryService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000, ...options.memory });
+  // The gateway first: federation's server URL (and with it its did:web) is the gateway's address.
   const { gateway, baseUrl, api } = await startTestGateway(bus, logger, {
     ssePingMs: options.ssePingMs,
     bodyLimit: options.bodyLimit,
     federation: Boolean(options.federation),
     strictRouteErrors: options.strictRouteErrors,
   });
-  // After the gateway: the server URL (and with it the did:web) is the gateway's own address.
   const federationDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "im-federation-"));
   const { signingKeyPem, resolve, connect, ...federationSettings } = options.federation ?? {};
-  const federation = await startFederationService({
-    bus,
-    database,
-    logger,
-    clock,
-    settings: { serverUrl: baseUrl, ...federationSettings, enabled: Boolean(options.federation) },
-    key: { pem: signingKeyPem, dataDir: federationDataDir },
-    resolve,
-    connect,
-    callbackIntervalMs: 200,
-  });
-  // The suspension timer runs only when a test calls governance.timer.sweep(), on the manual clock.
-  const governance = await startGovernanceService({ bus, database, logger, clock, timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy });
-  // The channel sweeper runs only when a test calls channels.sweeper.sweep(), on the manual clock.
-  const channels = await startChannelsService({ bus, database, logger, clock, sweepIntervalMs: 3_600_000 });
-  // The vault's sweepers (cost retry, re-wrap) run only when a test calls them, on the manual clock.
-  const vault = await startVaultService({ bus, database, logger, clock, keys: options.vault?.keys ?? testKeyRing(), proxy: options.vault?.proxy, identity: options.vault?.identity, sweepIntervalMs: 3_600_000 });
+  // What tests change of each service. Timers run only when a test calls their sweep() on the
+  // manual clock (hour-long intervals); everything else is what the service's own defaults are.
+  const testOptions: { [Name in ServiceName]: Partial<OptionsOf<ClusterServices[Name]>> } = {
+    intents: { leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 },
+    // TEST-ONLY: the loopback allowance follows the federation option of the one test that sets it.
+    registry: { sweepIntervalMs: 3_600_000, outboundPolicy: { allowLoopback: options.federation?.allowLoopback ?? false } },
+    memory: { sweepIntervalMs: 3_600_000, ...options.memory },
+    federation: {
+      settings: { serverUrl: baseUrl, ...federationSettings, enabled: Boolean(options.federation) },
+      key: { pem: signingKeyPem, dataDir: federationDataDir },
+      resolve,
+      connect,
+      callbackIntervalMs: 200,
+    },
+    governance: { timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy },
+    channels: { sweepIntervalMs: 3_600_000 },
+    vault: { sweepIntervalMs: 3_600_000, keys: options.vault?.keys ?? testKeyRing(), proxy: options.vault?.proxy, identity: options.vault?.identity },
+  };
+  const services = {} as RunningServices;
+  for (const name of CLUSTER_SERVICES) {
+    const definition = clusterServices[name] as AnyServiceDefinition;
+    (services as Record<ServiceName, unknown>)[name] = await definition.start({ bus, database, logger, clock, ...testOptions[name] });
+  }
 
   return {
     baseUrl,
@@ -178,13 +164,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     client: new BusClient(bus, 10_000),
     database,
     databaseUrl: testDb.url,
-    intents,
-    registry,
-    memory,
-    federation,
-    governance,
-    channels,
-    vault,
+    ...services,
     gateway,
     clock,
     namespace,
@@ -193,13 +173,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
       // Every event this test wrote must be what the event catalogue promises its readers.
       const offCatalogue = await eventsOffCatalogue(database).catch(() => []);
       await gateway.stop();
-      await memory.stop();
-      await federation.stop();
-      await governance.stop();
-      await channels.stop();
-      await vault.stop();
-      await registry.stop();
-      await intents.stop();
+      for (const name of [...CLUSTER_SERVICES].reverse()) await services[name].stop();
       await deleteNamespaceStreams(bus, namespace);
       await bus.close();
       await database.close();

@@ -11,7 +11,8 @@ import type { Bus, BusClient } from "@intentmesh/bus";
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-export type ServiceName = "intents" | "registry" | "memory" | "federation" | "governance" | "channels";
+export type { ServiceName } from "@intentmesh/contracts";
+import type { ServiceName } from "@intentmesh/contracts";
 
 /** Starts services/<service>/src/main.ts with the given environment on top of this process's. */
 export function startServiceProcess(service: ServiceName, env: Record<string, string>): ChildProcess {

@@ -67,8 +67,13 @@ export const intentsCommands = {
 /** Every service answers `im.<service>.health` with {service, database: "ok"}; the gateway's /readyz asks each. */
 export const healthCommand = (service: string): CommandDef<z.ZodObject> => command(service, "health", z.object({}));
 
-/** The services a complete cluster runs; /readyz asks each of them. Later services add themselves here. */
+/**
+ * The back-end services a complete cluster runs, in start order; /readyz asks each of them. Each
+ * name is the `<service>` of its subjects and the folder services/<service> whose src/manifest.ts
+ * defines it (services/cluster.ts lists those definitions, keyed by these names).
+ */
 export const CLUSTER_SERVICES = ["intents", "registry", "memory", "federation", "governance", "channels", "vault"] as const;
+export type ServiceName = (typeof CLUSTER_SERVICES)[number];
 
 export const BusRequest = z.object({ caller: Caller, input: z.unknown() });
 export type BusRequest = z.infer<typeof BusRequest>;

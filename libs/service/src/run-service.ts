@@ -1,19 +1,8 @@
 import { z } from "zod";
-import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
-import { connectBus, type Bus } from "@intentmesh/bus";
-import { baseConfigSchema, createLogger, natsAuthOf, parseConfig, runMain, serveMetrics, startTracing, stopOnSignals, stopTracing, type BaseConfig, type Logger } from "@intentmesh/telemetry";
-
-/** What a back-end service is started with: its parsed configuration and open connections. */
-export interface ServiceDependencies<C> {
-  config: C;
-  logger: Logger;
-  database: DatabaseHandle;
-  bus: Bus;
-}
-
-export interface RunningService {
-  stop(): Promise<void>;
-}
+import { openDatabase } from "@intentmesh/db";
+import { connectBus } from "@intentmesh/bus";
+import type { RunningService, ServiceConnections, ServiceDefinition } from "./definition";
+import { baseConfigSchema, createLogger, natsAuthOf, parseConfig, runMain, serveMetrics, startTracing, stopOnSignals, stopTracing, type BaseConfig } from "@intentmesh/telemetry";
 
 /**
  * The entry point of one back-end service process, the same for every service: parse the
@@ -22,18 +11,17 @@ export interface RunningService {
  * SIGTERM/SIGINT stop it, then the bus, the database and tracing, in that order. A configuration
  * or connection failure ends the process with a sentence naming the variable (runMain).
  */
-export async function runService<E extends z.ZodRawShape, S extends RunningService>(
-  name: string,
-  ownVariables: z.ZodObject<E>,
-  start: (dependencies: ServiceDependencies<BaseConfig & z.infer<z.ZodObject<E>>>) => Promise<S>,
-): Promise<void> {
+export async function runService<Env extends z.ZodObject, StartOptions extends ServiceConnections, S extends RunningService>(definition: ServiceDefinition<Env, StartOptions, S>): Promise<void> {
+  const { name } = definition;
   await runMain(name, async () => {
-    const config = parseConfig(name, baseConfigSchema.extend(ownVariables.shape)) as BaseConfig & z.infer<z.ZodObject<E>>;
+    const config = parseConfig(name, baseConfigSchema.extend(definition.env.shape)) as BaseConfig & z.infer<Env>;
     startTracing(name);
     const logger = createLogger(name, config.LOG_LEVEL);
     const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
     const bus = await connectBus(config.NATS_URL, name, config.BUS_NAMESPACE, natsAuthOf(config));
-    const service = await start({ config, logger, database, bus });
+    // Every own option of a service is optional (its defaults apply), so connections and what
+    // the environment sets are a whole start.
+    const service = await definition.start({ logger, database, bus, ...definition.options(config) } as Parameters<typeof definition.start>[0]);
     // /healthz, /readyz (this process's own dependencies: its database and NATS) and /metrics.
     const readiness = async () => {
       const nats = !bus.nc.isClosed() && !bus.nc.isDraining();

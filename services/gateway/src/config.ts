@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { baseConfigSchema } from "@intentmesh/telemetry";
+import { parseCorsOrigins } from "./cors";
 
 export const gatewayConfigSchema = baseConfigSchema.extend({
   HOST: z.string().default("0.0.0.0"),
@@ -18,3 +19,16 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
   FEDERATION_ENABLED: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+
+/**
+ * The gateway's options as its variables set them: the one mapping its own process
+ * (src/main.ts) and README command 1 (scripts/start-cluster.ts) both use, so a documented
+ * variable works however the gateway is started.
+ */
+export const gatewayOptionsFromConfig = (config: GatewayConfig) => ({
+  bodyLimit: config.BODY_LIMIT,
+  ssePingMs: config.SSE_PING_SECONDS * 1000,
+  busTimeoutMs: config.BUS_TIMEOUT_MS,
+  federation: config.FEDERATION_ENABLED,
+  corsOrigins: parseCorsOrigins(config.CORS_ORIGINS),
+});

@@ -1,9 +1,8 @@
 import { connectBus } from "@intentmesh/bus";
 import { createLogger, natsAuthOf, parseConfig, runMain, startTracing, stopOnSignals, stopTracing } from "@intentmesh/telemetry";
-import { gatewayConfigSchema } from "./config";
+import { gatewayConfigSchema, gatewayOptionsFromConfig } from "./config";
 import { loadApiKeys } from "./api-keys";
 import { createGateway } from "./app";
-import { parseCorsOrigins } from "./cors";
 
 // Entry point of the gateway alone: config -> logger -> keys -> bus -> HTTP -> shutdown.
 await runMain("gateway", async () => {
@@ -12,16 +11,7 @@ await runMain("gateway", async () => {
   const logger = createLogger("gateway", config.LOG_LEVEL);
   const keys = loadApiKeys(config.API_KEYS, config.API_KEYS_FILE);
   const bus = await connectBus(config.NATS_URL, "gateway", config.BUS_NAMESPACE, natsAuthOf(config));
-  const gateway = await createGateway({
-    bus,
-    keys,
-    logger,
-    bodyLimit: config.BODY_LIMIT,
-    ssePingMs: config.SSE_PING_SECONDS * 1000,
-    busTimeoutMs: config.BUS_TIMEOUT_MS,
-    federation: config.FEDERATION_ENABLED,
-    corsOrigins: parseCorsOrigins(config.CORS_ORIGINS),
-  });
+  const gateway = await createGateway({ bus, keys, logger, ...gatewayOptionsFromConfig(config) });
   await gateway.listen(config.PORT, config.HOST);
   logger.info({ host: config.HOST, port: config.PORT, keys: keys.size }, "gateway listening");
   stopOnSignals(logger, [() => gateway.stop(), () => bus.close(), stopTracing]);

@@ -7,6 +7,7 @@ import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { IdentitySettings, ToolProxySettings, VaultContext } from "./context";
 import type { KeyRing } from "./crypto/envelope";
+import { loadKeyRing, type KeyRingSource } from "./crypto/keyring-config";
 import { outbox } from "./db/schema";
 import { startAgentProjection } from "./agent-projection";
 import { CostRetrySweeper } from "./costs";
@@ -26,8 +27,10 @@ export interface VaultServiceOptions {
   database: DatabaseHandle;
   logger: Logger;
   clock?: Clock;
-  /** The key-encryption keys (crypto/keyring-config.ts loads them from VAULT_KEK / VAULT_KEK_FILE). */
-  keys: KeyRing;
+  /** The key-encryption keys, given (tests); or */
+  keys?: KeyRing;
+  /** where to load them from: VAULT_KEK / VAULT_KEK_FILE, else a development key under DATA_DIR (crypto/keyring-config.ts). */
+  kek?: KeyRingSource;
   proxy?: Partial<ToolProxySettings>;
   identity?: Partial<IdentitySettings>;
   /** How often pending tool costs are retried and old-key rows re-wrapped; default 30 s. */
@@ -45,6 +48,7 @@ export interface VaultService {
 
 /** Migrates the schema, ensures the streams, serves every vault subject, starts the relay, the projection and the sweepers. */
 export async function startVaultService(options: VaultServiceOptions): Promise<VaultService> {
+  const keys = options.keys ?? keyRingOf(options);
   const core = await openServiceCore({
     name: "vault",
     ...options,
@@ -57,7 +61,7 @@ export async function startVaultService(options: VaultServiceOptions): Promise<V
     clock: core.clock,
     logger: core.logger,
     client: core.client,
-    keys: options.keys,
+    keys,
     proxy: { ...DEFAULT_PROXY, ...options.proxy },
     identity: { ...DEFAULT_IDENTITY, ...options.identity },
     published: core.published,
@@ -103,7 +107,18 @@ export async function startVaultService(options: VaultServiceOptions): Promise<V
   const running = core.launch({
     workers: [costRetry, rewrap],
     running: [projection],
-    started: { primary_key_id: options.keys.primaryId, key_ids: options.keys.ids.length, tool_networks_allowed: options.proxy?.outbound?.allowedNetworks?.map((n) => n.cidr) ?? [] },
+    started: { primary_key_id: keys.primaryId, key_ids: keys.ids.length, tool_networks_allowed: options.proxy?.outbound?.allowedNetworks?.map((n) => n.cidr) ?? [] },
   });
   return { ctx, relay: core.relay, costRetry, rewrap, stop: running.stop };
+}
+
+/** The key ring from configuration; a development key is generated (and loudly announced) only when none is configured. */
+function keyRingOf(options: VaultServiceOptions): KeyRing {
+  const { ring, development } = loadKeyRing(options.kek ?? { dataDir: ".data" });
+  if (development) {
+    options.logger.warn(
+      "vault: no VAULT_KEK or VAULT_KEK_FILE: credentials are sealed under a development key generated under DATA_DIR. Outside one machine set VAULT_KEK (compose and the Helm chart require it): replicas with different keys cannot read each other's credentials",
+    );
+  }
+  return ring;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, count, desc, eq, gt, min, ne, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, min, sql } from "drizzle-orm";
 import { appError, errors, findUnsafeJsonValue, vaultEventTypes, type Caller, type InvokeToolBody, type RecordInvocationBody, type ToolInvocation } from "@intentmesh/contracts";
 import { guardedFetch, isOutboundError } from "@intentmesh/ssrf";
 import type { Tx } from "@intentmesh/db";
@@ -84,8 +84,9 @@ async function reserve(ctx: VaultContext, agentId: string, tool: string, body: I
     const candidates = await tx
       .select()
       .from(grants)
-      .where(and(eq(grants.agentId, agentId), body.grant_id ? eq(grants.id, body.grant_id) : ne(grants.status, "revoked")))
-      .orderBy(asc(grants.createdAt))
+      .where(and(eq(grants.agentId, agentId), body.grant_id ? eq(grants.id, body.grant_id) : undefined))
+      // Usable grants first; a revoked one still answers why (GRANT_REVOKED rather than "no grant").
+      .orderBy(sql`${grants.status} = 'revoked'`, asc(grants.createdAt))
       .limit(200)
       .for("update");
     if (body.grant_id && !candidates.length) throw errors.notFound("grant", body.grant_id);

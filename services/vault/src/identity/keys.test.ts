@@ -11,7 +11,7 @@ describe("Ed25519 keys and signatures", () => {
     expect(verifyEd25519(RFC8032_PUBLIC, Buffer.alloc(0), RFC8032_SIGNATURE)).toBe(true);
     expect(verifyEd25519(RFC8032_PUBLIC, Buffer.from("x"), RFC8032_SIGNATURE)).toBe(false);
     const flipped = Buffer.from(RFC8032_SIGNATURE);
-    flipped[0] ^= 1;
+    flipped[0]! ^= 1;
     expect(verifyEd25519(RFC8032_PUBLIC, Buffer.alloc(0), flipped)).toBe(false);
     expect(verifyEd25519(Buffer.alloc(32), Buffer.alloc(0), RFC8032_SIGNATURE)).toBe(false);
   });
