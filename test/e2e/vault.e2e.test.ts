@@ -244,6 +244,29 @@ describe("grant rules", () => {
     ok(await agent3.invoke_tool("charges.read", "limited-3", { currency: "usd" }));
   });
 
+  it("concurrent invocations cannot both take the last use of a grant", async () => {
+    const { user, credential } = await stripeSetup("race");
+    const grant = ok(await user.create_tool_grant(credential.id, "racer-1", "user-1", ["charges.read"], { constraints: { max_invocations: 2 } }), 201);
+    const agent = pythonClient("agent", "racer-1");
+    const answers = await Promise.all(Array.from({ length: 8 }, () => agent.invoke_tool("charges.read", "racer-1", {})));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(2);
+    for (const refused of answers.filter((a) => a.status !== 200)) expectError(refused, 403, "GRANT_EXHAUSTED");
+    expect(ok(await user.get_tool_grant(grant.id)).invocation_count).toBe(2);
+    expect(ok(await agent.list_invocations(grant.id))).toHaveLength(2);
+  });
+
+  it("an idempotency key answers with the first invocation, without calling the tool again", async () => {
+    const { user, credential } = await stripeSetup("idempotent");
+    ok(await user.create_tool_grant(credential.id, "idem-1", "user-1", ["charges.read", "charges.create"]), 201);
+    const agent = pythonClient("agent", "idem-1");
+    received.length = 0;
+    const first = ok(await agent.invoke_tool("charges.read", "idem-1", { charge_id: "a" }, { idempotency_key: "k-1" }));
+    const again = ok(await agent.invoke_tool("charges.read", "idem-1", { charge_id: "a" }, { idempotency_key: "k-1" }));
+    expect(again.invocation_id).toBe(first.invocation_id);
+    expect(received).toHaveLength(1);
+    expectError(await agent.invoke_tool("charges.create", "idem-1", {}, { idempotency_key: "k-1" }), 422, "IDEMPOTENCY_KEY_REUSED");
+  });
+
   it("a refused invocation writes nothing", async () => {
     const { user, credential } = await stripeSetup("nothing");
     const grant = ok(await user.create_tool_grant(credential.id, "refused-1", "user-1", ["charges.read"], { constraints: { max_invocations: 0 } }), 201);
