@@ -305,6 +305,14 @@ describe("grant rules", () => {
     expect(ok(await user.get_credential(credential.id))).toMatchObject({ status: "revoked", secret_fields: [] });
   });
 
+  it("an agent invokes only as itself; admins and coordinators may act for it", async () => {
+    const { user, credential } = await stripeSetup("acting");
+    ok(await user.create_tool_grant(credential.id, "acting-1", "user-1", ["charges.read"]), 201);
+    expectError(await pythonClient("other", "someone-else").invoke_tool("charges.read", "acting-1", {}), 403, "FORBIDDEN");
+    expectError(await pythonClient("operator", "user-1").invoke_tool("charges.read", "acting-1", {}), 403, "FORBIDDEN");
+    ok(await pythonClient("coordinator", "coord").invoke_tool("charges.read", "acting-1", {}));
+  });
+
   it("GET /tools/granted lists the usable tools of the acting agent", async () => {
     const { user, credential } = await stripeSetup("discovery");
     ok(await user.create_tool_grant(credential.id, "disco-1", "user-1", ["charges.read", "charges.create"]), 201);
@@ -375,5 +383,58 @@ describe("the MCP server's vault tools", () => {
     expect(received[0]!.headers.authorization).toBe(`Bearer ${SECRET}`);
     expect(JSON.stringify(result)).not.toContain(SECRET);
     expectError(await mcp.grantTool({ intent_id: intent.id, agent_id: "researcher-1", tool_name: "no-such-tool" }), 404, "CREDENTIAL_NOT_FOUND");
+    expectError(await mcp.grantTool({ intent_id: "00000000-0000-4000-8000-000000000000", agent_id: "researcher-1", tool_name: "search-api" }), 404, "INTENT_NOT_FOUND");
+    expectError(await user.create_tool_grant(stored.id, "researcher-1", "user-1", [], { context: { intent_id: "00000000-0000-4000-8000-000000000000" } }), 404, "INTENT_NOT_FOUND");
   });
 });
+
+describe("unknown ids and malformed bodies on the vault routes", () => {
+  it("answer 404 with the resource's code, or 400, and write nothing", async () => {
+    const unknown = "00000000-0000-4000-8000-000000000000";
+    const before = await vaultFingerprint();
+    for (const [method, path, code, body] of [
+      ["GET", `/vaults/${unknown}`, "VAULT_NOT_FOUND"],
+      ["GET", `/vaults/${unknown}/credentials`, "VAULT_NOT_FOUND"],
+      ["GET", `/vaults/${unknown}/credentials/x`, "VAULT_NOT_FOUND"],
+      ["POST", `/vaults/${unknown}/credentials`, "VAULT_NOT_FOUND", { name: "x", credential_type: "api_key" }],
+      ["GET", `/credentials/${unknown}`, "CREDENTIAL_NOT_FOUND"],
+      ["PATCH", `/credentials/${unknown}/rotate`, "CREDENTIAL_NOT_FOUND", { secret: "x-secret" }],
+      ["DELETE", `/credentials/${unknown}`, "CREDENTIAL_NOT_FOUND"],
+      ["POST", "/grants", "CREDENTIAL_NOT_FOUND", { credential_id: unknown, agent_id: "a" }],
+      ["GET", `/grants/${unknown}`, "GRANT_NOT_FOUND"],
+      ["DELETE", `/grants/${unknown}`, "GRANT_NOT_FOUND"],
+      ["PATCH", `/grants/${unknown}/suspend`, "GRANT_NOT_FOUND", {}],
+      ["PATCH", `/grants/${unknown}/resume`, "GRANT_NOT_FOUND", {}],
+      ["GET", `/grants/${unknown}/invocations`, "GRANT_NOT_FOUND"],
+      ["POST", "/invocations", "GRANT_NOT_FOUND", { grant_id: unknown, service: "s", tool: "t", agent_id: "a" }],
+      ["POST", "/tools/invoke", "GRANT_NOT_FOUND", { tool_name: "t", agent_id: "operator", grant_id: unknown }],
+      ["GET", "/vaults/not-a-uuid", "VAULT_NOT_FOUND"],
+    ] as const) {
+      const res = await cluster.api(path, { method, body, key: "operator" });
+      expectError(res, 404, code);
+    }
+    for (const [path, body] of [
+      ["/vaults", { name: "" }],
+      ["/vaults", { name: "x", extra: 1 }],
+      ["/credentials", { vault_id: "nope", label: "x" }],
+      ["/credentials", { label: "x" }],
+      ["/grants", { credential_id: "00000000-0000-4000-8000-000000000000", agent_id: "a b" }],
+      ["/tools/invoke", { agent_id: "a" }],
+      ["/tools/invoke", { tool_name: "t", parameters: [] }],
+      ["/agents/x/identity", { public_key: "ed25519:short" }],
+      ["/identity/register", { agent_id: "x", public_key: "A".repeat(43), key_type: "rsa" }],
+    ] as const) {
+      const res = await cluster.api(path, { body, key: "operator" });
+      expect(res.status, `${path} ${JSON.stringify(body)} -> ${JSON.stringify(res.body)}`).toBe(400);
+    }
+    expect(await vaultFingerprint()).toBe(before);
+  });
+});
+
+async function vaultFingerprint(): Promise<string> {
+  const tables = ["vaults", "credentials", "grants", "invocations", "identity_keys", "identity_challenges", "outbox"];
+  const parts = [];
+  for (const table of tables) parts.push(JSON.stringify(await cluster.database.db.execute(`select count(*)::int as n from vault.${table}` as never)));
+  return parts.join("|");
+}
+

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, inArray, or, sql, type SQL } from "drizzle-orm";
-import { appError, errors, vaultEventTypes, type Caller, type CreateGrantBody, type GrantToolBody, type ListGrantsQuery, type ToolGrant } from "@intentmesh/contracts";
+import { appError, errors, intentsCommands, vaultEventTypes, type Caller, type CreateGrantBody, type GrantToolBody, type ListGrantsQuery, type ToolGrant } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { isAdmin, mayReadAllGrants, type VaultContext } from "../context";
 import { agentStatuses, credentials, grants } from "../db/schema";
@@ -70,9 +70,18 @@ async function insertGrant(ctx: VaultContext, credential: CredentialRow, grant: 
   return (await answer(ctx, [row]))[0]!;
 }
 
+/**
+ * A grant bound to an intent names one that exists and that the caller may read (the intents
+ * service answers: 404 INTENT_NOT_FOUND otherwise). Asked before anything is written.
+ */
+async function assertIntentReadable(ctx: VaultContext, intentId: string, caller: Caller): Promise<void> {
+  await ctx.client.request(intentsCommands.get, caller, { intent_id: intentId });
+}
+
 /** POST /grants (Python create_tool_grant, RFC §2.1). */
 export async function createGrant(ctx: VaultContext, body: CreateGrantBody, caller: Caller): Promise<ToolGrant> {
   const credential = await ownedCredential(ctx, body.credential_id, caller);
+  if (typeof body.context?.intent_id === "string") await assertIntentReadable(ctx, body.context.intent_id, caller);
   const delegatable = body.delegatable ?? false;
   return insertGrant(
     ctx,
@@ -100,6 +109,7 @@ export async function createGrant(ctx: VaultContext, body: CreateGrantBody, call
  */
 export async function grantTool(ctx: VaultContext, intentId: string, body: GrantToolBody, caller: Caller): Promise<ToolGrant> {
   const tool = body.tool_name;
+  await assertIntentReadable(ctx, intentId, caller);
   const candidates = await ctx.db
     .select()
     .from(credentials)
