@@ -5,7 +5,7 @@ import { isoTimestamp, type ManualClock } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, isLeaseExpiry, uniqueTag } from "../support/e2e-helpers";
-import { knownAgentStatus } from "../../services/intents/src/agent-status";
+import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
 
 let cluster: TestCluster;
 beforeAll(async () => {

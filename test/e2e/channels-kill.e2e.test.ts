@@ -1,7 +1,7 @@
 import { type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { channelsCommands, channelStream, intentsCommands, streams, systemEventStream, type Caller, type Channel, type Intent, type Message } from "@intentmesh/contracts";
+import { channelsCommands, channelStream, intentsCommands, streams, systemEventStream, type Caller, type Message } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
@@ -29,6 +29,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
   namespace = testNamespace();
   bus = await connectBus(inject("natsUrl"), "channels-kill-test", namespace);
+  bus.checks = { outputs: true, errors: true }; // services started here are held to their catalogue entries
   database = await openDatabase({ url: testDb.url });
   intents = await startIntentsService({ bus, database, logger: createLogger("test", "silent"), leaseSweepIntervalMs: 3_600_000 });
 });
@@ -46,17 +47,17 @@ afterAll(async () => {
 describe("killing the channels service mid-flight", () => {
   it("loses no acknowledged message, stores and publishes each exactly once, and audits each once", async () => {
     const client = new BusClient(bus, 1500);
-    const intent = await client.request<Intent>(intentsCommands.create, admin, { body: { title: "kill", status: "active", state: {}, constraints: {} } });
+    const intent = await client.request(intentsCommands.create, admin, { body: { title: "kill", status: "active", state: {}, constraints: {} } });
     service = startChannels();
     await untilHealthy(client, "channels", admin);
-    const channel = await client.request<Channel>(channelsCommands.create, admin, { intent_id: intent.id, body: { name: "load", options: { audit: true, max_messages: 100_000 } } });
+    const channel = await client.request(channelsCommands.create, admin, { intent_id: intent.id, body: { name: "load", options: { audit: true, max_messages: 100_000 } } });
 
     const acknowledged: Message[] = [];
     let sending = true;
     const senders = Array.from({ length: 12 }, async (_, w) => {
       for (let n = 0; sending; n++) {
         try {
-          acknowledged.push(await client.request<Message>(channelsCommands.send, sender, { channel_id: channel.id, body: { message_type: "notify", payload: { w, n } } }));
+          acknowledged.push(await client.request(channelsCommands.send, sender, { channel_id: channel.id, body: { message_type: "notify", payload: { w, n } } }));
         } catch {
           await new Promise((r) => setTimeout(r, 20));
         }

@@ -5,7 +5,7 @@ import { startTestCluster, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
 import { allEvents, createIntent, expectError, keyHeader, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
-import { recordCostInTx } from "../../services/intents/src/handlers/costs";
+import { recordCostInTx } from "../../services/intents/src/costs/handlers";
 
 let cluster: TestCluster;
 beforeAll(async () => {

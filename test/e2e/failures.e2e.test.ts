@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
-import { knownAgentStatus } from "../../services/intents/src/agent-status";
+import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
 import { allEvents, createIntent, expectError, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
 
 let cluster: TestCluster;

@@ -30,6 +30,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
   namespace = testNamespace();
   bus = await connectBus(inject("natsUrl"), "governance-kill-test", namespace);
+  bus.checks = { outputs: true, errors: true }; // services started here are held to their catalogue entries
   database = await openDatabase({ url: testDb.url });
   ({ gateway, api } = await startTestGateway(bus, createLogger("test", "silent"), { busTimeoutMs: 3000 }));
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
-import { governancePolicyCommands, type Caller, type GovernanceVerdicts } from "@intentmesh/contracts";
+import { governancePolicyCommands, type Caller } from "@intentmesh/contracts";
 import { GovernanceChecks } from "@intentmesh/service";
 import { createLogger } from "@intentmesh/telemetry";
 import { startTestCluster, startTestGateway, type ApiResponse, type TestCluster } from "../support/cluster";
@@ -20,6 +20,7 @@ beforeAll(async () => {
   cluster = await startTestCluster();
   const logger = createLogger("replica", "silent");
   secondBus = await connectBus(inject("natsUrl"), "replica", cluster.namespace);
+  secondBus.checks = cluster.bus.checks; // the replica is held to the catalogue like the cluster
   secondIntents = await startIntentsService({ bus: secondBus, database: cluster.database, logger, clock: cluster.clock, leaseSweepIntervalMs: 3_600_000 });
   ({ gateway: secondGateway, api: second } = await startTestGateway(secondBus, logger));
 });
@@ -167,7 +168,7 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
     const open = await createIntent(cluster);
     const as = (id: string): Caller => ({ principal: "agent-key", roles: ["agent"], actor: id, agent_id: id });
     const client = new BusClient(cluster.bus);
-    const { results } = await client.request<GovernanceVerdicts>(governancePolicyCommands.checkMany, as("service"), {
+    const { results } = await client.request(governancePolicyCommands.checkMany, as("service"), {
       checks: [
         { intent_id: intent.id, kind: "channel", caller: as("alice") },
         { intent_id: intent.id, kind: "memory", caller: as("bob") },

@@ -84,9 +84,9 @@ describe("creating under a chosen id (bus only: federation's receive after a cra
   it("creates once: a repeat by the same creator answers the intent made first, anyone else 409; HTTP cannot choose an id", async () => {
     const id = derivedUuid(`test:${uniqueTag()}`);
     const body = { title: "received", created_by: "did:web:peer.example", status: "active" as const, state: {}, constraints: {} };
-    const first = await cluster.client.request<any>(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body });
+    const first = await cluster.client.request(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body });
     expect(first).toMatchObject({ id, title: "received", version: 1 });
-    const again = await cluster.client.request<any>(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body: { ...body, title: "second try" } });
+    const again = await cluster.client.request(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body: { ...body, title: "second try" } });
     expect(again).toMatchObject({ id, title: "received", version: 1 });
     expect(await eventTypes(cluster, id)).toEqual(["intent_created"]);
     await expect(

@@ -25,6 +25,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
   namespace = testNamespace();
   bus = await connectBus(inject("natsUrl"), "memory-kill-test", namespace);
+  bus.checks = { outputs: true, errors: true }; // services started here are held to their catalogue entries
   database = await openDatabase({ url: testDb.url });
 });
 afterAll(async () => {
@@ -47,7 +48,7 @@ describe("killing the memory service mid-flight", () => {
       for (let n = 0; writing; n++) {
         try {
           acknowledged.push(
-            await client.request<MemoryEntry>(memoryCommands.create, caller, {
+            await client.request(memoryCommands.create, caller, {
               // Both create paths: episodic in a transaction (capacity), working in one statement.
               body: { namespace: `kill.${w}`, key: `k${n}`, value: { w, n }, memory_type: w % 2 === 0 ? "episodic" : "working", tags: ["kill"] },
             }),

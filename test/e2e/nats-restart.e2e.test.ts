@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { intentsCommands, type Caller, type Intent } from "@intentmesh/contracts";
+import { intentsCommands, type Caller } from "@intentmesh/contracts";
 import { BusClient } from "@intentmesh/bus";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { PrivateNats } from "../support/private-nats";
 import { SseClient } from "../support/sse";
-import { patchState } from "../../services/intents/src/handlers/state";
+import { patchState } from "../../services/intents/src/intents/patch-state";
 
 // Fault test: NATS goes away while the service keeps committing (a write already in flight, a
 // sweeper tick). Nothing is lost: the outbox holds the events until NATS is back, the relay
@@ -34,7 +34,7 @@ async function until(check: () => Promise<boolean> | boolean, timeoutMs = 15_000
 describe("a NATS restart", () => {
   it("loses no event committed while NATS was down", async () => {
     const client = new BusClient(cluster.bus, 5000);
-    const intent = await client.request<Intent>(intentsCommands.create, caller, { body: { title: "survives", status: "active" } });
+    const intent = await client.request(intentsCommands.create, caller, { body: { title: "survives", status: "active" } });
     const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/intents/${intent.id}`, { "X-API-Key": TEST_KEYS.admin });
     await patchState(cluster.intents.ctx, intent.id, 1, [{ op: "set", path: "before", value: true }], caller);
     await sse.waitFor((c) => c.events.length === 1);

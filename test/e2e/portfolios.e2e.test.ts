@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
-import { intentEventSubject, MAX_PORTFOLIO_MEMBERS, streams, suspensionCommands, type Caller, type ManualClock } from "@intentmesh/contracts";
+import { intentEventSubject, MAX_PORTFOLIO_MEMBERS, streams, suspensionCommands, type Caller, type ManualClock, type SuspensionRecord } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
 import { agentHeaders } from "../support/agents";
 import { allEvents, createIntent, expectError, keyHeader, TIMESTAMP, uniqueTag, UNKNOWN_ID } from "../support/e2e-helpers";
-import { PORTFOLIO_PROJECTION_DURABLE, startPortfolioProjection, type PortfolioProjection } from "../../services/intents/src/portfolio-projection";
+import { PORTFOLIO_PROJECTION_DURABLE, startPortfolioProjection, type PortfolioProjection } from "../../services/intents/src/portfolios/projection";
 
 let cluster: TestCluster;
 const open: SseClient[] = [];
@@ -74,15 +74,17 @@ async function setStatus(intentId: string, status: string): Promise<void> {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
 }
 
-function suspend(intentId: string, suspension: Record<string, unknown> = {}) {
-  return cluster.client.request<any>(suspensionCommands.begin, governance, {
+/** The suspended intent, its state's `_suspension` read as the record it is. */
+async function suspend(intentId: string, suspension: Record<string, unknown> = {}) {
+  const intent = await cluster.client.request(suspensionCommands.begin, governance, {
     intent_id: intentId,
     suspension: { question: "Publish now?", response_type: "confirm", fallback_policy: "fail", timeout_seconds: 600, ...suspension } as never,
   });
+  return intent as typeof intent & { state: { _suspension: SuspensionRecord } };
 }
 
 function endSuspension(intentId: string, end: Record<string, unknown>) {
-  return cluster.client.request<any>(suspensionCommands.end, governance, { intent_id: intentId, ...end } as never);
+  return cluster.client.request(suspensionCommands.end, governance, { intent_id: intentId, ...end } as never);
 }
 
 async function waitForPortfolioStatus(portfolioId: string, status: string): Promise<any> {

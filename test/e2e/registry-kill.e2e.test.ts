@@ -54,6 +54,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
   namespace = testNamespace();
   bus = await connectBus(inject("natsUrl"), "registry-kill-test", namespace);
+  bus.checks = { outputs: true, errors: true }; // services started here are held to their catalogue entries
   database = await openDatabase({ url: testDb.url });
   // Requests the killed registry never answers time out quickly; with no registry at all they are 503 at once.
   ({ gateway, api } = await startTestGateway(bus, createLogger("test", "silent"), { busTimeoutMs: 1500 }));

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { expectError, TIMESTAMP, uniqueTag } from "../support/e2e-helpers";
-import { knownAgentStatus } from "../../services/intents/src/agent-status";
+import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
 
 let cluster: TestCluster;
 beforeAll(async () => {

@@ -20,6 +20,7 @@ beforeAll(async () => {
   cluster = await startTestCluster();
   const logger = createLogger("replica", "silent");
   secondBus = await connectBus(inject("natsUrl"), "replica", cluster.namespace);
+  secondBus.checks = cluster.bus.checks; // the replica is held to the catalogue like the cluster
   secondIntents = await startIntentsService({ bus: secondBus, database: cluster.database, logger, clock: cluster.clock, leaseSweepIntervalMs: 3_600_000 });
   secondGateway = await createGateway({ bus: secondBus, keys: new ApiKeys([{ key: TEST_KEYS.admin, principal: "admin", roles: ["admin"] }]), logger });
   const server: Server = await secondGateway.listen(0, "127.0.0.1");

@@ -1,6 +1,6 @@
 import { type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { intentsCommands, streams, type Intent, type IntentEvent } from "@intentmesh/contracts";
+import { intentsCommands, streams, type IntentEvent } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { sql } from "drizzle-orm";
@@ -24,6 +24,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
   namespace = testNamespace();
   bus = await connectBus(inject("natsUrl"), "kill-test", namespace);
+  bus.checks = { outputs: true, errors: true }; // services started here are held to their catalogue entries
   database = await openDatabase({ url: testDb.url });
 });
 afterAll(async () => {
@@ -39,7 +40,7 @@ describe("killing the intents service mid-flight", () => {
     const client = new BusClient(bus, 1500);
     service = startService();
     await untilHealthy(client, "intents", caller);
-    const intents = await Promise.all(Array.from({ length: 4 }, (_, i) => client.request<Intent>(intentsCommands.create, caller, { body: { title: `kill ${i}`, status: "active" } })));
+    const intents = await Promise.all(Array.from({ length: 4 }, (_, i) => client.request(intentsCommands.create, caller, { body: { title: `kill ${i}`, status: "active" } })));
 
     const acknowledged: IntentEvent[] = [];
     let writing = true;
@@ -48,7 +49,7 @@ describe("killing the intents service mid-flight", () => {
         const intent = intents[(w + n) % intents.length]!;
         try {
           acknowledged.push(
-            await client.request<IntentEvent>(intentsCommands.appendEvent, caller, { intent_id: intent.id, if_match: null, body: { event_type: "work", payload: { w, n } } }),
+            await client.request(intentsCommands.appendEvent, caller, { intent_id: intent.id, if_match: null, body: { event_type: "work", payload: { w, n } } }),
           );
         } catch {
           await new Promise((r) => setTimeout(r, 20)); // the service is down: the caller retries later

@@ -4,7 +4,7 @@ import { headers as natsHeaders } from "@nats-io/transport-node";
 import { SYSTEM_EVENT_SCHEMA, systemEventMsgId, systemEventSubject, type ManualClock, type SystemEvent } from "@intentmesh/contracts";
 import { createLogger } from "@intentmesh/telemetry";
 import { startIntentsService } from "../../services/intents/src/service";
-import { mayAppendSystemEvent } from "../../services/intents/src/system-event-consumer";
+import { mayAppendSystemEvent } from "../../services/intents/src/events/system-event-consumer";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { randomUUID } from "node:crypto";
 import { DeliverPolicy } from "@nats-io/jetstream";
-import { agentEventTypes, streams, suspensionCommands, TASK_END_EVENT_TYPES, TASK_EVENT_TYPES, type Caller, type ManualClock } from "@intentmesh/contracts";
+import { agentEventTypes, streams, suspensionCommands, TASK_END_EVENT_TYPES, TASK_EVENT_TYPES, type Caller, type ManualClock, type SuspensionRecord } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
-import { knownAgentStatus } from "../../services/intents/src/agent-status";
+import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -428,13 +428,15 @@ describe("retries (2.8)", () => {
 });
 
 describe("an intent's suspension blocks its running tasks (3.1)", () => {
-  const suspend = (intentId: string) =>
-    cluster.client.request<any>(suspensionCommands.begin, governance, {
+  const suspend = async (intentId: string) => {
+    const intent = await cluster.client.request(suspensionCommands.begin, governance, {
       intent_id: intentId,
       suspension: { question: "Publish now?", response_type: "confirm", fallback_policy: "fail", timeout_seconds: 600 } as never,
     });
+    return intent as typeof intent & { state: { _suspension: SuspensionRecord } };
+  };
   const end = (intentId: string, suspensionId: string, status: "active" | "abandoned" = "active") =>
-    cluster.client.request<any>(suspensionCommands.end, governance, {
+    cluster.client.request(suspensionCommands.end, governance, {
       intent_id: intentId,
       suspension_id: suspensionId,
       ...(status === "active" ? { resolution: "responded", response: "yes" } : { resolution: "expired", status: "abandoned" }),

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { intentsCommands, streams, systemEventStream, vaultCommands, vaultStream, type Caller, type Intent, type ToolGrant, type VaultEvent } from "@intentmesh/contracts";
+import { intentsCommands, streams, systemEventStream, vaultCommands, vaultStream, type Caller, type VaultEvent } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
@@ -59,21 +59,21 @@ afterAll(async () => {
 describe("killing the vault service mid-flight", () => {
   it("loses no acknowledged invocation, counts every use once, and audits and costs each at most once", async () => {
     const client = new BusClient(bus, 3000);
-    const intent = await client.request<Intent>(intentsCommands.create, ADMIN, { body: { title: "kill", status: "active", state: {}, constraints: {} } });
+    const intent = await client.request(intentsCommands.create, ADMIN, { body: { title: "kill", status: "active", state: {}, constraints: {} } });
     service = startVault();
     await untilHealthy(client, "vault", ADMIN);
-    const vault = await client.request<{ id: string }>(vaultCommands.createVault, OWNER, { body: { name: "kill" } });
-    const credential = await client.request<{ id: string }>(vaultCommands.createCredential, OWNER, {
+    const vault = await client.request(vaultCommands.createVault, OWNER, { body: { name: "kill" } });
+    const credential = await client.request(vaultCommands.createCredential, OWNER, {
       body: { vault_id: vault.id, service: "svc", label: "svc", secret: "kill-secret-value", metadata: { base_url: tool.url, endpoints: { ping: { path: "/ping", cost_cents: 1 } } } },
     });
-    const grant = await client.request<ToolGrant>(vaultCommands.createGrant, OWNER, { body: { credential_id: credential.id, agent_id: "kill-worker", scopes: ["ping"], context: { intent_id: intent.id } } });
+    const grant = await client.request(vaultCommands.createGrant, OWNER, { body: { credential_id: credential.id, agent_id: "kill-worker", scopes: ["ping"], context: { intent_id: intent.id } } });
 
     const acknowledged: string[] = [];
     let running = true;
     const workers = Array.from({ length: 8 }, async () => {
       while (running) {
         try {
-          const answer = await client.request<{ invocation_id: string; status: string }>(vaultCommands.invokeTool, AGENT, { body: { tool_name: "ping", parameters: {} } });
+          const answer = await client.request(vaultCommands.invokeTool, AGENT, { body: { tool_name: "ping", parameters: {} } });
           expect(answer.status).toBe("success");
           acknowledged.push(answer.invocation_id);
         } catch {

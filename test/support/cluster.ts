@@ -4,11 +4,7 @@ import path from "node:path";
 import { inject } from "vitest";
 import type { Server } from "node:http";
 import { ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
-import { BusClient, commandChecks, connectBus, type Bus } from "@intentmesh/bus";
-
-// Every answer of every command in every test is held to the catalogue's output schema.
-commandChecks.outputs = true;
-commandChecks.errors = true;
+import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger, type Logger } from "@intentmesh/telemetry";
 import type { Connector, Resolver } from "@intentmesh/ssrf";
@@ -115,8 +111,6 @@ function embeddedDatabase() {
 
 /** The whole cluster in this process, on a database and bus namespace of its own, as an agent sees it over HTTP. */
 export async function startTestCluster(options: ClusterOptions = {}): Promise<TestCluster> {
-  // The services are held to the declared error codes exactly when the gateway is.
-  commandChecks.errors = options.strictRouteErrors !== false;
   const testDb = options.embedded ? embeddedDatabase() : await createTestDatabase(options.databaseAdminUrl ?? inject("databaseUrl"));
   const namespace = testNamespace();
   const logger = options.logDestination
@@ -124,6 +118,9 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     : createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5 });
   const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);
+  // Every answer of every command is held to its command's output; the services are held to
+  // their commands' error codes exactly when the gateway is held to its routes'.
+  bus.checks = { outputs: true, errors: options.strictRouteErrors !== false };
   const clock = options.clock ?? new ManualClock(new Date());
   // The gateway first: federation's server URL (and with it its did:web) is the gateway's address.
   const { gateway, baseUrl, api } = await startTestGateway(bus, logger, {

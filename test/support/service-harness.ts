@@ -1,9 +1,6 @@
 import { inject } from "vitest";
-import { ManualClock, type CommandDef, type Caller, type z } from "@intentmesh/contracts";
-import { BusClient, commandChecks, connectBus, type Bus } from "@intentmesh/bus";
-
-commandChecks.outputs = true;
-commandChecks.errors = true;
+import { ManualClock, type CommandDef, type CommandInput, type CommandOutput, type Caller } from "@intentmesh/contracts";
+import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { createTestDatabase, testNamespace } from "./backends";
@@ -25,7 +22,7 @@ export interface ServiceHarness<S> {
   database: DatabaseHandle;
   clock: ManualClock;
   /** Commands over the bus, with inputs typed by the catalogue. */
-  call<I extends z.ZodType>(command: CommandDef<I>, input: z.input<I>, caller?: Caller): Promise<unknown>;
+  call<C extends CommandDef>(command: C, input: CommandInput<C>, caller?: Caller): Promise<CommandOutput<C>>;
   /** The REST API through a gateway in front of this one service (other services' routes answer 503). */
   api: ReturnType<typeof typedApi>;
   rawApi: TestCluster["api"];
@@ -44,6 +41,8 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const database = await openDatabase({ url: testDb.url, poolSize: 5 });
   const bus = await connectBus(inject("natsUrl"), `harness-${namespace}`, namespace);
+  // Every answer and error code of the service is held to its command's catalogue entry.
+  bus.checks = { outputs: true, errors: true };
   const clock = new ManualClock(new Date());
   const service = await start({ bus, database, logger, clock });
   const { gateway, api } = await startTestGateway(bus, logger);

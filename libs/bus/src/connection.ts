@@ -13,6 +13,17 @@ export interface Bus {
   /** Maps a catalogue stream name (`IM_…`) into this bus's namespace. */
   streamName(canonical: string): string;
   close(): Promise<void>;
+  /**
+   * TEST-ONLY, off unless a test harness turns them on for its bus: the commands served on this
+   * connection hold every answer to their command's `output` and every error code to its
+   * `errors` (libs/bus rpc.ts), so a handler that drifts from its catalogue entry fails its test.
+   */
+  checks: CommandChecks;
+}
+
+export interface CommandChecks {
+  outputs: boolean;
+  errors: boolean;
 }
 
 export const DEFAULT_NAMESPACE = "im";
@@ -63,6 +74,7 @@ export async function connectBus(url: string, name: string, namespace = DEFAULT_
     close: async () => {
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },
+    checks: { outputs: false, errors: false },
   };
 }
 

@@ -6,13 +6,16 @@ import {
   TOO_LARGE_ISSUE,
   errors,
   healthCommand,
-  commandErrors,
-  commandOutputSchema,
+  COMMON_ROUTE_ERRORS,
   findUnsafeJsonValue,
   isAppError,
   unsafeJsonError,
   type Caller,
   type CommandDef,
+  type CommandInput,
+  type CommandOutput,
+  type CommandResult,
+  type ParsedInput,
   type WireError,
   type z,
 } from "@intentmesh/contracts";
@@ -32,7 +35,9 @@ export const REPLY_VERSION_HEADER = "Im-Version";
  * A result a handler has already serialized (for instance a page Postgres built as JSON): it
  * goes onto the wire as it is, with its version when it has one.
  */
-export class RawJson {
+export class RawJson<T = unknown> {
+  /** Type only: the answer these bytes hold, so a handler's RawJson is checked like its plain result. */
+  declare readonly answer?: T;
   constructor(
     readonly json: string,
     readonly version?: number,
@@ -42,32 +47,34 @@ export class RawJson {
 const encoder = new TextEncoder();
 
 /**
- * TEST-ONLY: when on, every answer is checked against its command's output schema in the
- * catalogue (commandOutputSchema of libs/contracts), and every error code against the codes the
- * catalogue declares for it (commandErrors); one that drifted becomes a 500 naming the
- * difference, so a handler and its documentation cannot part ways unnoticed. Off in production.
+ * TEST-ONLY (a test harness turns them on for its bus, see Bus.checks): every answer is held to
+ * its command's `output`, and every error code to its command's `errors` (plus the common ones);
+ * one that drifted becomes a 500 naming the difference, so a handler and its catalogue entry
+ * cannot part ways unnoticed. Off in production: the types already hold handlers to the output.
  */
-export const commandChecks = { outputs: false, errors: false };
-
-function assertCatalogued(subject: string, data: unknown): void {
-  const schema = commandOutputSchema(subject);
-  if (!schema) return;
+function assertOutput(def: CommandDef, data: unknown): void {
   const wire: unknown = data instanceof RawJson ? JSON.parse(data.json) : JSON.parse(JSON.stringify(data ?? null));
-  const checked = schema.safeParse(wire);
+  const checked = def.output.safeParse(wire);
   if (checked.success) return;
   const issue = checked.error.issues[0]!;
-  throw appError("INTERNAL_ERROR", `${subject} answered what its catalogued output does not allow: ${issue.path.join(".") || "(answer)"}: ${issue.message}`);
+  throw appError("INTERNAL_ERROR", `${def.subject} answered what its catalogued output does not allow: ${issue.path.join(".") || "(answer)"}: ${issue.message}`);
 }
+
+const declaresError = (def: CommandDef, code: string): boolean => (def.errors as readonly string[]).includes(code) || (COMMON_ROUTE_ERRORS as readonly string[]).includes(code);
 const decoder = new TextDecoder();
 
-export type CommandHandler<I extends z.ZodType, O> = (input: z.infer<I>, caller: Caller) => Promise<O>;
+/**
+ * Answers one command: receives its parsed input, returns its output (or that output already
+ * serialized). A handler whose result is not the command's output does not compile.
+ */
+export type CommandHandler<C extends CommandDef> = (input: ParsedInput<C>, caller: Caller) => Promise<CommandResult<C> | RawJson<CommandResult<C>>>;
 
 /**
  * Serves one command subject with a queue group named after the service, so replicas share the
  * load. The input is validated with the command's zod schema; an AppError thrown by the handler
  * travels back as data, anything else becomes a logged 500 without internals.
  */
-export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I>, handler: CommandHandler<I, O>, logger: Logger): Subscription {
+export function serveCommand<C extends CommandDef>(bus: Bus, def: C, handler: CommandHandler<C>, logger: Logger): Subscription {
   const tracer = trace.getTracer("intentmesh.bus");
   return bus.nc.subscribe(bus.subject(def.subject), {
     queue: `svc.${def.service}`,
@@ -81,7 +88,7 @@ export function serveCommand<I extends z.ZodType, O>(bus: Bus, def: CommandDef<I
           tracer.startActiveSpan(def.subject, { kind: SpanKind.SERVER, attributes: { "messaging.system": "nats" } }, async (span) => {
             const end = metrics.busDuration.startTimer({ subject: def.subject });
             try {
-              const reply = await replyTo(msg, def, handler, logger);
+              const reply = await replyTo(bus, msg, def, handler, logger);
               end();
               metrics.busRequests.inc({ subject: def.subject, outcome: reply.status >= 500 ? "server_error" : reply.status >= 400 ? "client_error" : "ok" });
               if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
@@ -105,19 +112,18 @@ interface Reply {
 }
 
 /** Runs the handler and encodes its result or its error as a reply of the reply protocol. */
-async function replyTo<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, handler: CommandHandler<I, O>, logger: Logger): Promise<Reply> {
+async function replyTo<C extends CommandDef>(bus: Bus, msg: Msg, def: C, handler: CommandHandler<C>, logger: Logger): Promise<Reply> {
   const hdrs = natsHeaders();
   try {
     const data = await handle(msg, def, handler);
-    if (commandChecks.outputs) assertCatalogued(def.subject, data);
+    if (bus.checks.outputs) assertOutput(def, data);
     hdrs.set(REPLY_STATUS_HEADER, "ok");
     const version = (data as { version?: unknown } | null)?.version;
     if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
     return { status: 200, headers: hdrs, body: encoder.encode(data instanceof RawJson ? data.json : JSON.stringify(data ?? null)) };
   } catch (error) {
     let appError = isAppError(error) ? error : classifyFailure(error, logger, def.subject);
-    const declared = commandChecks.errors ? commandErrors.get(def.subject) : undefined;
-    if (declared && !declared.has(appError.code)) {
+    if (bus.checks.errors && !declaresError(def, appError.code)) {
       logger.error({ subject: def.subject, code: appError.code }, "a command answered an error code the catalogue does not declare for it");
       appError = new AppError("INTERNAL_ERROR", 500, `${def.subject} answered ${appError.code}, which the catalogue does not declare for it`);
     }
@@ -159,7 +165,7 @@ function respondSafely(bus: Bus, msg: Msg, reply: Reply, subject: string, logger
   }
 }
 
-async function handle<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, handler: CommandHandler<I, O>): Promise<O> {
+async function handle<C extends CommandDef>(msg: Msg, def: C, handler: CommandHandler<C>): Promise<CommandResult<C> | RawJson<CommandResult<C>>> {
   let envelope: { caller?: Caller; input?: unknown };
   try {
     envelope = JSON.parse(decoder.decode(msg.data)) as typeof envelope;
@@ -174,7 +180,7 @@ async function handle<I extends z.ZodType, O>(msg: Msg, def: CommandDef<I>, hand
   if (!parsed.success) throw validationError(parsed.error);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await handler(parsed.data, envelope.caller);
+      return await handler(parsed.data as ParsedInput<C>, envelope.caller);
     } catch (error) {
       if (attempt >= CONFLICT_ATTEMPTS || !isTransactionConflict(error)) throw error;
     }
@@ -250,13 +256,14 @@ export class BusClient {
     private readonly timeoutMs = 5000,
   ) {}
 
-  async request<O = unknown, I extends z.ZodType = z.ZodType>(def: CommandDef<I>, caller: Caller, input: z.input<I>): Promise<O> {
+  /** Sends a command and answers its output, typed by the command's definition. */
+  async request<C extends CommandDef>(def: C, caller: Caller, input: CommandInput<C>): Promise<CommandOutput<C>> {
     const reply = await this.requestRaw(def, caller, input);
-    return JSON.parse(decoder.decode(reply.body)) as O;
+    return JSON.parse(decoder.decode(reply.body)) as CommandOutput<C>;
   }
 
   /** The reply without decoding it: the gateway sends these bytes on as the HTTP body. */
-  async requestRaw<I extends z.ZodType>(def: CommandDef<I>, caller: Caller, input: z.input<I>): Promise<RawReply> {
+  async requestRaw<C extends CommandDef>(def: C, caller: Caller, input: CommandInput<C>): Promise<RawReply> {
     const payload = encoder.encode(JSON.stringify({ caller, input }));
     const maxPayload = this.bus.nc.info?.max_payload ?? 1024 * 1024;
     if (payload.byteLength + HEADER_ALLOWANCE > maxPayload) {
@@ -305,7 +312,7 @@ export function serveHealth(
     healthCommand(service),
     async () => {
       await dependencies.database.ping();
-      return { service, database: "ok", outbox_backlog: await dependencies.relay.backlog(), ...(await extra()) };
+      return { service, database: "ok" as const, outbox_backlog: await dependencies.relay.backlog(), ...(await extra()) };
     },
     logger,
   );

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { trace } from "@opentelemetry/api";
-import { AppError, z, type Caller, type CommandDef } from "@intentmesh/contracts";
+import { AppError, command, z, type Caller } from "@intentmesh/contracts";
 import { createLogger, startTracing, stopTracing, tracer, withRequestId } from "@intentmesh/telemetry";
 import { connectBus, type Bus } from "../src/connection";
 import { BusClient, serveCommand } from "../src/rpc";
@@ -8,7 +8,14 @@ import { testNamespace } from "../../../test/support/backends";
 
 const logger = createLogger("rpc-test", "silent");
 const caller: Caller = { principal: "tester", roles: ["agent"], actor: "tester", agent_id: null };
-const echo: CommandDef<z.ZodObject> = { subject: "im.rpctest.echo", service: "rpctest", input: z.object({ text: z.string().min(1) }) };
+const echo = command("rpctest", "echo", z.object({ text: z.string().min(1) }), z.object({
+    echoed: z.string().optional(),
+    attempts: z.number().int().optional(),
+    replica: z.number().int().optional(),
+    blob: z.string().optional(),
+    ok: z.boolean().optional(),
+  }),
+);
 let bus: Bus;
 let client: BusClient;
 
@@ -30,7 +37,7 @@ describe("typed request/reply", () => {
       return { echoed: (input as { text: string }).text };
     }, logger);
     const { result, traceId } = await tracer().startActiveSpan("client", async (span) => {
-      const result = await client.request<{ echoed: string }>(echo, caller, { text: "hi" });
+      const result = await client.request(echo, caller, { text: "hi" });
       span.end();
       return { result, traceId: span.spanContext().traceId };
     });
@@ -112,8 +119,8 @@ describe("typed request/reply", () => {
       if (n <= Number(failures)) throw Object.assign(new Error(`aborted (${code})`), { code });
       return { text, attempts: n };
     }, logger);
-    const deadlock = await client.request<{ attempts: number }>(echo, caller, { text: "40P01:2" });
-    const serialization = await client.request<{ attempts: number }>(echo, caller, { text: "40001:1" });
+    const deadlock = await client.request(echo, caller, { text: "40P01:2" });
+    const serialization = await client.request(echo, caller, { text: "40001:1" });
     const endless = (await client.request(echo, caller, { text: "40P01:9" }).catch((e: unknown) => e)) as AppError;
     const other = (await client.request(echo, caller, { text: "23505:1" }).catch((e: unknown) => e)) as AppError;
     sub.unsubscribe();

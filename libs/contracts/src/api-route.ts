@@ -1,6 +1,6 @@
 import type { z } from "./zod";
 import type { Role } from "./common";
-import type { CommandDef } from "./subjects";
+import type { CommandDef } from "./command";
 import type { ErrorCode } from "./error-catalogue";
 
 /**
@@ -19,7 +19,8 @@ export interface ApiRoute {
    * that name (or into its `query` when `query` is "query+path").
    */
   path: string;
-  command: CommandDef<z.ZodType>;
+  /** The bus command it runs: its output is the route's success body, its errors the route's refusals. */
+  command: CommandDef;
   /** The input field the JSON body goes to. */
   body?: "body" | "patches";
   /** Body fields moved to the top of the input (POST /tasks names its intent in the body). */
@@ -39,11 +40,15 @@ export interface ApiRoute {
   /** How long the gateway waits for the service when longer than the default (federation dispatch). */
   busTimeoutMs?: number;
   access: RouteAccess;
-  /** The error codes this operation answers besides the ones every operation may (COMMON_ROUTE_ERRORS). */
-  errors: readonly ErrorCode[];
   /**
-   * The success body's schema, for the OpenAPI document and for test gateways, which check every
-   * success body against it (a reply that drifts from its documented shape fails the test).
+   * Only where this operation answers fewer codes than its command (the command also serves
+   * services, or other routes): the codes it answers besides COMMON_ROUTE_ERRORS, each one of
+   * the command's. Absent: the command's `errors`.
+   */
+  errors?: readonly ErrorCode[];
+  /**
+   * Only where this operation answers one branch of its command's output (memory's query answers a
+   * page or a bare list, chosen by the route's constants). Absent: the command's `output`.
    */
   response?: z.ZodType;
   /** The body as the client sends it, for the OpenAPI document, when the command's input reshapes it. */
@@ -116,3 +121,9 @@ export const COMMON_ROUTE_ERRORS: readonly ErrorCode[] = [
   "SERVICE_UNAVAILABLE",
   "INTERNAL_ERROR",
 ];
+
+/** The codes an operation answers besides COMMON_ROUTE_ERRORS: its own narrowing, else its command's. */
+export const routeErrors = (route: ApiRoute): readonly ErrorCode[] => route.errors ?? route.command.errors;
+
+/** The schema of an operation's success body: its own narrowing, else its command's output. */
+export const routeResponse = (route: ApiRoute): z.ZodType => route.response ?? route.command.output;

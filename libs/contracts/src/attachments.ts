@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
-import { command, IfMatch, IntentRef } from "./subjects";
+import { command, IfMatch, IntentRef } from "./command";
 
 /**
  * Attachments (spec 2.7, 4.3): the service keeps only a reference to bytes stored elsewhere.
@@ -115,7 +115,7 @@ export const ListAttachmentsQuery = z.object({
 });
 
 export const attachmentCommands = {
-  create: command("intents", "attachments.create", IntentRef.merge(IfMatch).extend({ body: CreateAttachmentBody })),
-  list: command("intents", "attachments.list", IntentRef.extend({ query: ListAttachmentsQuery })),
-  delete: command("intents", "attachments.delete", IntentRef.merge(IfMatch).extend({ attachment_id: Uuid })),
+  create: command("intents", "attachments.create", IntentRef.merge(IfMatch).extend({ body: CreateAttachmentBody }), Attachment, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  list: command("intents", "attachments.list", IntentRef.extend({ query: ListAttachmentsQuery }), AttachmentList, ["INTENT_NOT_FOUND"]),
+  delete: command("intents", "attachments.delete", IntentRef.merge(IfMatch).extend({ attachment_id: Uuid }), Attachment, ["ATTACHMENT_NOT_FOUND", "INTENT_NOT_FOUND"]),
 } as const;

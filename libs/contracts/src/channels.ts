@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { ActorId, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
-import { IntentRef, command } from "./subjects";
+import { IntentRef, command } from "./command";
 
 /**
  * Channels and messages (spec 2.12, 2.13, 3.2, 3.3, 4.7), served by the channels service on
@@ -140,26 +140,44 @@ export const ListChannelsQuery = z.object({
 const ChannelRef = z.object({ channel_id: Uuid });
 const MessageRef = ChannelRef.extend({ message_id: Uuid });
 
+// What the commands answer (each command carries its output schema).
+export const ChannelPage = z.object({ channels: z.array(Channel), next_cursor: z.string().nullable(), has_more: z.boolean() }).passthrough().openapi("ChannelPage");
+
+export const ChannelDeleted = z.object({ status: z.string(), channel_id: Uuid }).passthrough().openapi("ChannelDeleted");
+
+export const ChannelStreamViewSchema = z.object({ channel_id: Uuid, sees_all: z.boolean(), agent_id: z.string().nullable(), to_values: z.array(z.string()) });
+
+/** What every way of sending (to a channel by id, by name, a reply) may answer: the rules of 2.13 and 2.11. */
+const SEND_ERRORS = [
+  "CHANNEL_CLOSED",
+  "CREDENTIALS_IN_MESSAGE",
+  "CROSS_INTENT_MESSAGE",
+  "GOVERNANCE_VIOLATION",
+  "MESSAGE_RULE_VIOLATED",
+  "NOT_A_MEMBER",
+  "REQUEST_EXPIRED",
+] as const;
+
 export const channelsCommands = {
-  create: command("channels", "create", IntentRef.extend({ body: CreateChannelBody })),
-  list: command("channels", "list", IntentRef.extend({ query: ListChannelsQuery })),
-  get: command("channels", "get", ChannelRef),
-  patch: command("channels", "patch", ChannelRef.extend({ body: PatchChannelBody })),
-  delete: command("channels", "delete", ChannelRef),
-  send: command("channels", "messages.send", ChannelRef.extend({ body: SendMessageBody })),
+  create: command("channels", "create", IntentRef.extend({ body: CreateChannelBody }), Channel, ["CHANNEL_NAME_TAKEN", "INTENT_ENDED", "INTENT_NOT_FOUND"]),
+  list: command("channels", "list", IntentRef.extend({ query: ListChannelsQuery }), ChannelPage, ["INTENT_NOT_FOUND"]),
+  get: command("channels", "get", ChannelRef, Channel, ["CHANNEL_NOT_FOUND"]),
+  patch: command("channels", "patch", ChannelRef.extend({ body: PatchChannelBody }), Channel, ["CHANNEL_CLOSED", "CHANNEL_NOT_FOUND"]),
+  delete: command("channels", "delete", ChannelRef, ChannelDeleted, ["CHANNEL_NOT_FOUND"]),
+  send: command("channels", "messages.send", ChannelRef.extend({ body: SendMessageBody }), Message, [...SEND_ERRORS, "CHANNEL_NOT_FOUND"]),
   /** Rule 10: a message to a channel name of the intent, creating the channel when it does not exist. */
-  sendByName: command("channels", "messages.send_by_name", IntentRef.extend({ name: ChannelName, body: SendMessageBody })),
-  listMessages: command("channels", "messages.list", ChannelRef.extend({ query: ListMessagesQuery })),
-  getMessage: command("channels", "messages.get", MessageRef),
-  reply: command("channels", "messages.reply", MessageRef.extend({ body: ReplyBody })),
-  markRead: command("channels", "messages.mark", MessageRef.extend({ body: MarkMessageBody })),
+  sendByName: command("channels", "messages.send_by_name", IntentRef.extend({ name: ChannelName, body: SendMessageBody }), Message, [...SEND_ERRORS, "INTENT_ENDED", "INTENT_NOT_FOUND"]),
+  listMessages: command("channels", "messages.list", ChannelRef.extend({ query: ListMessagesQuery }), z.array(Message), ["CHANNEL_NOT_FOUND", "NOT_A_MEMBER"]),
+  getMessage: command("channels", "messages.get", MessageRef, Message, ["CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"]),
+  reply: command("channels", "messages.reply", MessageRef.extend({ body: ReplyBody }), Message, [...SEND_ERRORS, "CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"]),
+  markRead: command("channels", "messages.mark", MessageRef.extend({ body: MarkMessageBody }), Message, ["CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"]),
   /**
    * For GET /subscribe/channels/{id}: checks the caller may read the channel and says which
    * messages it sees: all (`sees_all`), or its own (`agent_id` as sender) and those whose `to`
    * is null or one of `to_values`. The rule stays in the channels service; the gateway only
    * applies this answer to each live message.
    */
-  streamView: command("channels", "stream_view", ChannelRef),
+  streamView: command("channels", "stream_view", ChannelRef, ChannelStreamViewSchema, ["CHANNEL_NOT_FOUND", "NOT_A_MEMBER"]),
 } as const;
 
 /** Every message of a channel, for its SSE stream: im.evt.channel.<channel_id>.channel_message. */

@@ -1,7 +1,8 @@
 import { z } from "./zod";
 import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
-import { command, IfMatch, IntentRef } from "./subjects";
+import { command, IfMatch, IntentRef } from "./command";
 import { Budget } from "./budget";
+import { Intent } from "./intents";
 
 /**
  * Cost records and budgets (spec 2.6, 4.2). Every cost is recorded, whatever the budget says: it
@@ -101,9 +102,9 @@ export const ListCostsQuery = z.object({
 export type ListCostsQuery = z.infer<typeof ListCostsQuery>;
 
 export const costsCommands = {
-  record: command("intents", "costs.record", IntentRef.extend({ body: RecordCostBody })),
-  list: command("intents", "costs.list", IntentRef.extend({ query: ListCostsQuery })),
-  setBudget: command("intents", "budget.set", IntentRef.merge(IfMatch).extend({ body: Budget })),
+  record: command("intents", "costs.record", IntentRef.extend({ body: RecordCostBody }), CostRecord, ["AGENT_MISMATCH", "COST_AGENTS_FULL", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"]),
+  list: command("intents", "costs.list", IntentRef.extend({ query: ListCostsQuery }), CostPage, ["INTENT_NOT_FOUND"]),
+  setBudget: command("intents", "budget.set", IntentRef.merge(IfMatch).extend({ body: Budget }), Intent, ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
 } as const;
 
 /** The reason stored on, and announced for, an intent blocked by its budget. */

@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { ActorId, Uuid } from "./common";
-import { command } from "./subjects";
+import { command } from "./command";
 
 /**
  * Federation (SPEC 2.16, 4.11, 5.7): the contract between the gateway and the federation service.
@@ -92,12 +92,38 @@ export const FederationAgentsQuery = z.object({
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
 
+// What the commands answer (each command carries its output schema).
+export const FederationStatus = z.object({ enabled: z.boolean() }).passthrough().openapi("FederationStatus");
+
+export const FederationAgents = z.object({ server_did: z.string(), agents: z.array(z.object({ agent_id: z.string() }).passthrough()) }).passthrough().openapi("FederationAgents");
+
+export const DispatchResult = z.object({ dispatch_id: Uuid, status: z.string() }).passthrough().openapi("DispatchResult");
+
+export const CallbackReceipt = z.object({ accepted: z.literal(true), duplicate: z.boolean() });
+
+export const DidDocument = z.object({ id: z.string(), verificationMethod: z.array(z.object({ id: z.string() }).passthrough()) }).passthrough();
+
+export const FederationDiscovery = z.object({ server_did: z.string(), server_url: z.string(), protocol_version: z.string() }).passthrough();
+
+export const ReceiveAnswer = z.object({ dispatch_id: Uuid, accepted: z.literal(true), local_intent_id: Uuid }).passthrough();
+
+/** What a signed request from a peer may be refused with before it is read. */
+const SIGNED_REQUEST_ERRORS = ["FEDERATION_DISABLED", "SIGNATURE_INVALID", "UNTRUSTED_SERVER", "SSRF_BLOCKED"] as const;
+
 export const federationCommands = {
-  discovery: command("federation", "discovery", z.object({})),
-  did: command("federation", "did", z.object({})),
-  status: command("federation", "status", z.object({})),
-  agents: command("federation", "agents", z.object({ query: FederationAgentsQuery })),
-  dispatch: command("federation", "dispatch", z.object({ body: DispatchBody, idempotency_key: z.string().min(1).max(200).nullable() })),
-  receive: command("federation", "receive", z.object({ request: SignedRequest })),
-  callback: command("federation", "callback", z.object({ dispatch_id: Uuid, request: SignedRequest })),
+  discovery: command("federation", "discovery", z.object({}), FederationDiscovery, ["FEDERATION_DISABLED"]),
+  did: command("federation", "did", z.object({}), DidDocument, ["FEDERATION_DISABLED"]),
+  status: command("federation", "status", z.object({}), FederationStatus, ["FEDERATION_DISABLED"]),
+  agents: command("federation", "agents", z.object({ query: FederationAgentsQuery }), FederationAgents, ["FEDERATION_DISABLED"]),
+  dispatch: command("federation", "dispatch", z.object({ body: DispatchBody, idempotency_key: z.string().min(1).max(200).nullable() }), DispatchResult, ["DISPATCH_FAILED", "DISPATCH_IN_PROGRESS", "DISPATCH_TIMEOUT", "FEDERATION_LOOP", "IDEMPOTENCY_KEY_REUSED", "SSRF_BLOCKED"]),
+  receive: command("federation", "receive", z.object({ request: SignedRequest }), ReceiveAnswer, [
+    ...SIGNED_REQUEST_ERRORS,
+    "AGENT_NOT_FOUND",
+    "FEDERATION_LOOP",
+    "DELEGATION_DEPTH_EXHAUSTED",
+    "DISPATCH_IN_PROGRESS",
+    "IDEMPOTENCY_KEY_REUSED",
+    "VALIDATION_ERROR",
+  ]),
+  callback: command("federation", "callback", z.object({ dispatch_id: Uuid, request: SignedRequest }), CallbackReceipt, [...SIGNED_REQUEST_ERRORS, "DISPATCH_NOT_FOUND", "VALIDATION_ERROR"]),
 } as const;

@@ -1,7 +1,8 @@
 import { z } from "./zod";
-import { ActorId, Caller, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
-import { IntentRef, IfMatch, command } from "./subjects";
-import { SuspensionRequest } from "./suspension";
+import { ActorId, Caller, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
+import { IntentRef, IfMatch, command } from "./command";
+import { SuspensionRequest, SuspensionResponse } from "./suspension";
+import { Intent } from "./intents";
 
 /**
  * The governance service (spec 2.9-2.11, 4.5, 4.6): the REST surface of suspensions and their
@@ -135,18 +136,65 @@ export type GovernedWriteKind = z.infer<typeof GovernedWriteKind>;
 /** The most checks one governance.check_many request carries. */
 export const GOVERNANCE_CHECKS_PER_REQUEST = 256;
 
+// What the commands answer (each command carries its output schema).
+export const GovernancePolicyView = z
+  .object({ intent_id: Uuid, governance_policy: GovernancePolicy.nullable(), effective_policy: z.object({}).passthrough() })
+  .passthrough()
+  .openapi("GovernancePolicyView");
+
+export const Approval = z
+  .object({
+    id: Uuid,
+    intent_id: Uuid,
+    action: z.string(),
+    reason: z.string().nullable(),
+    context: z.object({}).passthrough(),
+    requested_by: z.string(),
+    status: z.enum(["pending", "approved", "denied"]),
+    created_at: Timestamp,
+    decided_at: Timestamp.nullable(),
+    decided_by: z.string().nullable(),
+    decision_notes: z.string().nullable(),
+  })
+  .passthrough()
+  .openapi("Approval");
+
+export const ApprovalList = z.object({ approvals: z.array(Approval) }).passthrough().openapi("ApprovalList");
+
+export const EngagementDecisionSchema = z
+  .object({ mode: z.string(), should_ask: z.boolean(), rationale: z.string(), signals: z.object({}).passthrough() })
+  .passthrough()
+  .openapi("EngagementDecision");
+
+export const GrantedApprovals = z.object({ granted: z.number().int().nonnegative() });
+
+export const ServerConfig = z.object({ protocol_version: z.string(), suspension: z.object({ default_retry_policy: z.object({}).passthrough().nullable() }) }).passthrough();
+
+export const GovernanceAllowed = z.object({ allowed: z.literal(true) });
+
+/** governance.check_many: per check, in the order asked, allowed or the error that check answers. */
+export const GovernanceVerdicts = z.object({
+  results: z.array(
+    z.union([
+      GovernanceAllowed,
+      z.object({ error: z.object({ code: z.string(), status: z.number().int(), message: z.string(), details: z.record(z.string(), z.unknown()).optional(), extra: z.record(z.string(), z.unknown()).optional() }) }),
+    ]),
+  ),
+});
+export type GovernanceVerdicts = z.infer<typeof GovernanceVerdicts>;
+
 /** The policy commands: served by the intents service, which keeps the policy in the intent's row. */
 export const governancePolicyCommands = {
-  set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy })),
-  get: command("intents", "governance.get", IntentRef),
-  remove: command("intents", "governance.remove", IntentRef.merge(IfMatch)),
+  set: command("intents", "governance.set", IntentRef.merge(IfMatch).extend({ body: GovernancePolicy }), Intent, ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
+  get: command("intents", "governance.get", IntentRef, GovernancePolicyView, ["INTENT_NOT_FOUND"]),
+  remove: command("intents", "governance.remove", IntentRef.merge(IfMatch), Intent, ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
   /**
    * Asked by other services before they write something scoped to the intent (memory entries,
    * channel messages): 403 GOVERNANCE_VIOLATION when the policy refuses the acting agent
    * (allowed_agents, write_scope), else {allowed: true}. Read from the intent's row at the time of
    * the call, so a policy whose PUT has answered binds every later write.
    */
-  check: command("intents", "governance.check", IntentRef.extend({ kind: GovernedWriteKind })),
+  check: command("intents", "governance.check", IntentRef.extend({ kind: GovernedWriteKind }), GovernanceAllowed, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"]),
   /**
    * Many checks in one request, each with its own caller: what the writes of one event-loop turn
    * of a service ask (libs/service GovernanceChecks). Each is read from its intent's row when
@@ -159,22 +207,26 @@ export const governancePolicyCommands = {
     "intents",
     "governance.check_many",
     z.object({ checks: z.array(z.object({ intent_id: Uuid, kind: GovernedWriteKind, caller: Caller })).min(1).max(GOVERNANCE_CHECKS_PER_REQUEST) }),
+    GovernanceVerdicts,
+    // Each check's refusal travels inside the answer; the request fails as a whole only when those
+    // verdicts are too large for one answer (the asker then checks one by one), or with a 503/500.
+    ["REPLY_TOO_LARGE"],
   ),
 } as const;
 
 const ApprovalRef = IntentRef.extend({ approval_id: Uuid });
 
 export const governanceCommands = {
-  suspend: command("governance", "suspend", IntentRef.merge(IfMatch).extend({ body: withinBytes(SuspensionRequest) })),
-  respond: command("governance", "respond", IntentRef.extend({ body: RespondBody })),
-  createApproval: command("governance", "approvals.create", IntentRef.extend({ body: CreateApprovalBody })),
-  getApproval: command("governance", "approvals.get", ApprovalRef),
-  listApprovals: command("governance", "approvals.list", IntentRef.extend({ query: ListApprovalsQuery })),
-  approve: command("governance", "approvals.approve", ApprovalRef.extend({ body: DecideApprovalBody })),
-  deny: command("governance", "approvals.deny", ApprovalRef.extend({ body: DecideApprovalBody })),
-  decideEngagement: command("governance", "engagement.decide", IntentRef.extend({ body: EngagementSignals })),
+  suspend: command("governance", "suspend", IntentRef.merge(IfMatch).extend({ body: withinBytes(SuspensionRequest) }), Intent, ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "VERSION_MISMATCH"]),
+  respond: command("governance", "respond", IntentRef.extend({ body: RespondBody }), SuspensionResponse, ["INTENT_NOT_FOUND", "INVALID_RESPONSE_VALUE", "NOT_SUSPENDED", "SUSPENSION_ID_REQUIRED", "SUSPENSION_MISMATCH"]),
+  createApproval: command("governance", "approvals.create", IntentRef.extend({ body: CreateApprovalBody }), Approval, ["INTENT_NOT_FOUND"]),
+  getApproval: command("governance", "approvals.get", ApprovalRef, Approval, ["APPROVAL_NOT_FOUND", "INTENT_NOT_FOUND"]),
+  listApprovals: command("governance", "approvals.list", IntentRef.extend({ query: ListApprovalsQuery }), ApprovalList, ["INTENT_NOT_FOUND"]),
+  approve: command("governance", "approvals.approve", ApprovalRef.extend({ body: DecideApprovalBody }), Approval, ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING", "INTENT_NOT_FOUND", "SELF_APPROVAL"]),
+  deny: command("governance", "approvals.deny", ApprovalRef.extend({ body: DecideApprovalBody }), Approval, ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING", "INTENT_NOT_FOUND"]),
+  decideEngagement: command("governance", "engagement.decide", IntentRef.extend({ body: EngagementSignals }), EngagementDecisionSchema, ["INTENT_NOT_FOUND"]),
   /** GET /server/config (no key): {protocol_version, suspension: {default_retry_policy}}, the clients' retry cascade level 3. */
-  serverConfig: command("governance", "server_config", z.object({})),
+  serverConfig: command("governance", "server_config", z.object({}), ServerConfig),
   /** Asked by the intents service when a completion needs approvals: {granted} approvals of `action`. */
-  grantedApprovals: command("governance", "approvals.granted", IntentRef.extend({ action: z.string().max(200) })),
+  grantedApprovals: command("governance", "approvals.granted", IntentRef.extend({ action: z.string().max(200) }), GrantedApprovals),
 } as const;

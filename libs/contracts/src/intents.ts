@@ -216,3 +216,10 @@ export const RenewLeaseBody = z.object(leaseTerm).strict().superRefine(refineLea
 export const ListLeasesQuery = z.object({
   active: z.enum(["true", "false"]).optional().openapi({ description: "true: only leases that are neither released nor expired" }),
 });
+
+// What the commands answer (each command carries its output schema).
+export const AssignmentList = z.object({ agents: z.array(Assignment) }).passthrough().openapi("AssignmentList");
+
+export const LeaseList = z.object({ leases: z.array(Lease), has_more: z.boolean() }).passthrough().openapi("LeaseList");
+
+export const LeasesHeld = z.object({ held: z.record(z.string(), z.number().int().nonnegative()) });

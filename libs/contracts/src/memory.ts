@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { ActorId, INT32_MAX, JsonObject, TOO_LARGE_ISSUE, Timestamp, Uuid, jsonBytes, pageLimit } from "./common";
-import { command, IfMatch } from "./subjects";
+import { command, IfMatch } from "./command";
 import { agentSubjectToken } from "./registry";
 
 /**
@@ -249,21 +249,62 @@ export const PutAgentMemoryBody = z
 export type PutAgentMemoryBody = z.output<typeof PutAgentMemoryBody>;
 const AgentKeyRef = z.object({ agent_id: ActorId, namespace: Namespace, key: Key });
 
+// What the commands answer (each command carries its output schema).
+/** The bare list of entries that the clients' routes answer (`raw: true`). */
+export const MemoryEntryList = z.array(MemoryEntry);
+
+export const MemoryBatchResult = z.object({ entries: z.array(MemoryEntry) }).passthrough().openapi("MemoryBatchResult");
+
+export const MemoryBatchDeleted = z.object({ deleted: z.number().int(), entry_ids: z.array(Uuid), has_more: z.boolean() }).passthrough().openapi("MemoryBatchDeleted");
+
+export const MemoryEntryDeleted = z.object({ status: z.literal("deleted"), entry_id: Uuid }).passthrough().openapi("MemoryEntryDeleted");
+
+export const MemoryNamespace = z
+  .object({
+    namespace: z.string(),
+    permissions: z.object({}).passthrough(),
+    access: z.string(),
+    configured: z.boolean(),
+    entry_count: z.number().int(),
+    version: z.number().int(),
+    updated_at: Timestamp.nullable(),
+  })
+  .passthrough()
+  .openapi("MemoryNamespace");
+
+export const MemoryNamespaceList = z.object({ namespaces: z.array(MemoryNamespace) }).passthrough().openapi("MemoryNamespaceList");
+
+export const MemorySummary = z
+  .object({
+    agent_id: z.string(),
+    working: z.object({ entry_count: z.number().int(), total_size_kb: z.number() }).passthrough(),
+    episodic: z.object({ entry_count: z.number().int(), capacity: z.number().int(), pinned_count: z.number().int() }).passthrough(),
+    semantic_namespaces_accessible: z.array(z.unknown()),
+  })
+  .passthrough()
+  .openapi("MemorySummary");
+
+export const EpisodicCapacity = z.object({ agent_id: z.string(), episodic_capacity: z.number().int().nullable() }).passthrough().openapi("EpisodicCapacity");
+
 export const memoryCommands = {
-  create: command("memory", "entries.create", z.object({ body: CreateMemoryBody })),
-  get: command("memory", "entries.get", EntryRef),
-  patch: command("memory", "entries.patch", EntryRef.merge(IfMatch).extend({ body: PatchMemoryBody })),
-  delete: command("memory", "entries.delete", EntryRef),
-  query: command("memory", "entries.query", z.object({ query: MemoryQuery, raw: z.boolean().default(false) })),
-  batch: command("memory", "entries.batch", z.object({ body: MemoryBatchBody })),
-  deleteBatch: command("memory", "entries.delete_batch", z.object({ body: MemoryDeleteFilter })),
-  namespaces: command("memory", "namespaces.list", z.object({})),
-  getNamespace: command("memory", "namespaces.get", NamespaceRef),
-  patchNamespace: command("memory", "namespaces.patch", NamespaceRef.extend({ body: PatchNamespaceBody })),
-  summary: command("memory", "agents.summary", z.object({ agent_id: ActorId })),
-  lookup: command("memory", "agents.lookup", AgentKeyRef),
-  put: command("memory", "agents.put", AgentKeyRef.merge(IfMatch).extend({ body: PutAgentMemoryBody })),
-  setCapacity: command("memory", "agents.capacity", z.object({ agent_id: ActorId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() })),
+  create: command("memory", "entries.create", z.object({ body: CreateMemoryBody }), MemoryEntry, ["ACCESS_DENIED", "CAPACITY_EXCEEDED", "ENTRY_EXISTS", "FIELD_NOT_ALLOWED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "TASK_ENDED"]),
+  get: command("memory", "entries.get", EntryRef, MemoryEntry, ["ACCESS_DENIED", "ENTRY_NOT_FOUND"]),
+  patch: command("memory", "entries.patch", EntryRef.merge(IfMatch).extend({ body: PatchMemoryBody }), MemoryEntry, ["ACCESS_DENIED", "ENTRY_NOT_FOUND", "GOVERNANCE_VIOLATION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
+  delete: command("memory", "entries.delete", EntryRef, MemoryEntryDeleted, ["ACCESS_DENIED", "ENTRY_NOT_FOUND", "GOVERNANCE_VIOLATION"]),
+  /**
+   * One command, two answers: a page ({entries, total, limit, offset}) for GET /memory, the bare
+   * list (`raw: true`) for the clients' routes; each route documents its branch.
+   */
+  query: command("memory", "entries.query", z.object({ query: MemoryQuery, raw: z.boolean().default(false) }), z.union([MemoryQueryResponse, MemoryEntryList]), ["AGENT_NOT_FOUND"]),
+  batch: command("memory", "entries.batch", z.object({ body: MemoryBatchBody }), MemoryBatchResult, ["VERSION_MISMATCH"]),
+  deleteBatch: command("memory", "entries.delete_batch", z.object({ body: MemoryDeleteFilter }), MemoryBatchDeleted),
+  namespaces: command("memory", "namespaces.list", z.object({}), MemoryNamespaceList),
+  getNamespace: command("memory", "namespaces.get", NamespaceRef, MemoryNamespace),
+  patchNamespace: command("memory", "namespaces.patch", NamespaceRef.extend({ body: PatchNamespaceBody }), MemoryNamespace, ["ACCESS_DENIED"]),
+  summary: command("memory", "agents.summary", z.object({ agent_id: ActorId }), MemorySummary, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
+  lookup: command("memory", "agents.lookup", AgentKeyRef, MemoryEntry, ["ACCESS_DENIED", "AGENT_NOT_FOUND", "ENTRY_NOT_FOUND"]),
+  put: command("memory", "agents.put", AgentKeyRef.merge(IfMatch).extend({ body: PutAgentMemoryBody }), MemoryEntry, ["AGENT_NOT_FOUND", "PRECONDITION_REQUIRED"]),
+  setCapacity: command("memory", "agents.capacity", z.object({ agent_id: ActorId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() }), EpisodicCapacity, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
 } as const;
 
 /** The memory event of part 6 (never the value). */

@@ -1,7 +1,7 @@
 import { z } from "./zod";
 import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
-import { INTENT_STATUSES, IntentStatus, ListEventsQuery } from "./intents";
-import { command, IfMatch, IntentRef } from "./subjects";
+import { INTENT_STATUSES, Intent, IntentStatus, ListEventsQuery } from "./intents";
+import { command, IfMatch, IntentRef } from "./command";
 import { SuspensionEndInput, SuspensionRequest } from "./suspension";
 
 /**
@@ -10,7 +10,7 @@ import { SuspensionEndInput, SuspensionRequest } from "./suspension";
  * `due_before` deadline that suspensions of its members must not outlast (spec 8).
  */
 
-/** The aggregate takes the intent status vocabulary (rule in services/intents/src/domain/portfolio-status.ts). */
+/** The aggregate takes the intent status vocabulary (rule in services/intents/src/portfolios/portfolio-status.ts). */
 export const PortfolioStatus = IntentStatus;
 export type PortfolioStatus = IntentStatus;
 
@@ -135,14 +135,14 @@ export const PORTFOLIO_EVENT_SCHEMA = "im.portfolio-event/2";
 const PortfolioRef = z.object({ portfolio_id: Uuid });
 
 export const portfoliosCommands = {
-  create: command("intents", "portfolios.create", z.object({ body: CreatePortfolioBody })),
-  get: command("intents", "portfolios.get", PortfolioRef),
-  list: command("intents", "portfolios.list", z.object({ query: ListPortfoliosQuery })),
-  update: command("intents", "portfolios.update", PortfolioRef.merge(IfMatch).extend({ body: UpdatePortfolioBody })),
-  addMember: command("intents", "portfolios.members.add", PortfolioRef.merge(IfMatch).extend({ body: AddMemberBody })),
-  removeMember: command("intents", "portfolios.members.remove", PortfolioRef.merge(IfMatch).extend({ intent_id: Uuid })),
-  listEvents: command("intents", "portfolios.events.list", PortfolioRef.extend({ query: ListEventsQuery })),
-  ofIntent: command("intents", "portfolios.of_intent", IntentRef.extend({ query: ListIntentPortfoliosQuery })),
+  create: command("intents", "portfolios.create", z.object({ body: CreatePortfolioBody }), Portfolio),
+  get: command("intents", "portfolios.get", PortfolioRef, Portfolio, ["PORTFOLIO_NOT_FOUND"]),
+  list: command("intents", "portfolios.list", z.object({ query: ListPortfoliosQuery }), PortfolioPage),
+  update: command("intents", "portfolios.update", PortfolioRef.merge(IfMatch).extend({ body: UpdatePortfolioBody }), Portfolio, ["PORTFOLIO_NOT_FOUND", "PRECONDITION_REQUIRED", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"]),
+  addMember: command("intents", "portfolios.members.add", PortfolioRef.merge(IfMatch).extend({ body: AddMemberBody }), Portfolio, ["INTENT_NOT_FOUND", "MEMBER_EXISTS", "PORTFOLIO_FULL", "PORTFOLIO_NOT_FOUND", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"]),
+  removeMember: command("intents", "portfolios.members.remove", PortfolioRef.merge(IfMatch).extend({ intent_id: Uuid }), Portfolio, ["INTENT_NOT_FOUND", "MEMBER_NOT_FOUND", "PORTFOLIO_NOT_FOUND"]),
+  listEvents: command("intents", "portfolios.events.list", PortfolioRef.extend({ query: ListEventsQuery }), PortfolioEventPage, ["PORTFOLIO_NOT_FOUND"]),
+  ofIntent: command("intents", "portfolios.of_intent", IntentRef.extend({ query: ListIntentPortfoliosQuery }), PortfolioPage, ["INTENT_NOT_FOUND"]),
 } as const;
 
 /**
@@ -151,6 +151,12 @@ export const portfoliosCommands = {
  * suspension (intent.resumed or intent.suspension_expired). Both emit status_changed.
  */
 export const suspensionCommands = {
-  begin: command("intents", "suspension.begin", IntentRef.extend({ if_match: z.number().int().nullable().default(null), suspension: withinBytes(SuspensionRequest) })),
-  end: command("intents", "suspension.end", withinBytes(SuspensionEndInput)),
+  begin: command(
+    "intents",
+    "suspension.begin",
+    IntentRef.extend({ if_match: z.number().int().nullable().default(null), suspension: withinBytes(SuspensionRequest) }),
+    Intent,
+    ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH", "SUSPENSION_ACTIVE"],
+  ),
+  end: command("intents", "suspension.end", withinBytes(SuspensionEndInput), Intent, ["INTENT_NOT_FOUND", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]),
 } as const;

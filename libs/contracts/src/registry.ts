@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { ActorId, INT32_MAX, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
-import { command, IfMatch } from "./subjects";
+import { command, IfMatch } from "./command";
 import { agentEventTypes } from "./event-types";
 
 /** Part 3.4. `registering` is transient: a record is never stored in it. */
@@ -228,18 +228,8 @@ export const lifecycleReasons = {
 
 const AgentRef = z.object({ agent_id: ActorId });
 
-export const registryCommands = {
-  register: command("registry", "agents.register", z.object({ body: RegisterAgentBody })),
-  get: command("registry", "agents.get", AgentRef),
-  list: command("registry", "agents.list", z.object({ query: ListAgentsQuery })),
-  heartbeat: command("registry", "agents.heartbeat", AgentRef.extend({ body: HeartbeatBody })),
-  changeStatus: command("registry", "agents.status", AgentRef.merge(IfMatch).extend({ body: AgentStatusBody })),
-  deregister: command("registry", "agents.deregister", AgentRef.merge(IfMatch)),
-  listEvents: command("registry", "agents.events", AgentRef.extend({ query: ListAgentEventsQuery })),
-  pool: command("registry", "pools.get", z.object({ role_id: ActorId })),
-  /** Which principal an agent id is bound to; the gateway asks before letting a key act as that agent. */
-  binding: command("registry", "agents.binding", AgentRef),
-} as const;
+// What the commands answer (each command carries its output schema).
+export const AgentList = z.object({ agents: z.array(AgentSummary.passthrough()), total: z.number().int() }).passthrough().openapi("AgentList");
 
 export const AgentBinding = z.object({ agent_id: z.string(), principal: z.string() });
 export type AgentBinding = z.infer<typeof AgentBinding>;
@@ -253,6 +243,21 @@ export const PoolCapacity = z
     available_capacity: z.number().int(),
   })
   .openapi("PoolCapacity");
+
+export const registryCommands = {
+  register: command("registry", "agents.register", z.object({ body: RegisterAgentBody }), Agent, ["AGENT_ALREADY_REGISTERED", "AGENT_KEY_MISMATCH", "SSRF_BLOCKED", "UPSTREAM_TIMEOUT"]),
+  get: command("registry", "agents.get", AgentRef, Agent, ["AGENT_NOT_FOUND"]),
+  list: command("registry", "agents.list", z.object({ query: ListAgentsQuery }), AgentList),
+  heartbeat: command("registry", "agents.heartbeat", AgentRef.extend({ body: HeartbeatBody }), HeartbeatResponse, ["AGENT_GONE", "AGENT_KEY_MISMATCH", "AGENT_NOT_FOUND"]),
+  changeStatus: command("registry", "agents.status", AgentRef.merge(IfMatch).extend({ body: AgentStatusBody }), Agent, ["AGENT_NOT_FOUND", "INVALID_AGENT_TRANSITION", "PRECONDITION_REQUIRED", "UPSTREAM_TIMEOUT", "VERSION_MISMATCH"]),
+  deregister: command("registry", "agents.deregister", AgentRef.merge(IfMatch), Agent, ["AGENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  listEvents: command("registry", "agents.events", AgentRef.extend({ query: ListAgentEventsQuery }), AgentEventPage, ["AGENT_NOT_FOUND"]),
+  pool: command("registry", "pools.get", z.object({ role_id: ActorId }), PoolCapacity),
+  /** Which principal an agent id is bound to; the gateway asks before letting a key act as that agent. */
+  binding: command("registry", "agents.binding", AgentRef, AgentBinding, ["AGENT_NOT_FOUND"]),
+} as const;
+
+
 
 /**
  * Agent ids become one NATS subject token. Letters, digits, `_`, `-`, `:` and `@` pass as they

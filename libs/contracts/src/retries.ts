@@ -1,11 +1,11 @@
 import { z } from "./zod";
 import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, seqCursor } from "./common";
-import { command, IfMatch, IntentRef } from "./subjects";
+import { command, IfMatch, IntentRef } from "./command";
 import { RecordCostBody } from "./costs";
 
 /**
  * Retry policies and failure records (spec 2.8, 4.4). The delays and the decision to hand over
- * to a fallback agent are computed by the intents service (services/intents/src/domain/retry-delay.ts).
+ * to a fallback agent are computed by the intents service (services/intents/src/failures/retry-delay.ts).
  */
 
 export const RETRY_STRATEGIES = ["none", "fixed", "exponential", "linear"] as const;
@@ -187,8 +187,8 @@ export const FailureList = z
   .openapi("FailureList");
 
 export const retryCommands = {
-  putPolicy: command("intents", "retry_policy.put", IntentRef.merge(IfMatch).extend({ body: PutRetryPolicyBody })),
-  getPolicy: command("intents", "retry_policy.get", IntentRef),
-  recordFailure: command("intents", "failures.record", IntentRef.merge(IfMatch).extend({ body: RecordFailureBody })),
-  listFailures: command("intents", "failures.list", IntentRef.extend({ query: ListFailuresQuery })),
+  putPolicy: command("intents", "retry_policy.put", IntentRef.merge(IfMatch).extend({ body: PutRetryPolicyBody }), RetryPolicy, ["INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  getPolicy: command("intents", "retry_policy.get", IntentRef, RetryPolicy, ["INTENT_NOT_FOUND", "RETRY_POLICY_NOT_FOUND"]),
+  recordFailure: command("intents", "failures.record", IntentRef.merge(IfMatch).extend({ body: RecordFailureBody }), FailureRecord, ["AGENT_MISMATCH", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RETRY_NOT_ALLOWED", "TASK_NOT_FOUND"]),
+  listFailures: command("intents", "failures.list", IntentRef.extend({ query: ListFailuresQuery }), FailureList, ["INTENT_NOT_FOUND"]),
 } as const;

@@ -1,6 +1,16 @@
 import { z } from "./zod";
 import { Caller, Uuid } from "./common";
+import { command, IfMatch, IntentRef } from "./command";
 import {
+  Assignment,
+  AssignmentList,
+  EventPage,
+  Intent,
+  IntentEvent,
+  IntentPage,
+  Lease,
+  LeaseList,
+  LeasesHeld,
   AcquireLeaseBody,
   AppendEventBody,
   AssignAgentBody,
@@ -23,49 +33,37 @@ import {
  * Events are published to JetStream on `im.evt.<aggregate>.<id>.<event_type>`, one stream per
  * service, with Nats-Msg-Id `<aggregate>:<id>:e<sequence>` so a republished event is dropped.
  */
-export interface CommandDef<I extends z.ZodType> {
-  subject: string;
-  service: string;
-  input: I;
-}
-
-export const command = <I extends z.ZodType>(service: string, verb: string, input: I): CommandDef<I> => ({
-  subject: `im.${service}.${verb}`,
-  service,
-  input,
-});
-
-export const IntentRef = z.object({ intent_id: Uuid });
-/** If-Match, already parsed by the gateway: null when the header was absent. */
-export const IfMatch = z.object({ if_match: z.number().int().nullable() });
-
 export const intentsCommands = {
   /**
    * `intent_id` is for services that must create idempotently (federation's receive after a
    * crash): the id to create under; when it exists, created by the same creator, that intent is
    * the answer. The gateway never passes it (a client cannot choose an id).
    */
-  create: command("intents", "create", z.object({ body: CreateIntentBody, intent_id: Uuid.optional() })),
-  get: command("intents", "get", IntentRef),
-  list: command("intents", "list", z.object({ query: ListIntentsQuery })),
-  patchState: command("intents", "state.patch", IntentRef.merge(IfMatch).extend({ patches: StatePatchBody })),
-  transition: command("intents", "status.transition", IntentRef.merge(IfMatch).extend({ body: StatusTransitionBody })),
-  appendEvent: command("intents", "events.append", IntentRef.merge(IfMatch).extend({ body: AppendEventBody })),
-  listEvents: command("intents", "events.list", IntentRef.extend({ query: ListEventsQuery })),
-  assignAgent: command("intents", "agents.assign", IntentRef.merge(IfMatch).extend({ body: AssignAgentBody })),
-  listAgents: command("intents", "agents.list", IntentRef),
-  unassignAgent: command("intents", "agents.unassign", IntentRef.merge(IfMatch).extend({ agent_id: z.string() })),
-  acquireLease: command("intents", "leases.acquire", IntentRef.merge(IfMatch).extend({ body: AcquireLeaseBody })),
-  renewLease: command("intents", "leases.renew", IntentRef.merge(IfMatch).extend({ lease_id: Uuid, body: RenewLeaseBody })),
-  releaseLease: command("intents", "leases.release", IntentRef.merge(IfMatch).extend({ lease_id: Uuid })),
-  getLease: command("intents", "leases.get", IntentRef.extend({ lease_id: Uuid })),
-  listLeases: command("intents", "leases.list", IntentRef.extend({ query: ListLeasesQuery })),
+  create: command("intents", "create", z.object({ body: CreateIntentBody, intent_id: Uuid.optional() }), Intent, [
+    // Creating under a chosen id, when another creator holds it: only services ask that.
+    "INTENT_EXISTS",
+  ]),
+  get: command("intents", "get", IntentRef, Intent, ["INTENT_NOT_FOUND"]),
+  list: command("intents", "list", z.object({ query: ListIntentsQuery }), IntentPage),
+  patchState: command("intents", "state.patch", IntentRef.merge(IfMatch).extend({ patches: StatePatchBody }), Intent, ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_HELD", "PATCH_FAILED", "PRECONDITION_REQUIRED", "STATE_TOO_LARGE", "SUSPENSION_ACTIVE", "VERSION_MISMATCH"]),
+  transition: command("intents", "status.transition", IntentRef.merge(IfMatch).extend({ body: StatusTransitionBody }), Intent, ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "INVALID_TRANSITION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
+  appendEvent: command("intents", "events.append", IntentRef.merge(IfMatch).extend({ body: AppendEventBody }), IntentEvent, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "PROOF_INVALID", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH"]),
+  listEvents: command("intents", "events.list", IntentRef.extend({ query: ListEventsQuery }), EventPage, ["INTENT_NOT_FOUND"]),
+  assignAgent: command("intents", "agents.assign", IntentRef.merge(IfMatch).extend({ body: AssignAgentBody }), Assignment, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  listAgents: command("intents", "agents.list", IntentRef, AssignmentList, ["INTENT_NOT_FOUND"]),
+  unassignAgent: command("intents", "agents.unassign", IntentRef.merge(IfMatch).extend({ agent_id: z.string() }), Assignment, ["AGENT_NOT_FOUND", "ASSIGNMENT_NOT_FOUND", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"]),
+  acquireLease: command("intents", "leases.acquire", IntentRef.merge(IfMatch).extend({ body: AcquireLeaseBody }), Lease, ["AGENT_DRAINING", "AGENT_NOT_ACTIVE", "BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_HELD"]),
+  renewLease: command("intents", "leases.renew", IntentRef.merge(IfMatch).extend({ lease_id: Uuid, body: RenewLeaseBody }), Lease, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_NOT_FOUND", "LEASE_RELEASED", "NOT_LEASE_HOLDER"]),
+  releaseLease: command("intents", "leases.release", IntentRef.merge(IfMatch).extend({ lease_id: Uuid }), Lease, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_NOT_FOUND"]),
+  getLease: command("intents", "leases.get", IntentRef.extend({ lease_id: Uuid }), Lease, ["INTENT_NOT_FOUND", "LEASE_NOT_FOUND"]),
+  listLeases: command("intents", "leases.list", IntentRef.extend({ query: ListLeasesQuery }), LeaseList, ["INTENT_NOT_FOUND"]),
   /** Asked by the registry while agents drain: how many live leases each still holds ({held: {agent_id: n}}). */
-  leasesHeld: command("intents", "leases.held", z.object({ agent_ids: z.array(z.string()).min(1).max(1000) })),
+  leasesHeld: command("intents", "leases.held", z.object({ agent_ids: z.array(z.string()).min(1).max(1000) }), LeasesHeld),
 } as const;
 
 /** Every service answers `im.<service>.health` with {service, database: "ok"}; the gateway's /readyz asks each. */
-export const healthCommand = (service: string): CommandDef<z.ZodObject> => command(service, "health", z.object({}));
+export const HealthReport = z.object({ service: z.string(), database: z.literal("ok"), outbox_backlog: z.number().int().nonnegative() }).passthrough();
+export const healthCommand = (service: string) => command(service, "health", z.object({}), HealthReport);
 
 /**
  * The back-end services a complete cluster runs, in start order; /readyz asks each of them. Each

@@ -162,3 +162,9 @@ export const AdoptedSuspension = z.preprocess((value) => {
   }
   return copy;
 }, SuspensionRequest);
+
+// What the commands answer (each command carries its output schema).
+export const SuspensionResponse = z
+  .object({ intent_id: Uuid, suspension_id: Uuid, resolution: z.string(), responded_by: z.string(), responded_at: Timestamp })
+  .passthrough()
+  .openapi("SuspensionResponse");

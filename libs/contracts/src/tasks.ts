@@ -1,13 +1,13 @@
 import { z } from "./zod";
 import { ActorId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
-import { command, IfMatch } from "./subjects";
+import { command, IfMatch } from "./command";
 import { PutRetryPolicyBody } from "./retries";
 
 /**
  * Tasks: units of work inside an intent (spec 2.5, 2.8, 2.12, 2.14, 3.1, 3.7, 4.8 rule 3, 4.9).
  * The spec names them without defining them; the model follows the official clients' Task and
  * TaskStatus (CLIENTS.md section 3). The transition table lives in
- * services/intents/src/domain/task-status.ts; docs/tasks.md explains the decisions.
+ * services/intents/src/tasks/task-status.ts; docs/tasks.md explains the decisions.
  */
 
 export const TASK_STATUSES = ["pending", "ready", "claimed", "running", "blocked", "completed", "failed", "cancelled", "skipped"] as const;
@@ -164,21 +164,27 @@ export const TaskPage = z
 
 const TaskRef = z.object({ task_id: Uuid });
 
+// What the commands answer (each command carries its output schema).
+export const UnknownTasks = z.object({ unknown: z.array(z.string()) });
+
+/** The task moves share one code path (services/intents task moves) and so one list of refusals. */
+const TASK_MOVE_ERRORS = ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "TASK_NOT_FOUND", "TASK_SUSPENDED", "VERSION_MISMATCH"] as const;
+
 export const taskCommands = {
-  create: command("intents", "tasks.create", z.object({ intent_id: Uuid, body: CreateTaskBody })),
-  get: command("intents", "tasks.get", TaskRef),
-  list: command("intents", "tasks.list", z.object({ intent_id: Uuid, query: ListTasksQuery })),
-  patch: command("intents", "tasks.patch", TaskRef.merge(IfMatch).extend({ body: PatchTaskBody })),
-  claim: command("intents", "tasks.claim", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody })),
-  start: command("intents", "tasks.start", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody })),
-  complete: command("intents", "tasks.complete", TaskRef.merge(IfMatch).extend({ body: CompleteTaskBody })),
-  fail: command("intents", "tasks.fail", TaskRef.merge(IfMatch).extend({ body: FailTaskBody })),
-  cancel: command("intents", "tasks.cancel", TaskRef.merge(IfMatch).extend({ body: CancelTaskBody })),
+  create: command("intents", "tasks.create", z.object({ intent_id: Uuid, body: CreateTaskBody }), Task, ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE"]),
+  get: command("intents", "tasks.get", TaskRef, Task, ["TASK_NOT_FOUND"]),
+  list: command("intents", "tasks.list", z.object({ intent_id: Uuid, query: ListTasksQuery }), z.union([TaskPage, z.array(Task)]), ["INTENT_NOT_FOUND"]),
+  patch: command("intents", "tasks.patch", TaskRef.merge(IfMatch).extend({ body: PatchTaskBody }), Task, ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "PRECONDITION_REQUIRED", "TASK_NOT_FOUND", "TASK_SUSPENDED", "VERSION_MISMATCH"]),
+  claim: command("intents", "tasks.claim", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody }), Task, TASK_MOVE_ERRORS),
+  start: command("intents", "tasks.start", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody }), Task, TASK_MOVE_ERRORS),
+  complete: command("intents", "tasks.complete", TaskRef.merge(IfMatch).extend({ body: CompleteTaskBody }), Task, TASK_MOVE_ERRORS),
+  fail: command("intents", "tasks.fail", TaskRef.merge(IfMatch).extend({ body: FailTaskBody }), Task, TASK_MOVE_ERRORS),
+  cancel: command("intents", "tasks.cancel", TaskRef.merge(IfMatch).extend({ body: CancelTaskBody }), Task, TASK_MOVE_ERRORS),
   /**
    * Asked by the registry on a heartbeat that lists tasks_in_progress: which of those ids are not
    * tasks the agent holds (claimed, running, or blocked while it held them). {unknown: [...]}.
    */
-  held: command("intents", "tasks.held", z.object({ agent_id: z.string().min(1).max(200), task_ids: z.array(z.string().max(200)).max(1000) })),
+  held: command("intents", "tasks.held", z.object({ agent_id: z.string().min(1).max(200), task_ids: z.array(z.string().max(200)).max(1000) }), UnknownTasks),
 } as const;
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
-import { command } from "./subjects";
+import { command } from "./command";
 import { agentSubjectToken } from "./registry";
 
 /**
@@ -377,37 +377,37 @@ const CredentialRef = z.object({ credential_id: Uuid });
 const GrantRef = z.object({ grant_id: Uuid });
 
 export const vaultCommands = {
-  createVault: command("vault", "vaults.create", z.object({ body: CreateVaultBody })),
-  listVaults: command("vault", "vaults.list", z.object({})),
-  getVault: command("vault", "vaults.get", VaultRef),
-  createCredential: command("vault", "credentials.create", z.object({ vault_id: Uuid.optional(), body: CredentialBody })),
-  listCredentials: command("vault", "credentials.list", VaultRef),
-  getCredential: command("vault", "credentials.get", CredentialRef),
-  getCredentialByName: command("vault", "credentials.by_name", VaultRef.extend({ credential_name: z.string().min(1).max(200) })),
-  rotateCredential: command("vault", "credentials.rotate", CredentialRef.extend({ body: RotateCredentialBody })),
-  revokeCredential: command("vault", "credentials.revoke", CredentialRef),
-  createGrant: command("vault", "grants.create", z.object({ body: CreateGrantBody })),
-  grantTool: command("vault", "grants.grant_tool", z.object({ intent_id: Uuid, body: GrantToolBody })),
-  getGrant: command("vault", "grants.get", GrantRef),
-  listGrants: command("vault", "grants.list", z.object({ query: ListGrantsQuery })),
-  agentGrants: command("vault", "grants.of_agent", AgentRef),
-  grantedTools: command("vault", "tools.granted", z.object({ query: z.object({ agent_id: z.string().max(200).optional() }) })),
-  revokeGrant: command("vault", "grants.revoke", GrantRef),
-  suspendGrant: command("vault", "grants.suspend", GrantRef.extend({ body: SuspendGrantBody })),
-  resumeGrant: command("vault", "grants.resume", GrantRef),
-  invokeTool: command("vault", "tools.invoke", z.object({ body: InvokeToolBody })),
-  recordInvocation: command("vault", "invocations.record", z.object({ body: RecordInvocationBody })),
-  listInvocations: command("vault", "invocations.list", GrantRef.extend({ query: ListInvocationsQuery })),
-  rewrap: command("vault", "keys.rewrap", z.object({ body: z.object({ limit: z.number().int().min(1).max(10_000).optional() }).strict() })),
-  registerIdentity: command("vault", "identity.register", AgentRef.extend({ body: RegisterIdentityBody })),
-  registerIdentityMcp: command("vault", "identity.register_mcp", z.object({ body: McpRegisterIdentityBody })),
-  completeChallenge: command("vault", "identity.challenge", AgentRef.extend({ body: ChallengeResponseBody })),
-  completeChallengeMcp: command("vault", "identity.challenge_mcp", z.object({ body: McpChallengeResponseBody })),
-  getIdentity: command("vault", "identity.get", AgentRef),
-  verifySignature: command("vault", "identity.verify", AgentRef.extend({ body: VerifySignatureBody })),
-  rotateKey: command("vault", "identity.rotate", AgentRef.extend({ body: RotateKeyBody })),
-  revokeIdentity: command("vault", "identity.revoke", AgentRef.extend({ body: RevokeIdentityBody })),
-  checkSignature: command("vault", "identity.check", CheckSignatureInput),
+  createVault: command("vault", "vaults.create", z.object({ body: CreateVaultBody }), Vault, ["VAULT_NAME_TAKEN"]),
+  listVaults: command("vault", "vaults.list", z.object({}), VaultList),
+  getVault: command("vault", "vaults.get", VaultRef, Vault, ["VAULT_ACCESS_DENIED", "VAULT_NOT_FOUND"]),
+  createCredential: command("vault", "credentials.create", z.object({ vault_id: Uuid.optional(), body: CredentialBody }), Credential, ["CREDENTIAL_LABEL_TAKEN", "VAULT_ACCESS_DENIED", "VAULT_NOT_FOUND"]),
+  listCredentials: command("vault", "credentials.list", VaultRef, CredentialList, ["VAULT_ACCESS_DENIED", "VAULT_NOT_FOUND"]),
+  getCredential: command("vault", "credentials.get", CredentialRef, Credential, ["CREDENTIAL_NOT_FOUND", "VAULT_ACCESS_DENIED"]),
+  getCredentialByName: command("vault", "credentials.by_name", VaultRef.extend({ credential_name: z.string().min(1).max(200) }), Credential, ["CREDENTIAL_NOT_FOUND", "VAULT_ACCESS_DENIED", "VAULT_NOT_FOUND"]),
+  rotateCredential: command("vault", "credentials.rotate", CredentialRef.extend({ body: RotateCredentialBody }), Credential, ["CREDENTIAL_NOT_FOUND", "CREDENTIAL_REVOKED", "VAULT_ACCESS_DENIED"]),
+  revokeCredential: command("vault", "credentials.revoke", CredentialRef, Credential, ["CREDENTIAL_NOT_FOUND", "VAULT_ACCESS_DENIED"]),
+  createGrant: command("vault", "grants.create", z.object({ body: CreateGrantBody }), ToolGrant, ["CREDENTIAL_EXPIRED", "CREDENTIAL_NOT_FOUND", "CREDENTIAL_REVOKED", "INTENT_NOT_FOUND", "SCOPE_NOT_AVAILABLE", "VAULT_ACCESS_DENIED"]),
+  grantTool: command("vault", "grants.grant_tool", z.object({ intent_id: Uuid, body: GrantToolBody }), ToolGrant, ["AMBIGUOUS_TOOL", "CREDENTIAL_EXPIRED", "CREDENTIAL_NOT_FOUND", "CREDENTIAL_REVOKED", "INTENT_NOT_FOUND", "SCOPE_NOT_AVAILABLE"]),
+  getGrant: command("vault", "grants.get", GrantRef, ToolGrant, ["GRANT_NOT_FOUND"]),
+  listGrants: command("vault", "grants.list", z.object({ query: ListGrantsQuery }), GrantList),
+  agentGrants: command("vault", "grants.of_agent", AgentRef, GrantArray),
+  grantedTools: command("vault", "tools.granted", z.object({ query: z.object({ agent_id: z.string().max(200).optional() }) }), GrantedTools),
+  revokeGrant: command("vault", "grants.revoke", GrantRef, GrantRevoked, ["GRANT_NOT_FOUND", "VAULT_ACCESS_DENIED"]),
+  suspendGrant: command("vault", "grants.suspend", GrantRef.extend({ body: SuspendGrantBody }), ToolGrant, ["GRANT_NOT_FOUND", "GRANT_REVOKED", "VAULT_ACCESS_DENIED"]),
+  resumeGrant: command("vault", "grants.resume", GrantRef, ToolGrant, ["GRANT_NOT_FOUND", "GRANT_REVOKED", "VAULT_ACCESS_DENIED"]),
+  invokeTool: command("vault", "tools.invoke", z.object({ body: InvokeToolBody }), ToolInvokeResult, ["CREDENTIAL_EXPIRED", "CREDENTIAL_REVOKED", "GRANT_CONTEXT_MISMATCH", "GRANT_DORMANT", "GRANT_EXHAUSTED", "GRANT_EXPIRED", "GRANT_NOT_FOUND", "GRANT_PARAMETER_DENIED", "GRANT_RATE_LIMITED", "GRANT_REVOKED", "GRANT_SCOPE_INSUFFICIENT", "GRANT_SUSPENDED", "IDEMPOTENCY_KEY_REUSED", "TOOL_NOT_CALLABLE"]),
+  recordInvocation: command("vault", "invocations.record", z.object({ body: RecordInvocationBody }), ToolInvocation, ["AGENT_MISMATCH", "GRANT_CONTEXT_MISMATCH", "GRANT_NOT_FOUND", "GRANT_REVOKED", "GRANT_SCOPE_INSUFFICIENT", "IDEMPOTENCY_KEY_REUSED"]),
+  listInvocations: command("vault", "invocations.list", GrantRef.extend({ query: ListInvocationsQuery }), InvocationArray, ["GRANT_NOT_FOUND"]),
+  rewrap: command("vault", "keys.rewrap", z.object({ body: z.object({ limit: z.number().int().min(1).max(10_000).optional() }).strict() }), RewrapResult),
+  registerIdentity: command("vault", "identity.register", AgentRef.extend({ body: RegisterIdentityBody }), IdentityChallenge, ["IDENTITY_EXISTS"]),
+  registerIdentityMcp: command("vault", "identity.register_mcp", z.object({ body: McpRegisterIdentityBody }), IdentityChallenge, ["IDENTITY_EXISTS"]),
+  completeChallenge: command("vault", "identity.challenge", AgentRef.extend({ body: ChallengeResponseBody }), AgentIdentity, ["CHALLENGE_INVALID", "IDENTITY_EXISTS", "SIGNATURE_REJECTED"]),
+  completeChallengeMcp: command("vault", "identity.challenge_mcp", z.object({ body: McpChallengeResponseBody }), AgentIdentity, ["CHALLENGE_INVALID", "IDENTITY_EXISTS", "SIGNATURE_REJECTED"]),
+  getIdentity: command("vault", "identity.get", AgentRef, AgentIdentity, ["IDENTITY_NOT_FOUND"]),
+  verifySignature: command("vault", "identity.verify", AgentRef.extend({ body: VerifySignatureBody }), IdentityVerification, ["IDENTITY_NOT_FOUND"]),
+  rotateKey: command("vault", "identity.rotate", AgentRef.extend({ body: RotateKeyBody }), AgentIdentity, ["IDENTITY_NOT_FOUND", "KEY_MISMATCH", "SIGNATURE_REJECTED"]),
+  revokeIdentity: command("vault", "identity.revoke", AgentRef.extend({ body: RevokeIdentityBody }), IdentityRevoked, ["IDENTITY_NOT_FOUND"]),
+  checkSignature: command("vault", "identity.check", CheckSignatureInput, SignatureCheck),
 } as const;
 
 // ---------------------------------------------------------------------------------------------

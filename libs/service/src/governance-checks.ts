@@ -56,7 +56,7 @@ export class GovernanceChecks {
     let verdicts: GovernanceVerdicts;
     try {
       // The request's own caller is this service's first writer: the verdicts use each check's caller.
-      verdicts = await this.client.request<GovernanceVerdicts>(governancePolicyCommands.checkMany, batch[0]!.check.caller, { checks: batch.map((p) => p.check) });
+      verdicts = await this.client.request(governancePolicyCommands.checkMany, batch[0]!.check.caller, { checks: batch.map((p) => p.check) });
     } catch (error) {
       // Refusals carry their policy's details (up to 1,000 allowed_agents each): many in one
       // answer can pass what the bus carries. Each check alone always fits; ask them one by one.

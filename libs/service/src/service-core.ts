@@ -1,17 +1,17 @@
-import { systemClock, type Clock, type CommandDef, type z } from "@intentmesh/contracts";
+import { systemClock, type Clock, type CommandDef } from "@intentmesh/contracts";
 import { BusClient, ensureStream, OutboxRelay, serveCommand, serveHealth, type Bus, type CommandHandler, type OutboxTable, type RelayOptions, type StreamSpec } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Subscription } from "@nats-io/transport-node";
 
 /** A group of bus commands as the catalogue in libs/contracts declares them. */
-export type CommandGroup = Record<string, CommandDef<z.ZodType>>;
+export type CommandGroup = Record<string, CommandDef>;
 
 /**
  * One handler per command of a group. A service that leaves a command of its group without a
  * handler does not type-check: the catalogue, not the service, says what must be answered.
  */
-export type HandlersOf<G extends CommandGroup> = { [K in keyof G]: CommandHandler<G[K]["input"], unknown> };
+export type HandlersOf<G extends CommandGroup> = { [K in keyof G]: CommandHandler<G[K]> };
 
 /** Something a service runs beside its command handlers: a sweeper, a projection, a consumer. */
 export interface Stoppable {

@@ -5,7 +5,7 @@ import type { ChannelRow } from "./mapping";
 
 /** Rule 6: intent-level access for any channel operation, asked of the intents service with the caller's identity. */
 export function readIntent(ctx: ChannelsContext, caller: Caller, intentId: string): Promise<Intent> {
-  return ctx.client.request<Intent>(intentsCommands.get, caller, { intent_id: intentId });
+  return ctx.client.request(intentsCommands.get, caller, { intent_id: intentId });
 }
 
 /** Every column of a channel under its ChannelRow name: a named prepared statement, since every send reads one. */
@@ -66,7 +66,7 @@ export async function roleOf(ctx: ChannelsContext, caller: Caller, agentId: stri
   if (cached && cached.until > now) return cached.roleId;
   let roleId: string | null;
   try {
-    roleId = (await ctx.client.request<{ role_id?: string | null }>(registryCommands.get, caller, { agent_id: agentId })).role_id ?? null;
+    roleId = (await ctx.client.request(registryCommands.get, caller, { agent_id: agentId })).role_id ?? null;
   } catch (error) {
     if (!(error instanceof AppError && error.status === 404)) throw error;
     roleId = null;

@@ -48,7 +48,7 @@ export class AgentBindings {
     if (cached !== undefined) return cached;
     let principal: string;
     try {
-      ({ principal } = await this.client.request<{ principal: string }>(registryCommands.binding, caller, { agent_id: agentId }));
+      ({ principal } = await this.client.request(registryCommands.binding, caller, { agent_id: agentId }));
     } catch (error) {
       if (error instanceof AppError && error.status === 404) return undefined;
       throw error;

@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -181,7 +181,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (route.access.registersAgent) assertAgentIdFree(keys, req);
     // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
     const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
-    if (options.checkResponses && route.response) assertDocumentedResponse(route, reply.body);
+    if (options.checkResponses) assertDocumentedResponse(route, reply.body);
     if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
     res.status(route.status ?? 200).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   };
@@ -378,9 +378,9 @@ async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, r
   }
 }
 
-/** Test gateways: the reply must be what the catalogue documents (ApiRoute.response). */
+/** Test gateways: the reply must be what the catalogue documents (the route's response, else its command's output). */
 function assertDocumentedResponse(route: ApiRoute, body: Uint8Array): void {
-  const checked = route.response!.safeParse(JSON.parse(new TextDecoder().decode(body)));
+  const checked = routeResponse(route).safeParse(JSON.parse(new TextDecoder().decode(body)));
   if (checked.success) return;
   const issue = checked.error.issues[0]!;
   throw appError("INTERNAL_ERROR", `${route.operationId} answered a body that is not its documented response: ${issue.path.join(".") || "(body)"}: ${issue.message}`);
@@ -389,7 +389,7 @@ function assertDocumentedResponse(route: ApiRoute, body: Uint8Array): void {
 /** What a route may answer: its own codes, the common ones, and the 404 of each id in its path. */
 function declaredErrors(route: ApiRoute): Set<string> {
   const notFound = [...route.path.matchAll(/\{(\w+)_id\}/g)].map((m) => `${m[1]!.toUpperCase()}_NOT_FOUND`);
-  return new Set<string>([...route.errors, ...COMMON_ROUTE_ERRORS, ...notFound]);
+  return new Set<string>([...routeErrors(route), ...COMMON_ROUTE_ERRORS, ...notFound]);
 }
 
 /** The route's roles (libs/contracts/src/api): a key with none of them is refused before anything is sent. */

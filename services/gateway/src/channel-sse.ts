@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { AppError, channelsCommands, type ChannelStreamView, type Message } from "@intentmesh/contracts";
+import { AppError, channelsCommands, type Message } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed } from "./event-feed";
@@ -28,7 +28,7 @@ export async function streamChannel(req: Request, res: Response, options: Channe
   const channelId = String(req.params.channelId);
   const caller = req.caller!;
   // The channels service checks access and says what this caller sees (rules 3-6); here it is only applied.
-  const view = await options.bus.request<ChannelStreamView>(channelsCommands.streamView, caller, { channel_id: channelId });
+  const view = await options.bus.request(channelsCommands.streamView, caller, { channel_id: channelId });
   const visible = (m: Message) => view.sees_all || m.sender === view.agent_id || m.to === null || view.to_values.includes(m.to);
   const lastEventId = req.get("last-event-id") || (typeof req.query.last_event_id === "string" ? req.query.last_event_id : undefined);
   if (lastEventId !== undefined && !/^\d{1,15}$/.test(lastEventId)) {
@@ -72,7 +72,7 @@ export async function streamChannel(req: Request, res: Response, options: Channe
   if (!replaying) return;
   try {
     for (;;) {
-      const page = await options.bus.request<Message[]>(channelsCommands.listMessages, caller, { channel_id: channelId, query: { since: String(lastSent), limit: 1000 } });
+      const page = await options.bus.request(channelsCommands.listMessages, caller, { channel_id: channelId, query: { since: String(lastSent), limit: 1000 } });
       for (const message of page) send(message);
       if (page.length < 1000 || closed) break;
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { apiRoutes, COMMON_ROUTE_ERRORS, errorCatalogue, listErrors } from "@intentmesh/contracts";
+import { apiRoutes, routeErrors, COMMON_ROUTE_ERRORS, errorCatalogue, listErrors } from "@intentmesh/contracts";
 import { buildOpenApi } from "./openapi";
 
 interface Operation {
@@ -31,7 +31,7 @@ describe("OpenAPI document", () => {
       expect(op.operationId).toBe(route.operationId);
       expect(op.tags).toEqual([route.tag]);
       expect(Object.keys(op.responses)).toContain(String(route.status ?? 200));
-      for (const code of [...route.errors, ...COMMON_ROUTE_ERRORS]) expect(codesOf(op, errorCatalogue[code].status), `${route.operationId}: ${code}`).toContain(code);
+      for (const code of [...routeErrors(route), ...COMMON_ROUTE_ERRORS]) expect(codesOf(op, errorCatalogue[code].status), `${route.operationId}: ${code}`).toContain(code);
     }
   });
 

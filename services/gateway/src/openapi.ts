@@ -1,5 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
-import { COMMON_ROUTE_ERRORS, errorCatalogue, listErrors, z, type ApiRoute, type ErrorCode } from "@intentmesh/contracts";
+import { COMMON_ROUTE_ERRORS, errorCatalogue, listErrors, routeErrors, routeResponse, z, type ApiRoute, type ErrorCode } from "@intentmesh/contracts";
 
 /**
  * The OpenAPI document, generated from the same zod contracts the gateway and services validate
@@ -80,9 +80,9 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
       responses: {
         [route.status ?? 200]: {
           description: route.etag ? "success; ETag carries the new version" : "success",
-          content: { "application/json": { schema: route.response ?? z.unknown() } },
+          content: { "application/json": { schema: routeResponse(route) } },
         },
-        ...errorResponses(route.errors),
+        ...errorResponses(routeErrors(route)),
       },
     });
   }

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { intentsCommands, type Caller, type CommandDef, type z } from "@intentmesh/contracts";
+import { intentsCommands, type Caller, type CommandDef, type CommandInput, type z } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed, StreamEvent } from "./event-feed";
@@ -46,8 +46,8 @@ const PAGE = 1000;
  * An EventSource over a list command of the shape `{...ref, query: {after, limit, tail}}`, as the
  * intent and portfolio event lists are, read with the subscriber's own caller.
  */
-export function busEventSource<I extends z.ZodType>(bus: BusClient, caller: Caller, command: CommandDef<I>, id: string, ref: Record<string, string>): EventSource {
-  const list = (query: Record<string, string | number>) => bus.request<StreamEventPage>(command, caller, { ...ref, query } as z.input<I>);
+export function busEventSource<C extends CommandDef<z.ZodType, z.ZodType<StreamEventPage>>>(bus: BusClient, caller: Caller, command: C, id: string, ref: Record<string, string>): EventSource {
+  const list = (query: Record<string, string | number>): Promise<StreamEventPage> => bus.request(command, caller, { ...ref, query } as CommandInput<C>);
   return {
     id,
     readTail: async () => (await list({ limit: 1, tail: "true" })).events[0]?.sequence ?? 0,

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { AppError, intentsCommands as commands, type Intent, type Lease, ManualClock } from "@intentmesh/contracts";
+import { AppError, intentsCommands as commands, ManualClock } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
-import { LeaseSweeper } from "../src/lease-sweeper";
+import { LeaseSweeper } from "../src/leases/sweeper";
 
 let cluster: TestCluster;
 const agent = agentCaller;
@@ -15,7 +15,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const createIntent = () => cluster.client.request<Intent>(commands.create, agent("creator"), { body: { title: "race", status: "active" } });
+const createIntent = () => cluster.client.request(commands.create, agent("creator"), { body: { title: "race", status: "active" } });
 const settle = <T>(promises: Promise<T>[]) => Promise.allSettled(promises);
 const codeOf = (r: PromiseSettledResult<unknown>) => (r.status === "rejected" ? (r.reason as AppError).code : "OK");
 
@@ -24,7 +24,7 @@ describe("intents over the bus under concurrency", () => {
     const intent = await createIntent();
     const results = await settle(
       Array.from({ length: 20 }, (_, i) =>
-        cluster.client.request<Lease>(commands.acquireLease, agent(`racer-${i}`), { intent_id: intent.id, if_match: null, body: { scope: "plan" } }),
+        cluster.client.request(commands.acquireLease, agent(`racer-${i}`), { intent_id: intent.id, if_match: null, body: { scope: "plan" } }),
       ),
     );
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
@@ -35,7 +35,7 @@ describe("intents over the bus under concurrency", () => {
     const intent = await createIntent();
     const scopes = ["research", "research/notes", "*", "research/notes/a", "research"];
     const results = await settle(
-      scopes.map((scope, i) => cluster.client.request<Lease>(commands.acquireLease, agent(`overlap-${i}`), { intent_id: intent.id, if_match: null, body: { scope } })),
+      scopes.map((scope, i) => cluster.client.request(commands.acquireLease, agent(`overlap-${i}`), { intent_id: intent.id, if_match: null, body: { scope } })),
     );
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
   });
@@ -44,12 +44,12 @@ describe("intents over the bus under concurrency", () => {
     const intent = await createIntent();
     const results = await settle(
       Array.from({ length: 10 }, (_, i) =>
-        cluster.client.request<Intent>(commands.patchState, agent(`writer-${i}`), { intent_id: intent.id, if_match: 1, patches: [{ op: "set", path: "winner", value: i }] }),
+        cluster.client.request(commands.patchState, agent(`writer-${i}`), { intent_id: intent.id, if_match: 1, patches: [{ op: "set", path: "winner", value: i }] }),
       ),
     );
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     expect(results.filter((r) => codeOf(r) === "VERSION_MISMATCH")).toHaveLength(9);
-    const after = await cluster.client.request<Intent>(commands.get, agent("reader"), { intent_id: intent.id });
+    const after = await cluster.client.request(commands.get, agent("reader"), { intent_id: intent.id });
     expect(after.version).toBe(2);
   });
 
@@ -100,15 +100,15 @@ describe("intents over the bus under concurrency", () => {
   it("does not expire the leases of a suspended intent", async () => {
     const clock = cluster.clock as ManualClock;
     const intent = await createIntent();
-    const lease = await cluster.client.request<Lease>(commands.acquireLease, agent("patient"), { intent_id: intent.id, if_match: null, body: { scope: "*", ttl_seconds: 5 } });
+    const lease = await cluster.client.request(commands.acquireLease, agent("patient"), { intent_id: intent.id, if_match: null, body: { scope: "*", ttl_seconds: 5 } });
     await cluster.database.db.execute(sql`update intents.intents set status = 'suspended_awaiting_input' where id = ${intent.id}`);
     clock.advance(10_000);
     await cluster.intents.sweeper.sweep();
-    const leases = await cluster.client.request<{ leases: Lease[] }>(commands.listLeases, agent("patient"), { intent_id: intent.id, query: {} });
+    const leases = await cluster.client.request(commands.listLeases, agent("patient"), { intent_id: intent.id, query: {} });
     expect(leases.leases[0]?.id).toBe(lease.id);
     const [row] = rowsOf<{ holds_scope: boolean }>(await cluster.database.db.execute(sql`select holds_scope from intents.leases where id = ${lease.id}`));
     expect(row?.holds_scope).toBe(true);
-    const renewed = await cluster.client.request<Lease>(commands.renewLease, agent("patient"), { intent_id: intent.id, if_match: null, lease_id: lease.id, body: { ttl_seconds: 60 } });
+    const renewed = await cluster.client.request(commands.renewLease, agent("patient"), { intent_id: intent.id, if_match: null, lease_id: lease.id, body: { ttl_seconds: 60 } });
     expect(new Date(renewed.expires_at).getTime()).toBeGreaterThan(clock.now().getTime());
   });
 

@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { AppError, IntentEvent, LIMITS, TASK_END_EVENT_TYPES, memoryEventTypes, streams, taskCommands, type MemoryPolicy, type Task } from "@intentmesh/contracts";
+import { AppError, IntentEvent, LIMITS, TASK_END_EVENT_TYPES, memoryEventTypes, streams, taskCommands, type MemoryPolicy } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { entries, inbox, tasks } from "./db/schema";
@@ -65,7 +65,7 @@ async function refreshAfter(ctx: MemoryContext, event: { payload?: { task_id?: u
 
 async function refresh(ctx: MemoryContext, db: Queryable, taskId: string): Promise<void> {
   try {
-    await upsertTask(db, await ctx.client.request<Task>(taskCommands.get, SERVICE_CALLER, { task_id: taskId }));
+    await upsertTask(db, await ctx.client.request(taskCommands.get, SERVICE_CALLER, { task_id: taskId }));
   } catch (error) {
     if (error instanceof AppError && error.status === 404) return;
     throw error; // the intents service did not answer: the event is redelivered

@@ -50,7 +50,7 @@ export async function upsertTask(db: Queryable, task: Task): Promise<void> {
 export async function fetchTask(ctx: MemoryContext, taskId: string): Promise<TaskView | null> {
   let task: Task;
   try {
-    task = await ctx.client.request<Task>(taskCommands.get, SERVICE_CALLER, { task_id: taskId });
+    task = await ctx.client.request(taskCommands.get, SERVICE_CALLER, { task_id: taskId });
   } catch (error) {
     if (error instanceof AppError && error.status === 404) return null;
     throw error;
@@ -86,7 +86,7 @@ export async function coordinatesTaskOf(db: Queryable, names: string[], owner: s
 /** An agent's role_id from the registry (null for an agent it does not know). */
 export async function roleIdOf(ctx: MemoryContext, agentId: string): Promise<string | null> {
   try {
-    const agent = await ctx.client.request<{ role_id: string | null }>(registryCommands.get, SERVICE_CALLER, { agent_id: agentId });
+    const agent = await ctx.client.request(registryCommands.get, SERVICE_CALLER, { agent_id: agentId });
     return agent.role_id ?? null;
   } catch (error) {
     if (error instanceof AppError && error.status === 404) return null;

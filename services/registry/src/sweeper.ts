@@ -154,7 +154,7 @@ export class AgentSweeper extends Sweeper {
   private async leasesHeld(agentIds: string[]): Promise<Map<string, number> | null> {
     if (!agentIds.length) return new Map();
     try {
-      const reply = await this.ctx.client.request<{ held: Record<string, number> }>(intentsCommands.leasesHeld, SYSTEM, { agent_ids: agentIds });
+      const reply = await this.ctx.client.request(intentsCommands.leasesHeld, SYSTEM, { agent_ids: agentIds });
       return new Map(agentIds.map((id) => [id, reply.held[id] ?? 0]));
     } catch (err) {
       this.ctx.logger.warn({ err }, "could not count the leases of draining agents; their drains are checked next tick");

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { z } from "../zod";
 import { errorCatalogue } from "../error-catalogue";
+import { routeErrors, routeResponse } from "../api-route";
 import { apiRoutes } from "./index";
 
 const shapeOf = (schema: z.ZodType) => ((schema as z.ZodObject).shape ?? {}) as Record<string, z.ZodType>;
@@ -31,25 +32,45 @@ describe("the REST route catalogue", () => {
 
   it("declares only catalogued error codes, each once, and at least one role per route", () => {
     for (const route of apiRoutes) {
-      for (const code of route.errors) expect(errorCatalogue, `${route.operationId}: ${code}`).toHaveProperty(code);
-      expect(new Set(route.errors).size, route.operationId).toBe(route.errors.length);
+      const errors = routeErrors(route);
+      for (const code of errors) expect(errorCatalogue, `${route.operationId}: ${code}`).toHaveProperty(code);
+      expect(new Set(errors).size, route.operationId).toBe(errors.length);
       expect(route.access.roles.length, route.operationId).toBeGreaterThan(0);
     }
   });
 
   it("declares PRECONDITION_REQUIRED exactly where If-Match is required", () => {
     for (const route of apiRoutes) {
-      if (route.ifMatch === "required") expect(route.errors, route.operationId).toContain("PRECONDITION_REQUIRED");
-      if (!route.ifMatch) expect(route.errors, route.operationId).not.toContain("PRECONDITION_REQUIRED");
+      if (route.ifMatch === "required") expect(routeErrors(route), route.operationId).toContain("PRECONDITION_REQUIRED");
+      if (!route.ifMatch) expect(routeErrors(route), route.operationId).not.toContain("PRECONDITION_REQUIRED");
     }
   });
 });
 
-describe("the command catalogue's outputs", () => {
-  it("gives every bus command an output schema: its own, or its REST route's response", async () => {
+describe("the command catalogue", () => {
+  it("declares only catalogued error codes for every command, each once", async () => {
+    const contracts = await import("../index");
     const { listCommands } = await import("../subjects-doc");
-    const { commandOutputSchema } = await import("../command-outputs");
-    const missing = listCommands().filter((command) => !commandOutputSchema(command.subject)).map((command) => command.subject);
-    expect(missing).toEqual([]);
+    for (const { catalogue, key, subject } of listCommands()) {
+      const command = (contracts as unknown as Record<string, Record<string, { errors: readonly string[] }>>)[catalogue]![key]!;
+      for (const code of command.errors) expect(errorCatalogue, `${subject}: ${code}`).toHaveProperty(code);
+      expect(new Set(command.errors).size, subject).toBe(command.errors.length);
+    }
+  });
+
+  it("lets a route narrow its command only where it must: fewer codes, or one branch of the answer", () => {
+    for (const route of apiRoutes) {
+      if (route.errors) {
+        for (const code of route.errors) expect(route.command.errors, `${route.operationId}: ${code}`).toContain(code);
+        expect(route.errors.length, `${route.operationId} repeats its command's errors`).toBeLessThan(route.command.errors.length);
+      }
+      if (route.response) {
+        const options = (route.command.output as unknown as { options?: unknown[] }).options ?? [];
+        expect(options, `${route.operationId}: its response is a branch of its command's output`).toContain(route.response);
+        expect(routeResponse(route)).toBe(route.response);
+      } else {
+        expect(routeResponse(route)).toBe(route.command.output);
+      }
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { Attachment, AttachmentList, attachmentCommands } from "../attachments";
+import { attachmentCommands } from "../attachments";
 
 /** Attachments (4.3). */
 export const attachmentsRoutes = [
@@ -13,8 +13,6 @@ export const attachmentsRoutes = [
     ifMatch: "optional",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"],
-    response: Attachment,
     summary: "Attach a reference to a file stored elsewhere (storage_url is never fetched)",
   },
   {
@@ -25,8 +23,6 @@ export const attachmentsRoutes = [
     command: attachmentCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: AttachmentList,
     summary: "List attachments, oldest first, in pages",
   },
   {
@@ -37,8 +33,6 @@ export const attachmentsRoutes = [
     command: attachmentCommands.delete,
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
-    errors: ["ATTACHMENT_NOT_FOUND", "INTENT_NOT_FOUND"],
-    response: Attachment,
     summary: "Delete an attachment (uploader, coordinator or admin); answers the removed attachment",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,18 +1,6 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { Channel, Message, channelsCommands } from "../channels";
-import { ChannelDeleted, ChannelPage } from "../responses";
-import { z } from "../zod";
+import { channelsCommands } from "../channels";
 
-/** What every way of sending (to a channel by id, by name, a reply) may answer: the rules of 2.13 and 2.11. */
-const SEND_ERRORS = [
-  "CHANNEL_CLOSED",
-  "CREDENTIALS_IN_MESSAGE",
-  "CROSS_INTENT_MESSAGE",
-  "GOVERNANCE_VIOLATION",
-  "MESSAGE_RULE_VIOLATED",
-  "NOT_A_MEMBER",
-  "REQUEST_EXPIRED",
-] as const;
 
 /** Channels and messages (4.7), and rule 10's implicit creation at /intents/{id}/channels/{name}/messages (docs/channels.md). */
 export const channelsRoutes = [
@@ -25,8 +13,6 @@ export const channelsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: ["CHANNEL_NAME_TAKEN", "INTENT_ENDED", "INTENT_NOT_FOUND"],
-    response: Channel,
     summary: "Create a channel on the intent",
   },
   {
@@ -37,8 +23,6 @@ export const channelsRoutes = [
     command: channelsCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: ChannelPage,
     summary: "The intent's channels, oldest first: {channels, next_cursor, has_more}",
   },
   {
@@ -50,8 +34,6 @@ export const channelsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
-    errors: [...SEND_ERRORS, "INTENT_ENDED", "INTENT_NOT_FOUND"],
-    response: Message,
     summary: "Send to the intent's channel of that name, creating it (policy intent) when it does not exist (rule 10)",
   },
   {
@@ -61,8 +43,6 @@ export const channelsRoutes = [
     path: "/channels/{channel_id}",
     command: channelsCommands.get,
     access: { roles: ALL_ROLES },
-    errors: ["CHANNEL_NOT_FOUND"],
-    response: Channel,
     summary: "Read a channel",
   },
   {
@@ -73,8 +53,6 @@ export const channelsRoutes = [
     command: channelsCommands.patch,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["CHANNEL_CLOSED", "CHANNEL_NOT_FOUND"],
-    response: Channel,
     summary: "Change members, member_policy, options or close the channel (creator, coordinator, admin)",
   },
   {
@@ -84,8 +62,6 @@ export const channelsRoutes = [
     path: "/channels/{channel_id}",
     command: channelsCommands.delete,
     access: { roles: ALL_ROLES },
-    errors: ["CHANNEL_NOT_FOUND"],
-    response: ChannelDeleted,
     summary: "Close and delete the channel and its messages",
   },
   {
@@ -97,8 +73,6 @@ export const channelsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
-    errors: [...SEND_ERRORS, "CHANNEL_NOT_FOUND"],
-    response: Message,
     summary: "Send a message (type rules of 2.13)",
   },
   {
@@ -109,8 +83,6 @@ export const channelsRoutes = [
     command: channelsCommands.listMessages,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["CHANNEL_NOT_FOUND", "NOT_A_MEMBER"],
-    response: z.array(Message),
     summary: "Messages after `since` that the caller may see, oldest first (a bare list)",
   },
   {
@@ -120,8 +92,6 @@ export const channelsRoutes = [
     path: "/channels/{channel_id}/messages/{message_id}",
     command: channelsCommands.getMessage,
     access: { roles: ALL_ROLES },
-    errors: ["CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"],
-    response: Message,
     summary: "Read a message",
   },
   {
@@ -133,8 +103,6 @@ export const channelsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "sender" },
-    errors: [...SEND_ERRORS, "CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"],
-    response: Message,
     summary: "Answer a request: a response with correlation_id and to set by the server",
   },
   {
@@ -145,8 +113,6 @@ export const channelsRoutes = [
     command: channelsCommands.markRead,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"],
-    response: Message,
     summary: "Acknowledge a message: {\"status\":\"read\"}",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,6 +1,5 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
-import { CostPage, CostRecord, costsCommands } from "../costs";
-import { Intent } from "../intents";
+import { costsCommands } from "../costs";
 
 /** Costs and budgets (4.4). */
 export const costsRoutes = [
@@ -13,8 +12,6 @@ export const costsRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: ["AGENT_MISMATCH", "COST_AGENTS_FULL", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"],
-    response: CostRecord,
     summary: "Record a cost (always recorded; may raise budget_alert or block the intent)",
   },
   {
@@ -25,8 +22,6 @@ export const costsRoutes = [
     command: costsCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: CostPage,
     summary: "List cost records (cursor pagination) with the summary of all records and the budget",
   },
   {
@@ -39,8 +34,6 @@ export const costsRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: HUMAN_ROLES },
-    errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
-    response: Intent,
     summary: "Replace constraints.budget (If-Match required; operators, coordinators, admins); may lift or impose a budget block",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,6 +1,5 @@
 import { ALL_ROLES, type ApiRoute, FEDERATION_BUS_TIMEOUT_MS } from "../api-route";
 import { federationCommands } from "../federation";
-import { DispatchResult, FederationAgents, FederationStatus } from "../responses";
 
 /** Federation behind an API key (4.11); the signed public routes are mounted by the gateway itself. */
 export const federationRoutes = [
@@ -11,8 +10,6 @@ export const federationRoutes = [
     path: "/federation/status",
     command: federationCommands.status,
     access: { roles: ALL_ROLES },
-    errors: ["FEDERATION_DISABLED"],
-    response: FederationStatus,
     summary: "Federation status: this server's did:web, trust policy, peers and counters",
   },
   {
@@ -23,8 +20,6 @@ export const federationRoutes = [
     command: federationCommands.agents,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["FEDERATION_DISABLED"],
-    response: FederationAgents,
     summary: "Local agents offered to federation, by visibility (public by default; ?visibility=public,unlisted,private)",
   },
   {
@@ -37,9 +32,7 @@ export const federationRoutes = [
     headers: {idempotency_key: "idempotency-key"},
     busTimeoutMs: FEDERATION_BUS_TIMEOUT_MS,
     access: { roles: ALL_ROLES },
-    errors: ["DISPATCH_FAILED", "DISPATCH_IN_PROGRESS", "DISPATCH_TIMEOUT", "FEDERATION_LOOP", "IDEMPOTENCY_KEY_REUSED", "SSRF_BLOCKED"],
     documentedBody: federationCommands.dispatch.input.shape.body,
-    response: DispatchResult,
     summary: "Send an intent to an agent on another server as a signed envelope (10 s timeout, 502 on timeout or failure; Idempotency-Key honoured)",
   },
 ] as const satisfies readonly ApiRoute[];

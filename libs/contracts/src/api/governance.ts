@@ -1,7 +1,5 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { governanceCommands, governancePolicyCommands } from "../governance";
-import { Intent } from "../intents";
-import { Approval, ApprovalList, EngagementDecisionSchema, GovernancePolicyView, SuspensionResponse } from "../responses";
 import { SuspensionRequest } from "../suspension";
 
 /** Governance policy, suspension, approvals and engagement (2.11, 4.5, 4.6). */
@@ -16,8 +14,6 @@ export const governanceRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: HUMAN_ROLES },
-    errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
-    response: Intent,
     summary: "Set the governance policy (spec 2.11; If-Match required); answers the intent at its new version",
   },
   {
@@ -27,8 +23,6 @@ export const governanceRoutes = [
     path: "/intents/{intent_id}/governance",
     command: governancePolicyCommands.get,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: GovernancePolicyView,
     summary: "The policy and the effective policy (defaults filled in)",
   },
   {
@@ -40,8 +34,6 @@ export const governanceRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: HUMAN_ROLES },
-    errors: ["INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
-    response: Intent,
     summary: "Remove the governance policy (If-Match required)",
   },
   {
@@ -55,9 +47,7 @@ export const governanceRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "VERSION_MISMATCH"],
     documentedBody: SuspensionRequest,
-    response: Intent,
     summary: "Suspend an active intent for operator input (SuspensionRecord, spec 2.9); the server times it out",
   },
   {
@@ -68,8 +58,6 @@ export const governanceRoutes = [
     command: governanceCommands.respond,
     body: "body",
     access: { roles: HUMAN_ROLES },
-    errors: ["INTENT_NOT_FOUND", "INVALID_RESPONSE_VALUE", "NOT_SUSPENDED", "SUSPENSION_ID_REQUIRED", "SUSPENSION_MISMATCH"],
-    response: SuspensionResponse,
     summary: "Answer the active suspension (operators, coordinators, admins); the intent resumes",
   },
   {
@@ -81,8 +69,6 @@ export const governanceRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: Approval,
     summary: "Request an approval (pending until approved or denied)",
   },
   {
@@ -93,8 +79,6 @@ export const governanceRoutes = [
     command: governanceCommands.listApprovals,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: ApprovalList,
     summary: "List the intent's approvals, oldest first",
   },
   {
@@ -104,8 +88,6 @@ export const governanceRoutes = [
     path: "/intents/{intent_id}/approvals/{approval_id}",
     command: governanceCommands.getApproval,
     access: { roles: ALL_ROLES },
-    errors: ["APPROVAL_NOT_FOUND", "INTENT_NOT_FOUND"],
-    response: Approval,
     summary: "Read an approval",
   },
   {
@@ -116,8 +98,6 @@ export const governanceRoutes = [
     command: governanceCommands.approve,
     body: "body",
     access: { roles: HUMAN_ROLES },
-    errors: ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING", "INTENT_NOT_FOUND", "SELF_APPROVAL"],
-    response: Approval,
     summary: "Approve a pending approval (operators, coordinators, admins; never its requester)",
   },
   {
@@ -128,8 +108,6 @@ export const governanceRoutes = [
     command: governanceCommands.deny,
     body: "body",
     access: { roles: HUMAN_ROLES },
-    errors: ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING", "INTENT_NOT_FOUND"],
-    response: Approval,
     summary: "Deny a pending approval (optional reason)",
   },
   {
@@ -140,8 +118,6 @@ export const governanceRoutes = [
     command: governanceCommands.decideEngagement,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: EngagementDecisionSchema,
     summary: "Turn engagement signals into an engagement decision (spec 4.5), logged as engagement.decision",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,6 +1,4 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { Assignment, EventPage, Intent, IntentEvent, IntentPage, Lease } from "../intents";
-import { AssignmentList, LeaseList } from "../responses";
 import { intentsCommands } from "../subjects";
 
 /** Intents, their state, status, events, agents and leases (spec 4.1-4.4). */
@@ -15,8 +13,8 @@ export const intentsRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES, claimsIdentity: ["created_by"] },
+    // INTENT_EXISTS answers only services creating under an id they chose; a client cannot choose one.
     errors: [],
-    response: Intent,
     summary: "Create an intent",
   },
   {
@@ -27,8 +25,6 @@ export const intentsRoutes = [
     command: intentsCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: IntentPage,
     summary: "List intents (filters status, created_by; cursor pagination)",
   },
   {
@@ -39,8 +35,6 @@ export const intentsRoutes = [
     command: intentsCommands.get,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: Intent,
     summary: "Read an intent",
   },
   {
@@ -53,8 +47,6 @@ export const intentsRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_HELD", "PATCH_FAILED", "PRECONDITION_REQUIRED", "STATE_TOO_LARGE", "SUSPENSION_ACTIVE", "VERSION_MISMATCH"],
-    response: Intent,
     summary: "Patch the state atomically (If-Match required)",
   },
   {
@@ -67,8 +59,6 @@ export const intentsRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "INVALID_TRANSITION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
-    response: Intent,
     summary: "Change the status following table 3.1 (If-Match required)",
   },
   {
@@ -81,8 +71,6 @@ export const intentsRoutes = [
     ifMatch: "optional",
     status: 201,
     access: { roles: ALL_ROLES, claimsIdentity: ["actor"] },
-    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH", "PROOF_INVALID"],
-    response: IntentEvent,
     summary: "Append an event to the log",
   },
   {
@@ -93,8 +81,6 @@ export const intentsRoutes = [
     command: intentsCommands.listEvents,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: EventPage,
     summary: "Read the event log, oldest first",
   },
   {
@@ -107,8 +93,6 @@ export const intentsRoutes = [
     ifMatch: "optional",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"],
-    response: Assignment,
     summary: "Assign an agent",
   },
   {
@@ -118,8 +102,6 @@ export const intentsRoutes = [
     path: "/intents/{intent_id}/agents",
     command: intentsCommands.listAgents,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: AssignmentList,
     summary: "List assigned agents",
   },
   {
@@ -130,8 +112,6 @@ export const intentsRoutes = [
     command: intentsCommands.unassignAgent,
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND", "ASSIGNMENT_NOT_FOUND", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND"],
-    response: Assignment,
     summary: "Unassign an agent",
   },
   {
@@ -144,8 +124,6 @@ export const intentsRoutes = [
     ifMatch: "optional",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: ["AGENT_DRAINING", "AGENT_NOT_ACTIVE", "BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_HELD"],
-    response: Lease,
     summary: "Acquire a lease on a scope",
   },
   {
@@ -156,8 +134,6 @@ export const intentsRoutes = [
     command: intentsCommands.listLeases,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: LeaseList,
     summary: "List leases",
   },
   {
@@ -167,8 +143,6 @@ export const intentsRoutes = [
     path: "/intents/{intent_id}/leases/{lease_id}",
     command: intentsCommands.getLease,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND", "LEASE_NOT_FOUND"],
-    response: Lease,
     summary: "Read a lease",
   },
   {
@@ -180,8 +154,6 @@ export const intentsRoutes = [
     body: "body",
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
-    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_NOT_FOUND", "LEASE_RELEASED", "NOT_LEASE_HOLDER"],
-    response: Lease,
     summary: "Renew a lease ({ttl_seconds} or {duration_seconds})",
   },
   {
@@ -193,8 +165,6 @@ export const intentsRoutes = [
     body: "body",
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
-    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_NOT_FOUND", "LEASE_RELEASED", "NOT_LEASE_HOLDER"],
-    response: Lease,
     summary: "Renew a lease (alias of POST .../renew used by the OpenIntent clients)",
   },
   {
@@ -205,8 +175,6 @@ export const intentsRoutes = [
     command: intentsCommands.releaseLease,
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
-    errors: ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_NOT_FOUND"],
-    response: Lease,
     summary: "Release a lease",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,7 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { MemoryDeleteFilter, MemoryEntry, MemoryQueryResponse, memoryCommands } from "../memory";
-import { EpisodicCapacity, MemoryBatchDeleted, MemoryBatchResult, MemoryEntryDeleted, MemoryNamespace, MemoryNamespaceList, MemorySummary } from "../responses";
-import { z } from "../zod";
+import { MemoryDeleteFilter, MemoryEntryList, MemoryQueryResponse, memoryCommands } from "../memory";
 
 /** Memory (4.8), plus the routes of the official Python client and MCP server. */
 export const memoryRoutes = [
@@ -13,8 +11,6 @@ export const memoryRoutes = [
     command: memoryCommands.batch,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["VERSION_MISMATCH"],
-    response: MemoryBatchResult,
     summary: "Create or update many memory entries atomically: {entries: [create body | {id, if_match, ...patch}]}",
   },
   {
@@ -25,9 +21,7 @@ export const memoryRoutes = [
     command: memoryCommands.deleteBatch,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: [],
     documentedBody: MemoryDeleteFilter,
-    response: MemoryBatchDeleted,
     summary: "Delete the entries matching a filter that the caller may write (at most 1000 per call)",
   },
   {
@@ -37,8 +31,6 @@ export const memoryRoutes = [
     path: "/memory/namespaces",
     command: memoryCommands.namespaces,
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: MemoryNamespaceList,
     summary: "Semantic namespaces the caller may read",
   },
   {
@@ -48,8 +40,6 @@ export const memoryRoutes = [
     path: "/memory/namespaces/{namespace}",
     command: memoryCommands.getNamespace,
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: MemoryNamespace,
     summary: "A namespace's details and permissions",
   },
   {
@@ -60,8 +50,6 @@ export const memoryRoutes = [
     command: memoryCommands.patchNamespace,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["ACCESS_DENIED"],
-    response: MemoryNamespace,
     summary: "Set a namespace's permission object (memory.admin only)",
   },
   {
@@ -74,8 +62,6 @@ export const memoryRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: ["ACCESS_DENIED", "CAPACITY_EXCEEDED", "ENTRY_EXISTS", "FIELD_NOT_ALLOWED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "TASK_ENDED"],
-    response: MemoryEntry,
     summary: "Create a memory entry",
   },
   {
@@ -86,6 +72,7 @@ export const memoryRoutes = [
     command: memoryCommands.query,
     query: "query",
     access: { roles: ALL_ROLES },
+    // The page branch of the command's answer; AGENT_NOT_FOUND is for the agent-scoped routes.
     errors: [],
     response: MemoryQueryResponse,
     summary: "Query memory entries (4.8 parameters): {entries, total, limit, offset}",
@@ -98,8 +85,6 @@ export const memoryRoutes = [
     command: memoryCommands.get,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["ACCESS_DENIED", "ENTRY_NOT_FOUND"],
-    response: MemoryEntry,
     summary: "Read a memory entry",
   },
   {
@@ -112,8 +97,6 @@ export const memoryRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["ACCESS_DENIED", "ENTRY_NOT_FOUND", "GOVERNANCE_VIOLATION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"],
-    response: MemoryEntry,
     summary: "Update a memory entry's value and tags (If-Match required: 428 without, 409 VERSION_MISMATCH with the current entry)",
   },
   {
@@ -123,8 +106,6 @@ export const memoryRoutes = [
     path: "/memory/{entry_id}",
     command: memoryCommands.delete,
     access: { roles: ALL_ROLES },
-    errors: ["ACCESS_DENIED", "ENTRY_NOT_FOUND", "GOVERNANCE_VIOLATION"],
-    response: MemoryEntryDeleted,
     summary: "Delete a memory entry at once, irreversibly",
   },
   {
@@ -134,8 +115,6 @@ export const memoryRoutes = [
     path: "/agents/{agent_id}/memory/summary",
     command: memoryCommands.summary,
     access: { roles: ALL_ROLES },
-    errors: ["ACCESS_DENIED", "AGENT_NOT_FOUND"],
-    response: MemorySummary,
     summary: "An agent's memory summary (4.8)",
   },
   {
@@ -146,8 +125,6 @@ export const memoryRoutes = [
     command: memoryCommands.setCapacity,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["ACCESS_DENIED", "AGENT_NOT_FOUND"],
-    response: EpisodicCapacity,
     summary: "Set an agent's episodic capacity ({episodic_capacity}, null for the server default); coordinators and admins",
   },
   {
@@ -158,8 +135,6 @@ export const memoryRoutes = [
     command: memoryCommands.lookup,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["ACCESS_DENIED", "AGENT_NOT_FOUND", "ENTRY_NOT_FOUND"],
-    response: MemoryEntry,
     summary: "An agent's entry by namespace and key (the MCP server's memory_get)",
   },
   {
@@ -172,8 +147,6 @@ export const memoryRoutes = [
     ifMatch: "optional",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND", "PRECONDITION_REQUIRED"],
-    response: MemoryEntry,
     summary: "Create an agent's entry by namespace and key, or update it with If-Match (the MCP server's memory_set: {value, ttl_seconds?})",
   },
   {
@@ -185,8 +158,8 @@ export const memoryRoutes = [
     query: "query+path",
     constants: { raw: true },
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND"],
-    response: z.array(MemoryEntry),
+    // The bare-list branch of the command's answer.
+    response: MemoryEntryList,
     summary: "An agent's entries in one namespace as a bare list (the MCP server's memory_list); `summary` is the summary route",
   },
   {
@@ -198,8 +171,8 @@ export const memoryRoutes = [
     query: "query+path",
     constants: { raw: true },
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND"],
-    response: z.array(MemoryEntry),
+    // The bare-list branch of the command's answer.
+    response: MemoryEntryList,
     summary: "An agent's memory as a bare list (the official Python client's route); same filters as GET /memory",
   },
 ] as const satisfies readonly ApiRoute[];

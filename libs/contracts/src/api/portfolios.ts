@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { Portfolio, PortfolioEventPage, PortfolioPage, portfoliosCommands } from "../portfolios";
+import { portfoliosCommands } from "../portfolios";
 
 /** Portfolios (4.2). */
 export const portfoliosRoutes = [
@@ -13,8 +13,6 @@ export const portfoliosRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES, claimsIdentity: ["created_by"] },
-    errors: [],
-    response: Portfolio,
     summary: "Create a portfolio",
   },
   {
@@ -25,8 +23,6 @@ export const portfoliosRoutes = [
     command: portfoliosCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: PortfolioPage,
     summary: "List portfolios, newest first (filters status, created_by; cursor pagination)",
   },
   {
@@ -37,8 +33,6 @@ export const portfoliosRoutes = [
     command: portfoliosCommands.get,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["PORTFOLIO_NOT_FOUND"],
-    response: Portfolio,
     summary: "Read a portfolio with its members and aggregate status",
   },
   {
@@ -51,8 +45,6 @@ export const portfoliosRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["PORTFOLIO_NOT_FOUND", "PRECONDITION_REQUIRED", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"],
-    response: Portfolio,
     summary: "Change name, description, due_before or metadata (If-Match required)",
   },
   {
@@ -66,8 +58,6 @@ export const portfoliosRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND", "MEMBER_EXISTS", "PORTFOLIO_FULL", "PORTFOLIO_NOT_FOUND", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"],
-    response: Portfolio,
     summary: "Add an intent to the portfolio",
   },
   {
@@ -79,8 +69,6 @@ export const portfoliosRoutes = [
     ifMatch: "optional",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND", "MEMBER_NOT_FOUND", "PORTFOLIO_NOT_FOUND"],
-    response: Portfolio,
     summary: "Remove an intent from the portfolio",
   },
   {
@@ -91,8 +79,6 @@ export const portfoliosRoutes = [
     command: portfoliosCommands.listEvents,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["PORTFOLIO_NOT_FOUND"],
-    response: PortfolioEventPage,
     summary: "Read the portfolio's event log, oldest first",
   },
   {
@@ -103,8 +89,6 @@ export const portfoliosRoutes = [
     command: portfoliosCommands.ofIntent,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: PortfolioPage,
     summary: "The portfolios an intent belongs to, in the order it joined them (paged: after, limit)",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,6 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { Agent, AgentEventPage, HeartbeatResponse, PoolCapacity, registryCommands } from "../registry";
-import { AgentList } from "../responses";
+import { registryCommands } from "../registry";
 
 /** The agent registry (4.9), with the paths the official clients call as aliases. */
 export const agentRoutes = [
@@ -14,8 +13,6 @@ export const agentRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES, registersAgent: true },
-    errors: ["AGENT_ALREADY_REGISTERED", "AGENT_KEY_MISMATCH", "SSRF_BLOCKED", "UPSTREAM_TIMEOUT"],
-    response: Agent,
     summary: "Register an agent (201, ETag); re-activates a dead or deregistered id",
   },
   {
@@ -28,8 +25,6 @@ export const agentRoutes = [
     status: 201,
     etag: true,
     access: { roles: ALL_ROLES, registersAgent: true },
-    errors: ["AGENT_ALREADY_REGISTERED", "AGENT_KEY_MISMATCH", "SSRF_BLOCKED", "UPSTREAM_TIMEOUT"],
-    response: Agent,
     summary: "Register an agent (alias of POST /agents used by the OpenIntent clients)",
   },
   {
@@ -40,8 +35,6 @@ export const agentRoutes = [
     command: registryCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: AgentList,
     summary: "List agents (coordinators and admins): capabilities, status, role_id, min_available_capacity",
   },
   {
@@ -52,8 +45,6 @@ export const agentRoutes = [
     command: registryCommands.get,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND"],
-    response: Agent,
     summary: "Read an agent's full record",
   },
   {
@@ -64,8 +55,6 @@ export const agentRoutes = [
     command: registryCommands.get,
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND"],
-    response: Agent,
     summary: "Read an agent's full record (alias used by the OpenIntent clients)",
   },
   {
@@ -76,8 +65,6 @@ export const agentRoutes = [
     command: registryCommands.heartbeat,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_GONE", "AGENT_KEY_MISMATCH", "AGENT_NOT_FOUND"],
-    response: HeartbeatResponse,
     summary: "Heartbeat: only with the key the agent registered with; 410 once dead or deregistered",
   },
   {
@@ -90,8 +77,6 @@ export const agentRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND", "INVALID_AGENT_TRANSITION", "PRECONDITION_REQUIRED", "UPSTREAM_TIMEOUT", "VERSION_MISMATCH"],
-    response: Agent,
     summary: "Drain an agent (the agent itself, a coordinator or an admin); If-Match required",
   },
   {
@@ -104,8 +89,6 @@ export const agentRoutes = [
     ifMatch: "required",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND", "INVALID_AGENT_TRANSITION", "PRECONDITION_REQUIRED", "UPSTREAM_TIMEOUT", "VERSION_MISMATCH"],
-    response: Agent,
     summary: "Drain an agent (alias of PATCH used by the OpenIntent clients)",
   },
   {
@@ -117,8 +100,6 @@ export const agentRoutes = [
     ifMatch: "optional",
     etag: true,
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND", "VERSION_MISMATCH"],
-    response: Agent,
     summary: "Deregister an agent at once, without a drain",
   },
   {
@@ -129,8 +110,6 @@ export const agentRoutes = [
     command: registryCommands.listEvents,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["AGENT_NOT_FOUND"],
-    response: AgentEventPage,
     summary: "Read an agent's own event log (lifecycle, assignments, commands), oldest first",
   },
   {
@@ -140,8 +119,6 @@ export const agentRoutes = [
     path: "/pools/{role_id}",
     command: registryCommands.pool,
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: PoolCapacity,
     summary: "Capacity of the pool of agents sharing a role_id",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { FailureList, FailureRecord, RetryPolicy, retryCommands } from "../retries";
+import { retryCommands } from "../retries";
 
 /** Retry policies and failures (4.4). */
 export const retriesRoutes = [
@@ -12,8 +12,6 @@ export const retriesRoutes = [
     body: "body",
     ifMatch: "optional",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND", "VERSION_MISMATCH"],
-    response: RetryPolicy,
     summary: "Set or replace the retry policy (omitted fields take their defaults)",
   },
   {
@@ -23,8 +21,6 @@ export const retriesRoutes = [
     path: "/intents/{intent_id}/retry-policy",
     command: retryCommands.getPolicy,
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND", "RETRY_POLICY_NOT_FOUND"],
-    response: RetryPolicy,
     summary: "Read the retry policy (404 when none is set)",
   },
   {
@@ -37,8 +33,6 @@ export const retriesRoutes = [
     ifMatch: "optional",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: ["AGENT_MISMATCH", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RETRY_NOT_ALLOWED", "TASK_NOT_FOUND"],
-    response: FailureRecord,
     summary: "Record a failed attempt; schedules the retry or hands over to the fallback agent",
   },
   {
@@ -49,8 +43,6 @@ export const retriesRoutes = [
     command: retryCommands.listFailures,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["INTENT_NOT_FOUND"],
-    response: FailureList,
     summary: "Failure history, oldest first",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -1,32 +1,11 @@
 import { ALL_ROLES, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute } from "../api-route";
-import {
-  AgentIdentity,
-  Credential,
-  CredentialList,
-  GrantArray,
-  GrantList,
-  GrantRevoked,
-  GrantedTools,
-  IdentityChallenge,
-  IdentityRevoked,
-  IdentityVerification,
-  InvocationArray,
-  RewrapResult,
-  ToolGrant,
-  ToolInvocation,
-  ToolInvokeResult,
-  Vault,
-  VaultList,
-  vaultCommands as c,
-} from "../vault";
+import { vaultCommands as c } from "../vault";
 
 /**
  * Credential vaults, tool grants and the tool proxy (RFC-0014), at the paths of the RFC, the
  * official Python client and the MCP server (docs/compatibility.md). Ownership and grantee rules
  * are the vault service's (docs/vaults.md); every key role may call, the service decides.
  */
-const OWNER_ERRORS = ["VAULT_ACCESS_DENIED"] as const;
-
 export const vaultRoutes = [
   {
     operationId: "vaultsCreate",
@@ -37,8 +16,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: ["VAULT_NAME_TAKEN"],
-    response: Vault,
     summary: "Create a credential vault owned by the calling principal (RFC-0014 §1.1; Python create_vault)",
   },
   {
@@ -48,8 +25,6 @@ export const vaultRoutes = [
     path: "/vaults",
     command: c.listVaults,
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: VaultList,
     summary: "The caller's vaults (admins: all)",
   },
   {
@@ -59,8 +34,6 @@ export const vaultRoutes = [
     path: "/vaults/{vault_id}",
     command: c.getVault,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "VAULT_NOT_FOUND"],
-    response: Vault,
     summary: "A vault with the ids of its credentials (Python get_vault)",
   },
   {
@@ -72,8 +45,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "CREDENTIAL_LABEL_TAKEN", "VAULT_NOT_FOUND"],
-    response: Credential,
     summary: "Add a credential, vault_id in the body (Python create_credential); the secret is sealed and never answered",
   },
   {
@@ -85,8 +56,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "CREDENTIAL_LABEL_TAKEN", "VAULT_NOT_FOUND"],
-    response: Credential,
     summary: "Add a credential to a vault (RFC-0014; MCP openintent_store_credential: name, credential_type, metadata)",
   },
   {
@@ -96,8 +65,6 @@ export const vaultRoutes = [
     path: "/vaults/{vault_id}/credentials",
     command: c.listCredentials,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "VAULT_NOT_FOUND"],
-    response: CredentialList,
     summary: "A vault's credentials (material never included)",
   },
   {
@@ -107,8 +74,6 @@ export const vaultRoutes = [
     path: "/vaults/{vault_id}/credentials/{credential_name}",
     command: c.getCredentialByName,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "CREDENTIAL_NOT_FOUND", "VAULT_NOT_FOUND"],
-    response: Credential,
     summary: "A credential by its label (MCP openintent_get_credential); metadata only",
   },
   {
@@ -118,8 +83,6 @@ export const vaultRoutes = [
     path: "/credentials/{credential_id}",
     command: c.getCredential,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "CREDENTIAL_NOT_FOUND"],
-    response: Credential,
     summary: "A credential (Python get_credential): configuration and the names of its secret values, never the values",
   },
   {
@@ -130,8 +93,6 @@ export const vaultRoutes = [
     command: c.rotateCredential,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "CREDENTIAL_REVOKED", "CREDENTIAL_NOT_FOUND"],
-    response: Credential,
     summary: "Replace a credential's material (RFC-0014 §1.3): same id, grants untouched",
   },
   {
@@ -141,8 +102,6 @@ export const vaultRoutes = [
     path: "/credentials/{credential_id}",
     command: c.revokeCredential,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "CREDENTIAL_NOT_FOUND"],
-    response: Credential,
     summary: "Revoke a credential for good; its grants are revoked with it and its material destroyed",
   },
   {
@@ -154,8 +113,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "CREDENTIAL_NOT_FOUND", "CREDENTIAL_REVOKED", "CREDENTIAL_EXPIRED", "SCOPE_NOT_AVAILABLE", "INTENT_NOT_FOUND"],
-    response: ToolGrant,
     summary: "Grant an agent scopes of a credential (Python create_tool_grant), with constraints and expiry",
   },
   {
@@ -167,8 +124,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: ["CREDENTIAL_NOT_FOUND", "AMBIGUOUS_TOOL", "CREDENTIAL_REVOKED", "CREDENTIAL_EXPIRED", "SCOPE_NOT_AVAILABLE", "INTENT_NOT_FOUND"],
-    response: ToolGrant,
     summary: "Grant one tool for an intent, the credential found by the tool's name (MCP openintent_grant_tool)",
   },
   {
@@ -179,8 +134,6 @@ export const vaultRoutes = [
     command: c.listGrants,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: GrantList,
     summary: "Grants the caller may see, by agent_id, credential_id, service (RFC-0014)",
   },
   {
@@ -190,8 +143,6 @@ export const vaultRoutes = [
     path: "/grants/{grant_id}",
     command: c.getGrant,
     access: { roles: ALL_ROLES },
-    errors: ["GRANT_NOT_FOUND"],
-    response: ToolGrant,
     summary: "A grant (Python get_tool_grant)",
   },
   {
@@ -201,8 +152,6 @@ export const vaultRoutes = [
     path: "/grants/{grant_id}",
     command: c.revokeGrant,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "GRANT_NOT_FOUND"],
-    response: GrantRevoked,
     summary: "Revoke a grant and every grant delegated from it (Python revoke_grant)",
   },
   {
@@ -213,8 +162,6 @@ export const vaultRoutes = [
     command: c.suspendGrant,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "GRANT_REVOKED", "GRANT_NOT_FOUND"],
-    response: ToolGrant,
     summary: "Suspend a grant (RFC-0014 §2.4)",
   },
   {
@@ -224,8 +171,6 @@ export const vaultRoutes = [
     path: "/grants/{grant_id}/resume",
     command: c.resumeGrant,
     access: { roles: ALL_ROLES },
-    errors: [...OWNER_ERRORS, "GRANT_REVOKED", "GRANT_NOT_FOUND"],
-    response: ToolGrant,
     summary: "Resume a suspended grant",
   },
   {
@@ -236,8 +181,6 @@ export const vaultRoutes = [
     command: c.listInvocations,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: ["GRANT_NOT_FOUND"],
-    response: InvocationArray,
     summary: "A grant's invocations, newest first, as a bare array (Python list_invocations)",
   },
   {
@@ -247,8 +190,6 @@ export const vaultRoutes = [
     path: "/agents/{agent_id}/grants",
     command: c.agentGrants,
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: GrantArray,
     summary: "An agent's grants as a bare array (Python list_agent_grants)",
   },
   {
@@ -259,8 +200,6 @@ export const vaultRoutes = [
     command: c.grantedTools,
     query: "query",
     access: { roles: ALL_ROLES },
-    errors: [],
-    response: GrantedTools,
     summary: "The tools an agent may use now (RFC-0014 §2.3); default the acting agent",
   },
   {
@@ -273,23 +212,6 @@ export const vaultRoutes = [
     // The gateway waits past the proxy's own deadline (at most 15 s a call) plus its bus round trips.
     busTimeoutMs: FEDERATION_BUS_TIMEOUT_MS,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: [
-      "GRANT_NOT_FOUND",
-      "GRANT_EXPIRED",
-      "GRANT_REVOKED",
-      "GRANT_SUSPENDED",
-      "GRANT_DORMANT",
-      "GRANT_SCOPE_INSUFFICIENT",
-      "GRANT_RATE_LIMITED",
-      "GRANT_EXHAUSTED",
-      "GRANT_PARAMETER_DENIED",
-      "GRANT_CONTEXT_MISMATCH",
-      "CREDENTIAL_EXPIRED",
-      "CREDENTIAL_REVOKED",
-      "TOOL_NOT_CALLABLE",
-      "IDEMPOTENCY_KEY_REUSED",
-    ],
-    response: ToolInvokeResult,
     summary: "Invoke a tool through the server's proxy with the credential injected (Python invoke_tool, RFC-0014 §3)",
   },
   {
@@ -301,8 +223,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: ["GRANT_NOT_FOUND", "AGENT_MISMATCH", "GRANT_SCOPE_INSUFFICIENT", "GRANT_REVOKED", "GRANT_CONTEXT_MISMATCH", "IDEMPOTENCY_KEY_REUSED"],
-    response: ToolInvocation,
     summary: "Record an invocation the agent made itself against its grant (Python record_invocation)",
   },
   {
@@ -313,8 +233,6 @@ export const vaultRoutes = [
     command: c.rewrap,
     body: "body",
     access: { roles: ["admin"] },
-    errors: [],
-    response: RewrapResult,
     summary: "Re-wrap credential data keys under the primary key-encryption key (admins; also runs as a job)",
   },
   // RFC-0018
@@ -326,8 +244,6 @@ export const vaultRoutes = [
     command: c.registerIdentity,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["IDENTITY_EXISTS"],
-    response: IdentityChallenge,
     summary: "Register an Ed25519 public key: answers a single-use challenge to sign (Python register_identity)",
   },
   {
@@ -337,8 +253,6 @@ export const vaultRoutes = [
     path: "/agents/{agent_id}/identity",
     command: c.getIdentity,
     access: { roles: ALL_ROLES },
-    errors: ["IDENTITY_NOT_FOUND"],
-    response: AgentIdentity,
     summary: "An agent's public key, did:key and previous keys (Python get_identity)",
   },
   {
@@ -349,8 +263,6 @@ export const vaultRoutes = [
     command: c.revokeIdentity,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["IDENTITY_NOT_FOUND"],
-    response: IdentityRevoked,
     summary: "Force-revoke an agent's key (the agent or an admin; RFC-0018 Security 3)",
   },
   {
@@ -362,8 +274,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES },
-    errors: ["CHALLENGE_INVALID", "SIGNATURE_REJECTED", "IDENTITY_EXISTS"],
-    response: AgentIdentity,
     summary: "Complete registration with the signed challenge (Python complete_identity_challenge)",
   },
   {
@@ -374,8 +284,6 @@ export const vaultRoutes = [
     command: c.verifySignature,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["IDENTITY_NOT_FOUND"],
-    response: IdentityVerification,
     summary: "Verify a signature over the canonical JSON of a payload (Python verify_signature)",
   },
   {
@@ -386,8 +294,6 @@ export const vaultRoutes = [
     command: c.rotateKey,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["IDENTITY_NOT_FOUND", "KEY_MISMATCH", "SIGNATURE_REJECTED"],
-    response: AgentIdentity,
     summary: "Rotate to a new key, signed by the current one (Python rotate_key)",
   },
   {
@@ -398,8 +304,6 @@ export const vaultRoutes = [
     command: c.registerIdentityMcp,
     body: "body",
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: ["IDENTITY_EXISTS"],
-    response: IdentityChallenge,
     summary: "Register a public key, agent in the body (MCP openintent_register_identity)",
   },
   {
@@ -411,8 +315,6 @@ export const vaultRoutes = [
     body: "body",
     status: 201,
     access: { roles: ALL_ROLES, actingAgentField: "agent_id" },
-    errors: ["CHALLENGE_INVALID", "SIGNATURE_REJECTED", "IDENTITY_EXISTS"],
-    response: AgentIdentity,
     summary: "Complete registration with the signed challenge (MCP openintent_verify_challenge)",
   },
   {
@@ -423,8 +325,6 @@ export const vaultRoutes = [
     command: c.rotateKey,
     body: "body",
     access: { roles: ALL_ROLES },
-    errors: ["IDENTITY_NOT_FOUND", "KEY_MISMATCH", "SIGNATURE_REJECTED"],
-    response: AgentIdentity,
     summary: "Rotate the key with a rotation_proof of the current key (MCP openintent_rotate_key)",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -55,7 +55,7 @@ export async function checkNewChannel(ctx: ChannelsContext, caller: Caller, inte
     throw new AppError("INTENT_ENDED", 409, `intent ${intentId} is ${intent.status}: its channels are closed and it takes no new ones`, { intent_id: intentId, status: intent.status });
   }
   if (taskId) {
-    const task = await ctx.client.request<{ intent_id: string }>(taskCommands.get, caller, { task_id: taskId });
+    const task = await ctx.client.request(taskCommands.get, caller, { task_id: taskId });
     if (task.intent_id !== intentId) throw errors.validation(`task ${taskId} belongs to intent ${task.intent_id}, not ${intentId}`);
   }
 }

@@ -1,6 +1,7 @@
 import { bigint, index, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { inboxTable } from "@intentmesh/db";
 import { outboxTable } from "@intentmesh/bus";
+import type { CommandResult, federationCommands } from "@intentmesh/contracts";
 
 /** The federation service owns this schema; no other service reads it. */
 export const federationSchema = pgSchema("federation");
@@ -26,7 +27,7 @@ export const dispatches = federationSchema.table(
     /** The request fingerprint: a retry with the same key and another body is refused. */
     requestHash: text("request_hash").notNull(),
     /** The answer returned to the caller once accepted (also to every retry). */
-    answer: jsonb("answer").$type<Record<string, unknown>>(),
+    answer: jsonb("answer").$type<CommandResult<typeof federationCommands.dispatch>>(),
     lastError: jsonb("last_error").$type<Record<string, unknown>>(),
     remoteIntentId: text("remote_intent_id"),
     attempts: integer("attempts").notNull().default(0),
@@ -54,7 +55,7 @@ export const receivedDispatches = federationSchema.table(
     status: text("status").notNull(),
     governance: jsonb("governance").$type<Record<string, unknown>>().notNull(),
     delegationScope: jsonb("delegation_scope").$type<Record<string, unknown>>().notNull(),
-    answer: jsonb("answer").$type<Record<string, unknown>>(),
+    answer: jsonb("answer").$type<CommandResult<typeof federationCommands.receive>>(),
     createdAt: ts("created_at").notNull(),
   },
   (t) => [uniqueIndex("received_key_idx").on(t.sourceDid, t.idempotencyKey), index("received_local_intent_idx").on(t.localIntentId)],

@@ -57,5 +57,5 @@ export async function receiveCallback(ctx: FederationContext, dispatchId: string
     return true;
   });
   if (applied) ctx.published();
-  return { accepted: true, duplicate: !applied };
+  return { accepted: true as const, duplicate: !applied };
 }

@@ -1,6 +1,6 @@
 import crypto, { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { AppError, federationEventTypes, intentsCommands, type Caller, type DispatchBody, type Intent, isoTimestamp } from "@intentmesh/contracts";
+import { AppError, federationEventTypes, intentsCommands, type Caller, type DispatchBody, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import { guardedFetch } from "@intentmesh/ssrf";
 import type { FederationContext } from "../context";
@@ -34,7 +34,7 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
     }
   }
   // Read with the caller's rights: only an intent the caller may read can be sent away.
-  const intent = await ctx.client.request<Intent>(intentsCommands.get, caller, { intent_id: body.intent_id });
+  const intent = await ctx.client.request(intentsCommands.get, caller, { intent_id: body.intent_id });
 
   const key = body.idempotency_key ?? headerKey ?? randomUUID();
   const { idempotency_key: _key, callback_url: _callback, ...fingerprinted } = body;

@@ -36,7 +36,7 @@ export function peerServerUrl(ctx: FederationContext, value: string, field: stri
 /** The agent's registry record, or null when the registry does not know it. */
 export async function localAgent(ctx: FederationContext, agentId: string): Promise<Agent | null> {
   try {
-    return await ctx.client.request<Agent>(registryCommands.get, SERVICE_CALLER, { agent_id: agentId });
+    return await ctx.client.request(registryCommands.get, SERVICE_CALLER, { agent_id: agentId });
   } catch (error) {
     if (error instanceof AppError && error.status === 404) return null;
     throw error;

@@ -77,10 +77,10 @@ export async function status(ctx: FederationContext) {
 export async function agents(ctx: FederationContext, query: z.output<typeof FederationAgentsQuery>) {
   assertEnabled(ctx);
   const { visibility, limit, offset } = query;
-  const page = await ctx.client.request<{ agents: { agent_id: string }[]; total: number }>(registryCommands.list, SERVICE_CALLER, {
+  const page = await ctx.client.request(registryCommands.list, SERVICE_CALLER, {
     query: { limit: String(limit), offset: String(offset), status: "active,draining,unhealthy" },
   });
-  const records = await Promise.all(page.agents.map((a) => ctx.client.request<Agent>(registryCommands.get, SERVICE_CALLER, { agent_id: a.agent_id }).catch(() => null)));
+  const records = await Promise.all(page.agents.map((a) => ctx.client.request(registryCommands.get, SERVICE_CALLER, { agent_id: a.agent_id }).catch(() => null)));
   const listed = records
     .filter((a): a is Agent => a !== null && !a.origin_server_url)
     .map((a) => ({ agent: a, visibility: visibilityOf(a.metadata, ctx.settings.visibilityDefault) }))

@@ -1,7 +1,7 @@
 import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { derivedUuid, errors, federationEventTypes, intentsCommands, parseJsonStrict, type Intent, type SignedRequest } from "@intentmesh/contracts";
+import { derivedUuid, errors, federationEventTypes, intentsCommands, parseJsonStrict, type SignedRequest } from "@intentmesh/contracts";
 import { enqueueSystemEvents, validationError } from "@intentmesh/bus";
 import type { FederationContext } from "../context";
 import { composeGovernance, delegationScope, narrowDelegation } from "../domain";
@@ -63,7 +63,7 @@ export async function receive(ctx: FederationContext, request: SignedRequest) {
   try {
     // One intent per dispatch, whatever happens: its id derives from the sender and the key, so a
     // retry after a crash between this create and the commit below finds the intent made then.
-    const intent = await ctx.client.request<Intent>(intentsCommands.create, { ...SERVICE_CALLER, actor: envelope.source_did }, {
+    const intent = await ctx.client.request(intentsCommands.create, { ...SERVICE_CALLER, actor: envelope.source_did }, {
       intent_id: derivedUuid(`federation-receive:${envelope.source_did}:${envelope.idempotency_key}`),
       body: {
         title: envelope.intent_title,
@@ -79,7 +79,7 @@ export async function receive(ctx: FederationContext, request: SignedRequest) {
     }
     const answer = {
       dispatch_id: envelope.dispatch_id,
-      accepted: true,
+      accepted: true as const,
       local_intent_id: intent.id,
       server_did: ctx.identity.did,
       delegation_scope: narrowed.scope,

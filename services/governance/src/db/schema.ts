@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgSchema, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { inboxTable } from "@intentmesh/db";
 import { outboxTable } from "@intentmesh/bus";
-import type { SuspensionRecord } from "@intentmesh/contracts";
+import type { APPROVAL_STATUSES, SuspensionRecord } from "@intentmesh/contracts";
 
 /** The governance service owns this schema; no other service reads it. */
 export const governanceSchema = pgSchema("governance");
@@ -46,7 +46,7 @@ export const approvals = governanceSchema.table(
     requestedBy: text("requested_by").notNull(),
     /** The principal of the key that asked: it may never decide its own request. */
     requesterPrincipal: text("requester_principal").notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<(typeof APPROVAL_STATUSES)[number]>().notNull(),
     decidedBy: text("decided_by"),
     decidedAt: ts("decided_at"),
     decisionNotes: text("decision_notes"),

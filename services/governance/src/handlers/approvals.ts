@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, type SQL } from "drizzle-orm";
-import { AppError, errors, intentsCommands, isoTimestamp, type Caller, type CreateApprovalBody, type DecideApprovalBody, type Intent } from "@intentmesh/contracts";
+import { AppError, errors, intentsCommands, isoTimestamp, type Caller, type CreateApprovalBody, type DecideApprovalBody, type APPROVAL_STATUSES } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import type { GovernanceContext } from "../context";
 import { approvals, outbox } from "../db/schema";
@@ -16,7 +16,7 @@ export interface Approval {
   reason: string | null;
   context: Record<string, unknown>;
   requested_by: string;
-  status: string;
+  status: (typeof APPROVAL_STATUSES)[number];
   created_at: string;
   decided_at: string | null;
   decided_by: string | null;
@@ -45,7 +45,7 @@ function toApproval(row: ApprovalRow): Approval {
  * official clients' server writes none, and the decision is what the log records.
  */
 export async function createApproval(ctx: GovernanceContext, intentId: string, body: CreateApprovalBody, caller: Caller): Promise<Approval> {
-  await ctx.client.request<Intent>(intentsCommands.get, caller, { intent_id: intentId });
+  await ctx.client.request(intentsCommands.get, caller, { intent_id: intentId });
   const [row] = await ctx.db
     .insert(approvals)
     .values({
@@ -73,11 +73,11 @@ export async function getApproval(ctx: GovernanceContext, intentId: string, appr
   return toApproval(await findApproval(ctx, intentId, approvalId));
 }
 
-export async function listApprovals(ctx: GovernanceContext, intentId: string, query: { status?: string; limit: number }): Promise<{ approvals: Approval[] }> {
+export async function listApprovals(ctx: GovernanceContext, intentId: string, query: { status?: Approval["status"]; limit: number }): Promise<{ approvals: Approval[] }> {
   const filters: SQL[] = [eq(approvals.intentId, intentId)];
   if (query.status) filters.push(eq(approvals.status, query.status));
   const rows = await ctx.db.select().from(approvals).where(and(...filters)).orderBy(asc(approvals.createdAt), asc(approvals.id)).limit(query.limit);
-  if (!rows.length) await ctx.client.request<Intent>(intentsCommands.get, ctx.systemCaller, { intent_id: intentId });
+  if (!rows.length) await ctx.client.request(intentsCommands.get, ctx.systemCaller, { intent_id: intentId });
   return { approvals: rows.map(toApproval) };
 }
 

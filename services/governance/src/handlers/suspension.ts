@@ -33,7 +33,7 @@ export function withPlatformDefault(request: SuspensionRequest, platform: Govern
  */
 export async function suspend(ctx: GovernanceContext, input: { intent_id: string; if_match: number | null; body: SuspensionRequest }, caller: Caller): Promise<Intent> {
   const request = withPlatformDefault(input.body, ctx.defaultRetryPolicy);
-  const intent = await ctx.client.request<Intent>(suspensionCommands.begin, caller, { intent_id: input.intent_id, if_match: input.if_match, suspension: request });
+  const intent = await ctx.client.request(suspensionCommands.begin, caller, { intent_id: input.intent_id, if_match: input.if_match, suspension: request });
   await trackSuspension(ctx.db, intent.id, intent.state._suspension as SuspensionRecord, ctx.clock.now());
   return intent;
 }
@@ -49,7 +49,7 @@ export async function respond(ctx: GovernanceContext, input: { intent_id: string
   if (!body.suspension_id || body.suspension_id.trim() === "") {
     throw new AppError("SUSPENSION_ID_REQUIRED", 422, "suspension_id is required and must not be empty", { field: "suspension_id" });
   }
-  const intent = await ctx.client.request<Intent>(intentsCommands.get, caller, { intent_id: input.intent_id });
+  const intent = await ctx.client.request(intentsCommands.get, caller, { intent_id: input.intent_id });
   if (intent.status !== "suspended_awaiting_input") {
     throw new AppError("NOT_SUSPENDED", 409, `intent ${intent.id} is ${intent.status}, not suspended_awaiting_input`, { status: intent.status });
   }
@@ -60,7 +60,7 @@ export async function respond(ctx: GovernanceContext, input: { intent_id: string
   }
   const matched = validateResponseValue(record, body.value);
   const respondedBy = body.responded_by ?? caller.actor;
-  const ended = await ctx.client.request<Intent>(suspensionCommands.end, caller, {
+  const ended = await ctx.client.request(suspensionCommands.end, caller, {
     intent_id: intent.id,
     suspension_id: record.id,
     resolution: "responded",

@@ -76,7 +76,7 @@ export async function heartbeat(ctx: RegistryContext, agentId: string, body: Hea
  */
 async function checkTasksInProgress(ctx: RegistryContext, agentId: string, taskIds: string[], caller: Caller): Promise<string[] | undefined> {
   try {
-    const { unknown } = await ctx.client.request<{ unknown: string[] }>(taskCommands.held, caller, { agent_id: agentId, task_ids: taskIds });
+    const { unknown } = await ctx.client.request(taskCommands.held, caller, { agent_id: agentId, task_ids: taskIds });
     if (unknown.length) ctx.logger.warn({ agent_id: agentId, unknown_tasks: unknown.slice(0, 20) }, "heartbeat lists tasks the agent does not hold");
     return unknown;
   } catch (error) {

@@ -1,0 +1,164 @@
+import { appError, costsCommands, type CommandResult } from "@intentmesh/contracts";
+import { sql } from "drizzle-orm";
+import { enforceGovernance } from "../governance/handlers";
+import {
+  BUDGET_EXCEEDED_REASON,
+  centsOf,
+  MAX_COST_AGENTS_PER_INTENT,
+  errors,
+  intentEventTypes,
+  type Budget,
+  type Caller,
+  type CostRecord,
+  type Intent,
+  type IntentEvent,
+  type ListCostsQuery,
+  type RecordCostBody,
+} from "@intentmesh/contracts";
+import { RawJson } from "@intentmesh/bus";
+import { rowsOf, type Tx } from "@intentmesh/db";
+import type { IntentsContext } from "../kernel/context";
+import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type NewCost, type RecordedCost } from "./statements";
+import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
+import { missingOrStale, writeEvents, type NewEvent } from "../kernel/event-log";
+import { budgetViolation, isBudgetBlocked, mayManageBudget, readBudget } from "./budget";
+import { actingAgent } from "../kernel/caller";
+
+/** What recording a cost needs; the spec's fields, with `cents` for amounts in other units. */
+export type CostInput = Pick<RecordCostBody, "cost_type" | "amount" | "unit"> & {
+  agent_id?: string | undefined;
+  provider?: string | null | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  cents?: number | undefined;
+};
+
+function newCost(input: CostInput, caller: Caller): NewCost {
+  return {
+    agent_id: actingAgent(caller, input.agent_id),
+    cost_type: input.cost_type,
+    amount: input.amount,
+    unit: input.unit,
+    provider: input.provider ?? null,
+    metadata: input.metadata ?? {},
+    cents: centsOf(input),
+  };
+}
+
+/** 404 for an absent intent; 409 COST_AGENTS_FULL when the record would add an agent past the limit. */
+function refuseUnrecorded(recorded: RecordedCost, intentId: string, agentId: string): void {
+  if (!recorded.found) throw errors.notFound("intent", intentId);
+  if (!recorded.accepted) {
+    throw appError("COST_AGENTS_FULL", `intent ${intentId} already has costs from ${MAX_COST_AGENTS_PER_INTENT} agents, the most one intent tracks; record this cost under one of them`,
+      { intent_id: intentId, agent_id: agentId, limit: MAX_COST_AGENTS_PER_INTENT },
+    );
+  }
+}
+
+/**
+ * POST /intents/{id}/costs. The cost is always recorded (it has been spent already); crossing an
+ * alert threshold appends budget_alert, exceeding a limit blocks the intent, both in the same
+ * statement as the record (see costs/statements.ts). Answers the record.
+ */
+type CostAnswer = CommandResult<typeof costsCommands.record>;
+type CostsPage = CommandResult<typeof costsCommands.list>;
+
+export async function recordCost(ctx: IntentsContext, intentId: string, body: RecordCostBody, caller: Caller): Promise<RawJson<CostAnswer>> {
+  await enforceGovernance(ctx, intentId, undefined, { kind: "cost", amount: body.amount }, caller);
+  const cost = newCost(body, caller);
+  const recorded = await recordCostStatement(ctx.query, intentId, cost, caller.actor, ctx.clock.now());
+  refuseUnrecorded(recorded, intentId, cost.agent_id);
+  if (recorded.events.length) ctx.published();
+  return new RawJson<CostAnswer>(recorded.wire);
+}
+
+/**
+ * Records a cost inside the caller's transaction, with the same rules as POST /costs (the budget
+ * events and a block are written in that transaction too). For other handlers that record a cost
+ * along with something else, e.g. a failed attempt. Throws INTENT_NOT_FOUND when the intent does
+ * not exist. The events returned are already in the log and the outbox: call ctx.published()
+ * after the commit when there are any. `input.agent_id` defaults to the acting agent.
+ */
+export async function recordCostInTx(
+  tx: Tx,
+  intentId: string,
+  input: CostInput,
+  caller: Caller,
+  now: Date,
+): Promise<{ cost: CostRecord; events: IntentEvent[] }> {
+  const cost = newCost(input, caller);
+  const recorded = await recordCostInTransaction(tx, intentId, cost, caller.actor, now);
+  refuseUnrecorded(recorded, intentId, cost.agent_id);
+  return { cost: recorded.record, events: recorded.events };
+}
+
+/**
+ * GET /intents/{id}/costs: a page of records, oldest first (cursor `after`, `limit`), the summary
+ * of ALL records from the running totals, and the budget with whether it blocks the intent.
+ */
+export async function listCosts(ctx: IntentsContext, intentId: string, query: ListCostsQuery): Promise<RawJson<CostsPage>> {
+  const after = query.after === undefined ? 0 : Number(query.after);
+  const page = await selectCostPage(ctx.query, intentId, after, query.limit);
+  if (page.budget === null) throw errors.notFound("intent", intentId);
+  const cursor = String(page.last ?? after);
+  return new RawJson<CostsPage>(
+    `{"costs":${page.costsJson},"summary":${page.summaryJson},"budget":${page.budget},"next_cursor":"${cursor}","has_more":${page.hasMore}}`,
+  );
+}
+
+/**
+ * PUT /intents/{id}/budget: replaces constraints.budget (`{}` removes every limit). If-Match
+ * required; version + 1; intent.budget_updated. The new budget is checked against the spend so
+ * far: an intent its budget blocked goes back to active when the new budget covers the spend
+ * (total, every agent, every single record); an active intent whose spend the new budget does
+ * not cover is blocked. Operators, coordinators and admins only.
+ */
+export async function setBudget(ctx: IntentsContext, intentId: string, ifMatch: number | null, budget: Budget, caller: Caller): Promise<Intent> {
+  if (!mayManageBudget(caller)) throw errors.forbidden("only operators, coordinators and admins may change a budget", { roles: caller.roles });
+  if (ifMatch === null) throw errors.preconditionRequired("intent budget");
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const [current] = rowsOf<{ status: string; version: number; blocked_reason: string | null; budget: unknown; event_seq: string | number }>(
+      await tx.execute(
+        sql`select status, version, blocked_reason, constraints->'budget' as budget, event_seq from intents.intents where id = ${intentId} for no key update`,
+      ),
+    );
+    if (!current) throw errors.notFound("intent", intentId);
+    if (current.version !== ifMatch) throw await missingOrStale(tx, intentId, ifMatch);
+    const version = ifMatch + 1;
+    const violation = budgetViolation(readBudget({ budget }), await selectSpend(tx, intentId));
+    const previous = current.budget && typeof current.budget === "object" ? current.budget : null;
+
+    let status = current.status;
+    let blockedReason = current.blocked_reason;
+    const events: NewEvent[] = [{ eventType: intentEventTypes.budgetUpdated, actor: caller.actor, payload: { budget, previous, version } }];
+    if (isBudgetBlocked(current) && !violation) {
+      status = "active";
+      blockedReason = null;
+      events.push({ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "blocked", to: "active", reason: "budget_raised", version } });
+    } else if (violation && current.status === "active") {
+      status = "blocked";
+      blockedReason = BUDGET_EXCEEDED_REASON;
+      events.push({
+        eventType: intentEventTypes.statusChanged,
+        actor: caller.actor,
+        payload: { from: "active", to: "blocked", reason: BUDGET_EXCEEDED_REASON, version, budget: { ...violation, agent_id: null, cost_id: null } },
+      });
+    } else if (violation && current.status === "blocked") {
+      blockedReason = BUDGET_EXCEEDED_REASON;
+    }
+
+    const [row] = rowsOf<RawIntent>(
+      await tx.execute(sql`
+        update intents.intents set
+          constraints = jsonb_set(constraints, '{budget}', ${JSON.stringify(budget)}::jsonb),
+          status = ${status}, blocked_reason = ${blockedReason}, version = version + 1,
+          event_seq = event_seq + ${events.length}, updated_at = ${now}
+        where id = ${intentId}
+        returning ${sql.raw(INTENT_COLUMNS)}`),
+    );
+    await writeEvents(tx, intentId, Number(row!.event_seq) - events.length + 1, events, now);
+    return rawToIntent(row!);
+  });
+  ctx.published();
+  return intent;
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from "node:crypto";
+import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
+import { AppError, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import type { IntentsContext } from "../kernel/context";
+import { intents } from "../db/schema";
+import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../kernel/statements";
+import { isUniqueViolation, rowsOf } from "@intentmesh/db";
+import { RESERVED_STATE_KEYS } from "./state-patch";
+
+/** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
+export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string): Promise<Intent> {
+  const reserved = Object.keys(body.state).filter((key) => (RESERVED_STATE_KEYS as readonly string[]).includes(key));
+  if (reserved.length) throw errors.validation(`state.${reserved[0]} is managed by the server and cannot be set at creation`);
+  const now = ctx.clock.now();
+  const at = isoTimestamp(now);
+  const intent: Intent = {
+    id: chosenId ?? randomUUID(),
+    title: body.title,
+    description: body.description ?? null,
+    created_by: body.created_by ?? caller.actor,
+    status: body.status,
+    constraints: body.constraints,
+    state: body.state,
+    confidence: body.confidence,
+    version: 1,
+    created_at: at,
+    updated_at: at,
+  };
+  const { id: _id, state: _state, created_at: _c, updated_at: _u, ...announced } = intent;
+  try {
+    await insertIntent(ctx.query, intent, { eventType: intentEventTypes.created, actor: caller.actor, payload: announced }, now);
+  } catch (error) {
+    if (chosenId && isUniqueViolation(error)) return existingCreation(ctx, chosenId, intent.created_by);
+    throw error;
+  }
+  ctx.published();
+  return intent;
+}
+
+export async function getIntent(ctx: IntentsContext, intentId: string): Promise<Intent> {
+  const row = await selectIntent(ctx.query, intentId);
+  if (!row) throw errors.notFound("intent", intentId);
+  return rawToIntent(row);
+}
+
+/** Newest first; the cursor is the (created_at, id) of the last intent of the previous page. */
+export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) {
+  const filters: SQL[] = [];
+  if (query.status?.length) filters.push(inArray(intents.status, query.status));
+  if (query.created_by) filters.push(eq(intents.createdBy, query.created_by));
+  if (query.after) {
+    const cursor = decodeKeysetCursor(query.after);
+    filters.push(or(lt(intents.createdAt, cursor.createdAt), and(eq(intents.createdAt, cursor.createdAt), lt(intents.id, cursor.id)))!);
+  }
+  const rows = rowsOf<RawIntent>(
+    await ctx.db.execute(
+      sql`select ${sql.raw(INTENT_COLUMNS)} from ${intents}
+          ${filters.length ? sql`where ${and(...filters)}` : sql``}
+          order by created_at desc, id desc limit ${query.limit + 1}`,
+    ),
+  );
+  const { items: page, cut } = fitPage(rows.slice(0, query.limit).map(rawToIntent));
+  const last = page[page.length - 1];
+  const hasMore = cut || rows.length > query.limit;
+  return {
+    intents: page,
+    next_cursor: hasMore && last ? encodeKeysetCursor(new Date(last.created_at), last.id) : null,
+    has_more: hasMore,
+  };
+}
+
+/** A create under a chosen id that already exists: the same creator gets that intent, anyone else 409. */
+async function existingCreation(ctx: IntentsContext, intentId: string, createdBy: string): Promise<Intent> {
+  const existing = await getIntent(ctx, intentId);
+  if (existing.created_by !== createdBy) {
+    throw new AppError("INTENT_EXISTS", 409, `intent ${intentId} exists already, created by someone else`, { intent_id: intentId });
+  }
+  return existing;
+}

@@ -1,0 +1,38 @@
+import { errors, intentEventTypes, type Caller, type Intent, type IntentStatus, type StatusTransitionBody } from "@intentmesh/contracts";
+import type { IntentsContext } from "../kernel/context";
+import { commitChangeStatement, selectIntent } from "../kernel/statements";
+import { missingOrStale } from "../kernel/event-log";
+import { assertTransition } from "./status";
+import { assertAgentMayWork } from "../costs/budget";
+import { cancelByAbandon, suspendByStatus } from "../suspension/handlers";
+import { enforceGovernance } from "../governance/handlers";
+
+/** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
+export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
+  if (ifMatch === null) throw errors.preconditionRequired("intent status");
+  const now = ctx.clock.now();
+  const current = await selectIntent(ctx.query, intentId);
+  if (!current) throw errors.notFound("intent", intentId);
+  if (current.version !== ifMatch) throw errors.versionMismatch("intent", intentId, current.version, ifMatch);
+  const from = current.status as IntentStatus;
+  // Only an operator lifts a block the budget put on the intent.
+  if (body.status === "active") assertAgentMayWork(intentId, current, caller, "return it to active");
+  await enforceGovernance(ctx, intentId, current.governance_policy ?? null, { kind: "status", to: body.status, reason: body.reason ?? null }, caller);
+  // The official clients suspend through this endpoint (CLIENTS.md §1), and abandoning a
+  // suspended intent cancels its suspension (spec 3.5): both are suspension moves (suspension.ts).
+  if (body.status === "suspended_awaiting_input" && from === "active") return suspendByStatus(ctx, intentId, ifMatch, body.reason ?? null, caller);
+  if (body.status === "abandoned" && from === "suspended_awaiting_input") return cancelByAbandon(ctx, intentId, ifMatch, body.reason ?? null, caller);
+  assertTransition(from, body.status);
+  // Conditional on the version read: a concurrent change turns this into a 409.
+  const written = await commitChangeStatement(
+    ctx.query,
+    intentId,
+    { version: ifMatch, leaseEpoch: null },
+    { status: body.status },
+    { eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from, to: body.status, reason: body.reason ?? null, version: ifMatch + 1 } },
+    now,
+  );
+  if (!written) throw await missingOrStale(ctx.db, intentId, ifMatch);
+  ctx.published();
+  return written;
+}

@@ -1,0 +1,17 @@
+import type { Clock } from "@intentmesh/contracts";
+import type { Database, DatabaseHandle } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
+import type { BusClient } from "@intentmesh/bus";
+
+/** What every handler of the intents service works with. */
+export interface IntentsContext {
+  db: Database;
+  /** Named prepared statements for the hot paths (see kernel/statements.ts). */
+  query: DatabaseHandle["query"];
+  clock: Clock;
+  logger: Logger;
+  /** Requests to other services (the governance service's approvals, when a completion needs them). */
+  client?: BusClient;
+  /** Tells the outbox relay that a commit enqueued messages, so it publishes without waiting for its poll. */
+  published(): void;
+}

@@ -1,0 +1,125 @@
+import { sql } from "drizzle-orm";
+import type { JsMsg } from "@nats-io/jetstream";
+import { intentEventSubject, intentEventTypes, IntentEvent, IntentStatus, portfolioEventTypes, streams, z } from "@intentmesh/contracts";
+import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { rowsOf, type Tx } from "@intentmesh/db";
+import type { IntentsContext } from "../kernel/context";
+import { inbox } from "../db/schema";
+import type { NewEvent } from "../kernel/event-log";
+import { appendToPortfolioLog } from "./event-log";
+import { aggregateStatus, suspensionEdge } from "./portfolio-status";
+
+/**
+ * Keeps portfolios in step with their members: a durable consumer of the intents' own
+ * status_changed events (stream IM_INTENTS) that, for every portfolio holding the
+ * intent, records the member's new status and appends portfolio.member_status_changed,
+ * portfolio.member_suspended / portfolio.member_resumed, and portfolio.status_changed when the
+ * aggregate moves. The effects and the inbox row commit together, so a redelivered event applies
+ * nothing twice; a member row also remembers the intent sequence it reflects, so an event older
+ * than what the portfolio already saw (a late duplicate, or one read before the intent joined)
+ * changes nothing either.
+ */
+/**
+ * "-v2": the consumer's filter follows the renamed status_changed event (issue 10). A durable
+ * keeps the filter it was created with (NATS 2.9 cannot change it), so the renamed filter needs
+ * a durable of its own; events already applied under the old name are in the inbox.
+ */
+export const PORTFOLIO_PROJECTION_DURABLE = "intents-portfolio-projection-v2";
+
+export const StatusChangedEvent = IntentEvent.extend({
+  event_type: z.literal(intentEventTypes.statusChanged),
+  payload: z.object({ from: IntentStatus, to: IntentStatus, reason: z.string().nullable().optional(), suspension_id: z.string().optional() }).passthrough(),
+});
+export type StatusChangedEvent = z.infer<typeof StatusChangedEvent>;
+
+export interface PortfolioProjectionOptions {
+  /** Test seam: runs after the commit and before the ack (see startDurableConsumer). */
+  afterCommit?: (msg: JsMsg) => Promise<void> | void;
+}
+
+export interface PortfolioProjection {
+  stop(): Promise<void>;
+}
+
+export async function startPortfolioProjection(ctx: IntentsContext, bus: Bus, options: PortfolioProjectionOptions = {}): Promise<PortfolioProjection> {
+  const consumer = await startDurableConsumer(bus, {
+    stream: streams.intents.name,
+    durable: PORTFOLIO_PROJECTION_DURABLE,
+    filterSubject: intentEventSubject("*", intentEventTypes.statusChanged),
+    db: ctx.db,
+    inbox,
+    parse: (data) => StatusChangedEvent.parse(data),
+    handle: (tx, event) => applyMemberStatusChange(tx, event, ctx.clock.now()),
+    logger: ctx.logger,
+    afterCommit: async (msg) => {
+      ctx.published();
+      await options.afterCommit?.(msg);
+    },
+  });
+  let stopping: Promise<void> | undefined;
+  return { stop: () => (stopping ??= consumer.stop()) };
+}
+
+/**
+ * Applies one member status change to every portfolio holding the intent, in the caller's
+ * transaction. Portfolios are locked in id order before their member rows, the order every
+ * portfolio write takes them, so concurrent writers queue instead of deadlocking.
+ */
+export async function applyMemberStatusChange(tx: Tx, event: StatusChangedEvent, at: Date): Promise<void> {
+  const intentId = event.intent_id;
+  const to = event.payload.to;
+  const held = rowsOf<{ id: string; status: IntentStatus }>(
+    await tx.execute(sql`
+      select p.id, p.status from intents.portfolios p
+      where p.id in (select portfolio_id from intents.portfolio_members where intent_id = ${intentId})
+      order by p.id for update of p`),
+  );
+  if (!held.length) return;
+  const changed = rowsOf<{ portfolio_id: string; from_status: IntentStatus }>(
+    await tx.execute(sql`
+      with old as (
+        select portfolio_id, intent_status from intents.portfolio_members
+        where intent_id = ${intentId} and intent_sequence < ${event.sequence})
+      update intents.portfolio_members m set intent_status = ${to}, intent_sequence = ${event.sequence}
+      from old where m.portfolio_id = old.portfolio_id and m.intent_id = ${intentId}
+      returning m.portfolio_id, old.intent_status as from_status`),
+  ).filter((row) => row.from_status !== to);
+  if (!changed.length) return;
+
+  const ids = changed.map((row) => row.portfolio_id);
+  const counts = new Map<string, Record<string, number>>();
+  for (const row of rowsOf<{ portfolio_id: string; intent_status: string; n: number }>(
+    await tx.execute(sql`
+      select portfolio_id, intent_status, count(*)::int as n from intents.portfolio_members
+      where portfolio_id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})
+      group by portfolio_id, intent_status`),
+  )) {
+    counts.set(row.portfolio_id, { ...(counts.get(row.portfolio_id) ?? {}), [row.intent_status]: Number(row.n) });
+  }
+
+  const previous = new Map(held.map((p) => [p.id, p.status]));
+  for (const { portfolio_id: portfolioId, from_status: from } of changed.sort((a, b) => a.portfolio_id.localeCompare(b.portfolio_id))) {
+    const was = previous.get(portfolioId)!;
+    const next = aggregateStatus(counts.get(portfolioId) ?? {});
+    await appendToPortfolioLog(tx, portfolioId, memberChangeEvents(event, from, was, next), at, sql`, status = ${next}`);
+  }
+}
+
+/** The events one member status change appends to one portfolio, in order. */
+export function memberChangeEvents(event: StatusChangedEvent, from: IntentStatus, was: IntentStatus, next: IntentStatus): NewEvent[] {
+  const { to, reason, suspension_id } = event.payload;
+  const source = { intent_id: event.intent_id, intent_event_id: event.id, intent_sequence: event.sequence };
+  const out: NewEvent[] = [
+    { eventType: portfolioEventTypes.memberStatusChanged, actor: event.actor, payload: { ...source, from, to, reason: reason ?? null, status: next } },
+  ];
+  const edge = suspensionEdge(from, to);
+  if (edge === "suspended") {
+    out.push({ eventType: portfolioEventTypes.memberSuspended, actor: event.actor, payload: { ...source, suspension_id: suspension_id ?? null, status: next } });
+  } else if (edge === "resumed") {
+    out.push({ eventType: portfolioEventTypes.memberResumed, actor: event.actor, payload: { ...source, suspension_id: suspension_id ?? null, to, status: next } });
+  }
+  if (was !== next) {
+    out.push({ eventType: portfolioEventTypes.statusChanged, actor: event.actor, payload: { from: was, to: next, intent_id: event.intent_id, cause: portfolioEventTypes.memberStatusChanged } });
+  }
+  return out;
+}

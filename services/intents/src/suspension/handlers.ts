@@ -1,0 +1,286 @@
+import { randomUUID } from "node:crypto";
+import { sql } from "drizzle-orm";
+import {
+  errors,
+  intentEventTypes,
+  type Caller,
+  AdoptedSuspension,
+  type Intent,
+  type IntentEvent,
+  type IntentStatus,
+  type JsonObject,
+  type SuspensionEndInput,
+  type SuspensionRecord,
+  type SuspensionRequest,
+} from "@intentmesh/contracts";
+import { and, desc, eq } from "drizzle-orm";
+import { rowsOf, type Tx } from "@intentmesh/db";
+import { validationError } from "@intentmesh/bus";
+import { events } from "../db/schema";
+import { toEvent } from "../kernel/mapping";
+import type { IntentsContext } from "../kernel/context";
+import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
+import { reserveSequences, writeEvents, type NewEvent } from "../kernel/event-log";
+import {
+  activeRecord,
+  assertDeadlineWithinDueBefore,
+  assertMayAdoptRecord,
+  assertMaySuspend,
+  buildSuspensionRecord,
+  cancelledByAbandon,
+  endedRecord,
+  SUSPENDED,
+  suspensionToEnd,
+} from "./rules";
+import { assertStateWithinLimit } from "../kernel/state-size";
+import { blockTasksForSuspension, releaseTasksAfterSuspension } from "../tasks/effects";
+
+/**
+ * The intents side of human-input suspension (spec 3.1, 2.9), served on the bus only
+ * (im.intents.suspension.begin / .end): the governance service owns the REST surface, the
+ * operator notification and the timeouts, and calls these to move the intent. Each is one
+ * transaction: state._suspension, status, version + 1, the intent's events and outbox rows.
+ */
+
+async function lockForSuspension(tx: Tx, intentId: string, ifMatch: number | null) {
+  const [row] = rowsOf<{ status: string; version: number; state: JsonObject }>(
+    await tx.execute(sql`select status, version, state from intents.intents where id = ${intentId} for update`),
+  );
+  if (!row) throw errors.notFound("intent", intentId);
+  if (ifMatch !== null && row.version !== ifMatch) throw errors.versionMismatch("intent", intentId, row.version, ifMatch);
+  return { status: row.status as IntentStatus, version: Number(row.version), state: row.state };
+}
+
+/** Writes the new state and status at version + 1 and the events, in the caller's transaction. */
+async function commitSuspensionChange(tx: Tx, intentId: string, state: JsonObject, status: IntentStatus, newEvents: NewEvent[], at: Date): Promise<Intent> {
+  assertStateWithinLimit(intentId, state);
+  const { firstSequence } = await reserveSequences(tx, intentId, newEvents.length, null);
+  const [row] = rowsOf<RawIntent>(
+    await tx.execute(sql`
+      update intents.intents set state = ${JSON.stringify(state)}::jsonb, status = ${status}, version = version + 1, updated_at = ${at}
+      where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
+  );
+  await writeEvents(tx, intentId, firstSequence, newEvents, at);
+  return rawToIntent(row!);
+}
+
+/**
+ * Spec 8: the record's deadline must not pass the due_before of a portfolio holding the intent.
+ * Every portfolio holding the intent is share-locked, not only those with a due_before now:
+ * a due_before being set concurrently must be waited for, not read from a snapshot.
+ */
+async function assertWithinPortfolioDeadlines(tx: Tx, intentId: string, record: SuspensionRecord): Promise<void> {
+  const holders = rowsOf<{ id: string; due_before: Date | string | null }>(
+    await tx.execute(sql`
+      select p.id, p.due_before from intents.portfolios p
+      join intents.portfolio_members m on m.portfolio_id = p.id
+      where m.intent_id = ${intentId}
+      order by p.id for share of p`),
+  );
+  assertDeadlineWithinDueBefore(
+    intentId,
+    record.expires_at ? new Date(record.expires_at) : null,
+    holders.flatMap((p) => (p.due_before === null ? [] : [{ portfolio_id: p.id, due_before: new Date(p.due_before) }])),
+  );
+}
+
+/**
+ * active -> suspended_awaiting_input. The record gets its id (when the caller sent none),
+ * suspended_at and expires_at; its deadline must not pass the due_before of any portfolio
+ * holding the intent (spec 8), read under a share lock so neither a due_before change nor a new
+ * membership slips past the check. Events: intent.suspended {suspension, version} and
+ * status_changed {from, to, reason, version, suspension_id}.
+ */
+export async function beginSuspension(
+  ctx: IntentsContext,
+  input: { intent_id: string; if_match: number | null; suspension: SuspensionRequest },
+  caller: Caller,
+): Promise<Intent> {
+  const now = ctx.clock.now();
+  const intentId = input.intent_id;
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, input.if_match);
+    assertMaySuspend(intentId, current.status, "begin");
+    const record = buildSuspensionRecord(input.suspension, input.suspension.id ?? randomUUID(), now);
+    await assertWithinPortfolioDeadlines(tx, intentId, record);
+    const version = current.version + 1;
+    const suspended = await commitSuspensionChange(
+      tx,
+      intentId,
+      { ...current.state, _suspension: record },
+      SUSPENDED,
+      [
+        { eventType: intentEventTypes.suspended, actor: caller.actor, payload: { suspension: record, version } },
+        {
+          eventType: intentEventTypes.statusChanged,
+          actor: caller.actor,
+          payload: { from: "active", to: SUSPENDED, reason: "awaiting operator input", version, suspension_id: record.id },
+        },
+      ],
+      now,
+    );
+    // Spec 3.1: the intent's claimed and running tasks block with it, in this transaction.
+    await blockTasksForSuspension(tx, intentId, caller.actor, now);
+    return suspended;
+  });
+  ctx.published();
+  return intent;
+}
+
+/**
+ * suspended_awaiting_input -> active (responded, cancelled, expired) or abandoned (expired with
+ * the `fail` fallback). The suspension named must be the active one; state._suspension keeps
+ * the record with its resolution (and the response). Events: intent.resumed, or
+ * intent.suspension_expired, then status_changed.
+ */
+export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInput, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const intentId = input.intent_id;
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, input.if_match);
+    const active = suspensionToEnd(intentId, current.status, current.state, input.suspension_id);
+    const { record, responded } = endedRecord(active, input, caller.actor, now);
+    const to: IntentStatus = input.status;
+    const version = current.version + 1;
+    const ending: NewEvent =
+      input.resolution === "expired"
+        ? {
+            eventType: intentEventTypes.suspensionExpired,
+            actor: caller.actor,
+            payload: { suspension_id: active.id, resolution: "expired", fallback_policy: active.fallback_policy, status: to, version },
+          }
+        : {
+            eventType: intentEventTypes.resumed,
+            actor: caller.actor,
+            // intent_id and value as the official clients read intent.resumed (CLIENTS.md §1).
+            payload: { intent_id: intentId, suspension_id: active.id, resolution: input.resolution, ...responded, ...(input.resolution === "responded" ? { value: input.response } : {}), version },
+          };
+    const ended = await commitSuspensionChange(
+      tx,
+      intentId,
+      { ...current.state, _suspension: record },
+      to,
+      [ending, { eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: SUSPENDED, to, reason: input.resolution, version, suspension_id: active.id } }],
+      now,
+    );
+    // The tasks the suspension blocked return to what they were doing (or are cancelled with an abandoned intent).
+    await releaseTasksAfterSuspension(tx, intentId, to === "active", caller.actor, now);
+    return ended;
+  });
+  ctx.published();
+  return intent;
+}
+
+/**
+ * The official clients' agent-side sequence, step 1 (CLIENTS.md §1): POST /status
+ * {status: suspended_awaiting_input} on an active intent. The intent suspends at once (version + 1,
+ * status_changed, its tasks blocked) and waits for its record, which the next step's
+ * `set _suspension` patch brings (adoptSuspension). Until then there is no tracked suspension.
+ */
+export async function suspendByStatus(ctx: IntentsContext, intentId: string, ifMatch: number, reason: string | null, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, ifMatch);
+    assertMaySuspend(intentId, current.status, "status");
+    const version = current.version + 1;
+    const suspended = await commitSuspensionChange(
+      tx,
+      intentId,
+      current.state,
+      SUSPENDED,
+      [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "active", to: SUSPENDED, reason: reason ?? "awaiting operator input", version } }],
+      now,
+    );
+    await blockTasksForSuspension(tx, intentId, caller.actor, now);
+    return suspended;
+  });
+  ctx.published();
+  return intent;
+}
+
+/**
+ * Step 2 of the clients' sequence: one `set _suspension` patch on an intent suspended without a
+ * waiting record. The value is read as a SuspensionRequest; the server sets suspended_at and
+ * expires_at on its clock and announces it with intent.suspended, the one event of this
+ * suspension (the client's own intent.suspended, step 3, is answered with it: acknowledgeSuspended).
+ * The governance service tracks the suspension from that event, with the same timeouts as one
+ * begun through POST /intents/{id}/suspend.
+ */
+export async function adoptSuspension(ctx: IntentsContext, intentId: string, ifMatch: number, value: unknown, caller: Caller): Promise<Intent> {
+  const parsed = AdoptedSuspension.safeParse(value);
+  if (!parsed.success) throw validationError(parsed.error);
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, ifMatch);
+    assertMayAdoptRecord(intentId, current.status, current.state);
+    const record = buildSuspensionRecord(parsed.data, parsed.data.id ?? randomUUID(), now);
+    await assertWithinPortfolioDeadlines(tx, intentId, record);
+    const version = current.version + 1;
+    return commitSuspensionChange(
+      tx,
+      intentId,
+      { ...current.state, _suspension: record },
+      SUSPENDED,
+      [
+        { eventType: intentEventTypes.statePatched, actor: caller.actor, payload: { patches: [{ op: "set", path: "_suspension", value: record }], version } },
+        { eventType: intentEventTypes.suspended, actor: caller.actor, payload: { suspension: record, version } },
+      ],
+      now,
+    );
+  });
+  ctx.published();
+  return intent;
+}
+
+/**
+ * Step 3 of the clients' sequence: POST /events intent.suspended. The server already announced
+ * the suspension; the client's append returns that event (201) and writes nothing, so the log
+ * holds one intent.suspended per suspension. Anything else stays reserved (400).
+ */
+export async function acknowledgeSuspended(ctx: IntentsContext, intentId: string, payload: JsonObject): Promise<IntentEvent | null> {
+  const [row] = rowsOf<{ status: string; state: JsonObject }>(await ctx.db.execute(sql`select status, state from intents.intents where id = ${intentId}`));
+  if (!row || row.status !== SUSPENDED) return null;
+  const record = activeRecord(row.state);
+  if (!record) return null;
+  const named = payload.suspension_id ?? payload.id;
+  if (named !== undefined && String(named).toLowerCase() !== record.id) return null;
+  const [event] = await ctx.db
+    .select()
+    .from(events)
+    .where(and(eq(events.intentId, intentId), eq(events.eventType, intentEventTypes.suspended), sql`${events.payload}->'suspension'->>'id' = ${record.id}`))
+    .orderBy(desc(events.sequence))
+    .limit(1);
+  return event ? toEvent(event) : null;
+}
+
+/**
+ * suspended_awaiting_input -> abandoned through POST /status: the suspension is cancelled
+ * (resolution `cancelled`, spec 3.5), its tasks are cancelled with the intent; status_changed
+ * carries suspension_id and resolution so the governance service stops its timers.
+ */
+export async function cancelByAbandon(ctx: IntentsContext, intentId: string, ifMatch: number, reason: string | null, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const intent = await ctx.db.transaction(async (tx) => {
+    const current = await lockForSuspension(tx, intentId, ifMatch);
+    const { state, cancelled: active } = cancelledByAbandon(intentId, current.status, current.state);
+    const version = current.version + 1;
+    const ended = await commitSuspensionChange(
+      tx,
+      intentId,
+      state as JsonObject,
+      "abandoned",
+      [
+        {
+          eventType: intentEventTypes.statusChanged,
+          actor: caller.actor,
+          payload: { from: SUSPENDED, to: "abandoned", reason: reason ?? null, version, ...(active ? { suspension_id: active.id, resolution: "cancelled" } : {}) },
+        },
+      ],
+      now,
+    );
+    await releaseTasksAfterSuspension(tx, intentId, false, caller.actor, now);
+    return ended;
+  });
+  ctx.published();
+  return intent;
+}
