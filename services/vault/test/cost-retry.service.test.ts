@@ -71,7 +71,7 @@ describe("a tool's cost while the intents service is down", () => {
     expect(await costState(invoked.invocation_id)).toBe("recorded");
     expect(await harness.service.costRetry.sweep()).toBe(0);
 
-    const ledger = (await harness.call(costsCommands.list, { intent_id: intent.id, query: {} }, ADMIN)) as { costs: { amount: number; unit: string; metadata: { invocation_id: string } }[] };
+    const ledger = await harness.call(costsCommands.list, { intent_id: intent.id, query: {} }, ADMIN);
     expect(ledger.costs).toHaveLength(1);
     expect(ledger.costs[0]).toMatchObject({ amount: 7, unit: "cents", metadata: { invocation_id: invoked.invocation_id } });
   });
