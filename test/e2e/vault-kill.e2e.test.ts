@@ -82,7 +82,9 @@ describe("killing the vault service mid-flight", () => {
       }
     });
 
-    await new Promise((r) => setTimeout(r, 700));
+    // Kill once the load is flowing (a loaded machine may take seconds to answer the first calls).
+    for (let i = 0; i < 300 && acknowledged.length < 10; i++) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200));
     const beforeKill = acknowledged.length;
     await killServiceProcess(service);
     await new Promise((r) => setTimeout(r, 200));
