@@ -2,6 +2,7 @@ export { z } from "./zod";
 export * from "./errors";
 export * from "./time";
 export * from "./common";
+export * from "./caller";
 export * from "./keyset-cursor";
 export * from "./intents";
 export * from "./budget";

@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -394,7 +394,7 @@ function declaredErrors(route: ApiRoute): Set<string> {
 
 /** The route's roles (libs/contracts/src/api): a key with none of them is refused before anything is sent. */
 function assertRole(route: ApiRoute, caller: Caller): void {
-  if (route.access.roles.some((role) => caller.roles.includes(role))) return;
+  if (routeAdmits(route, caller.roles)) return;
   throw errors.forbidden(`${route.method.toUpperCase()} ${route.path} is open to ${route.access.roles.join(", ")} keys only`, {
     required_roles: route.access.roles,
     roles: caller.roles,

@@ -8,7 +8,7 @@ import { assertIntentExists, missingOrStale } from "../kernel/event-log";
 import { appendEventStatement, selectEventPageJson } from "../kernel/statements";
 import { RawJson } from "@intentmesh/bus";
 import { toEvent } from "../kernel/mapping";
-import { actingAgent } from "../kernel/caller";
+import { actingAgent } from "@intentmesh/contracts";
 import { acknowledgeSuspended } from "../suspension/handlers";
 
 /** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
