@@ -1,4 +1,4 @@
-import type { Caller, Clock } from "@intentmesh/contracts";
+import type { Clock } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { Database } from "@intentmesh/db";
 import type { Connector, GuardedFetchOptions, Resolver } from "@intentmesh/ssrf";
@@ -39,7 +39,9 @@ export interface VaultContext {
 
 export type { Connector, Resolver };
 
-/** Roles that see and manage every vault, grant and identity. */
-export const isAdmin = (caller: Caller): boolean => caller.roles.includes("admin");
-/** Roles that may read every grant (coordinators hand out work and need to see who can use what). */
-export const mayReadAllGrants = (caller: Caller): boolean => caller.roles.includes("admin") || caller.roles.includes("coordinator");
+/**
+ * Who may do what in the vault, beyond the route's roles (libs/contracts/src/caller.ts):
+ * admins manage every vault, grant and identity; coordinators and admins read every grant
+ * (coordinators hand out work and need to see who can use what) and invoke for any agent.
+ */
+export { isAdmin, isCoordinatorOrAdmin as mayReadAllGrants } from "@intentmesh/contracts";
