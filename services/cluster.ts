@@ -6,6 +6,7 @@ import { memoryService } from "./memory/src/manifest";
 import { federationService } from "./federation/src/manifest";
 import { governanceService } from "./governance/src/manifest";
 import { channelsService } from "./channels/src/manifest";
+import { vaultService } from "./vault/src/manifest";
 
 /**
  * Every back-end service of intentmesh, by name, in start order (the order of CLUSTER_SERVICES):
@@ -22,6 +23,7 @@ export const clusterServices = {
   federation: federationService,
   governance: governanceService,
   channels: channelsService,
+  vault: vaultService,
 } satisfies { [Name in ServiceName]: AnyServiceDefinition & { name: Name } };
 
 export type ClusterServices = typeof clusterServices;

@@ -28,6 +28,7 @@ const REQUIRED: Json = {
   nats: { url: "nats://nats.nats.svc:4222" },
   database: { url: "postgres://intentmesh:pw@pg.db.svc:5432/intentmesh" },
   apiKeys: { keys: [{ key_sha256: "a".repeat(64), principal: "ci-bot", roles: ["agent"] }] },
+  vault: { kek: { existingSecret: "intentmesh-vault-kek" } },
 };
 const ALL_WORKLOADS = ["gateway", ...CLUSTER_SERVICES];
 
@@ -202,5 +203,14 @@ describe("the rendered chart", () => {
 
   it("says in NOTES how to reach the gateway", () => {
     expect(render().notes).toContain("kubectl -n intentmesh port-forward svc/im-intentmesh-gateway 8080:8080");
+  });
+});
+
+describe("the vault's key-encryption keys", () => {
+  it("come from the Secret named in vault.kek, never from values, and the chart refuses to render without one", () => {
+    const { manifests } = render();
+    expect(envOf(manifests, "vault").VAULT_KEK.valueFrom.secretKeyRef).toEqual({ name: "intentmesh-vault-kek", key: "kek" });
+    for (const service of ALL_WORKLOADS.filter((s) => s !== "vault")) expect(envOf(manifests, service).VAULT_KEK, service).toBeUndefined();
+    expect(() => renderChart(mergeValues(REQUIRED, { vault: { kek: { existingSecret: "" } } }))).toThrow(/vault\.kek\.existingSecret is required/);
   });
 });

@@ -157,5 +157,8 @@ describe("system events from other services", () => {
     expect(mayAppendSystemEvent("memory", "memory.vanished")).toBe(false);
     expect(mayAppendSystemEvent("registry", "agent.lifecycle")).toBe(false);
     expect(mayAppendSystemEvent("governance", "status_changed")).toBe(false);
+    expect(mayAppendSystemEvent("vault", "tool.invoked")).toBe(true);
+    expect(mayAppendSystemEvent("vault", "memory.created")).toBe(false);
+    expect(mayAppendSystemEvent("memory", "tool.invoked")).toBe(false);
   });
 });

@@ -15,6 +15,8 @@ import type { FederationSettings } from "../../services/federation/src/settings"
 import { createGateway, VERSION, type Gateway } from "../../services/gateway/src/app";
 import { buildOpenApi } from "../../services/gateway/src/openapi";
 import { requestBodyChecker } from "./openapi-bodies";
+import { KeyRing } from "../../services/vault/src/crypto/envelope";
+import type { IdentitySettings, ToolProxySettings } from "../../services/vault/src/context";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
 import { eventsOffCatalogue } from "./event-check";
@@ -88,6 +90,13 @@ export interface ClusterOptions {
    * holds the routes to their declarations (routeErrorChecks).
    */
   strictRouteErrors?: boolean;
+  /** The vault's key-encryption keys (default: one random test key), its tool proxy (default: global unicast only) and identity timings. */
+  vault?: { keys?: KeyRing; proxy?: Partial<ToolProxySettings>; identity?: Partial<IdentitySettings> };
+}
+
+/** A key ring of one random key, for tests. */
+export function testKeyRing(id = "test-1"): KeyRing {
+  return new KeyRing(new Map([[id, crypto.getRandomValues(Buffer.alloc(32))]]), id);
 }
 
 export interface FederationClusterOptions extends Partial<Omit<FederationSettings, "enabled">> {
@@ -142,6 +151,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     },
     governance: { timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy },
     channels: { sweepIntervalMs: 3_600_000 },
+    vault: { sweepIntervalMs: 3_600_000, keys: options.vault?.keys ?? testKeyRing(), proxy: options.vault?.proxy, identity: options.vault?.identity },
   };
   const services = {} as RunningServices;
   for (const name of CLUSTER_SERVICES) {

@@ -93,7 +93,9 @@ export type ApiTag =
   | "Memory"
   | "Channels"
   | "Access control"
-  | "Federation";
+  | "Federation"
+  | "Vaults"
+  | "Identity";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

@@ -38,11 +38,12 @@ describe("event catalogue", () => {
       "federation.budget_warning",
       "federation.completed",
       "federation.failed",
+      "tool.invoked",
     ]) {
       expect(isSystemIntentEventType(name), name).toBe(true);
       expect(systemEventPayloadSchema(name), name).toBeDefined();
     }
-    expect(Object.values(systemIntentEventTypes)).toHaveLength(20);
+    expect(Object.values(systemIntentEventTypes)).toHaveLength(21);
     for (const name of ["status_changed", "intent.suspended", "agent.lifecycle", "comment", "memory.stolen"]) {
       expect(isSystemIntentEventType(name), name).toBe(false);
       expect(systemEventPayloadSchema(name), name).toBeUndefined();

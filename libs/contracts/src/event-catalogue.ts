@@ -2,6 +2,7 @@ import { z } from "./zod";
 import type { ZodType } from "zod";
 import { agentEventTypes, intentEventTypes, portfolioEventTypes } from "./event-types";
 import { federationEventTypes } from "./federation";
+import { ToolInvokedPayload } from "./vault";
 
 /**
  * The event catalogue: every event type the server writes, with its payload schema and the logs
@@ -285,6 +286,7 @@ export const systemIntentEventTypes = {
   engagementDecision: "engagement.decision",
   suspensionRenotified: "intent.suspension_renotified",
   suspensionEscalated: "intent.suspension_escalated",
+  toolInvoked: "tool.invoked",
   ...federationEventTypes,
 } as const;
 export type SystemIntentEventType = (typeof systemIntentEventTypes)[keyof typeof systemIntentEventTypes];
@@ -331,6 +333,7 @@ const systemEvents: EventDefinition[] = [
     "a suspension escalation step",
     true,
   ),
+  define(s.toolInvoked, ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material", true),
   define(s.dispatched, ["intent"], FederationDispatchedPayload, "an intent was dispatched to a peer server", true),
   define(s.received, ["intent"], FederationReceivedPayload, "an intent was created from a peer's dispatch", true),
   define(s.callback, ["intent"], FederationCallbackPayload, "a peer reported a change of the dispatched intent", true),

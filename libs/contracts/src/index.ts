@@ -23,6 +23,7 @@ export * from "./federation";
 export * from "./governance";
 export * from "./derived-uuid";
 export * from "./channels";
+export * from "./vault";
 export * from "./event-catalogue";
 export * from "./error-catalogue";
 export * from "./acl";

@@ -112,6 +112,16 @@ export type IntentEvent = z.infer<typeof IntentEvent>;
 /** W3C trace ids are 32 hex digits; other tracers use other forms, so any printable token is kept. */
 export const TraceId = z.string().min(1).max(200).regex(/^[^\s]+$/, "must not contain whitespace");
 
+/** RFC-0018 §3.1 proof of a signed event. */
+export const EventProof = z
+  .object({
+    type: z.string().max(100).optional(),
+    created: z.string().max(100).optional(),
+    verification_method: z.string().max(300).optional(),
+    signature: z.string().min(1).max(200),
+  })
+  .strict();
+
 export const AppendEventBody = z
   .object({
     event_type: EventType,
@@ -119,6 +129,10 @@ export const AppendEventBody = z
     payload: boundedJsonObject().default({}),
     trace_id: TraceId.nullable().optional().openapi({ description: "correlation id of a distributed trace; stored and returned" }),
     parent_event_id: Uuid.nullable().optional().openapi({ description: "id of the event that caused this one (any intent's); stored and returned" }),
+    proof: EventProof.optional().openapi({
+      description:
+        "RFC-0018 §3: an Ed25519 signature of the acting agent over the canonical JSON of this body without `proof`, plus `intent_id`; a proof that does not verify is refused (403 PROOF_INVALID) and nothing is written (docs/identity.md)",
+    }),
   })
   .strict()
   .openapi("AppendEvent");

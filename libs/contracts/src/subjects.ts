@@ -47,7 +47,7 @@ export const intentsCommands = {
   list: command("intents", "list", z.object({ query: ListIntentsQuery }), IntentPage),
   patchState: command("intents", "state.patch", IntentRef.merge(IfMatch).extend({ patches: StatePatchBody }), Intent, ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_HELD", "PATCH_FAILED", "PRECONDITION_REQUIRED", "STATE_TOO_LARGE", "SUSPENSION_ACTIVE", "VERSION_MISMATCH"]),
   transition: command("intents", "status.transition", IntentRef.merge(IfMatch).extend({ body: StatusTransitionBody }), Intent, ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "INVALID_TRANSITION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
-  appendEvent: command("intents", "events.append", IntentRef.merge(IfMatch).extend({ body: AppendEventBody }), IntentEvent, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH"]),
+  appendEvent: command("intents", "events.append", IntentRef.merge(IfMatch).extend({ body: AppendEventBody }), IntentEvent, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "PROOF_INVALID", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH"]),
   listEvents: command("intents", "events.list", IntentRef.extend({ query: ListEventsQuery }), EventPage, ["INTENT_NOT_FOUND"]),
   assignAgent: command("intents", "agents.assign", IntentRef.merge(IfMatch).extend({ body: AssignAgentBody }), Assignment, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
   listAgents: command("intents", "agents.list", IntentRef, AssignmentList, ["INTENT_NOT_FOUND"]),
@@ -70,7 +70,7 @@ export const healthCommand = (service: string) => command(service, "health", z.o
  * name is the `<service>` of its subjects and the folder services/<service> whose src/manifest.ts
  * defines it (services/cluster.ts lists those definitions, keyed by these names).
  */
-export const CLUSTER_SERVICES = ["intents", "registry", "memory", "federation", "governance", "channels"] as const;
+export const CLUSTER_SERVICES = ["intents", "registry", "memory", "federation", "governance", "channels", "vault"] as const;
 export type ServiceName = (typeof CLUSTER_SERVICES)[number];
 
 export const BusRequest = z.object({ caller: Caller, input: z.unknown() });

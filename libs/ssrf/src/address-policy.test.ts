@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RESOLVED_PROBES } from "../test/probes";
-import { judgeAddress, parseAnyIp } from "./address-policy";
+import { parseAllowedNetworks, judgeAddress, parseAnyIp } from "./address-policy";
 
 describe("judgeAddress on what a resolver may return", () => {
   it.each(RESOLVED_PROBES)("%s is refused as %s", (address, refusedClass) => {
@@ -46,5 +46,26 @@ describe("parseAnyIp", () => {
 
   it.each(["peer.example.org", "1.2.3.4.5", "::g", "256.0.0.1x"])("does not take %s for an address", (raw) => {
     expect(parseAnyIp(raw)).toBeNull();
+  });
+});
+
+describe("an operator's allow-list of networks", () => {
+  const policy = { allowedNetworks: parseAllowedNetworks(["127.0.0.1/32", "10.20.0.0/16", "fd00:1::/64"]) };
+  it("lets the listed networks through and nothing beside them", () => {
+    expect(judgeAddress("127.0.0.1", policy)).toMatchObject({ allowed: true, address: "127.0.0.1" });
+    expect(judgeAddress("10.20.3.4", policy)).toMatchObject({ allowed: true });
+    expect(judgeAddress("fd00:1::5", policy)).toMatchObject({ allowed: true });
+    expect(judgeAddress("::ffff:127.0.0.1", policy)).toMatchObject({ allowed: true, address: "127.0.0.1" });
+    expect(judgeAddress("127.0.0.2", policy)).toMatchObject({ allowed: false, refusedClass: "loopback" });
+    expect(judgeAddress("10.21.0.1", policy)).toMatchObject({ allowed: false, refusedClass: "private" });
+  });
+  it("never lets a cloud metadata address through, even when listed", () => {
+    const listed = { allowedNetworks: parseAllowedNetworks(["169.254.0.0/16"]) };
+    expect(judgeAddress("169.254.169.254", listed)).toMatchObject({ allowed: false, refusedClass: "metadata" });
+    expect(judgeAddress("169.254.1.1", listed)).toMatchObject({ allowed: true });
+  });
+  it("refuses an entry that is not a network, naming it", () => {
+    expect(() => parseAllowedNetworks(["10.0.0.0/8", "intranet"])).toThrow(/intranet is not a network/);
+    expect(parseAllowedNetworks(["  ", "192.168.1.5"])).toEqual([expect.objectContaining({ cidr: "192.168.1.5/32" })]);
   });
 });

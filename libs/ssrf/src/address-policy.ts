@@ -13,6 +13,42 @@ export interface AddressPolicy {
    * peers on one machine. Off by default; never set it from production configuration.
    */
   readonly allowLoopback?: boolean;
+  /**
+   * Networks an operator allow-lists (CIDR, e.g. `10.20.0.0/16`, `127.0.0.1/32`): an address in
+   * one of them is allowed even in a refused class (private, loopback, ...). Cloud metadata
+   * addresses stay refused whatever is listed. Parse the list once with `parseAllowedNetworks`.
+   */
+  readonly allowedNetworks?: readonly AllowedNetwork[];
+}
+
+/** One allow-listed network, parsed. */
+export interface AllowedNetwork {
+  readonly cidr: string;
+  readonly range: [ipaddr.IPv4 | ipaddr.IPv6, number];
+}
+
+/** Parses an operator's allow-list; throws a sentence naming the first entry that is not a CIDR. */
+export function parseAllowedNetworks(entries: readonly string[]): AllowedNetwork[] {
+  return entries
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "")
+    .map((entry) => {
+      const text = entry.includes("/") ? entry : `${entry}/${entry.includes(":") ? 128 : 32}`;
+      try {
+        return { cidr: text, range: ipaddr.parseCIDR(text) };
+      } catch {
+        throw new Error(`${entry} is not a network in CIDR notation (e.g. 10.20.0.0/16 or 127.0.0.1/32)`);
+      }
+    });
+}
+
+function inAllowedNetwork(address: ipaddr.IPv4 | ipaddr.IPv6, policy: AddressPolicy): boolean {
+  for (const network of policy.allowedNetworks ?? []) {
+    const [net] = network.range;
+    if (net.kind() !== address.kind()) continue;
+    if (address.match(network.range)) return true;
+  }
+  return false;
 }
 
 export type AddressVerdict =
@@ -118,6 +154,7 @@ function refuse(refusedClass: RefusedClass, reason: string): AddressVerdict {
 function judgeV4(address: ipaddr.IPv4, policy: AddressPolicy): AddressVerdict {
   const canonical = address.toString();
   if (metadataCanonical.has(canonical)) return refuse("metadata", `${canonical} is a cloud metadata address`);
+  if (inAllowedNetwork(address, policy)) return { allowed: true, family: 4, address: canonical };
   for (const [net, bits, cls, label] of parsedV4) {
     if (!address.match(net, bits)) continue;
     if (cls === "loopback" && policy.allowLoopback) return { allowed: true, family: 4, address: canonical };
@@ -135,6 +172,7 @@ function judgeV6(address: ipaddr.IPv6, policy: AddressPolicy): AddressVerdict {
   }
   const canonical = address.toRFC5952String();
   if (metadataCanonical.has(address.toString())) return refuse("metadata", `${canonical} is a cloud metadata address`);
+  if (inAllowedNetwork(address, policy)) return { allowed: true, family: 6, address: canonical };
 
   for (const [net, bits, label, offset] of parsedEmbedding) {
     if (!address.match(net, bits)) continue;

@@ -1,5 +1,5 @@
 export { OutboundError, isOutboundError, type OutboundErrorCode, type RefusedClass, type FailureReason } from "./errors";
-export { judgeAddress, parseAnyIp, isIpLiteral, REFUSED_IPV4, REFUSED_IPV6, type AddressPolicy, type AddressVerdict } from "./address-policy";
+export { judgeAddress, parseAllowedNetworks, parseAnyIp, isIpLiteral, REFUSED_IPV4, REFUSED_IPV6, type AddressPolicy, type AddressVerdict, type AllowedNetwork } from "./address-policy";
 export { judgeHostname, type HostnamePolicy, type HostnameVerdict } from "./hostname-policy";
 export { checkOutboundUrl, type OutboundUrl, type OutboundHost } from "./url-policy";
 export { pinDestination, systemResolver, type Resolver, type ResolvedAddress, type PinnedDestination, type DestinationOptions } from "./destination";

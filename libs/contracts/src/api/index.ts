@@ -12,6 +12,7 @@ import { memoryRoutes } from "./memory";
 import { channelsRoutes } from "./channels";
 import { federationRoutes } from "./federation";
 import { aclRoutes } from "./acl";
+import { vaultRoutes } from "./vault";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -31,6 +32,7 @@ const catalogue = [
   ...channelsRoutes,
   ...aclRoutes,
   ...federationRoutes,
+  ...vaultRoutes,
 ] as const satisfies readonly ApiRoute[];
 
 export const apiRoutes: readonly ApiRoute[] = catalogue;

@@ -1,7 +1,7 @@
 import { appError } from "@intentmesh/contracts";
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
 import { enforceGovernance } from "../governance/handlers";
-import { Uuid, errors, intentEventTypes, intentsCommands, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import { Uuid, errors, intentEventTypes, intentsCommands, vaultCommands, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../kernel/event-log";
@@ -22,6 +22,7 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
     throw appError("RESERVED_EVENT_TYPE", `event type ${body.event_type} is emitted only by the server`, { event_type: body.event_type });
   }
   const actor = actingAgent(caller, body.actor, "actor");
+  if (body.proof) await verifyProof(ctx, intentId, actor, body);
   const now = ctx.clock.now();
   const newEvent = { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() };
   // The hot path writes only to an intent without a governance policy or an ACL, in one
@@ -36,6 +37,27 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
   ctx.published();
   return event;
 }
+
+/**
+ * RFC-0018 §3.2-3.4: a signed event is accepted only when its proof verifies for the acting
+ * agent, against a key the vault service holds for it now (a bus request: the keys are the
+ * vault's). The signed bytes are the canonical JSON of the body without `proof`, with the
+ * intent's id added (so a signed event cannot be replayed onto another intent). An unsigned event
+ * stays valid (§3.4 backward compatibility). docs/identity.md.
+ */
+async function verifyProof(ctx: IntentsContext, intentId: string, actor: string, body: AppendEventBody): Promise<void> {
+  if (!ctx.client) throw appError("SERVICE_UNAVAILABLE", "signed events cannot be verified: the intents service runs without a bus client");
+  const { proof, ...signed } = body;
+  const check = await ctx.client.request(vaultCommands.checkSignature, SERVICE_CALLER, {
+    agent_id: actor,
+    payload: { ...signed, intent_id: intentId },
+    signature: proof!.signature,
+    verification_method: proof!.verification_method ?? null,
+  });
+  if (!check.valid) throw appError("PROOF_INVALID", `the event's proof does not verify for agent ${actor}: ${check.reason}`, { agent_id: actor, has_identity: check.has_identity });
+}
+
+const SERVICE_CALLER = { principal: "service:intents", roles: ["admin" as const], actor: "system:intents", agent_id: null };
 
 /** GET /intents/{id}/events: oldest first, after a sequence number or an event id. */
 export async function listEvents(ctx: IntentsContext, intentId: string, query: ListEventsQuery): Promise<EventPage | RawJson<EventPage>> {

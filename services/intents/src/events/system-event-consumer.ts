@@ -21,6 +21,8 @@ const ALLOWED_TYPES: Record<SystemEventSource, (eventType: string) => boolean> =
     t === "intent.suspension_escalated",
   federation: (t) => /^federation\.(dispatched|received|callback|budget_warning|completed|failed)$/.test(t),
   registry: () => false,
+  // RFC-0014 §6.1: the tool proxy's audit record of an invocation made for the intent.
+  vault: (t) => t === "tool.invoked",
 };
 
 /** Whether `source` may append `eventType` to an intent's log. */

@@ -1,0 +1,62 @@
+import { and, eq, ne, sql } from "drizzle-orm";
+import { AgentEvent, AgentLifecyclePayload, agentEventTypes, streams, vaultEventTypes } from "@intentmesh/contracts";
+import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import type { Tx } from "@intentmesh/db";
+import type { VaultContext } from "./context";
+import { agentStatuses, grants, inbox } from "./db/schema";
+import { writeVaultEvents } from "./events";
+
+/**
+ * Spec 4.9 heartbeat rule 6: grants are tied to agent_id and persist across re-registration; for
+ * a deregistered agent they stay dormant. The vault projects the registry's agent.lifecycle
+ * events (never its tables): the last status of each agent. A grant whose agent is deregistered
+ * refuses every use (GRANT_DORMANT) and reads `suspended` with dormant true; the agent's next
+ * registration (new_status active) wakes it, untouched. grant.dormant / grant.awake announce it.
+ * Idempotent: the inbox row commits with the effects. Events apply in stream order (the
+ * registry's commit order); the record version is not an order, a re-registration resets it.
+ */
+export async function startAgentProjection(bus: Bus, ctx: VaultContext) {
+  return startDurableConsumer(bus, {
+    db: ctx.db,
+    inbox,
+    logger: ctx.logger,
+    afterCommit: () => ctx.published(),
+    stream: streams.registry.name,
+    durable: "vault-agent-lifecycle",
+    filterSubject: `im.evt.agent.*.${agentEventTypes.lifecycle}`,
+    parse: (data) => {
+      const event = AgentEvent.parse(data);
+      return { agentId: event.agent_id, lifecycle: AgentLifecyclePayload.parse(event.payload) };
+    },
+    handle: async (tx, { agentId, lifecycle }) => applyLifecycle(ctx, tx, agentId, lifecycle.new_status, lifecycle.version),
+  });
+}
+
+export async function applyLifecycle(ctx: VaultContext, tx: Tx, agentId: string, status: string, version: number): Promise<void> {
+  const now = ctx.clock.now();
+  const [previous] = await tx.select().from(agentStatuses).where(eq(agentStatuses.agentId, agentId)).for("update");
+  await tx
+    .insert(agentStatuses)
+    .values({ agentId, status, version, updatedAt: now })
+    .onConflictDoUpdate({ target: agentStatuses.agentId, set: { status, version, updatedAt: now } });
+  const wasDormant = previous?.status === "deregistered";
+  const isDormant = status === "deregistered";
+  if (wasDormant === isDormant) return;
+  const affected = await tx
+    .select({ id: grants.id })
+    .from(grants)
+    .where(and(eq(grants.agentId, agentId), ne(grants.status, "revoked"), sql`(${grants.expiresAt} is null or ${grants.expiresAt} > ${now.toISOString()}::timestamptz)`))
+    .limit(1000);
+  await writeVaultEvents(
+    tx,
+    affected.map((grant) => ({
+      kind: "grant" as const,
+      key: grant.id,
+      type: isDormant ? vaultEventTypes.grantDormant : vaultEventTypes.grantAwake,
+      actor: "system:vault",
+      agentId,
+      payload: { grant_id: grant.id, agent_id: agentId, reason: isDormant ? "agent_deregistered" : "agent_registered" },
+    })),
+    now,
+  );
+}
