@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { ActorId, AgentId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command } from "./command";
 import { agentSubjectToken } from "./registry";
 
@@ -175,7 +175,7 @@ export type ToolGrant = z.infer<typeof ToolGrant>;
 export const CreateGrantBody = z
   .object({
     credential_id: Uuid,
-    agent_id: ActorId,
+    agent_id: AgentId,
     granted_by: ActorId.optional(),
     scopes: Scopes.default([]),
     constraints: withConstraints().optional(),
@@ -190,7 +190,7 @@ export type CreateGrantBody = z.infer<typeof CreateGrantBody>;
 
 /** MCP `openintent_grant_tool`: a grant of one tool, bound to an intent, the credential found by the tool's name. */
 export const GrantToolBody = z
-  .object({ agent_id: ActorId, tool_name: Scope, constraints: withConstraints().optional(), granted_by: ActorId.optional(), expires_at: DateTime.nullable().optional() })
+  .object({ agent_id: AgentId, tool_name: Scope, constraints: withConstraints().optional(), granted_by: ActorId.optional(), expires_at: DateTime.nullable().optional() })
   .strict()
   .openapi("GrantToolBody");
 export type GrantToolBody = z.infer<typeof GrantToolBody>;
@@ -204,7 +204,7 @@ function withConstraints() {
 export const SuspendGrantBody = z.object({ reason: z.string().max(500).optional() }).strict();
 
 export const ListGrantsQuery = z.object({
-  agent_id: z.string().max(200).optional(),
+  agent_id: AgentId.optional(),
   credential_id: Uuid.optional(),
   service: z.string().max(200).optional(),
   limit: pageLimit(100, 500),
@@ -233,11 +233,11 @@ export const InvokeToolBody = z
     tool_name: Scope.optional(),
     tool: Scope.optional().openapi({ description: "RFC spelling of tool_name (e.g. stripe.charges.read)" }),
     grant_id: Uuid.optional(),
-    agent_id: ActorId.optional().openapi({ description: "default the acting agent" }),
+    agent_id: AgentId.optional().openapi({ description: "default the acting agent" }),
     parameters: boundedJsonObject(64 * 1024).default({}),
     idempotency_key: z.string().min(1).max(200).optional(),
     context: z
-      .object({ intent_id: Uuid.nullable().optional(), task_id: z.string().max(200).nullable().optional(), agent_id: ActorId.optional() })
+      .object({ intent_id: Uuid.nullable().optional(), task_id: z.string().max(200).nullable().optional(), agent_id: AgentId.optional() })
       .passthrough()
       .optional(),
   })
@@ -280,7 +280,7 @@ export const RecordInvocationBody = z
     grant_id: Uuid,
     service: Name,
     tool: Scope,
-    agent_id: ActorId,
+    agent_id: AgentId,
     parameters: boundedJsonObject(16 * 1024).optional(),
     status: z.enum(INVOCATION_STATUSES).optional(),
     result: boundedJsonObject(32 * 1024).nullable().optional(),
@@ -335,12 +335,12 @@ export const RegisterIdentityBody = z
   .openapi("RegisterIdentityBody");
 /** MCP `openintent_register_identity`: the agent in the body, `key_type`. */
 export const McpRegisterIdentityBody = z
-  .object({ agent_id: ActorId, public_key: PublicKeyText, key_type: KeyAlgorithm.optional(), key_expires_at: DateTime.nullable().optional() })
+  .object({ agent_id: AgentId, public_key: PublicKeyText, key_type: KeyAlgorithm.optional(), key_expires_at: DateTime.nullable().optional() })
   .strict()
   .openapi("McpRegisterIdentityBody");
 export const ChallengeResponseBody = z.object({ challenge: z.string().min(1).max(200), signature: SignatureText }).strict().openapi("ChallengeResponseBody");
 /** MCP `openintent_verify_challenge`. */
-export const McpChallengeResponseBody = ChallengeResponseBody.extend({ agent_id: ActorId }).strict().openapi("McpChallengeResponseBody");
+export const McpChallengeResponseBody = ChallengeResponseBody.extend({ agent_id: AgentId }).strict().openapi("McpChallengeResponseBody");
 
 export const VerifySignatureBody = z
   .object({ payload: boundedJsonObject(64 * 1024), signature: SignatureText })
@@ -371,7 +371,7 @@ export const CheckSignatureInput = z.object({ agent_id: z.string().min(1).max(20
 export const SignatureCheck = z.object({ valid: z.boolean(), has_identity: z.boolean(), did: z.string().nullable(), reason: z.string().nullable() });
 export type SignatureCheck = z.infer<typeof SignatureCheck>;
 
-const AgentRef = z.object({ agent_id: ActorId });
+const AgentRef = z.object({ agent_id: AgentId });
 const VaultRef = z.object({ vault_id: Uuid });
 const CredentialRef = z.object({ credential_id: Uuid });
 const GrantRef = z.object({ grant_id: Uuid });
@@ -391,7 +391,7 @@ export const vaultCommands = {
   getGrant: command("vault", "grants.get", GrantRef, ToolGrant, ["GRANT_NOT_FOUND"]),
   listGrants: command("vault", "grants.list", z.object({ query: ListGrantsQuery }), GrantList),
   agentGrants: command("vault", "grants.of_agent", AgentRef, GrantArray),
-  grantedTools: command("vault", "tools.granted", z.object({ query: z.object({ agent_id: z.string().max(200).optional() }) }), GrantedTools),
+  grantedTools: command("vault", "tools.granted", z.object({ query: z.object({ agent_id: AgentId.optional() }) }), GrantedTools),
   revokeGrant: command("vault", "grants.revoke", GrantRef, GrantRevoked, ["GRANT_NOT_FOUND", "VAULT_ACCESS_DENIED"]),
   suspendGrant: command("vault", "grants.suspend", GrantRef.extend({ body: SuspendGrantBody }), ToolGrant, ["GRANT_NOT_FOUND", "GRANT_REVOKED", "VAULT_ACCESS_DENIED"]),
   resumeGrant: command("vault", "grants.resume", GrantRef, ToolGrant, ["GRANT_NOT_FOUND", "GRANT_REVOKED", "VAULT_ACCESS_DENIED"]),
