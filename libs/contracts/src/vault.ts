@@ -17,7 +17,10 @@ import { agentSubjectToken } from "./registry";
 /** RFC-0014 §1.2 auth types, with the MCP server's short spellings read as the RFC's. */
 export const AUTH_TYPES = ["api_key", "oauth2_token", "oauth2_client_credentials", "bearer_token", "basic_auth", "connection_string", "custom", "webhook"] as const;
 const AUTH_TYPE_ALIASES: Record<string, string> = { oauth2: "oauth2_token", bearer: "bearer_token", basic: "basic_auth", apikey: "api_key", "api-key": "api_key" };
-export const AuthType = z.preprocess((value) => (typeof value === "string" ? (AUTH_TYPE_ALIASES[value] ?? value) : value), z.enum(AUTH_TYPES));
+/** The RFC's names and the clients' short spellings (documented as such, so a generated client sends either). */
+export const AuthType = z
+  .enum([...AUTH_TYPES, ...(Object.keys(AUTH_TYPE_ALIASES) as [string, ...string[]])])
+  .transform((value) => (AUTH_TYPE_ALIASES[value] ?? value) as (typeof AUTH_TYPES)[number]);
 export type AuthType = (typeof AUTH_TYPES)[number];
 
 /**
@@ -308,7 +311,8 @@ export const RewrapResult = z
 /** `ed25519:<base64url>`, bare base64/base64url of the 32 bytes, or base64 of the SPKI DER (the clients' docs show both). */
 export const PublicKeyText = z.string().min(40).max(200).regex(/^[A-Za-z0-9+/=_:-]+$/, "must be ed25519:<base64url> or the base64 of an Ed25519 public key");
 export const SignatureText = z.string().min(80).max(200).regex(/^[A-Za-z0-9+/=_-]+$/, "must be the base64url (or base64) of a 64-byte Ed25519 signature");
-const KeyAlgorithm = z.preprocess((v) => (typeof v === "string" && v.toLowerCase() === "ed25519" ? "Ed25519" : v), z.literal("Ed25519"));
+/** Ed25519, as the RFC writes it or as the MCP server does (`ed25519`). */
+const KeyAlgorithm = z.enum(["Ed25519", "ed25519"]).transform(() => "Ed25519" as const);
 
 export const AgentIdentity = z
   .object({
