@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort, waitForPort } from "../support/private-nats";
+import { createTestDatabase } from "../support/backends";
 
 /**
  * Issue 9: each misconfiguration stops a process within 10 s, with exit code != 0 and one
@@ -69,13 +70,21 @@ async function expectStopsNaming(entry: keyof typeof ENTRY, outcome: Outcome, va
 describe("start-up misconfiguration", () => {
   let natsUrl: string;
   let databaseUrl: string;
+  let dropDatabase: () => Promise<void> = async () => undefined;
   let dataDir: string;
-  beforeAll(() => {
+  beforeAll(async () => {
     natsUrl = inject("natsUrl");
-    databaseUrl = inject("databaseUrl");
+    // A database of this file's own: the cluster case migrates it, and the shared one may hold
+    // another checkout's migrations.
+    const database = await createTestDatabase(inject("databaseUrl"));
+    databaseUrl = database.url;
+    dropDatabase = database.drop;
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "im-startup-"));
   });
-  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(async () => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    await dropDatabase();
+  });
 
   it("malformed API_KEYS: the gateway names API_KEYS", async () => {
     await expectStopsNaming("gateway", await run("gateway", { API_KEYS: "[{not json", NATS_URL: natsUrl }), "API_KEYS", /not valid JSON/);
