@@ -64,6 +64,13 @@ export const events = intentsSchema.table(
     /** Tracing links a client gave the event it appended (null for the server's own events). */
     traceId: text("trace_id"),
     parentEventId: uuid("parent_event_id"),
+    /**
+     * RFC 0019 hash chain, set by the database (trigger intents.events_chain, migration 0008) on
+     * every insert, whichever statement writes the row: `sha256:<base64url>` of the canonical JSON
+     * of the wire form with previous_event_hash in it. Null only while migration 0008 has not run.
+     */
+    eventHash: text("event_hash"),
+    previousEventHash: text("previous_event_hash"),
   },
   (t) => [
     uniqueIndex("events_intent_sequence_idx").on(t.intentId, t.sequence),
