@@ -85,7 +85,8 @@ export type ApiTag =
   | "Governance"
   | "Memory"
   | "Channels"
-  | "Federation";
+  | "Federation"
+  | "Verifiable logs";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

@@ -11,6 +11,7 @@ import { governanceRoutes } from "./governance";
 import { memoryRoutes } from "./memory";
 import { channelsRoutes } from "./channels";
 import { federationRoutes } from "./federation";
+import { verifiableLogRoutes } from "./verifiable-logs";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -29,6 +30,7 @@ const catalogue = [
   ...memoryRoutes,
   ...channelsRoutes,
   ...federationRoutes,
+  ...verifiableLogRoutes,
 ] as const satisfies readonly ApiRoute[];
 
 export const apiRoutes: readonly ApiRoute[] = catalogue;
