@@ -117,7 +117,13 @@ describe("fuzzing every route with hostile input", () => {
     expect(task.status, JSON.stringify(task.body)).toBeLessThan(300);
     const approval = await cluster.api(`/intents/${intent.body.id}/approvals`, { key: "agent", body: { action: "complete" } });
     expect(approval.status, JSON.stringify(approval.body)).toBe(201);
+    // RFC 0019: a checkpoint over the intent's log so far, and an event in it.
+    const checkpoint = await cluster.api("/admin/checkpoints", { body: { intent_id: intent.body.id } });
+    expect(checkpoint.status, JSON.stringify(checkpoint.body)).toBe(201);
+    const firstEvent = await cluster.api(`/intents/${intent.body.id}/events?limit=1`);
     fixtures = {
+      checkpoint_id: checkpoint.body.checkpoint_id,
+      event_id: firstEvent.body.events[0].id,
       approval_id: approval.body.id,
       task_id: task.body.id,
       intent_id: intent.body.id,

@@ -52,7 +52,7 @@ function firstBreak(events: Record<string, any>[]): number | null {
 
 /** RFC 0019 3.4: leaves padded to a power of two with the last leaf, parent = SHA-256(left || right). */
 function rfcMerkleRoot(hashes: string[]): string {
-  let level = hashes.map(untag);
+  let level: Buffer[] = hashes.map(untag);
   let width = 1;
   while (width < level.length) width *= 2;
   while (level.length < width) level.push(level[level.length - 1]!);
