@@ -437,3 +437,43 @@ describe("checkpoints, proofs and consistency (RFC 0019 sections 3 to 6)", () =>
     for (const cp of await mine()) expect(signatureHolds(cp)).toBe(true);
   });
 });
+
+describe("the Python client's RFC 0019 calls (client.py, models.py from_dict)", () => {
+  it("get_events, verify_event_chain, list_checkpoints, get_checkpoint, get_merkle_proof and verify_consistency read what they parse", async () => {
+    const intent = await createIntent(cluster);
+    await appendMany(intent.id, 3);
+    // get_events(intent_id, event_type=None, since=None, limit=100): GET /intents/{id}/events?limit=100
+    const page = await cluster.api(`/intents/${intent.id}/events?limit=100`, py("agent"));
+    expect(page.status).toBe(200);
+    const events = page.body.events as any[];
+    for (const event of events) {
+      // IntentEvent.from_dict: event_hash, previous_event_hash, sequence (the RFC 0019 fields).
+      expect(Object.keys(event)).toEqual(expect.arrayContaining(["id", "intent_id", "event_type", "actor", "payload", "created_at", "event_hash", "previous_event_hash", "sequence"]));
+    }
+    // verify_event_chain: ChainVerification.from_dict reads valid (or chain_valid), event_count, first/last_sequence, breaks.
+    const chain = await verify(intent.id);
+    expect(chain).toMatchObject({ intent_id: intent.id, valid: true, chain_valid: true, event_count: 4, first_sequence: 1, last_sequence: 4, breaks: [] });
+    // The admin's checkpoint: no SDK method, RAW POST /admin/checkpoints {intent_id, scope}.
+    const first = await checkpoint(intent.id);
+    await appendMany(intent.id, 1);
+    const second = await checkpoint(intent.id);
+    // list_checkpoints(intent_id, scope): a bare list, each LogCheckpoint.from_dict.
+    const listed = await cluster.api(`/checkpoints?intent_id=${intent.id}&scope=intent`, py("agent"));
+    expect(Array.isArray(listed.body)).toBe(true);
+    const keys = ["checkpoint_id", "intent_id", "scope", "merkle_root", "event_count", "first_sequence", "last_sequence", "created_at", "signed_by", "signature", "anchor"];
+    for (const cp of listed.body) expect(Object.keys(cp).sort()).toEqual([...keys].sort());
+    // get_checkpoint(checkpoint_id)
+    expect((await cluster.api(`/checkpoints/${first.checkpoint_id}`, py("agent"))).body).toEqual(first);
+    // get_merkle_proof(checkpoint_id, event_id): MerkleProof.from_dict, then .verify().
+    const proof = await cluster.api(`/checkpoints/${first.checkpoint_id}/proof/${events[2].id}`, py("agent"));
+    expect(proof.body).toMatchObject({ event_id: events[2].id, event_hash: events[2].event_hash, checkpoint_id: first.checkpoint_id, merkle_root: first.merkle_root, leaf_index: 2 });
+    expect(pythonMerkleProofVerify(proof.body)).toBe(true);
+    // verify_consistency(from_checkpoint, to_checkpoint): ConsistencyProof.from_dict.
+    const consistent = await cluster.api(`/verify/consistency?from_checkpoint=${first.checkpoint_id}&to_checkpoint=${second.checkpoint_id}`, py("agent"));
+    expect(consistent.body).toMatchObject({ from_checkpoint: first.checkpoint_id, to_checkpoint: second.checkpoint_id, consistent: true, boundary_event: { sequence: 5 } });
+    // Hostile ids are refused before anything is read.
+    expectError(await cluster.api("/checkpoints/not-an-id", py("agent")), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/verify/consistency?from_checkpoint=${first.checkpoint_id}`, py("agent")), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/events/verify`, py("agent")), 404, "INTENT_NOT_FOUND");
+  });
+});
