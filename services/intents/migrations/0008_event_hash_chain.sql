@@ -92,22 +92,53 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 --> statement-breakpoint
 
+-- A number as jsonb prints it (a plain decimal), as ECMAScript prints it: kept when it already is
+-- (an integer of at most 15 digits, or a decimal of at most 15 significant digits without
+-- trailing zeros and not below 1e-6: such a decimal is the shortest that gives its double),
+-- else laid out by intents.json_number. An SQL expression, inlined where it is used.
+CREATE FUNCTION intents.json_number_text(t text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+  SELECT CASE
+    WHEN t ~ '^-?(0|[1-9][0-9]{0,14}|0\.0{0,5}[1-9][0-9]*|[1-9][0-9]*\.[0-9]*[1-9])$'
+         AND length(ltrim(replace(t, '.', ''), '-0')) <= 15 THEN t
+    ELSE intents.json_number(t::numeric) END
+$$;
+--> statement-breakpoint
+
 -- RFC 8785 canonical JSON of a jsonb value. Strings and keys: jsonb's own escaping, which is
 -- JSON.stringify's (", \, \b \f \n \r \t, other controls as \u00xx, nothing else escaped).
+-- Numbers: intents.json_number_text. Scalars inside a container are written in place, so a call
+-- and a query are spent per object or array only.
 CREATE FUNCTION intents.canonical_json(v jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 BEGIN
   CASE jsonb_typeof(v)
     WHEN 'object' THEN
+      IF v::text ~ '[\uE000-\U0010FFFF]' THEN
+        -- A key may hold a character where UTF-16 and code point order differ (rare): the exact order.
+        RETURN '{' || coalesce((
+          SELECT string_agg(to_json(e.key)::text || ':' || intents.canonical_json(e.value), ',' ORDER BY intents.json_key_order(e.key))
+          FROM jsonb_each(v) e), '') || '}';
+      END IF;
       RETURN '{' || coalesce((
-        SELECT string_agg(to_json(e.key)::text || ':' || intents.canonical_json(e.value), ',' ORDER BY intents.json_key_order(e.key))
+        SELECT string_agg(to_json(e.key)::text || ':' || CASE jsonb_typeof(e.value)
+            WHEN 'object' THEN intents.canonical_json(e.value)
+            WHEN 'array' THEN intents.canonical_json(e.value)
+            WHEN 'number' THEN intents.json_number_text(e.value::text)
+            ELSE e.value::text END,
+          ',' ORDER BY e.key COLLATE "C")
         FROM jsonb_each(v) e), '') || '}';
     WHEN 'array' THEN
       RETURN '[' || coalesce((
-        SELECT string_agg(intents.canonical_json(a.value), ',' ORDER BY a.ord)
+        SELECT string_agg(CASE jsonb_typeof(a.value)
+            WHEN 'object' THEN intents.canonical_json(a.value)
+            WHEN 'array' THEN intents.canonical_json(a.value)
+            WHEN 'number' THEN intents.json_number_text(a.value::text)
+            ELSE a.value::text END,
+          ',' ORDER BY a.ord)
         FROM jsonb_array_elements(v) WITH ORDINALITY a(value, ord)), '') || ']';
     WHEN 'number' THEN
-      RETURN intents.json_number(v::text::numeric);
+      RETURN intents.json_number_text(v::text);
     ELSE
       RETURN v::text;
   END CASE;
@@ -121,10 +152,38 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 --> statement-breakpoint
 
--- The hash of an event: its wire form (without hash fields) with previous_event_hash added.
+-- The canonical JSON of an event: its wire form (without hash fields) with previous_event_hash
+-- added. An event has a known set of top-level fields, so their sorted order is written out here
+-- (only the payload is canonicalised generically); a wire form with any other field takes the
+-- generic path, so every field is hashed whatever the writers add later.
+CREATE FUNCTION intents.event_canonical_json(wire jsonb, previous text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF wire - ARRAY['actor', 'created_at', 'event_type', 'id', 'intent_id', 'parent_event_id', 'payload', 'sequence', 'trace_id'] <> '{}'::jsonb
+     OR jsonb_typeof(wire->'actor') IS DISTINCT FROM 'string' OR jsonb_typeof(wire->'created_at') IS DISTINCT FROM 'string'
+     OR jsonb_typeof(wire->'event_type') IS DISTINCT FROM 'string' OR jsonb_typeof(wire->'id') IS DISTINCT FROM 'string'
+     OR jsonb_typeof(wire->'intent_id') IS DISTINCT FROM 'string' OR jsonb_typeof(wire->'sequence') IS DISTINCT FROM 'number'
+     OR jsonb_typeof(wire->'payload') IS DISTINCT FROM 'object' THEN
+    RETURN intents.canonical_json(wire || jsonb_build_object('previous_event_hash', previous));
+  END IF;
+  RETURN '{"actor":' || (wire->'actor')::text
+    || ',"created_at":' || (wire->'created_at')::text
+    || ',"event_type":' || (wire->'event_type')::text
+    || ',"id":' || (wire->'id')::text
+    || ',"intent_id":' || (wire->'intent_id')::text
+    || coalesce(',"parent_event_id":' || intents.canonical_json(wire->'parent_event_id'), '')
+    || ',"payload":' || CASE WHEN wire->'payload' = '{}'::jsonb THEN '{}' ELSE intents.canonical_json(wire->'payload') END
+    || ',"previous_event_hash":' || coalesce(to_json(previous)::text, 'null')
+    || ',"sequence":' || intents.json_number_text((wire->'sequence')::text)
+    || coalesce(',"trace_id":' || intents.canonical_json(wire->'trace_id'), '')
+    || '}';
+END $$;
+--> statement-breakpoint
+
+-- The hash of an event (RFC 0019 1.3).
 CREATE FUNCTION intents.event_hash(wire jsonb, previous text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT intents.sha256_tag(intents.canonical_json(wire || jsonb_build_object('previous_event_hash', previous)))
+  SELECT intents.sha256_tag(intents.event_canonical_json(wire, previous))
 $$;
 --> statement-breakpoint
 
