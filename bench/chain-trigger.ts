@@ -21,7 +21,7 @@ async function run(trigger: boolean, round: number) {
   const intent = crypto.randomUUID();
   await c.query(`insert into intents.intents (id, title, created_by, status, constraints, state, confidence, version, event_seq, created_at, updated_at) values ($1, 't', 'a', 'active', '{}', '{}', 0, 1, 0, now(), now())`, [intent]);
   await c.query(`alter table intents.events ${trigger ? "enable" : "disable"} trigger events_chain`);
-  const { rows } = await c.query(`
+  await c.query(`
     do $$ declare s bigint; eid uuid; t0 timestamptz := clock_timestamp(); begin
       for i in 1..${N} loop
         update intents.intents set event_seq = event_seq + 1 where id = '${intent}' returning event_seq into s;
@@ -31,7 +31,7 @@ async function run(trigger: boolean, round: number) {
           '{"sequence":' || s || ',"id":"' || eid || '","intent_id":"${intent}","event_type":"comment","actor":"bench-agent","payload":{"n":1,"note":"hello"},"created_at":"2026-01-01T00:00:00.000+00:00"}');
       end loop;
       perform set_config('bench.elapsed', extract(epoch from clock_timestamp() - t0)::text, false);
-    end $$; select current_setting('bench.elapsed') as e`);
+    end $$`);
   const e = Number((await c.query("select current_setting('bench.elapsed') as e")).rows[0].e);
   console.log(`round ${round} trigger=${trigger ? "on " : "off"} ${((e / N) * 1e6).toFixed(1)} us/event`);
 }
