@@ -17,7 +17,7 @@ await handle.close();
 const c = new pg.Client({ connectionString: testDb.url });
 await c.connect();
 const N = Number(process.env.N ?? 3000);
-async function run(trigger: boolean, round: number) {
+async function run(trigger: boolean, round: number, canonical = false) {
   const intent = crypto.randomUUID();
   await c.query(`insert into intents.intents (id, title, created_by, status, constraints, state, confidence, version, event_seq, created_at, updated_at) values ($1, 't', 'a', 'active', '{}', '{}', 0, 1, 0, now(), now())`, [intent]);
   await c.query(`alter table intents.events ${trigger ? "enable" : "disable"} trigger events_chain`);
@@ -26,18 +26,20 @@ async function run(trigger: boolean, round: number) {
       for i in 1..${N} loop
         update intents.intents set event_seq = event_seq + 1 where id = '${intent}' returning event_seq into s;
         eid := gen_random_uuid();
-        insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, wire)
-        values (eid, '${intent}', s, 'comment', 'bench-agent', '{"n": 1, "note": "hello"}', now(),
+        insert into intents.events (id, intent_id, sequence, event_type, actor, payload, created_at, payload_canonical, wire)
+        values (eid, '${intent}', s, 'comment', 'bench-agent', '{"n": 1, "note": "hello"}', now(), ${canonical ? `'{"n":1,"note":"hello"}'` : "null"},
           '{"sequence":' || s || ',"id":"' || eid || '","intent_id":"${intent}","event_type":"comment","actor":"bench-agent","payload":{"n":1,"note":"hello"},"created_at":"2026-01-01T00:00:00.000+00:00"}');
       end loop;
       perform set_config('bench.elapsed', extract(epoch from clock_timestamp() - t0)::text, false);
     end $$`);
   const e = Number((await c.query("select current_setting('bench.elapsed') as e")).rows[0].e);
-  console.log(`round ${round} trigger=${trigger ? "on " : "off"} ${((e / N) * 1e6).toFixed(1)} us/event`);
+  const mode = !trigger ? "off" : canonical ? "on, payload canonical from the writer" : "on, payload canonicalised in SQL";
+  console.log(`round ${round} trigger ${mode}: ${((e / N) * 1e6).toFixed(1)} us/event`);
 }
 for (let round = 1; round <= 4; round++) {
   await run(false, round);
-  await run(true, round);
+  await run(true, round, true);
+  await run(true, round, false);
 }
 await c.query(`alter table intents.events enable trigger events_chain`);
 await c.end();

@@ -14,6 +14,7 @@ CREATE TABLE "intents"."checkpoints" (
 --> statement-breakpoint
 ALTER TABLE "intents"."events" ADD COLUMN "event_hash" text;--> statement-breakpoint
 ALTER TABLE "intents"."events" ADD COLUMN "previous_event_hash" text;--> statement-breakpoint
+ALTER TABLE "intents"."events" ADD COLUMN "payload_canonical" text;--> statement-breakpoint
 CREATE UNIQUE INDEX "checkpoints_intent_first_idx" ON "intents"."checkpoints" USING btree ("intent_id","first_sequence");--> statement-breakpoint
 CREATE INDEX "checkpoints_intent_last_idx" ON "intents"."checkpoints" USING btree ("intent_id","last_sequence");--> statement-breakpoint
 CREATE INDEX "checkpoints_created_idx" ON "intents"."checkpoints" USING btree ("created_at","id");

@@ -156,7 +156,9 @@ $$;
 -- added. An event has a known set of top-level fields, so their sorted order is written out here
 -- (only the payload is canonicalised generically); a wire form with any other field takes the
 -- generic path, so every field is hashed whatever the writers add later.
-CREATE FUNCTION intents.event_canonical_json(wire jsonb, previous text) RETURNS text
+-- `payload_canonical`: the payload's canonical JSON when the writer already has it (see
+-- events_chain), else null and the payload is canonicalised here.
+CREATE FUNCTION intents.event_canonical_json(wire jsonb, previous text, payload_canonical text DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
   IF wire - ARRAY['actor', 'created_at', 'event_type', 'id', 'intent_id', 'parent_event_id', 'payload', 'sequence', 'trace_id'] <> '{}'::jsonb
@@ -172,7 +174,7 @@ BEGIN
     || ',"id":' || (wire->'id')::text
     || ',"intent_id":' || (wire->'intent_id')::text
     || coalesce(',"parent_event_id":' || intents.canonical_json(wire->'parent_event_id'), '')
-    || ',"payload":' || CASE WHEN wire->'payload' = '{}'::jsonb THEN '{}' ELSE intents.canonical_json(wire->'payload') END
+    || ',"payload":' || coalesce(payload_canonical, CASE WHEN wire->'payload' = '{}'::jsonb THEN '{}' ELSE intents.canonical_json(wire->'payload') END)
     || ',"previous_event_hash":' || coalesce(to_json(previous)::text, 'null')
     || ',"sequence":' || intents.json_number_text((wire->'sequence')::text)
     || coalesce(',"trace_id":' || intents.canonical_json(wire->'trace_id'), '')
@@ -181,9 +183,9 @@ END $$;
 --> statement-breakpoint
 
 -- The hash of an event (RFC 0019 1.3).
-CREATE FUNCTION intents.event_hash(wire jsonb, previous text) RETURNS text
+CREATE FUNCTION intents.event_hash(wire jsonb, previous text, payload_canonical text DEFAULT NULL) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT intents.sha256_tag(intents.event_canonical_json(wire, previous))
+  SELECT intents.sha256_tag(intents.event_canonical_json(wire, previous, payload_canonical))
 $$;
 --> statement-breakpoint
 
@@ -218,7 +220,11 @@ BEGIN
     END IF;
   END IF;
   NEW.previous_event_hash := previous;
-  NEW.event_hash := intents.event_hash(body, previous);
+  -- A writer that holds the payload in JavaScript gives its canonical JSON (payload_canonical):
+  -- hashing it spares canonicalising the jsonb again. It is server code like this trigger; an
+  -- error in it would show as a hash_mismatch in verification, never pass unseen. Never stored.
+  NEW.event_hash := intents.event_hash(body, previous, NEW.payload_canonical);
+  NEW.payload_canonical := NULL;
   NEW.wire := intents.sealed_wire(NEW.wire, previous, NEW.event_hash);
   RETURN NEW;
 END $$;

@@ -96,6 +96,9 @@ describe("migration 0008 (RFC 0019 hash chain)", () => {
       const { event_hash, ...content } = served;
       expect(event_hash).toBe(sha256Tag(canonicalJson(content)));
     }
+    // The transient column is never stored.
+    const [kept] = rowsOf<{ n: number }>(await handle.db.execute(sql`select count(*)::int as n from intents.events where payload_canonical is not null`));
+    expect(kept!.n).toBe(0);
     // A new event goes on from the migrated chain's last hash.
     await insertOldEvent(intentA, eventId(1, 5), 5, { s: 5 });
     const rows = await stored(intentA);

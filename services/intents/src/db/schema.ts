@@ -71,6 +71,12 @@ export const events = intentsSchema.table(
      */
     eventHash: text("event_hash"),
     previousEventHash: text("previous_event_hash"),
+    /**
+     * Transient, always null once stored: a writer that holds the payload in JavaScript passes its
+     * canonical JSON here, and the hash-chain trigger uses it instead of canonicalising the jsonb
+     * again (the costliest step), then clears it. Writers that build payloads in SQL leave it null.
+     */
+    payloadCanonical: text("payload_canonical"),
   },
   (t) => [
     uniqueIndex("events_intent_sequence_idx").on(t.intentId, t.sequence),

@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { AppError, errors, INTENT_EVENT_SCHEMA, intentEventMsgId, intentEventSubject, type IntentEvent } from "@intentmesh/contracts";
+import { AppError, canonicalJson, errors, INTENT_EVENT_SCHEMA, intentEventMsgId, intentEventSubject, type IntentEvent } from "@intentmesh/contracts";
 import { writeEventLog, type EventLogSpec, type NewEvent } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { events, intents, outbox } from "../db/schema";
@@ -85,6 +85,7 @@ const intentLog: EventLogSpec<IntentEvent> = {
         wire,
         traceId: event.trace_id ?? null,
         parentEventId: event.parent_event_id ?? null,
+        payloadCanonical: canonicalJson(event.payload),
       })),
       )
       .returning({ id: events.id, previousEventHash: events.previousEventHash, eventHash: events.eventHash });

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  canonicalJson,
   INTENT_EVENT_SCHEMA,
   intentEventSubject,
   isoTimestamp,
@@ -91,8 +92,9 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
   });
   const subject = intentEventSubject(intentId, event.eventType);
   /** The event's parameters in the order the create and change statements take them. */
-  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, body, headers];
-  return { id, body, headers, subject, params, complete };
+  const payloadCanonical = canonicalJson(event.payload);
+  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, body, headers, payloadCanonical];
+  return { id, body, headers, subject, params, payloadCanonical, complete };
 }
 
 /** SQL expressions of one intent event's columns, as a statement that logs it provides them. */
@@ -109,6 +111,8 @@ export interface IntentEventSql {
   headers: string;
   traceId?: string;
   parentEventId?: string;
+  /** The payload's canonical JSON when the statement has it (see events.payload_canonical). */
+  payloadCanonical?: string;
 }
 
 /**
@@ -136,6 +140,7 @@ export function intentEventInserts(from: string, e: IntentEventSql, many?: { on:
       wire: e.wire,
       ...(e.traceId ? { trace_id: e.traceId } : {}),
       ...(e.parentEventId ? { parent_event_id: e.parentEventId } : {}),
+      ...(e.payloadCanonical ? { payload_canonical: e.payloadCanonical } : {}),
     },
     subject: e.subject,
     msgId: sqlEventMsgId("intent", "e.intent_id", "e.sequence"),
@@ -153,13 +158,13 @@ export interface ChainFields {
 }
 
 const CREATE_EVENT = intentEventInserts("w", {
-  id: "$10", intentId: "$1", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb",
+  id: "$10", intentId: "$1", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb", payloadCanonical: "$17::text",
 });
 const APPEND_EVENT = intentEventInserts("s", {
-  id: "$3", intentId: "$1", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid",
+  id: "$3", intentId: "$1", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid", payloadCanonical: "$14::text",
 });
 const CHANGE_EVENT = intentEventInserts("u", {
-  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb",
+  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb", payloadCanonical: "$14::text",
 });
 
 export async function selectIntent(query: Query, intentId: string): Promise<(RawIntent & { leases?: unknown }) | undefined> {
@@ -256,7 +261,7 @@ export async function appendEventStatement(
      e as (${APPEND_EVENT.events}),
      o as (${APPEND_EVENT.outbox})
      select sequence, event_hash, previous_event_hash from e`,
-    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned],
+    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned, prepared.payloadCanonical],
   );
   const row = rows[0];
   return row ? prepared.complete(Number(row.sequence), row) : undefined;
