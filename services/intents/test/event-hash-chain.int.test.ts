@@ -141,7 +141,7 @@ describe("intents.canonical_json", () => {
         const rows = rowsOf<{ c: string }>(await handle.db.execute(sql`select intents.canonical_json(t::jsonb) as c from jsonb_array_elements_text(${JSON.stringify(texts)}::jsonb) with ordinality as u(t, n) order by n`));
         expect(rows.map((r) => r.c)).toEqual(texts.map((t) => canonicalJson(JSON.parse(t))));
       }),
-      { numRuns: 60 },
+      { numRuns: 30 },
     );
   });
 
