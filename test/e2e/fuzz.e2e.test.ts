@@ -117,11 +117,17 @@ describe("fuzzing every route with hostile input", () => {
     expect(task.status, JSON.stringify(task.body)).toBeLessThan(300);
     const approval = await cluster.api(`/intents/${intent.body.id}/approvals`, { key: "agent", body: { action: "complete" } });
     expect(approval.status, JSON.stringify(approval.body)).toBe(201);
+    // An ACL entry and an access request (RFC-0011); the intent keeps no ACL policy, so every key stays as free as before.
+    const entry = await cluster.api(`/intents/${intent.body.id}/acl/entries`, { body: { principal_id: "fuzz-agent", permission: "write" } });
+    const request = await cluster.api(`/intents/${intent.body.id}/access-requests`, { body: { principal_id: "admin", principal_type: "user" } });
+    for (const res of [entry, request]) expect(res.status, JSON.stringify(res.body)).toBe(201);
     // RFC 0019: a checkpoint over the intent's log so far, and an event in it.
     const checkpoint = await cluster.api("/admin/checkpoints", { body: { intent_id: intent.body.id } });
     expect(checkpoint.status, JSON.stringify(checkpoint.body)).toBe(201);
     const firstEvent = await cluster.api(`/intents/${intent.body.id}/events?limit=1`);
     fixtures = {
+      entry_id: entry.body.id,
+      request_id: request.body.id,
       checkpoint_id: checkpoint.body.checkpoint_id,
       event_id: firstEvent.body.events[0].id,
       approval_id: approval.body.id,

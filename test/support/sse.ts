@@ -47,6 +47,11 @@ export class SseClient {
     }
   }
 
+  /** Resolves when the server has ended the stream (or the client closed it). */
+  ended(): Promise<void> {
+    return this.done;
+  }
+
   /** Frames that carry an event, parsed. */
   get events(): { event: string; id: string; data: any }[] {
     return this.frames.filter((f) => f.data !== undefined).map((f) => ({ event: f.event!, id: f.id!, data: JSON.parse(f.data!) }));

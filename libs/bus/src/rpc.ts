@@ -7,6 +7,7 @@ import {
   errors,
   healthCommand,
   COMMON_ROUTE_ERRORS,
+  accessErrorsOf,
   findUnsafeJsonValue,
   isAppError,
   unsafeJsonError,
@@ -60,7 +61,8 @@ function assertOutput(def: CommandDef, data: unknown): void {
   throw appError("INTERNAL_ERROR", `${def.subject} answered what its catalogued output does not allow: ${issue.path.join(".") || "(answer)"}: ${issue.message}`);
 }
 
-const declaresError = (def: CommandDef, code: string): boolean => (def.errors as readonly string[]).includes(code) || (COMMON_ROUTE_ERRORS as readonly string[]).includes(code);
+const declaresError = (def: CommandDef, code: string): boolean =>
+  (def.errors as readonly string[]).includes(code) || (COMMON_ROUTE_ERRORS as readonly string[]).includes(code) || (accessErrorsOf(def) as readonly string[]).includes(code);
 const decoder = new TextDecoder();
 
 /**

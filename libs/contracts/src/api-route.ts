@@ -1,7 +1,9 @@
 import type { z } from "./zod";
-import type { Role } from "./common";
 import type { CommandDef } from "./command";
 import type { ErrorCode } from "./error-catalogue";
+import type { Role } from "./common";
+import { accessErrorsOf } from "./intent-access";
+export { ALL_ROLES, COORDINATOR_ROLES, HUMAN_ROLES } from "./caller";
 
 /**
  * One operation of the REST API, as data: which bus command it runs, how the request becomes that
@@ -85,16 +87,12 @@ export type ApiTag =
   | "Governance"
   | "Memory"
   | "Channels"
+  | "Access control"
   | "Federation"
   | "Verifiable logs";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;
-
-export const ALL_ROLES: readonly Role[] = ["admin", "coordinator", "operator", "agent"];
-/** People who answer, decide and steer: never a bare agent key. */
-export const HUMAN_ROLES: readonly Role[] = ["admin", "coordinator", "operator"];
-export const COORDINATOR_ROLES: readonly Role[] = ["admin", "coordinator"];
 
 /** What any operation may answer: the request as a whole, the key, the bus and the process. */
 export const COMMON_ROUTE_ERRORS: readonly ErrorCode[] = [
@@ -121,8 +119,15 @@ export const COMMON_ROUTE_ERRORS: readonly ErrorCode[] = [
   "INTERNAL_ERROR",
 ];
 
-/** The codes an operation answers besides COMMON_ROUTE_ERRORS: its own narrowing, else its command's. */
-export const routeErrors = (route: ApiRoute): readonly ErrorCode[] => route.errors ?? route.command.errors;
+/** The role gate, the only one: whether a key with these roles may call the route (the gateway refuses the others with 403). */
+export const routeAdmits = (route: ApiRoute, roles: readonly Role[]): boolean => route.access.roles.some((role) => roles.includes(role));
+
+/**
+ * The codes an operation answers besides COMMON_ROUTE_ERRORS: its own narrowing, else its
+ * command's; and INTENT_ACCESS_DENIED when its command needs a permission of the intent
+ * (intent-access.ts declares which, once, for every command).
+ */
+export const routeErrors = (route: ApiRoute): readonly ErrorCode[] => [...(route.errors ?? route.command.errors), ...accessErrorsOf(route.command)];
 
 /** The schema of an operation's success body: its own narrowing, else its command's output. */
 export const routeResponse = (route: ApiRoute): z.ZodType => route.response ?? route.command.output;

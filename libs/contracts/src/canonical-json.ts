@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
  * RFC 8785 (JSON Canonicalization Scheme) of a JSON value: object keys sorted by UTF-16 code
  * units (what Array.prototype.sort does with strings), no whitespace, numbers as ECMAScript prints
  * them, strings as JSON.stringify escapes them. The bytes RFC 0019 hashes and signs. The database
- * computes the same text for events (intents.canonical_json, migration 0008 of the intents
+ * computes the same text for events (intents.canonical_json, migration 0009 of the intents
  * service); a test holds the two to each other.
  */
 export function canonicalJson(value: unknown): string {

@@ -145,7 +145,14 @@ export const ChannelPage = z.object({ channels: z.array(Channel), next_cursor: z
 
 export const ChannelDeleted = z.object({ status: z.string(), channel_id: Uuid }).passthrough().openapi("ChannelDeleted");
 
-export const ChannelStreamViewSchema = z.object({ channel_id: Uuid, sees_all: z.boolean(), agent_id: z.string().nullable(), to_values: z.array(z.string()) });
+export const ChannelStreamViewSchema = z.object({
+  channel_id: Uuid,
+  /** The channel's intent: its stream checks its subscriber again when that intent's ACL changes (RFC-0011). */
+  intent_id: Uuid,
+  sees_all: z.boolean(),
+  agent_id: z.string().nullable(),
+  to_values: z.array(z.string()),
+});
 
 /** What every way of sending (to a channel by id, by name, a reply) may answer: the rules of 2.13 and 2.11. */
 const SEND_ERRORS = [
@@ -183,6 +190,7 @@ export const channelsCommands = {
 /** Every message of a channel, for its SSE stream: im.evt.channel.<channel_id>.channel_message. */
 export interface ChannelStreamView {
   channel_id: string;
+  intent_id: string;
   sees_all: boolean;
   agent_id: string | null;
   to_values: string[];

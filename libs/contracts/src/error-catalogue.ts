@@ -12,6 +12,11 @@ const catalogue = <T extends Record<string, { status: number; title: string }>>(
  */
 export const errorCatalogue = catalogue({
   ACCESS_DENIED: { status: 403, title: "Memory access denied" },
+  ACCESS_REQUEST_DECIDED: { status: 409, title: "The access request was already decided" },
+  ACCESS_REQUEST_NOT_FOUND: { status: 404, title: "Access request not found" },
+  ACCESS_REQUESTS_FULL: { status: 409, title: "The intent has too many pending access requests" },
+  ACL_ENTRY_NOT_FOUND: { status: 404, title: "Access-control entry not found" },
+  ACL_FULL: { status: 409, title: "The intent's access-control list is full" },
   AGENT_ALREADY_REGISTERED: { status: 409, title: "The agent id is already registered" },
   AGENT_DRAINING: { status: 409, title: "The agent is draining and takes no new work" },
   AGENT_GONE: { status: 410, title: "The agent was deregistered" },
@@ -52,6 +57,7 @@ export const errorCatalogue = catalogue({
   FORBIDDEN: { status: 403, title: "Forbidden" },
   GOVERNANCE_VIOLATION: { status: 403, title: "The intent's governance policy refuses this" },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: "The idempotency key was used for another request" },
+  INTENT_ACCESS_DENIED: { status: 403, title: "The intent's access-control list does not give the caller this permission" },
   INTENT_CLOSED: { status: 409, title: "The intent is in a terminal status" },
   INTENT_ENDED: { status: 409, title: "The intent is completed or abandoned" },
   INTENT_EXISTS: { status: 409, title: "An intent with that id exists, created by someone else" },

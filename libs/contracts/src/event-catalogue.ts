@@ -167,7 +167,34 @@ const FallbackTriggeredPayload = z
 const ResumedPayload = z.object({ intent_id: Id, suspension_id: Id, resolution: z.string(), version: Version }).passthrough();
 const SuspensionExpiredPayload = z.object({ suspension_id: Id, resolution: z.literal("expired"), status: z.string(), version: Version }).passthrough();
 
+// Access control (RFC-0011): who, at which level, and the ACL version the change made.
+const AclVersion = z.number().int().positive();
+const Principal = { principal_id: z.string(), principal_type: z.string() };
+const AccessGrantedPayload = z.union([
+  z.object({ action: z.literal("grant"), entry_id: Id, ...Principal, permission: z.string(), expires_at: z.string().nullable(), acl_version: AclVersion }).passthrough(),
+  z
+    .object({
+      action: z.literal("acl_set"),
+      default_policy: z.string(),
+      default_permission: z.string(),
+      entries: z.array(z.object({ entry_id: Id, ...Principal, permission: z.string(), expires_at: z.string().nullable() }).passthrough()),
+      removed_entry_ids: z.array(Id),
+      acl_version: AclVersion,
+    })
+    .passthrough(),
+]);
+const AccessEntryEndedPayload = z.object({ entry_id: Id, ...Principal, permission: z.string(), acl_version: AclVersion }).passthrough();
+const AccessRequestedPayload = z.object({ request_id: Id, ...Principal, requested_permission: z.string(), capabilities: z.array(z.string()), reason: z.string() }).passthrough();
+const AccessRequestApprovedPayload = z.object({ request_id: Id, ...Principal, permission: z.string(), entry_id: Id, expires_at: z.string().nullable(), acl_version: AclVersion }).passthrough();
+const AccessRequestDeniedPayload = z.object({ request_id: Id, ...Principal, reason: z.string().nullable() }).passthrough();
+
 const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
+  [intentEventTypes.accessGranted, AccessGrantedPayload],
+  [intentEventTypes.accessRevoked, AccessEntryEndedPayload],
+  [intentEventTypes.accessExpired, AccessEntryEndedPayload],
+  [intentEventTypes.accessRequested, AccessRequestedPayload],
+  [intentEventTypes.accessRequestApproved, AccessRequestApprovedPayload],
+  [intentEventTypes.accessRequestDenied, AccessRequestDeniedPayload],
   [intentEventTypes.created, IntentCreatedPayload],
   [intentEventTypes.attachmentAdded, AttachmentAddedPayload],
   [intentEventTypes.attachmentRemoved, AttachmentRemovedPayload],

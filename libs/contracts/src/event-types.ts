@@ -36,8 +36,28 @@ export const intentEventTypes = {
   suspended: "intent.suspended",
   resumed: "intent.resumed",
   suspensionExpired: "intent.suspension_expired",
+  // Access control (RFC-0011): the RFC's names, which the clients' EventType enum knows.
+  /** An entry granted (POST /acl/entries), or the whole list replaced (PUT /acl: payload.action acl_set). */
+  accessGranted: "access_granted",
+  accessRevoked: "access_revoked",
+  /** A time-limited entry reached its expires_at (the expiry sweeper). */
+  accessExpired: "access_expired",
+  accessRequested: "access_requested",
+  accessRequestApproved: "access_request_approved",
+  accessRequestDenied: "access_request_denied",
 } as const;
 export type IntentEventType = (typeof intentEventTypes)[keyof typeof intentEventTypes];
+
+/**
+ * Events after which a subscriber of an intent's streams may hold less than before (RFC-0011):
+ * an SSE stream checks its subscriber again before it sends anything that follows one.
+ */
+export const ACCESS_NARROWING_EVENTS: ReadonlySet<string> = new Set([
+  intentEventTypes.accessGranted,
+  intentEventTypes.accessRevoked,
+  intentEventTypes.accessExpired,
+  intentEventTypes.accessRequestApproved,
+]);
 
 /** Events on a portfolio's log. */
 export const portfolioEventTypes = {

@@ -1,6 +1,7 @@
 import { z } from "./zod";
 import { ActorId, JsonObject, LIMITS, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
 import { IntentConstraints } from "./budget";
+import { SetAclBody } from "./acl";
 
 export const INTENT_STATUSES = ["draft", "active", "blocked", "completed", "abandoned", "suspended_awaiting_input"] as const;
 export const IntentStatus = z.enum(INTENT_STATUSES);
@@ -35,6 +36,7 @@ export const CreateIntentBody = z
       .enum(["draft", "active"], { error: "status at creation must be draft or active" })
       .default("draft")
       .openapi({ description: "initial status: draft (the default, table 3.1) or active" }),
+    acl: SetAclBody.optional().openapi({ description: "an access-control list the intent starts with (RFC-0011, as PUT /intents/{id}/acl takes it); without one the intent has none" }),
   })
   .strict()
   .openapi("CreateIntent");

@@ -168,3 +168,9 @@ export const SuspensionResponse = z
   .object({ intent_id: Uuid, suspension_id: Uuid, resolution: z.string(), responded_by: z.string(), responded_at: Timestamp })
   .passthrough()
   .openapi("SuspensionResponse");
+
+/** A record that is still waiting for its answer (absent or resolved records are not). */
+export function activeRecord(state: Record<string, unknown>): SuspensionRecord | undefined {
+  const record = state._suspension as SuspensionRecord | undefined;
+  return record && typeof record === "object" && !record.resolution ? record : undefined;
+}

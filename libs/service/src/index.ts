@@ -3,3 +3,4 @@ export { defineService, type ServiceDefinition, type ServiceConnections, type Ru
 export { openServiceCore, type ServiceCore, type ServiceCoreOptions, type CommandGroup, type HandlersOf, type Stoppable, type Worker } from "./service-core";
 export { Periodic, Sweeper } from "./periodic";
 export { GovernanceChecks } from "./governance-checks";
+export { IntentAccessChecks } from "./intent-access-checks";

@@ -13,23 +13,36 @@ export function parseConfig<S extends z.ZodType>(service: string, schema: S, env
   throw new StartupError(variable, `its configuration is invalid: ${problems.join("; ")}`);
 }
 
+/**
+ * How a variable is documented: its meaning (the README's configuration table is generated from
+ * these, scripts/reference-docs.ts) and, for one without a default, what leaving it unset means.
+ */
+export const documented = <S extends z.ZodType>(schema: S, meaning: string, unset?: string): S => schema.meta({ description: meaning, ...(unset ? { unset } : {}) });
+
 /** Variables every service reads. */
 export const baseConfigSchema = z.object({
-  NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  NATS_URL: documented(z.string().default("nats://127.0.0.1:4222"), "NATS with JetStream; comma-separated for a cluster"),
   /** NATS credentials, when the server asks for them: user and password, or a token. */
-  NATS_USER: z.string().optional(),
-  NATS_PASSWORD: z.string().optional(),
-  NATS_TOKEN: z.string().optional(),
-  BUS_NAMESPACE: z.string().regex(/^[a-z][a-z0-9_-]{0,30}$/, "must be lowercase letters, digits, _ or -").default("im"),
-  DATABASE_URL: z.preprocess(
-    (value) => (value === "" ? undefined : value),
-    z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://").optional(),
+  NATS_USER: documented(z.string().optional(), "NATS user, with NATS_PASSWORD, when the server asks for credentials (never logged)"),
+  NATS_PASSWORD: documented(z.string().optional(), "NATS password (never logged)"),
+  NATS_TOKEN: documented(z.string().optional(), "NATS token, instead of a user and password (never logged)"),
+  BUS_NAMESPACE: documented(
+    z.string().regex(/^[a-z][a-z0-9_-]{0,30}$/, "must be lowercase letters, digits, _ or -").default("im"),
+    "subject root and stream prefix; lets clusters share one NATS",
   ),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
-  DATA_DIR: z.string().default(".data"),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  DATABASE_URL: documented(
+    z.preprocess((value) => (value === "" ? undefined : value), z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://").optional()),
+    "`postgres://…`; required when services run as separate processes",
+    "embedded PGlite under `DATA_DIR`",
+  ),
+  DATABASE_POOL_SIZE: documented(z.coerce.number().int().min(1).max(200).default(10), "connections per service process"),
+  DATA_DIR: documented(z.string().default(".data"), "embedded database, generated keys, a started nats-server"),
+  LOG_LEVEL: documented(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; successful requests log at `debug`"),
   /** A back-end service's Prometheus listener (/metrics); 0 is off. The gateway serves /metrics on its own port. */
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  METRICS_PORT: documented(
+    z.coerce.number().int().min(0).max(65535).default(0),
+    "port of a back-end service's Prometheus `/metrics` (0: off; the gateway serves `/metrics` on its own port); docs/operations.md",
+  ),
 });
 export type BaseConfig = z.infer<typeof baseConfigSchema>;
 

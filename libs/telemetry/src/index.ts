@@ -5,4 +5,4 @@ export { StartupError, isStartupError, redactUrl, runMain } from "./startup";
 export { REQUEST_ID_HEADER, currentRequestId, requestIdFrom, withRequestId } from "./request-context";
 export { metrics, metricsText, METRICS_CONTENT_TYPE, registry as metricsRegistry, scrapedGauge, serveMetrics, timed, type ReadinessReport } from "./metrics";
 export { traceSqlStatements } from "./sql-spans";
-export { baseConfigSchema, natsAuthOf, parseConfig, type BaseConfig } from "./config";
+export { baseConfigSchema, documented, natsAuthOf, parseConfig, type BaseConfig } from "./config";

@@ -21,6 +21,12 @@ export async function findChannel(ctx: ChannelsContext, channelId: string): Prom
   return row;
 }
 
+/** The intent a channel belongs to, for its ACL check (none for an unknown channel: the handler answers 404). */
+export async function intentOfChannel(ctx: ChannelsContext, channelId: string): Promise<string[]> {
+  const rows = await ctx.query<{ intent_id: string }>("channels_intent_of", "select intent_id from channels.channels where id = $1::uuid", [channelId]);
+  return rows.map((row) => row.intent_id);
+}
+
 export const notAMember = (agentId: string, channel: ChannelRow, what: string) =>
   new AppError("NOT_A_MEMBER", 403, `${agentId} is not a member of channel ${channel.name}, whose member_policy is explicit: ${what}`, {
     agent_id: agentId,
@@ -28,10 +34,9 @@ export const notAMember = (agentId: string, channel: ChannelRow, what: string) =
   });
 
 /**
- * Rule 6 for one channel: intent access (every key may read every intent here, and a channel's
- * intent exists: intents are never deleted, and a channel is only created on an intent the
- * intents service answered for, so no bus request is needed), and with policy `explicit` an agent
- * must be a member (people — operators, coordinators, admins acting as themselves — may read).
+ * Rule 6 for one channel: intent access is the intent's ACL, checked before every channel
+ * operation (service.ts, IntentAccessChecks); here, with policy `explicit` an agent must be a
+ * member (people — operators, coordinators, admins acting as themselves — may read).
  */
 export async function assertChannelAccess(_ctx: ChannelsContext, caller: Caller, channel: ChannelRow): Promise<Viewer> {
   const viewer = viewerOf(caller);

@@ -2,13 +2,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { channelStream, channelsCommands as commands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { GovernanceChecks, openServiceCore } from "@intentmesh/service";
+import { GovernanceChecks, IntentAccessChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { ChannelsContext } from "./context";
 import { outbox } from "./db/schema";
 import { ChannelSweeper } from "./sweeper";
 import { startLifecycleConsumers } from "./lifecycle";
+import { intentOfChannel } from "./access";
 import { createChannel, deleteChannel, getChannel, listChannels, patchChannel } from "./handlers/channels";
 import { getMessage, listMessages, markRead, replyTo, sendByName, sendMessage, streamView } from "./handlers/messages";
 
@@ -44,7 +45,9 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
   const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, governance: new GovernanceChecks(core.client), published: core.published };
   const sweeper = new ChannelSweeper(ctx, options.sweepIntervalMs ?? 1000);
 
-  core.serve(commands, {
+  // Rule 6 with RFC-0011: every channel operation is checked against its intent's ACL first.
+  const access = new IntentAccessChecks(core.client);
+  core.serve(commands, access.wrap(commands, {
     create: (input, caller) => createChannel(ctx, input.intent_id, input.body, caller),
     list: (input, caller) => listChannels(ctx, input.intent_id, input.query, caller),
     get: (input, caller) => getChannel(ctx, input.channel_id, caller),
@@ -57,7 +60,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     reply: (input, caller) => replyTo(ctx, input.channel_id, input.message_id, input.body, caller),
     streamView: (input, caller) => streamView(ctx, input.channel_id, caller),
     markRead: (input, caller) => markRead(ctx, input.channel_id, input.message_id, caller),
-  });
+  }, (_command, input: { channel_id: string }) => intentOfChannel(ctx, input.channel_id)));
   const consumers = await startLifecycleConsumers(core.bus, ctx);
   const running = core.launch({ workers: [sweeper], running: [consumers] });
   return { ctx, relay, sweeper, stop: running.stop };

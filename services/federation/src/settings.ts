@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { documented } from "@intentmesh/telemetry";
 import { AgentVisibility, DelegationScopeBody, FederationPolicyBody, PEER_RELATIONSHIPS, TrustPolicy } from "@intentmesh/contracts";
 
 /** A server this one knows, as configured (FEDERATION_PEERS). */
@@ -73,21 +74,24 @@ const json = <S extends z.ZodType>(schema: S) =>
 
 /** Environment variables of the federation service (docs/federation.md, "Configuration"). */
 export const federationEnvSchema = z.object({
-  FEDERATION_ENABLED: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  FEDERATION_ENABLED: documented(z.enum(["true", "false"]).default("false").transform((v) => v === "true"), "federation on; the discovery document then lists it"),
   // An empty value (compose passes unset variables as "") reads as absent.
-  FEDERATION_SERVER_URL: z
-    .string()
-    .optional()
-    .transform((v) => v?.trim() || undefined)
-    .pipe(z.string().url().optional()),
-  FEDERATION_SIGNING_KEY: z.string().optional(),
-  FEDERATION_SIGNING_KEY_FILE: z.string().optional(),
-  FEDERATION_TRUST_POLICY: TrustPolicy.default("allowlist"),
-  FEDERATION_VISIBILITY_DEFAULT: AgentVisibility.default("public"),
-  FEDERATION_PEERS: json(z.array(PeerConfig).max(1000)),
-  FEDERATION_POLICY: json(FederationPolicyBody),
-  FEDERATION_PEER_GRANT: json(DelegationScopeBody),
-  FEDERATION_DISPATCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  FEDERATION_SERVER_URL: documented(
+    z
+      .string()
+      .optional()
+      .transform((v) => v?.trim() || undefined)
+      .pipe(z.string().url().optional()),
+    "this server's public https URL (its did:web derives from it); required when enabled",
+  ),
+  FEDERATION_SIGNING_KEY: documented(z.string().optional(), "Ed25519 PKCS#8 PEM, the same on every replica", "a development key under `DATA_DIR`"),
+  FEDERATION_SIGNING_KEY_FILE: documented(z.string().optional(), "a file holding that PEM"),
+  FEDERATION_TRUST_POLICY: documented(TrustPolicy.default("allowlist"), "which servers may dispatch to this one (docs/federation.md 4.1)"),
+  FEDERATION_VISIBILITY_DEFAULT: documented(AgentVisibility.default("public"), "visibility of an agent that sets none (docs/federation.md)"),
+  FEDERATION_PEERS: documented(json(z.array(PeerConfig).max(1000)), "the servers this one knows, JSON (docs/federation.md 4.1)", "none"),
+  FEDERATION_POLICY: documented(json(FederationPolicyBody), "this server's federation governance, JSON, composed with every envelope's", "none"),
+  FEDERATION_PEER_GRANT: documented(json(DelegationScopeBody), "the most this server grants any peer, JSON", "docs/federation.md"),
+  FEDERATION_DISPATCH_TIMEOUT_MS: documented(z.coerce.number().int().min(100).max(60_000).default(10_000), "deadline of one outbound federation call"),
 });
 
 /** Settings from the parsed environment. allowLoopback is never read from the environment. */

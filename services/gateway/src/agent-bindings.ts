@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { AppError, registryCommands, type Caller } from "@intentmesh/contracts";
+import { AppError, isCoordinatorOrAdmin, registryCommands, type Caller } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 
 /**
@@ -26,7 +26,7 @@ export class AgentBindings {
    * for any agent (they assign and supervise work).
    */
   async assertMayActAs(agentId: string, caller: Caller, isAnotherKeysPrincipal: (name: string) => boolean): Promise<void> {
-    if (actsForAnyAgent(caller)) return;
+    if (isCoordinatorOrAdmin(caller)) return; // they act for any agent, registered or not
     const principal = await this.principalOf(agentId, caller);
     if (principal !== undefined && principal !== caller.principal) throw notBound(agentId);
     // An unregistered label equal to another key's principal would act as that key's requests do.
@@ -37,7 +37,7 @@ export class AgentBindings {
 
   /** A name that may be a person's label: free, unless it is a registered agent of another key (admins and coordinators excepted). */
   async assertNotAnothers(name: string, caller: Caller): Promise<void> {
-    if (actsForAnyAgent(caller)) return;
+    if (isCoordinatorOrAdmin(caller)) return; // they act for any agent, registered or not
     const principal = await this.principalOf(name, caller);
     if (principal !== undefined && principal !== caller.principal) throw notBound(name);
   }
@@ -58,9 +58,6 @@ export class AgentBindings {
     return principal;
   }
 }
-
-/** Admins and coordinators may act for any agent, registered or not. */
-export const actsForAnyAgent = (caller: Caller) => caller.roles.includes("admin") || caller.roles.includes("coordinator");
 
 const notBound = (agentId: string) =>
   appError("AGENT_NOT_BOUND", `agent ${agentId} is registered with another API key; act as it only with that key`, { agent_id: agentId });

@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { ActorId, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -142,6 +142,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     approval_id: "approval",
     channel_id: "channel",
     message_id: "message",
+    entry_id: "acl_entry",
+    request_id: "access_request",
     id: "intent",
     portfolioId: "portfolio",
     channelId: "channel",
@@ -203,7 +205,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
     return streamEvents(req, res, { kind: "agents", feed: agentFeed, source, pingMs, logger });
   });
-  api.get(["/subscribe/channels/:channelId", "/channels/:channelId/subscribe"], bound, (req, res) => streamChannel(req, res, { bus: client, feed: channelFeed, pingMs, logger }));
+  api.get(["/subscribe/channels/:channelId", "/channels/:channelId/subscribe"], bound, (req, res) => streamChannel(req, res, { bus: client, feed: channelFeed, intentFeed: feed, pingMs, logger }));
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
   });
@@ -391,7 +393,7 @@ function declaredErrors(route: ApiRoute): Set<string> {
 
 /** The route's roles (libs/contracts/src/api): a key with none of them is refused before anything is sent. */
 function assertRole(route: ApiRoute, caller: Caller): void {
-  if (route.access.roles.some((role) => caller.roles.includes(role))) return;
+  if (routeAdmits(route, caller.roles)) return;
   throw errors.forbidden(`${route.method.toUpperCase()} ${route.path} is open to ${route.access.roles.join(", ")} keys only`, {
     required_roles: route.access.roles,
     roles: caller.roles,

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { AppError, channelsCommands, type Message } from "@intentmesh/contracts";
+import { ACCESS_NARROWING_EVENTS, AppError, channelsCommands, type Message } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed } from "./event-feed";
@@ -7,6 +7,8 @@ import type { EventFeed } from "./event-feed";
 export interface ChannelSseOptions {
   bus: BusClient;
   feed: EventFeed;
+  /** The intents' live events: a change of the channel's intent's ACL has the subscriber asked about again (RFC-0011). */
+  intentFeed?: EventFeed;
   pingMs: number;
   logger: Logger;
 }
@@ -52,6 +54,16 @@ export async function streamChannel(req: Request, res: Response, options: Channe
     else send(message, live.frame);
   });
 
+  // Intent access gates channel access (5.6): when the intent's ACL changes, the channels service
+  // is asked again with the subscriber's caller, and a refusal ends the stream.
+  const unwatch = options.intentFeed?.subscribe(view.intent_id, (live) => {
+    if (!ACCESS_NARROWING_EVENTS.has(live.event.event_type)) return;
+    options.bus.request(channelsCommands.streamView, caller, { channel_id: channelId }).catch((err: unknown) => {
+      options.logger.info({ err, channelId }, "channel subscriber no longer allowed to read; closing its stream");
+      close();
+    });
+  });
+
   res.status(200).set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive", "X-Accel-Buffering": "no" });
   res.flushHeaders();
   res.write("retry: 2000\n\n");
@@ -65,6 +77,7 @@ export async function streamChannel(req: Request, res: Response, options: Channe
     metrics.sseConnections.dec({ stream: "channels" });
     clearInterval(ping);
     unsubscribe();
+    unwatch?.();
     res.end();
   };
   req.on("close", close);

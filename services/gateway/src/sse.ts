@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { intentsCommands, type Caller, type CommandDef, type CommandInput, type z } from "@intentmesh/contracts";
+import { ACCESS_NARROWING_EVENTS, intentsCommands, type Caller, type CommandDef, type CommandInput, type z } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed, StreamEvent } from "./event-feed";
@@ -38,6 +38,12 @@ export interface StreamOptions {
   source: EventSource;
   pingMs: number;
   logger: Logger;
+  /**
+   * Asked after an event that may narrow what the subscriber holds (`needsRecheck`), before
+   * anything that follows it is sent: throws (403) when the subscriber may no longer read, which
+   * ends the stream. The intents' ACL (RFC-0011).
+   */
+  recheck?: { needed(event: StreamEvent): boolean; run(): Promise<unknown> };
 }
 
 const PAGE = 1000;
@@ -59,7 +65,10 @@ export function busEventSource<C extends CommandDef<z.ZodType, z.ZodType<StreamE
 export function streamIntentEvents(req: Request, res: Response, options: SseOptions): Promise<void> {
   const intentId = String(req.params.id);
   const source = busEventSource(options.bus, req.caller!, intentsCommands.listEvents, intentId, { intent_id: intentId });
-  return streamEvents(req, res, { kind: "intents", feed: options.feed, source, pingMs: options.pingMs, logger: options.logger });
+  // After a change of the intent's ACL the subscriber is asked about again (GET of the log's tail
+  // with its own caller): a revoked reader gets nothing written after the revocation.
+  const recheck = { needed: (event: StreamEvent) => ACCESS_NARROWING_EVENTS.has(event.event_type), run: () => source.readTail() };
+  return streamEvents(req, res, { kind: "intents", feed: options.feed, source, pingMs: options.pingMs, logger: options.logger, recheck });
 }
 
 /**
@@ -109,11 +118,26 @@ export async function streamEvents(req: Request, res: Response, options: StreamO
     lastSent = event.sequence;
   };
 
+  /** After an event that may narrow the subscriber's access, nothing more is sent until it is asked again (a refusal closes the stream). */
+  const needsRecheck = (event: StreamEvent) => options.recheck?.needed(event) ?? false;
+  const recheck = async () => {
+    try {
+      await options.recheck!.run();
+    } catch (error) {
+      options.logger.info({ err: error, aggregateId: source.id }, "SSE subscriber no longer allowed to read; closing its stream");
+      close();
+    }
+  };
+
   /** Sends the log after lastSent, up to and including `upTo`. */
   const backfill = async (upTo: number) => {
     while (!closed && lastSent < upTo) {
       const page = await source.listAfter(String(lastSent));
-      for (const event of page.events) if (event.sequence === lastSent + 1 && event.sequence <= upTo) write(event);
+      for (const event of page.events) {
+        if (closed || event.sequence !== lastSent + 1 || event.sequence > upTo) continue;
+        write(event);
+        if (needsRecheck(event)) await recheck();
+      }
       if (!page.has_more || !page.events.length) return;
     }
   };
@@ -121,13 +145,16 @@ export async function streamEvents(req: Request, res: Response, options: StreamO
   const deliver = async (event: StreamEvent, frame?: string) => {
     if (closed || event.sequence <= lastSent) return;
     if (event.sequence > lastSent + 1) await backfill(event.sequence - 1);
-    if (!closed && event.sequence === lastSent + 1) write(event, frame);
+    if (!closed && event.sequence === lastSent + 1) {
+      write(event, frame);
+      if (needsRecheck(event)) await recheck();
+    }
   };
 
   // Listen first, so nothing published while the log is read can fall between the two.
   const unsubscribe = options.feed.subscribe(source.id, (live) => {
     // The common case, the next event with nothing queued before it, skips the promise chain.
-    if (pending === 0 && !closed && live.event.sequence === lastSent + 1) write(live.event, live.frame);
+    if (pending === 0 && !closed && live.event.sequence === lastSent + 1 && !needsRecheck(live.event)) write(live.event, live.frame);
     else enqueue(() => deliver(live.event, live.frame));
   });
   let first: { lastSequence: number; replay: StreamEventPage | undefined };

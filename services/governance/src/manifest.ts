@@ -1,5 +1,6 @@
 import { HumanRetryPolicy } from "@intentmesh/contracts";
 import { defineService } from "@intentmesh/service";
+import { documented } from "@intentmesh/telemetry";
 import { z } from "zod";
 import { startGovernanceService } from "./service";
 
@@ -21,8 +22,8 @@ const retryPolicyJson = z
 export const governanceService = defineService({
   name: "governance",
   env: z.object({
-    SUSPENSION_TIMER_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
-    SUSPENSION_DEFAULT_RETRY_POLICY: retryPolicyJson,
+    SUSPENSION_TIMER_INTERVAL_MS: documented(z.coerce.number().int().min(50).default(1000), "how often due suspensions are re-notified or timed out"),
+    SUSPENSION_DEFAULT_RETRY_POLICY: documented(retryPolicyJson, "the platform default HumanRetryPolicy (JSON), cascade level 3 (docs/governance.md)", "none"),
   }),
   options: (config) => ({ timerIntervalMs: config.SUSPENSION_TIMER_INTERVAL_MS, defaultRetryPolicy: config.SUSPENSION_DEFAULT_RETRY_POLICY }),
   start: startGovernanceService,

@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { governanceCommands as commands, streams, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { openServiceCore } from "@intentmesh/service";
+import { IntentAccessChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { GovernanceContext } from "./context";
@@ -57,7 +57,9 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
   };
   const timer = new SuspensionTimer(ctx, options.timerIntervalMs ?? 1000);
 
-  core.serve(commands, {
+  // Every command names its intent: each is checked against the intent's ACL first (RFC-0011).
+  const access = new IntentAccessChecks(core.client);
+  core.serve(commands, access.wrap(commands, {
     suspend: (input, caller) => suspend(ctx, input, caller),
     respond: (input, caller) => respond(ctx, input, caller),
     createApproval: (input, caller) => createApproval(ctx, input.intent_id, input.body, caller),
@@ -68,7 +70,7 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     serverConfig: async () => ({ protocol_version: "0.1", suspension: { default_retry_policy: ctx.defaultRetryPolicy } }),
     grantedApprovals: (input) => grantedApprovals(ctx, input.intent_id, input.action),
     decideEngagement: (input, caller) => engagementDecision(ctx, input.intent_id, input.body, caller),
-  });
+  }));
   const tracker = await startSuspensionTracker(ctx, core.bus);
   const running = core.launch({ workers: [timer], running: [tracker] });
   return { ctx, relay, timer, stop: running.stop };

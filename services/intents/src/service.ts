@@ -1,8 +1,8 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { aclCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { openServiceCore } from "@intentmesh/service";
+import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { IntentsContext } from "./kernel/context";
@@ -26,6 +26,9 @@ import { createAttachment, deleteAttachment, listAttachments } from "./attachmen
 import { getRetryPolicy, putRetryPolicy } from "./failures/retry-policy";
 import { listFailures, recordFailure } from "./failures/handlers";
 import { listCosts, recordCost, setBudget } from "./costs/handlers";
+import { IntentAccessGuard } from "./acl/guard";
+import { AclExpirySweeper } from "./acl/sweeper";
+import { approveAccessRequest, checkAccess, checkAccessMany, createAccessRequest, denyAccessRequest, getAcl, grantAccess, listAccessRequests, revokeAccess, setAcl } from "./acl/handlers";
 import { cancelTask, claimTask, completeTask, createTask, failTask, getTask, listTasks, patchTask, startTask, unknownTasksOf } from "./tasks/handlers";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
@@ -46,6 +49,8 @@ export interface IntentsService {
   relay: OutboxRelay;
   sweeper: LeaseSweeper;
   checkpointSweeper: CheckpointSweeper;
+  /** Ends expired access-control entries (access_expired). */
+  aclSweeper: AclExpirySweeper;
   /** Portfolios follow their members through this consumer of status_changed. */
   portfolioProjection: PortfolioProjection;
   stop(): Promise<void>;
@@ -61,14 +66,21 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     outbox,
   });
   const { bus, database, logger, relay } = core;
-  const ctx: IntentsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, published: core.published };
+  const access = new IntentAccessGuard(database.query, core.clock);
+  const ctx: IntentsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, access, published: core.published };
   const sweeper = new LeaseSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
   const checkpointSweeper = new CheckpointSweeper(ctx, { ...DEFAULT_CHECKPOINT_SCHEDULE, ...options.checkpoints });
+  // ACL entries expire on the lease sweeper's cadence (LEASE_SWEEP_INTERVAL_MS).
+  const aclSweeper = new AclExpirySweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
+  // Every group goes through the access guard (acl/guard.ts): each command's rule from the
+  // catalogue (libs/contracts intent-access.ts) is checked before its handler; get, appendEvent
+  // and patchState check after the read they make anyway.
+  const serve: typeof core.serve = (group, handlers) => core.serve(group, access.wrap(group, handlers));
 
-  core.serve(commands, {
+  const intentHandlers: HandlersOf<typeof commands> = {
     create: (input, caller) => createIntent(ctx, input.body, caller, input.intent_id),
-    get: (input) => getIntent(ctx, input.intent_id),
-    list: (input) => listIntents(ctx, input.query),
+    get: (input, caller) => getIntent(ctx, input.intent_id, caller),
+    list: (input, caller) => listIntents(ctx, input.query, caller),
     patchState: (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller),
     transition: (input, caller) => transitionStatus(ctx, input.intent_id, input.if_match, input.body, caller),
     appendEvent: (input, caller) => appendEvent(ctx, input.intent_id, input.if_match, input.body, caller),
@@ -82,15 +94,28 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     getLease: (input) => getLease(ctx, input.intent_id, input.lease_id),
     listLeases: (input) => listLeases(ctx, input.intent_id, input.query.active === "true"),
     leasesHeld: (input) => leasesHeldBy(ctx, input.agent_ids),
+  };
+  core.serve(commands, access.wrap(commands, intentHandlers, ["get", "appendEvent", "patchState"]));
+  serve(aclCommands, {
+    get: (input) => getAcl(ctx, input.intent_id),
+    set: (input, caller) => setAcl(ctx, input.intent_id, input.body, caller),
+    grant: (input, caller) => grantAccess(ctx, input.intent_id, input.body, caller),
+    revoke: (input, caller) => revokeAccess(ctx, input.intent_id, input.entry_id, caller),
+    createRequest: (input, caller) => createAccessRequest(ctx, input.intent_id, input.body, caller),
+    listRequests: (input, caller) => listAccessRequests(ctx, input.intent_id, input.query, caller),
+    approveRequest: (input, caller) => approveAccessRequest(ctx, input.intent_id, input.request_id, input.body, caller),
+    denyRequest: (input, caller) => denyAccessRequest(ctx, input.intent_id, input.request_id, input.body, caller),
+    check: (input, caller) => checkAccess(ctx, input.intent_id, input.permission, caller),
+    checkMany: (input) => checkAccessMany(ctx, input.checks),
   });
-  core.serve(governancePolicyCommands, {
+  serve(governancePolicyCommands, {
     set: (input, caller) => setGovernancePolicy(ctx, input.intent_id, input.if_match, input.body, caller),
     get: (input) => getGovernancePolicy(ctx, input.intent_id),
     remove: (input, caller) => removeGovernancePolicy(ctx, input.intent_id, input.if_match, caller),
     check: (input, caller) => checkGovernanceFor(ctx, input.intent_id, input.kind, caller),
     checkMany: (input) => checkGovernanceMany(ctx, input.checks),
   });
-  core.serve(portfoliosCommands, {
+  serve(portfoliosCommands, {
     create: (input, caller) => createPortfolio(ctx, input.body, caller),
     get: (input) => getPortfolio(ctx, input.portfolio_id),
     list: (input) => listPortfolios(ctx, input.query),
@@ -100,27 +125,27 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     listEvents: (input) => listPortfolioEvents(ctx, input.portfolio_id, input.query),
     ofIntent: (input) => portfoliosOfIntent(ctx, input.intent_id, input.query),
   });
-  core.serve(suspensionCommands, {
+  serve(suspensionCommands, {
     begin: (input, caller) => beginSuspension(ctx, input, caller),
     end: (input, caller) => endSuspension(ctx, input, caller),
   });
-  core.serve(attachmentCommands, {
+  serve(attachmentCommands, {
     create: (input, caller) => createAttachment(ctx, input.intent_id, input.if_match, input.body, caller),
     list: (input) => listAttachments(ctx, input.intent_id, input.query),
     delete: (input, caller) => deleteAttachment(ctx, input.intent_id, input.if_match, input.attachment_id, caller),
   });
-  core.serve(retryCommands, {
+  serve(retryCommands, {
     putPolicy: (input) => putRetryPolicy(ctx, input.intent_id, input.if_match, input.body),
     getPolicy: (input) => getRetryPolicy(ctx, input.intent_id),
     recordFailure: (input, caller) => recordFailure(ctx, input.intent_id, input.if_match, input.body, caller),
     listFailures: (input) => listFailures(ctx, input.intent_id, input.query),
   });
-  core.serve(costsCommands, {
+  serve(costsCommands, {
     record: (input, caller) => recordCost(ctx, input.intent_id, input.body, caller),
     list: (input) => listCosts(ctx, input.intent_id, input.query),
     setBudget: (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller),
   });
-  core.serve(taskCommands, {
+  serve(taskCommands, {
     create: (input, caller) => createTask(ctx, input.intent_id, input.body, caller),
     get: (input) => getTask(ctx, input.task_id),
     list: (input) => listTasks(ctx, input.intent_id, input.query),
@@ -132,7 +157,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     cancel: (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller),
     held: (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids),
   });
-  core.serve(verifiableLogCommands, {
+  serve(verifiableLogCommands, {
     verify: (input) => verifyLog(ctx, input.intent_id),
     createCheckpoint: (input) => createCheckpoint(ctx, input.body.intent_id),
     listCheckpoints: (input) => listCheckpoints(ctx, input.query),
@@ -144,6 +169,6 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, core.published);
   const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, core.published);
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
-  const running = core.launch({ workers: [sweeper, checkpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection] });
-  return { ctx, relay, sweeper, checkpointSweeper, portfolioProjection, stop: running.stop };
+  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection] });
+  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, portfolioProjection, stop: running.stop };
 }

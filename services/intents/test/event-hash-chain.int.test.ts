@@ -11,7 +11,7 @@ import { MIGRATIONS_FOLDER } from "../src/service";
 import { ChainChecker, type StoredEvent } from "../src/verifiable/chain";
 
 /**
- * Migration 0008: the database's RFC 8785 canonical JSON (intents.canonical_json) is the
+ * Migration 0009: the database's RFC 8785 canonical JSON (intents.canonical_json) is the
  * JavaScript one byte for byte, and the events written before the migration are chained by it.
  */
 let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -31,7 +31,7 @@ function migrationsUpTo(folder: string, lastIdx: number): string {
 beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
   handle = await openDatabase({ url: testDb.url, poolSize: 2 });
-  before = migrationsUpTo(MIGRATIONS_FOLDER, 7);
+  before = migrationsUpTo(MIGRATIONS_FOLDER, 8);
 });
 afterAll(async () => {
   await handle?.close();
@@ -78,7 +78,7 @@ const stored = async (intentId: string) =>
     }),
   );
 
-describe("migration 0008 (RFC 0019 hash chain)", () => {
+describe("migration 0009 (RFC 0019 hash chain)", () => {
   it("chains the events written before it, intent by intent, and the trigger extends the chain from there", async () => {
     await handle.migrate("intents", before);
     for (let s = 1; s <= 4; s++) await insertOldEvent(intentA, eventId(1, s), s, { s, nested: { b: [1.5, "x"], a: null } });

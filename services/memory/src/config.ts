@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_EPISODIC_CAPACITY } from "@intentmesh/contracts";
+import { documented } from "@intentmesh/telemetry";
 
 const Guardrails = z
   .object({
@@ -13,18 +14,21 @@ const Guardrails = z
 
 /** The variables of the memory service, beside those every service reads. */
 export const memoryEnvSchema = z.object({
-  MEMORY_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).default(10_000),
-  MEMORY_EPISODIC_CAPACITY: z.coerce.number().int().min(1).default(DEFAULT_EPISODIC_CAPACITY),
+  MEMORY_SWEEP_INTERVAL_MS: documented(z.coerce.number().int().min(50).default(10_000), "how often expired memory entries are swept"),
+  MEMORY_EPISODIC_CAPACITY: documented(z.coerce.number().int().min(1).default(DEFAULT_EPISODIC_CAPACITY), "an agent's episodic capacity when it has none of its own (docs/memory.md)"),
   /** The coordinator guardrails of 2.14 as JSON, e.g. {"denied_semantic_namespaces":["secrets.*"]}. */
-  MEMORY_GUARDRAILS: z
-    .string()
-    .default("{}")
-    .transform((text, ctx) => {
-      try {
-        return Guardrails.parse(JSON.parse(text));
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: `MEMORY_GUARDRAILS must be a JSON object of the 2.14 guardrails: ${(error as Error).message}` });
-        return z.NEVER;
-      }
-    }),
+  MEMORY_GUARDRAILS: documented(
+    z
+      .string()
+      .default("{}")
+      .transform((text, ctx) => {
+        try {
+          return Guardrails.parse(JSON.parse(text));
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: `MEMORY_GUARDRAILS must be a JSON object of the 2.14 guardrails: ${(error as Error).message}` });
+          return z.NEVER;
+        }
+      }),
+    "the coordinator guardrails of spec 2.14 as JSON, e.g. `{\"denied_semantic_namespaces\":[\"secrets.*\"]}`",
+  ),
 });

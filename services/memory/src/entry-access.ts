@@ -1,14 +1,12 @@
 import { eq } from "drizzle-orm";
-import { AppError, type AccessLevel, type Caller, type MemoryType } from "@intentmesh/contracts";
+import { AppError, actingAgent, isAdmin, type AccessLevel, type Caller, type MemoryType } from "@intentmesh/contracts";
 import type { Queryable } from "@intentmesh/db";
 import { namespaces } from "./db/schema";
 import type { MemoryContext } from "./context";
 import {
   DEFAULT_NAMESPACE_PERMISSIONS,
-  actingAgent,
   callerNames,
   episodicAccess,
-  isAdmin,
   namespaceAccess,
   workingAccess,
   type Access,

@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_EPISODIC_CAPACITY, memoryCommands as commands, memoryStream, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { GovernanceChecks, openServiceCore } from "@intentmesh/service";
+import { GovernanceChecks, IntentAccessChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { MemoryContext } from "./context";
@@ -16,6 +16,7 @@ import { batchDelete, batchWrite } from "./handlers/batch";
 import { getNamespace, listNamespaces, patchNamespace } from "./handlers/namespaces";
 import { memorySummary, setEpisodicCapacity } from "./handlers/summary";
 import { lookupEntry, putEntry } from "./handlers/by-key";
+import { intentsTouched } from "./intent-scope";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -61,7 +62,10 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
   };
   const sweeper = new ExpirySweeper(ctx, options.sweepIntervalMs ?? 10_000);
 
-  core.serve(commands, {
+  // Memory scoped to an intent is the intent's (RFC-0011, spec 5.6): each request is checked
+  // against the ACL of every intent it touches before it runs.
+  const access = new IntentAccessChecks(core.client);
+  core.serve(commands, access.wrap(commands, {
     create: (input, caller) => createEntry(ctx, input.body, caller),
     get: (input, caller) => getEntry(ctx, input.entry_id, caller),
     patch: (input, caller) => patchEntry(ctx, input.entry_id, input.if_match, input.body, caller),
@@ -80,7 +84,7 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
     lookup: (input, caller) => lookupEntry(ctx, input.agent_id, input.namespace, input.key, caller),
     put: (input, caller) => putEntry(ctx, input.agent_id, input.namespace, input.key, input.if_match, input.body, caller),
     setCapacity: (input, caller) => setEpisodicCapacity(ctx, input.agent_id, input.body.episodic_capacity, caller),
-  });
+  }, (command, input) => intentsTouched(ctx, command, input)));
   const consumer = await startTaskConsumer(core.bus, ctx);
   const running = core.launch({ workers: [sweeper], running: [consumer] });
   return { ctx, relay, sweeper, stop: running.stop };

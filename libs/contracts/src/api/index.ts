@@ -11,6 +11,7 @@ import { governanceRoutes } from "./governance";
 import { memoryRoutes } from "./memory";
 import { channelsRoutes } from "./channels";
 import { federationRoutes } from "./federation";
+import { aclRoutes } from "./acl";
 import { verifiableLogRoutes } from "./verifiable-logs";
 
 /**
@@ -29,6 +30,7 @@ const catalogue = [
   ...governanceRoutes,
   ...memoryRoutes,
   ...channelsRoutes,
+  ...aclRoutes,
   ...federationRoutes,
   ...verifiableLogRoutes,
 ] as const satisfies readonly ApiRoute[];

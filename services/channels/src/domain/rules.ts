@@ -1,4 +1,4 @@
-import { AppError, errors, type Caller, type MessageType } from "@intentmesh/contracts";
+import { AppError, agentOf, errors, isAdmin, isCoordinatorOrAdmin, type Caller, type MessageType } from "@intentmesh/contracts";
 
 /** A 400 naming the rule of spec 2.13 / 4.7 that the message breaks. */
 export const ruleViolation = (rule: string, message: string, details: Record<string, unknown> = {}) =>
@@ -105,13 +105,8 @@ export interface Viewer {
 }
 
 export function viewerOf(caller: Caller): Viewer {
-  const agentId = caller.agent_id ?? (caller.roles.includes("agent") ? caller.actor : null);
-  return {
-    agentId,
-    person: agentId === null,
-    admin: caller.roles.includes("admin"),
-    coordinator: caller.roles.includes("coordinator") || caller.roles.includes("admin"),
-  };
+  const agentId = agentOf(caller);
+  return { agentId, person: agentId === null, admin: isAdmin(caller), coordinator: isCoordinatorOrAdmin(caller) };
 }
 
 /**

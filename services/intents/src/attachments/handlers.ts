@@ -7,7 +7,7 @@ import type { IntentsContext } from "../kernel/context";
 import { attachments } from "../db/schema-records";
 import { appendToLog, assertIntentExists } from "../kernel/event-log";
 import { metadataIssues } from "./metadata";
-import { isCoordinatorOrAdmin } from "../kernel/caller";
+import { allows } from "../kernel/access";
 
 type AttachmentRow = typeof attachments.$inferSelect;
 
@@ -123,7 +123,7 @@ export async function deleteAttachment(ctx: IntentsContext, intentId: string, if
       await assertIntentExists(tx, intentId);
       throw errors.notFound("attachment", attachmentId);
     }
-    if (current.uploadedBy !== caller.actor && !isCoordinatorOrAdmin(caller)) {
+    if (!allows(caller, { permission: "attachment.delete", uploadedBy: current.uploadedBy })) {
       throw errors.forbidden(`attachment ${attachmentId} was uploaded by ${current.uploadedBy}; only it, a coordinator or an admin may delete it`, {
         uploaded_by: current.uploadedBy,
       });

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { Budget, IntentConstraints, RecordCostBody, centsOf, type Caller } from "@intentmesh/contracts";
-import { assertAgentMayWork, budgetViolation, compareCents, isAgentOnly, isBudgetBlocked, mayManageBudget, readBudget } from "./budget";
+import { Budget, IntentConstraints, RecordCostBody, centsOf, routeAdmits, routeById, type Caller } from "@intentmesh/contracts";
+import { assertAgentMayWork, budgetViolation, compareCents, isAgentOnly, isBudgetBlocked, readBudget } from "./budget";
+
+/** Who may set a budget (and so lift a budget block): the route's roles, the only role gate. */
+const mayManageBudget = (c: Caller) => routeAdmits(routeById("costsSetBudget"), c.roles);
 
 const caller = (...roles: Caller["roles"]): Caller => ({ principal: "p", roles, actor: "p", agent_id: null });
 const spend = (total: string, maxAgent: string | null = null, maxCall: string | null = null) => ({ total_cents: total, max_agent_cents: maxAgent, max_call_cents: maxCall });

@@ -87,9 +87,6 @@ export const isBudgetBlocked = (intent: { status: string; blocked_reason?: strin
 /** Callers whose only role is agent: the ones a budget block stops. Operators, coordinators and admins go on. */
 export const isAgentOnly = (caller: Caller) => caller.roles.length > 0 && caller.roles.every((role) => role === "agent");
 
-/** May set budgets (and so lift a budget block): operators, coordinators and admins. */
-export const mayManageBudget = (caller: Caller) => caller.roles.some((role) => role === "operator" || role === "coordinator" || role === "admin");
-
 export function budgetExceededError(intentId: string, action: string): AppError {
   return appError("BUDGET_EXCEEDED", `intent ${intentId} is blocked because its budget was exceeded, so agents may not ${action}; an operator must raise the budget (PUT /intents/${intentId}/budget) or return the intent to active`,
     { intent_id: intentId, reason: BUDGET_EXCEEDED_REASON, action },

@@ -21,8 +21,8 @@ import type { IntentsContext } from "../kernel/context";
 import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type NewCost, type RecordedCost } from "./statements";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
 import { missingOrStale, writeEvents, type NewEvent } from "../kernel/event-log";
-import { budgetViolation, isBudgetBlocked, mayManageBudget, readBudget } from "./budget";
-import { actingAgent } from "../kernel/caller";
+import { budgetViolation, isBudgetBlocked, readBudget } from "./budget";
+import { actingAgent } from "@intentmesh/contracts";
 
 /** What recording a cost needs; the spec's fields, with `cents` for amounts in other units. */
 export type CostInput = Pick<RecordCostBody, "cost_type" | "amount" | "unit"> & {
@@ -110,10 +110,9 @@ export async function listCosts(ctx: IntentsContext, intentId: string, query: Li
  * required; version + 1; intent.budget_updated. The new budget is checked against the spend so
  * far: an intent its budget blocked goes back to active when the new budget covers the spend
  * (total, every agent, every single record); an active intent whose spend the new budget does
- * not cover is blocked. Operators, coordinators and admins only.
+ * not cover is blocked. Operators, coordinators and admins only (the route's roles).
  */
 export async function setBudget(ctx: IntentsContext, intentId: string, ifMatch: number | null, budget: Budget, caller: Caller): Promise<Intent> {
-  if (!mayManageBudget(caller)) throw errors.forbidden("only operators, coordinators and admins may change a budget", { roles: caller.roles });
   if (ifMatch === null) throw errors.preconditionRequired("intent budget");
   const now = ctx.clock.now();
   const intent = await ctx.db.transaction(async (tx) => {

@@ -36,6 +36,18 @@ export const intents = intentsSchema.table(
      * row it changes: a PUT that answered binds every later write on every replica.
      */
     governancePolicy: jsonb("governance_policy").$type<Record<string, unknown>>(),
+    /**
+     * The intent's access-control list (RFC-0011, db/schema-acl.ts): its default policy (open,
+     * closed), null when the intent has none; like the governance policy it lives in the row every
+     * request reads, so "no ACL" costs the hot paths nothing and a change binds every later request.
+     */
+    aclPolicy: text("acl_policy"),
+    /** What an open policy gives principals without an entry: read, write or admin. */
+    aclDefault: text("acl_default"),
+    /** The principal (API key) that created the ACL; it holds admin. */
+    aclOwner: text("acl_owner"),
+    /** Bumped by every change of the ACL or its entries (0: never had one). */
+    aclVersion: integer("acl_version").notNull().default(0),
     createdAt: ts("created_at").notNull(),
     updatedAt: ts("updated_at").notNull(),
   },
@@ -65,9 +77,9 @@ export const events = intentsSchema.table(
     traceId: text("trace_id"),
     parentEventId: uuid("parent_event_id"),
     /**
-     * RFC 0019 hash chain, set by the database (trigger intents.events_chain, migration 0008) on
+     * RFC 0019 hash chain, set by the database (trigger intents.events_chain, migration 0009) on
      * every insert, whichever statement writes the row: `sha256:<base64url>` of the canonical JSON
-     * of the wire form with previous_event_hash in it. Null only while migration 0008 has not run.
+     * of the wire form with previous_event_hash in it. Null only while migration 0009 has not run.
      */
     eventHash: text("event_hash"),
     previousEventHash: text("previous_event_hash"),

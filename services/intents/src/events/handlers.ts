@@ -1,14 +1,14 @@
 import { appError } from "@intentmesh/contracts";
 import { and, asc, desc, eq, gt, type SQL } from "drizzle-orm";
 import { enforceGovernance } from "../governance/handlers";
-import { Uuid, errors, intentEventTypes, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
+import { Uuid, errors, intentEventTypes, intentsCommands, fitPage, isReservedEventType, sequenceCursor, type AppendEventBody, type Caller, type EventPage, type IntentEvent, type ListEventsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../kernel/event-log";
 import { appendEventStatement, selectEventPageJson } from "../kernel/statements";
 import { RawJson } from "@intentmesh/bus";
 import { toEvent } from "../kernel/mapping";
-import { actingAgent } from "../kernel/caller";
+import { actingAgent } from "@intentmesh/contracts";
 import { acknowledgeSuspended } from "../suspension/handlers";
 
 /** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
@@ -24,10 +24,11 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
   const actor = actingAgent(caller, body.actor, "actor");
   const now = ctx.clock.now();
   const newEvent = { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() };
-  // The hot path writes only to an intent without a governance policy, in one statement; an
-  // intent with one (or absent, or past the If-Match) is checked first and then written.
+  // The hot path writes only to an intent without a governance policy or an ACL, in one
+  // statement; an intent with one (or absent, or past the If-Match) is checked first and then written.
   let event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now, true);
   if (!event) {
+    await ctx.access.check(intentsCommands.appendEvent, intentId, caller);
     await enforceGovernance(ctx, intentId, undefined, { kind: "event" }, caller);
     event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now);
   }

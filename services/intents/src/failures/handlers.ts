@@ -23,7 +23,7 @@ import { decideAfterFailure, type FailureDecision } from "./retry-delay";
 import { isBudgetBlocked } from "../costs/budget";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { toLease } from "../kernel/mapping";
-import { actingAgent } from "../kernel/caller";
+import { actingAgent } from "@intentmesh/contracts";
 import { recordCostInTx } from "../costs/handlers";
 import { toRetryPolicy } from "./retry-policy";
 import { agentWorkRefusal } from "../agents/agent-status";

@@ -1,4 +1,4 @@
-import { AppError, effectivePolicy, type Caller, type EffectiveGovernancePolicy, type GovernancePolicy, type IntentStatus } from "@intentmesh/contracts";
+import { AppError, agentOf, effectivePolicy, type Caller, type EffectiveGovernancePolicy, type GovernancePolicy, type IntentStatus } from "@intentmesh/contracts";
 
 /** A change the governance policy of its intent may refuse. */
 export type GovernedMutation =
@@ -26,10 +26,7 @@ export function violation(rule: string, message: string, compared: Record<string
  * principal of an agent key. Operators, coordinators and admins acting as themselves are people,
  * not agents: those two rules do not bind them (the others do).
  */
-export function governedAgent(caller: Caller): string | null {
-  if (caller.agent_id) return caller.agent_id;
-  return caller.roles.includes("agent") ? caller.actor : null;
-}
+export const governedAgent = (caller: Caller): string | null => agentOf(caller);
 
 /** Which facts `check` will need for this mutation under this policy. */
 export function factsNeeded(policy: EffectiveGovernancePolicy, mutation: GovernedMutation, caller: Caller) {

@@ -1,11 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { AppError, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, intentEventTypes, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import { AppError, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, intentEventTypes, intentsCommands, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../kernel/statements";
 import { isUniqueViolation, rowsOf } from "@intentmesh/db";
 import { RESERVED_STATE_KEYS } from "./state-patch";
+import { bypassesAcl } from "../acl/rules";
+import { readableBy } from "../acl/statements";
+import { insertIntentWithAcl } from "../acl/create";
 
 /** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
 export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string): Promise<Intent> {
@@ -27,25 +30,32 @@ export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, 
     updated_at: at,
   };
   const { id: _id, state: _state, created_at: _c, updated_at: _u, ...announced } = intent;
+  const created = { eventType: intentEventTypes.created, actor: caller.actor, payload: announced };
   try {
-    await insertIntent(ctx.query, intent, { eventType: intentEventTypes.created, actor: caller.actor, payload: announced }, now);
+    // With an ACL the intent is never open: both commit in one transaction (acl/create.ts).
+    if (body.acl) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now);
+    else await insertIntent(ctx.query, intent, created, now);
   } catch (error) {
-    if (chosenId && isUniqueViolation(error)) return existingCreation(ctx, chosenId, intent.created_by);
+    if (chosenId && isUniqueViolation(error)) return existingCreation(ctx, chosenId, intent.created_by, caller);
     throw error;
   }
   ctx.published();
   return intent;
 }
 
-export async function getIntent(ctx: IntentsContext, intentId: string): Promise<Intent> {
+/** GET /intents/{id}: one statement; the ACL is asked only when the row says the intent has one. */
+export async function getIntent(ctx: IntentsContext, intentId: string, caller: Caller): Promise<Intent> {
   const row = await selectIntent(ctx.query, intentId);
   if (!row) throw errors.notFound("intent", intentId);
+  await ctx.access.afterRead(intentsCommands.get, intentId, row.acl_policy, caller);
   return rawToIntent(row);
 }
 
 /** Newest first; the cursor is the (created_at, id) of the last intent of the previous page. */
-export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) {
+export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery, caller: Caller) {
   const filters: SQL[] = [];
+  // Only the intents the caller may read (RFC-0011); admin keys are not bound by ACLs.
+  if (!bypassesAcl(caller)) filters.push(readableBy(caller, ctx.clock.now()));
   if (query.status?.length) filters.push(inArray(intents.status, query.status));
   if (query.created_by) filters.push(eq(intents.createdBy, query.created_by));
   if (query.after) {
@@ -70,8 +80,8 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery) 
 }
 
 /** A create under a chosen id that already exists: the same creator gets that intent, anyone else 409. */
-async function existingCreation(ctx: IntentsContext, intentId: string, createdBy: string): Promise<Intent> {
-  const existing = await getIntent(ctx, intentId);
+async function existingCreation(ctx: IntentsContext, intentId: string, createdBy: string, caller: Caller): Promise<Intent> {
+  const existing = await getIntent(ctx, intentId, caller);
   if (existing.created_by !== createdBy) {
     throw new AppError("INTENT_EXISTS", 409, `intent ${intentId} exists already, created by someone else`, { intent_id: intentId });
   }

@@ -1,4 +1,4 @@
-import { errors, intentEventTypes, type Caller, type Intent, type StatePatch } from "@intentmesh/contracts";
+import { errors, intentEventTypes, intentsCommands, type Caller, type Intent, type StatePatch } from "@intentmesh/contracts";
 import { assertStateWithinLimit } from "../kernel/state-size";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntentForWrite } from "../kernel/statements";
@@ -23,6 +23,7 @@ export async function patchState(ctx: IntentsContext, intentId: string, ifMatch:
   // The official clients' suspension record arrives as one `set _suspension` patch (CLIENTS.md §1).
   const only = patches.length === 1 ? patches[0]! : undefined;
   if (only?.op === "set" && (only.path === "_suspension" || only.path === "/_suspension")) {
+    await ctx.access.check(intentsCommands.patchState, intentId, caller);
     await enforceGovernance(ctx, intentId, undefined, { kind: "state" }, caller);
     return adoptSuspension(ctx, intentId, ifMatch, only.value, caller);
   }
@@ -31,6 +32,7 @@ export async function patchState(ctx: IntentsContext, intentId: string, ifMatch:
     const read = await selectIntentForWrite(ctx.query, intentId, caller.actor);
     if (!read) throw errors.notFound("intent", intentId);
     const { intent, leases } = read;
+    await ctx.access.afterRead(intentsCommands.patchState, intentId, intent.acl_policy, caller);
     assertAgentMayWork(intentId, intent, caller, "write its state");
     if (intent.version !== ifMatch) throw errors.versionMismatch("intent", intentId, intent.version, ifMatch);
     // The policy was read with the row at this version: a policy change bumps the version, so the

@@ -45,6 +45,8 @@ export type RawIntent = {
   blocked_reason?: string | null;
   /** The governance policy (spec 2.11) the intent's mutations are checked against; not part of the wire intent. */
   governance_policy?: GovernancePolicy | null;
+  /** The intent's ACL policy (RFC-0011), null when it has none; not part of the wire intent. */
+  acl_policy?: string | null;
   created_at: Date;
   updated_at: Date;
 };
@@ -52,7 +54,7 @@ export type RawIntent = {
 
 export type LeaseRow = typeof leases.$inferSelect;
 
-export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason, governance_policy";
+export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason, governance_policy, acl_policy";
 
 export function rawToIntent(row: RawIntent): Intent {
   return {
@@ -248,7 +250,10 @@ export async function appendEventStatement(
   ifMatch: number | null,
   event: NewEvent,
   at: Date,
-  /** Write only when the intent has no governance policy (the caller checks a policy itself, then appends without this). */
+  /**
+   * Write only when the intent has neither a governance policy nor an access-control list (the
+   * caller checks those itself, then appends without this).
+   */
   onlyUngoverned = false,
 ): Promise<IntentEvent | undefined> {
   const prepared = prepareEvent(intentId, event, at);
@@ -256,7 +261,7 @@ export async function appendEventStatement(
     "intents_append_event",
     `with s as (
        update intents.intents set event_seq = event_seq + 1
-       where id = $1 and ($2::int is null or version = $2::int) and (not $13::bool or governance_policy is null)
+       where id = $1 and ($2::int is null or version = $2::int) and (not $13::bool or (governance_policy is null and acl_policy is null))
        returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
      e as (${APPEND_EVENT.events}),
      o as (${APPEND_EVENT.outbox})

@@ -11,7 +11,7 @@ import { appendToLog, assertIntentExists, lockIntent, type NewEvent } from "../k
 import { toLease } from "../kernel/mapping";
 import { leaseState, scopeKey } from "./lease-scope";
 import { PointerError } from "../kernel/json-pointer";
-import { actingAgent } from "../kernel/caller";
+import { actingAgent } from "@intentmesh/contracts";
 import { assertMayRelease, assertMayRenew, assertMayTakeLease } from "./rules";
 import { assertAgentMayWork } from "../costs/budget";
 import { agentWorkRefusal } from "../agents/agent-status";
@@ -99,7 +99,7 @@ export async function renewLease(
     const intent = await lockIntent(tx, intentId, ifMatch);
     await enforceGovernance(ctx, intentId, intent.governancePolicy as GovernancePolicy | null, { kind: "lease" }, caller, tx);
     const current = await findLease(tx, intentId, leaseId);
-    assertMayRenew(current, intent.status, caller.actor, now);
+    assertMayRenew(current, intent.status, caller, now);
     const [row] = await tx
       .update(leases)
       .set({ expiresAt: new Date(now.getTime() + body.ttl_seconds * 1000) })

@@ -33,11 +33,11 @@ describe("who may take, renew and release a lease", () => {
   });
 
   it("renews only the holder's live, unreleased lease; a suspended intent keeps a lapsed one live", () => {
-    expect(catchError(() => assertMayRenew(lease(), "active", "holder", now))).toBeUndefined();
-    expect(catchError(() => assertMayRenew(lease(), "active", "coordinator-1", now))).toMatchObject({ code: "NOT_LEASE_HOLDER", status: 403, details: { holder: "holder" } });
-    expect(catchError(() => assertMayRenew(lease({ releasedAt: now, holdsScope: false }), "active", "holder", now))).toMatchObject({ code: "LEASE_RELEASED", status: 412 });
-    expect(catchError(() => assertMayRenew(lapsed, "active", "holder", now))).toMatchObject({ code: "LEASE_EXPIRED", status: 412 });
-    expect(catchError(() => assertMayRenew(lapsed, "suspended_awaiting_input", "holder", now))).toBeUndefined();
+    expect(catchError(() => assertMayRenew(lease(), "active", caller("holder"), now))).toBeUndefined();
+    expect(catchError(() => assertMayRenew(lease(), "active", caller("lead", ["coordinator"]), now))).toMatchObject({ code: "NOT_LEASE_HOLDER", status: 403, details: { holder: "holder" } });
+    expect(catchError(() => assertMayRenew(lease({ releasedAt: now, holdsScope: false }), "active", caller("holder"), now))).toMatchObject({ code: "LEASE_RELEASED", status: 412 });
+    expect(catchError(() => assertMayRenew(lapsed, "active", caller("holder"), now))).toMatchObject({ code: "LEASE_EXPIRED", status: 412 });
+    expect(catchError(() => assertMayRenew(lapsed, "suspended_awaiting_input", caller("holder"), now))).toBeUndefined();
   });
 
   it("lets the holder, a coordinator or an admin release a lease, and nobody else", () => {

@@ -2,7 +2,7 @@ import { appError, isoTimestamp, type Caller } from "@intentmesh/contracts";
 import type { LeaseRow } from "../kernel/statements";
 import { keysOverlap, scopeKey } from "./lease-scope";
 import { toLease } from "../kernel/mapping";
-import { isCoordinatorOrAdmin } from "../kernel/caller";
+import { allows } from "../kernel/access";
 import { TERMINAL_STATUSES } from "../intents/status";
 
 /** Whether a lease still owns its scope at `now`. Leases of a suspended intent do not lapse (spec 3.1). */
@@ -53,9 +53,9 @@ export function assertMayTakeLease(intentId: string, intentStatus: string): void
  * LEASE_RELEASED), and only while it is live (412 LEASE_EXPIRED; always live while the intent is
  * suspended). Nobody renews for another agent, a coordinator included: the holder's clock is the lease.
  */
-export function assertMayRenew(lease: LeaseRow, intentStatus: string, actor: string, now: Date): void {
-  if (lease.agentId !== actor) {
-    throw appError("NOT_LEASE_HOLDER", `lease ${lease.id} is held by agent ${lease.agentId}, not ${actor}`, { holder: lease.agentId });
+export function assertMayRenew(lease: LeaseRow, intentStatus: string, caller: Caller, now: Date): void {
+  if (!allows(caller, { permission: "lease.renew", holder: lease.agentId })) {
+    throw appError("NOT_LEASE_HOLDER", `lease ${lease.id} is held by agent ${lease.agentId}, not ${caller.actor}`, { holder: lease.agentId });
   }
   if (lease.releasedAt) throw appError("LEASE_RELEASED", `lease ${lease.id} was released; acquire a new one`, { lease: toLease(lease) });
   if (!leaseIsLive(lease, intentStatus, now)) {
@@ -65,7 +65,7 @@ export function assertMayRenew(lease: LeaseRow, intentStatus: string, actor: str
 
 /** A release: by its holder, a coordinator or an admin (403 NOT_LEASE_HOLDER for anyone else). */
 export function assertMayRelease(lease: LeaseRow, caller: Caller): void {
-  if (lease.agentId !== caller.actor && !isCoordinatorOrAdmin(caller)) {
+  if (!allows(caller, { permission: "lease.release", holder: lease.agentId })) {
     throw appError("NOT_LEASE_HOLDER", `lease ${lease.id} is held by agent ${lease.agentId}; only it, a coordinator or an admin may release it`, { holder: lease.agentId });
   }
 }

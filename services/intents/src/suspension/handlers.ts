@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import {
+  activeRecord,
   errors,
   intentEventTypes,
   type Caller,
@@ -22,7 +23,6 @@ import type { IntentsContext } from "../kernel/context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
 import { reserveSequences, writeEvents, type NewEvent } from "../kernel/event-log";
 import {
-  activeRecord,
   assertDeadlineWithinDueBefore,
   assertMayAdoptRecord,
   assertMaySuspend,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AppError, SuspensionRequest } from "@intentmesh/contracts";
-import { activeRecord, assertDeadlineWithinDueBefore, assertMayAdoptRecord, assertMaySuspend, buildSuspensionRecord, cancelledByAbandon, endedRecord, suspensionDeadline, suspensionToEnd } from "./rules";
+import { AppError, SuspensionRequest, activeRecord } from "@intentmesh/contracts";
+import { assertDeadlineWithinDueBefore, assertMayAdoptRecord, assertMaySuspend, buildSuspensionRecord, cancelledByAbandon, endedRecord, suspensionDeadline, suspensionToEnd } from "./rules";
 import { catchError } from "../../../../test/support/errors";
 
 const at = new Date("2026-11-22T10:00:00.000Z");
@@ -99,6 +99,8 @@ describe("the suspension moves outside table 3.1", () => {
     expect(mismatch).toMatchObject({ code: "SUSPENSION_MISMATCH", status: 409, details: { suspension_id: "another" } });
     expect(JSON.stringify(mismatch.toWire())).not.toContain(record.id);
     expect(catchError(() => suspensionToEnd("i", "suspended_awaiting_input", {}, record.id))).toMatchObject({ code: "SUSPENSION_MISMATCH" });
+    // A record already answered is not the waiting one, even under its own id (suspended again through POST /status).
+    expect(catchError(() => suspensionToEnd("i", "suspended_awaiting_input", { _suspension: { ...record, resolution: "responded" } }, record.id))).toMatchObject({ code: "SUSPENSION_MISMATCH" });
   });
 
   it("keeps the response and its responder when answered, the fallback value alone when an expiry continues, nothing when cancelled", () => {

@@ -1,4 +1,4 @@
-import { AppError, appError, isoTimestamp, type IntentStatus, type JsonObject, type SuspensionEndInput, type SuspensionRecord, type SuspensionRequest } from "@intentmesh/contracts";
+import { AppError, activeRecord, appError, isoTimestamp, type IntentStatus, type JsonObject, type SuspensionEndInput, type SuspensionRecord, type SuspensionRequest } from "@intentmesh/contracts";
 
 /**
  * The total deadline of a suspension (spec 2.9): suspended_at + interval_seconds x max_attempts
@@ -61,12 +61,6 @@ export function assertDeadlineWithinDueBefore(intentId: string, deadline: Date |
  */
 export const SUSPENDED: IntentStatus = "suspended_awaiting_input";
 
-/** A record that is still waiting for its answer (absent or resolved records are not). */
-export function activeRecord(state: JsonObject): SuspensionRecord | undefined {
-  const record = state._suspension as SuspensionRecord | undefined;
-  return record && typeof record === "object" && !record.resolution ? record : undefined;
-}
-
 /**
  * active -> suspended_awaiting_input, the only way in. `via` is how it was asked: begun by the
  * governance service (409 names the status it may start from) or through POST /status, where
@@ -89,7 +83,8 @@ export function suspensionToEnd(intentId: string, status: IntentStatus, state: J
   if (status !== SUSPENDED) {
     throw appError("NOT_SUSPENDED", `intent ${intentId} is ${status}, not suspended_awaiting_input`, { status });
   }
-  const active = state._suspension as SuspensionRecord | undefined;
+  // Only the waiting record may end: one already resolved is not the active suspension.
+  const active = activeRecord(state);
   if (!active || active.id !== suspensionId) {
     throw appError("SUSPENSION_MISMATCH", `suspension ${suspensionId} is not the active suspension of intent ${intentId}`, { suspension_id: suspensionId });
   }

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
-import type { Caller, TaskStatus } from "@intentmesh/contracts";
-import { assertMayCancelTask, assertMayClaimTask, assertMayCreateTask, assertMayMoveTask, assertMayPatchTask } from "./task-access";
+import { routeAdmits, routeById, type Caller, type TaskStatus } from "@intentmesh/contracts";
+import { assertMayClaimTask, assertMayMoveTask, assertMayPatchTask } from "./task-access";
+
+/** Creating and cancelling are gated by their routes' roles, the only role gate (the gateway answers 403 FORBIDDEN). */
+const assertMayCreateTask = (c: Caller) => {
+  if (!routeAdmits(routeById("tasksCreate"), c.roles) || !routeAdmits(routeById("tasksCreateWithIntentId"), c.roles)) throw Object.assign(new Error("forbidden"), { status: 403, code: "FORBIDDEN" });
+};
+const assertMayCancelTask = (_task: unknown, c: Caller) => {
+  if (!routeAdmits(routeById("tasksCancel"), c.roles)) throw Object.assign(new Error("forbidden"), { status: 403, code: "FORBIDDEN" });
+};
 
 const caller = (roles: Caller["roles"], actor: string): Caller => ({ principal: actor, roles, actor, agent_id: actor });
 const coordinator = caller(["coordinator"], "coord");

@@ -1,11 +1,14 @@
 import { appError } from "@intentmesh/contracts";
-import { type Caller, type TaskStatus } from "@intentmesh/contracts";
+import { isCoordinatorOrAdmin, type Caller, type TaskStatus } from "@intentmesh/contracts";
 import { unblockTarget } from "./task-status";
+import { allows } from "../kernel/access";
 
 /**
  * Who may do what to a task (docs/tasks.md): coordinators and admins create, assign, cancel,
  * skip and retry, and may move any task; the assigned agent moves its own task; an agent claims
- * an unassigned ready task for itself; everyone else gets 403.
+ * an unassigned ready task for itself; everyone else gets 403. Creating and cancelling are
+ * gated by their routes' roles (COORDINATOR_ROLES), the only role gate; these are the rules
+ * that depend on the task.
  */
 
 /** The parts of a task its access rules read. */
@@ -15,22 +18,11 @@ export interface TaskHolding {
   blockedFrom: string | null;
 }
 
-export const isCoordinatorOrAdmin = (caller: Caller) => caller.roles.includes("admin") || caller.roles.includes("coordinator");
-
 const forbidden = (message: string, details: Record<string, unknown>) => appError("FORBIDDEN", message, details);
-
-export function assertMayCreateTask(caller: Caller): void {
-  if (!isCoordinatorOrAdmin(caller)) throw forbidden("only coordinators and admins create tasks", { roles: caller.roles });
-}
-
-export function assertMayCancelTask(task: TaskHolding, caller: Caller): void {
-  if (!isCoordinatorOrAdmin(caller)) throw forbidden("only coordinators and admins cancel tasks", { task_id: task.id });
-}
 
 /** The assigned agent moves its own task; coordinators and admins move any. */
 export function assertMayMoveTask(task: TaskHolding, caller: Caller, what: string): void {
-  if (isCoordinatorOrAdmin(caller)) return;
-  if (task.assignedAgent !== null && task.assignedAgent === caller.actor) return;
+  if (allows(caller, { permission: "task.move", assignedAgent: task.assignedAgent })) return;
   const holder = task.assignedAgent ? `it is assigned to ${task.assignedAgent}` : "it is assigned to no agent";
   throw forbidden(`${caller.actor} may not ${what} task ${task.id}: ${holder}; only that agent, coordinators and admins may`, { task_id: task.id });
 }
@@ -40,12 +32,12 @@ export function assertMayMoveTask(task: TaskHolding, caller: Caller, what: strin
  * `agent`) for itself only, and only a task that is unassigned or assigned to it.
  */
 export function assertMayClaimTask(task: TaskHolding, caller: Caller, agent: string): void {
-  if (isCoordinatorOrAdmin(caller)) return;
+  if (allows(caller, { permission: "task.claim", assignedAgent: task.assignedAgent, agent })) return;
   if (agent !== caller.actor) throw forbidden(`${caller.actor} may claim tasks for itself only, not for ${agent}`, { task_id: task.id });
   if (task.assignedAgent !== null && task.assignedAgent !== agent) {
     throw forbidden(`task ${task.id} is assigned to ${task.assignedAgent}; only that agent may claim it`, { task_id: task.id });
   }
-  if (!caller.roles.includes("agent")) throw forbidden("only agents, coordinators and admins claim tasks", { task_id: task.id });
+  throw forbidden("only agents, coordinators and admins claim tasks", { task_id: task.id });
 }
 
 /** The statuses an assigned agent may PATCH its own task to; the others are for coordinators and admins. */
@@ -67,7 +59,7 @@ export function assertMayPatchTask(
   if (claiming) assertMayClaimTask(task, caller, change.assignedAgent ?? task.assignedAgent ?? caller.actor);
   else assertMayMoveTask(task, caller, "change");
   const reassigning = change.assignedAgent !== undefined && change.assignedAgent !== task.assignedAgent;
-  if (reassigning && !(claiming && change.assignedAgent === caller.actor)) throw forbidden("only coordinators and admins assign tasks", { task_id: task.id });
+  if (reassigning && !(claiming && change.assignedAgent === caller.actor) && !allows(caller, { permission: "task.assign" })) throw forbidden("only coordinators and admins assign tasks", { task_id: task.id });
   const to = change.to;
   if (to && !AGENT_PATCH_TARGETS.includes(to) && !(task.status === "blocked" && to === unblockTarget(task.blockedFrom as TaskStatus | null))) {
     throw forbidden(`only coordinators and admins move a task to ${to}`, { task_id: task.id });

@@ -1,4 +1,4 @@
-import type { AccessLevel, Caller, MemoryPolicy } from "@intentmesh/contracts";
+import { actingAgent, isAdmin, isCoordinator, type AccessLevel, type Caller, type MemoryPolicy } from "@intentmesh/contracts";
 
 /**
  * Who may read and write which memory entry (spec 4.8 rules 2-5 and 8), as pure decisions.
@@ -6,12 +6,6 @@ import type { AccessLevel, Caller, MemoryPolicy } from "@intentmesh/contracts";
  */
 
 export type Access = "none" | "read" | "write";
-
-/** The acting agent of a request: X-Agent-ID, else the key's principal. */
-export const actingAgent = (caller: Caller): string => caller.agent_id ?? caller.principal;
-
-export const isAdmin = (caller: Caller) => caller.roles.includes("admin");
-export const isCoordinator = (caller: Caller) => caller.roles.includes("coordinator");
 
 /** The names a caller goes by: the acting agent and the key's principal. */
 export const callerNames = (caller: Caller): string[] => [...new Set([actingAgent(caller), caller.principal])];

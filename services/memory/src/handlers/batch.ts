@@ -2,7 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { AppError, memoryEventTypes, type Caller, type MemoryBatchBody, type MemoryDeleteFilter, type MemoryEntry } from "@intentmesh/contracts";
 import { entries } from "../db/schema";
 import type { MemoryContext } from "../context";
-import { actingAgent } from "../domain/access";
+import { actingAgent } from "@intentmesh/contracts";
 import { assertAccess } from "../entry-access";
 import { assertGovernanceAllows } from "../governance-check";
 import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "../events";

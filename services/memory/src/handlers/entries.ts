@@ -14,7 +14,7 @@ import {
 import type { Tx } from "@intentmesh/db";
 import { entries, tasks } from "../db/schema";
 import type { MemoryContext } from "../context";
-import { actingAgent } from "../domain/access";
+import { actingAgent } from "@intentmesh/contracts";
 import { PRIORITY_RANK } from "../domain/capacity";
 import { expiryOf } from "../domain/lifetime";
 import { assertAccess } from "../entry-access";

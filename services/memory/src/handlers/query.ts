@@ -2,7 +2,8 @@ import { getTableColumns, sql, type SQL } from "drizzle-orm";
 import { errors, fitPage, type Caller, type MemoryEntry, type MemoryQuery, type MemoryType } from "@intentmesh/contracts";
 import { entries, namespaces, tasks } from "../db/schema";
 import type { MemoryContext } from "../context";
-import { DEFAULT_NAMESPACE_PERMISSIONS, actingAgent, atLeast, callerNames, isAdmin, isCoordinator, namespaceAccess, type NamespacePermissionObject } from "../domain/access";
+import { DEFAULT_NAMESPACE_PERMISSIONS, atLeast, callerNames, namespaceAccess, type NamespacePermissionObject } from "../domain/access";
+import { actingAgent, isAdmin, isCoordinator } from "@intentmesh/contracts";
 import { episodicAccessOf } from "../entry-access";
 import { toEntry } from "../mapping";
 

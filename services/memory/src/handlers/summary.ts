@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { isoTimestamp, type Caller } from "@intentmesh/contracts";
 import { agentSettings, entries } from "../db/schema";
 import type { MemoryContext } from "../context";
-import { actingAgent, isAdmin, isCoordinator } from "../domain/access";
+import { actingAgent, isAdmin, isCoordinator } from "@intentmesh/contracts";
 import { accessDenied } from "../entry-access";
 import { episodicCapacityOf } from "../capacity-store";
 import { accessibleNamespaces } from "./namespaces";

@@ -1,0 +1,75 @@
+import { intentAccessOf, permissionNeeded, type Caller, type Clock, type CommandDef, type IntentAccessRule } from "@intentmesh/contracts";
+import type { DatabaseHandle } from "@intentmesh/db";
+import type { CommandGroup, HandlersOf } from "@intentmesh/service";
+import { assertPermission, bypassesAcl } from "./rules";
+import { readAccessFacts, readTaskAccessFacts } from "./statements";
+
+type Query = DatabaseHandle["query"];
+type Located = Extract<IntentAccessRule, { needs: unknown }>;
+
+/**
+ * The intents service's one decision point for access control: every command it serves passes
+ * here with the rule the catalogue gives it (libs/contracts intent-access.ts), and the decision
+ * is the rule of rules.ts on facts read when the request is served (no cache: a change that has
+ * answered binds every later request on every replica).
+ *
+ * - `wrap` puts the check before a group's handlers: one statement (the intent's ACL head and
+ *   the entries naming the caller) before the handler runs, so a refused request writes nothing.
+ * - The hot paths (get, append an event, list events, patch state) read the intent's row anyway;
+ *   they are served unwrapped and call `afterRead` with the ACL policy their own statement read,
+ *   so an intent without an ACL costs them nothing more (docs/benchmarks.md).
+ */
+export class IntentAccessGuard {
+  constructor(
+    private readonly query: Query,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The group's handlers, each behind its command's rule; `checkedInHandler` names the hot paths that call afterRead. */
+  wrap<G extends CommandGroup>(group: G, handlers: HandlersOf<G>, checkedInHandler: readonly (keyof G)[] = []): HandlersOf<G> {
+    const wrapped = {} as Record<keyof G, unknown>;
+    for (const key of Object.keys(group) as (keyof G)[]) {
+      const handler = handlers[key] as (input: unknown, caller: Caller) => Promise<unknown>;
+      const rule = intentAccessOf(group[key]!);
+      if (!rule || !("needs" in rule) || checkedInHandler.includes(key)) {
+        wrapped[key] = handler;
+        continue;
+      }
+      if (rule.from === "resource") throw new Error(`${group[key]!.subject}: the intents service finds every intent from its input`);
+      wrapped[key] = async (input: unknown, caller: Caller) => {
+        await this.require(rule, input as Record<string, unknown>, caller);
+        return handler(input, caller);
+      };
+    }
+    return wrapped as HandlersOf<G>;
+  }
+
+  /** 403 INTENT_ACCESS_DENIED unless the caller holds what the rule needs; an absent intent or task is left to the handler's 404. */
+  private async require(rule: Located, input: Record<string, unknown>, caller: Caller): Promise<void> {
+    if (bypassesAcl(caller)) return;
+    const facts =
+      rule.from === "task_id"
+        ? await readTaskAccessFacts(this.query, String(input.task_id), caller)
+        : await readAccessFacts(this.query, String(rule.from === "body.intent_id" ? (input.body as Record<string, unknown>).intent_id : input.intent_id), caller);
+    if (!facts) return;
+    assertPermission(facts.intentId, facts.head, facts.entries, caller, rule.needs, this.clock.now());
+  }
+
+  /** The command's rule for an intent the caller's handler has not read yet (the hot paths' slower branches). */
+  async check(def: CommandDef, intentId: string, caller: Caller): Promise<void> {
+    const needs = permissionNeeded(def);
+    if (!needs || bypassesAcl(caller)) return;
+    const facts = await readAccessFacts(this.query, intentId, caller);
+    if (facts) assertPermission(intentId, facts.head, facts.entries, caller, needs, this.clock.now());
+  }
+
+  /**
+   * For a hot path that read the intent's row itself: `aclPolicy` is what that row says (null: no
+   * ACL, nothing to decide). Otherwise the same check as `wrap`, with the command's own rule.
+   */
+  async afterRead(def: CommandDef, intentId: string, aclPolicy: string | null | undefined, caller: Caller): Promise<void> {
+    // Only a row that says "no ACL" skips the check: a statement that did not read the column checks.
+    if (aclPolicy === null) return;
+    await this.check(def, intentId, caller);
+  }
+}
