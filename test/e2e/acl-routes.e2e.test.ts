@@ -51,6 +51,7 @@ const samples: Record<string, Sample> = {
   intentsTransition: { prepare: async (w) => ({ body: { status: "blocked" }, ifMatch: String(await w.version()) }) },
   intentsAppendEvent: { body: { event_type: "comment", payload: {} }, ok: 201 },
   intentsListEvents: {},
+  eventsVerify: {},
   intentsAssignAgent: { body: { agent_id: "probe" }, ok: 201 },
   intentsListAgents: {},
   intentsUnassignAgent: {

@@ -126,6 +126,10 @@ describe("fuzzing every route with hostile input", () => {
     const credential = await cluster.api("/credentials", { body: { vault_id: vault.body.id, service: "fuzz", label: "fuzz-cred", secret: "fuzz-secret-value", scopes_available: ["read"] } });
     const grant = await cluster.api("/grants", { body: { credential_id: credential.body.id, agent_id: "fuzz-agent", scopes: ["read"] } });
     for (const res of [vault, credential, grant]) expect(res.status, JSON.stringify(res.body)).toBe(201);
+    // RFC 0019: a checkpoint over the intent's log so far, and an event in it.
+    const checkpoint = await cluster.api("/admin/checkpoints", { body: { intent_id: intent.body.id } });
+    expect(checkpoint.status, JSON.stringify(checkpoint.body)).toBe(201);
+    const firstEvent = await cluster.api(`/intents/${intent.body.id}/events?limit=1`);
     fixtures = {
       entry_id: entry.body.id,
       request_id: request.body.id,
@@ -133,6 +137,8 @@ describe("fuzzing every route with hostile input", () => {
       credential_id: credential.body.id,
       credential_name: "fuzz-cred",
       grant_id: grant.body.id,
+      checkpoint_id: checkpoint.body.checkpoint_id,
+      event_id: firstEvent.body.events[0].id,
       approval_id: approval.body.id,
       task_id: task.body.id,
       intent_id: intent.body.id,

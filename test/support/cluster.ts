@@ -70,6 +70,8 @@ export interface ClusterOptions {
   ssePingMs?: number;
   bodyLimit?: string;
   leaseSweepIntervalMs?: number;
+  /** The checkpoint schedule of the intents service (its sweeper runs only when a test calls sweep()). */
+  checkpoints?: { batchEvents?: number; maxAgeMs?: number };
   /** Run on an embedded PGlite database in a temporary directory instead of PostgreSQL. */
   embedded?: boolean;
   /** A PostgreSQL server of the test's own to create the database on (fault tests crash it). */
@@ -138,7 +140,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   // What tests change of each service. Timers run only when a test calls their sweep() on the
   // manual clock (hour-long intervals); everything else is what the service's own defaults are.
   const testOptions: { [Name in ServiceName]: Partial<OptionsOf<ClusterServices[Name]>> } = {
-    intents: { leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000 },
+    intents: { leaseSweepIntervalMs: options.leaseSweepIntervalMs ?? 3_600_000, checkpoints: { intervalMs: 3_600_000, ...options.checkpoints } },
     // TEST-ONLY: the loopback allowance follows the federation option of the one test that sets it.
     registry: { sweepIntervalMs: 3_600_000, outboundPolicy: { allowLoopback: options.federation?.allowLoopback ?? false } },
     memory: { sweepIntervalMs: 3_600_000, ...options.memory },

@@ -39,6 +39,9 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
   identityRegisterMcp: { agent_id: "writer-1", public_key: "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", key_type: "Ed25519" },
   identityVerifyChallengeMcp: { agent_id: "writer-1", challenge: "c-1", signature: "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB" },
   identityRotateMcp: { new_public_key: "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", rotation_proof: "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB" },
+  // RFC-0019 verifiable logs.
+  checkpointsCreate: { intent_id: ID, scope: "intent" },
+  checkpointsAnchor: { type: "external-timestamp", provider: "rfc3161.example.org", reference: "tsr-42", timestamp_proof: "MIIB", anchored_at: NOW },
   intentsAssignAgent: { agent_id: "writer-1", role: "worker" },
   intentsAcquireLease: { scope: "draft", ttl_seconds: 600, agent_id: "writer-1" },
   intentsRenewLease: { duration_seconds: 300 },

@@ -46,8 +46,16 @@ export interface EventLogSpec<E extends WireEvent> {
   schema: string;
   subject(aggregateId: string, eventType: string): string;
   msgId(aggregateId: string, sequence: number): string;
-  insert(tx: Tx, rows: { event: E; wire: string; at: Date }[]): Promise<unknown>;
+  /**
+   * Writes the rows, in the order given (the sequence order). A log whose table completes rows as
+   * they are inserted (the intent log's hash chain) returns the fields it added, by event id;
+   * they join the returned events and their messages.
+   */
+  insert(tx: Tx, rows: { event: E; wire: string; at: Date }[]): Promise<CompletedFields[] | void>;
 }
+
+/** Fields the log table added to an event as it was inserted (see EventLogSpec.insert). */
+export type CompletedFields = { id: string } & Record<string, unknown>;
 
 /** The wire form of events about to be logged at `firstSequence` and on: new ids, one timestamp. */
 export function buildEvents<E extends WireEvent>(spec: Pick<EventLogSpec<E>, "idField">, aggregateId: string, firstSequence: number, newEvents: NewEvent[], at: Date): E[] {
@@ -81,11 +89,13 @@ export async function writeEventLog<E extends WireEvent>(
   at: Date,
 ): Promise<E[]> {
   if (!newEvents.length) return [];
-  const written = buildEvents(spec, aggregateId, firstSequence, newEvents, at);
-  await spec.insert(
+  const built = buildEvents(spec, aggregateId, firstSequence, newEvents, at);
+  const completed = await spec.insert(
     tx,
-    written.map((event) => ({ event, wire: JSON.stringify(event), at })),
+    built.map((event) => ({ event, wire: JSON.stringify(event), at })),
   );
+  const added = new Map((completed ?? []).map(({ id, ...fields }) => [id, fields]));
+  const written = added.size ? built.map((event) => ({ ...event, ...added.get(event.id) }) as E) : built;
   await enqueue(
     tx,
     spec.outbox,
@@ -123,6 +133,16 @@ export interface SqlEventRows {
   headers: string;
   /** The order outbox rows are inserted in (the relay publishes by row id): the sequence order. */
   outboxOrder?: string;
+  /**
+   * When the log table completes each row as it is inserted (the intent log's hash-chain trigger
+   * adds event_hash and previous_event_hash to the row and its wire text): the name the caller
+   * gives the events INSERT as a CTE and how its rows join back to `from` ("true" for a one-row
+   * source). The events INSERT then returns its rows, in sequence order, and the outbox rows are
+   * made from them, so the message carries the completed wire text. `wire` and `msgId` may then
+   * name the inserted row's columns (`e.wire`, `e.sequence`). `order`: the sequence order of a
+   * source of several rows (each row's chain link reads the row before it, so they go in in order).
+   */
+  completedRows?: { as: string; on: string; order?: string };
 }
 
 /**
@@ -132,10 +152,21 @@ export interface SqlEventRows {
  */
 export function sqlEventInserts(rows: SqlEventRows): { events: string; outbox: string } {
   const columns = Object.keys(rows.eventColumns);
+  const completed = rows.completedRows;
+  const order = rows.outboxOrder ? ` order by ${rows.outboxOrder}` : "";
+  if (!completed) {
+    return {
+      events: `insert into ${rows.eventsTable} (${columns.join(", ")})
+       select ${columns.map((c) => rows.eventColumns[c]).join(", ")} from ${rows.from}`,
+      outbox: `insert into ${rows.outboxTable} (subject, msg_id, payload, headers)
+       select ${rows.subject}, ${rows.msgId}, ${rows.wire}, ${rows.headers} from ${rows.from}${order}`,
+    };
+  }
   return {
     events: `insert into ${rows.eventsTable} (${columns.join(", ")})
-       select ${columns.map((c) => rows.eventColumns[c]).join(", ")} from ${rows.from}`,
+       select ${columns.map((c) => rows.eventColumns[c]).join(", ")} from ${rows.from}${completed.order ? ` order by ${completed.order}` : ""}
+       returning *`,
     outbox: `insert into ${rows.outboxTable} (subject, msg_id, payload, headers)
-       select ${rows.subject}, ${rows.msgId}, ${rows.wire}, ${rows.headers} from ${rows.from}${rows.outboxOrder ? ` order by ${rows.outboxOrder}` : ""}`,
+       select ${rows.subject}, ${rows.msgId}, ${rows.wire}, ${rows.headers} from ${completed.as} join ${rows.from} on ${completed.on}${order}`,
   };
 }

@@ -95,7 +95,8 @@ export type ApiTag =
   | "Access control"
   | "Federation"
   | "Vaults"
-  | "Identity";
+  | "Identity"
+  | "Verifiable logs";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

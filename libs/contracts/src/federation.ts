@@ -1,3 +1,4 @@
+import { CheckpointSignature, CheckpointStatement } from "./verifiable-logs";
 import { z } from "./zod";
 import { AgentId, Uuid } from "./common";
 import { command } from "./command";
@@ -127,4 +128,10 @@ export const federationCommands = {
     "VALIDATION_ERROR",
   ]),
   callback: command("federation", "callback", z.object({ dispatch_id: Uuid, request: SignedRequest }), CallbackReceipt, [...SIGNED_REQUEST_ERRORS, "DISPATCH_NOT_FOUND", "VALIDATION_ERROR"]),
+  /**
+   * Signs an RFC 0019 checkpoint with the server's Ed25519 identity, whose private key stays in
+   * this service (asked by the intents service; no REST route). It signs only a checkpoint
+   * statement, canonicalised here, never bytes a caller chose.
+   */
+  signCheckpoint: command("federation", "checkpoints.sign", z.object({ checkpoint: CheckpointStatement }), CheckpointSignature, ["SIGNING_UNAVAILABLE"]),
 } as const;

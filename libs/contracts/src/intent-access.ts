@@ -10,6 +10,7 @@ import { costsCommands } from "./costs";
 import { taskCommands } from "./tasks";
 import { channelsCommands } from "./channels";
 import { memoryCommands } from "./memory";
+import { verifiableLogCommands } from "./verifiable-logs";
 
 /**
  * What each command needs of an intent's access-control list (RFC-0011, docs/access-control.md):
@@ -152,6 +153,20 @@ const memory: RulesOf<typeof memoryCommands> = {
   setCapacity: { open: "an agent's episodic capacity" },
 };
 
+// RFC 0019: verifying reports the intent's event ids and hashes, so it needs read. Checkpoints,
+// proofs and consistency carry hashes, counts and signatures, never an event's content, and are
+// the server's attestation to anyone (docs/verifiable-logs.md, "Access control").
+const CHECKPOINT = { open: "a checkpoint holds hashes, counts and a signature, never an event's content" } as const;
+const verifiableLogs: RulesOf<typeof verifiableLogCommands> = {
+  verify: read,
+  createCheckpoint: { open: "a server operation (admin keys): it attests the log and changes nothing of the intent" },
+  listCheckpoints: CHECKPOINT,
+  getCheckpoint: CHECKPOINT,
+  proof: CHECKPOINT,
+  consistency: CHECKPOINT,
+  anchor: { open: "a server operation (admin keys) on a checkpoint" },
+};
+
 /** The command groups and their rules, in the catalogue's order. */
 export const intentAccessRules = [
   [intentsCommands, intents],
@@ -166,6 +181,7 @@ export const intentAccessRules = [
   [taskCommands, tasks],
   [channelsCommands, channels],
   [memoryCommands, memory],
+  [verifiableLogCommands, verifiableLogs],
 ] as const;
 
 const bySubject: ReadonlyMap<string, IntentAccessRule> = new Map(

@@ -94,6 +94,9 @@ export const EventType = z
   .max(100)
   .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "must be dot-separated tokens of letters, digits, _ and -");
 
+/** A hash of the RFC 0019 chain and Merkle trees: `sha256:` and the unpadded base64url of 32 bytes. */
+export const ChainHash = z.string().regex(/^sha256:[A-Za-z0-9_-]{43}$/, "must be sha256: and 43 base64url characters");
+
 export const IntentEvent = z
   .object({
     id: Uuid,
@@ -105,6 +108,10 @@ export const IntentEvent = z
     created_at: Timestamp,
     trace_id: z.string().optional().openapi({ description: "present when the appending client gave one" }),
     parent_event_id: Uuid.optional().openapi({ description: "present when the appending client gave one" }),
+    previous_event_hash: ChainHash.nullable().openapi({ description: "RFC 0019: event_hash of the event before this one in the intent's log; null for the first" }),
+    event_hash: ChainHash.openapi({
+      description: "RFC 0019: sha256:<base64url> of the canonical JSON (RFC 8785) of this event without event_hash (docs/verifiable-logs.md)",
+    }),
   })
   .openapi("Event");
 export type IntentEvent = z.infer<typeof IntentEvent>;

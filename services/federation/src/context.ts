@@ -16,6 +16,12 @@ export interface FederationContext {
   client: BusClient;
   settings: FederationSettings;
   identity: ServerIdentity;
+  /**
+   * The identity that signs RFC 0019 checkpoints: the server identity when federation is enabled
+   * or a key is configured; otherwise the development key, loaded on first use (throws when it
+   * cannot be read or written).
+   */
+  checkpointSigner(): ServerIdentity;
   /** Options of every outbound call (the SSRF guard's policy, the deadline). */
   outbound: GuardedFetchOptions;
   dids: DidResolver;

@@ -11,7 +11,8 @@ import { count, isNull } from "drizzle-orm";
 import type { FederationContext } from "./context";
 import { outbox, outgoingCallbacks } from "./db/schema";
 import { DidResolver } from "./did-resolver";
-import { loadSigningKey, serverIdentity, type KeySource } from "./identity";
+import { loadSigningKey, serverIdentity, type KeySource, type ServerIdentity } from "./identity";
+import { signCheckpoint } from "./handlers/sign-checkpoint";
 import { defaultSettings, type FederationSettings } from "./settings";
 import { CallbackSender } from "./callback-sender";
 import { startCallbackProjection } from "./callback-projection";
@@ -59,8 +60,12 @@ export async function startFederationService(options: FederationServiceOptions):
   const { bus, database, logger, relay, clock } = core;
   // Disabled, nothing is signed or published: an in-memory key stands in, and no file is written
   // (a read-only container never needs a data directory for a service it does not use).
-  const key = settings.enabled
-    ? loadSigningKey({ pem: options.key?.pem, file: options.key?.file, dataDir: options.key?.dataDir ?? ".data" })
+  // A configured key is the server's identity whether federation is on or not: it also signs the
+  // intents' log checkpoints (RFC 0019).
+  const keySource = { pem: options.key?.pem, file: options.key?.file, dataDir: options.key?.dataDir ?? ".data" };
+  const configured = Boolean(keySource.pem?.trim() || keySource.file?.trim());
+  const key = settings.enabled || configured
+    ? loadSigningKey(keySource)
     : { privateKey: crypto.generateKeyPairSync("ed25519").privateKey, source: "development" as const, file: undefined };
   if (settings.enabled && key.source === "development") {
     logger.warn({ file: key.file }, "federation: no signing key configured (FEDERATION_SIGNING_KEY or FEDERATION_SIGNING_KEY_FILE); using a development key from the data directory, which replicas do not share");
@@ -74,6 +79,15 @@ export async function startFederationService(options: FederationServiceOptions):
     ...(options.resolve ? { resolve: options.resolve } : {}),
     ...(options.connect ? { connect: options.connect } : {}),
   };
+  let checkpointIdentity: ServerIdentity | undefined = settings.enabled || configured ? identity : undefined;
+  const checkpointSigner = (): ServerIdentity => {
+    if (!checkpointIdentity) {
+      const development = loadSigningKey({ dataDir: keySource.dataDir });
+      logger.warn({ file: development.file }, "checkpoints: no signing key configured (FEDERATION_SIGNING_KEY or FEDERATION_SIGNING_KEY_FILE); signing with a development key from the data directory");
+      checkpointIdentity = serverIdentity(settings.serverUrl, development.privateKey, development.source);
+    }
+    return checkpointIdentity;
+  };
   let sender: CallbackSender | undefined;
   const ctx: FederationContext = {
     db: database.db,
@@ -82,6 +96,7 @@ export async function startFederationService(options: FederationServiceOptions):
     client: core.client,
     settings,
     identity,
+    checkpointSigner,
     outbound,
     dids: new DidResolver(clock, settings.didCacheTtlMs, () => outbound),
     published: core.published,
@@ -97,6 +112,7 @@ export async function startFederationService(options: FederationServiceOptions):
     dispatch: (input, caller) => dispatch(ctx, input.body, input.idempotency_key, caller),
     receive: (input) => receive(ctx, input.request),
     callback: (input) => receiveCallback(ctx, input.dispatch_id, input.request),
+    signCheckpoint: async (input) => signCheckpoint(ctx, input.checkpoint),
   });
   const projection = settings.enabled ? await startCallbackProjection(bus, database.db, clock, logger, ctx.callbacksQueued) : undefined;
   const running = core.launch({

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { aclCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { aclCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -8,6 +8,8 @@ import type { Logger } from "@intentmesh/telemetry";
 import type { IntentsContext } from "./kernel/context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./leases/sweeper";
+import { CheckpointSweeper, DEFAULT_CHECKPOINT_SCHEDULE, type CheckpointSchedule } from "./verifiable/sweeper";
+import { anchorCheckpoint, consistency, createCheckpoint, getCheckpoint, inclusionProof, listCheckpoints, verifyLog } from "./verifiable/handlers";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./portfolios/handlers";
 import { beginSuspension, endSuspension } from "./suspension/handlers";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolios/projection";
@@ -37,6 +39,8 @@ export interface IntentsServiceOptions {
   logger: Logger;
   clock?: Clock;
   leaseSweepIntervalMs?: number;
+  /** When scheduled checkpoints of the event logs are made (RFC 0019 3.1). */
+  checkpoints?: Partial<CheckpointSchedule>;
   relay?: Partial<RelayOptions>;
 }
 
@@ -44,6 +48,7 @@ export interface IntentsService {
   ctx: IntentsContext;
   relay: OutboxRelay;
   sweeper: LeaseSweeper;
+  checkpointSweeper: CheckpointSweeper;
   /** Ends expired access-control entries (access_expired). */
   aclSweeper: AclExpirySweeper;
   /** Portfolios follow their members through this consumer of status_changed. */
@@ -64,6 +69,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const access = new IntentAccessGuard(database.query, core.clock);
   const ctx: IntentsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, access, published: core.published };
   const sweeper = new LeaseSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
+  const checkpointSweeper = new CheckpointSweeper(ctx, { ...DEFAULT_CHECKPOINT_SCHEDULE, ...options.checkpoints });
   // ACL entries expire on the lease sweeper's cadence (LEASE_SWEEP_INTERVAL_MS).
   const aclSweeper = new AclExpirySweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
   // Every group goes through the access guard (acl/guard.ts): each command's rule from the
@@ -151,9 +157,18 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     cancel: (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller),
     held: (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids),
   });
+  serve(verifiableLogCommands, {
+    verify: (input) => verifyLog(ctx, input.intent_id),
+    createCheckpoint: (input) => createCheckpoint(ctx, input.body.intent_id),
+    listCheckpoints: (input) => listCheckpoints(ctx, input.query),
+    getCheckpoint: (input) => getCheckpoint(ctx, input.checkpoint_id),
+    proof: (input) => inclusionProof(ctx, input.checkpoint_id, input.event_id),
+    consistency: (input) => consistency(ctx, input.query.from_checkpoint, input.query.to_checkpoint),
+    anchor: (input) => anchorCheckpoint(ctx, input.checkpoint_id, input.body),
+  });
   const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, core.published);
   const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, core.published);
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
-  const running = core.launch({ workers: [sweeper, aclSweeper], running: [agentLifecycle, systemEvents, portfolioProjection] });
-  return { ctx, relay, sweeper, aclSweeper, portfolioProjection, stop: running.stop };
+  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection] });
+  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, portfolioProjection, stop: running.stop };
 }

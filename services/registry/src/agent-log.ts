@@ -38,8 +38,8 @@ export const agentLog: EventLogSpec<AgentEvent> = {
   schema: AGENT_EVENT_SCHEMA,
   subject: agentEventSubject,
   msgId: agentEventMsgId,
-  insert: (tx, rows) =>
-    tx.insert(agentEvents).values(
+  insert: async (tx, rows) => {
+    await tx.insert(agentEvents).values(
       rows.map(({ event, wire, at }) => ({
         agentId: event.agent_id,
         sequence: event.sequence,
@@ -49,7 +49,8 @@ export const agentLog: EventLogSpec<AgentEvent> = {
         createdAt: at,
         wire,
       })),
-    ),
+    );
+  },
 };
 
 /**

@@ -13,6 +13,7 @@ import { channelsRoutes } from "./channels";
 import { federationRoutes } from "./federation";
 import { aclRoutes } from "./acl";
 import { vaultRoutes } from "./vault";
+import { verifiableLogRoutes } from "./verifiable-logs";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -33,6 +34,7 @@ const catalogue = [
   ...aclRoutes,
   ...federationRoutes,
   ...vaultRoutes,
+  ...verifiableLogRoutes,
 ] as const satisfies readonly ApiRoute[];
 
 export const apiRoutes: readonly ApiRoute[] = catalogue;

@@ -141,4 +141,11 @@ export const routes = {
   identityRegisterMcp: {"method":"POST","path":"/identity/register","body":"body","status":200},
   identityVerifyChallengeMcp: {"method":"POST","path":"/identity/verify","body":"body","status":201},
   identityRotateMcp: {"method":"POST","path":"/identity/{agent_id}/rotate","body":"body","status":200},
+  eventsVerify: {"method":"GET","path":"/intents/{intent_id}/events/verify","status":200},
+  checkpointsList: {"method":"GET","path":"/checkpoints","query":"query","status":200},
+  checkpointsGet: {"method":"GET","path":"/checkpoints/{checkpoint_id}","status":200},
+  checkpointsProof: {"method":"GET","path":"/checkpoints/{checkpoint_id}/proof/{event_id}","status":200},
+  checkpointsConsistency: {"method":"GET","path":"/verify/consistency","query":"query","status":200},
+  checkpointsCreate: {"method":"POST","path":"/admin/checkpoints","body":"body","status":201},
+  checkpointsAnchor: {"method":"POST","path":"/admin/checkpoints/{checkpoint_id}/anchor","body":"body","status":200},
 } as const satisfies Record<OperationId, RouteSpec>;

@@ -45,9 +45,11 @@ type Query = DatabaseHandle["query"];
  * cost_totals row, read `for update` after the intent lock, so it is current and exact.
  */
 /** The budget events' log and outbox rows, from the CTE ww (one row per event). */
-const BUDGET_EVENTS = intentEventInserts("ww", {
-  id: "ww.eid", intentId: "$1::uuid", sequence: "ww.seq", eventType: "ww.event_type", actor: "$12::text", payload: "ww.payload", createdAt: "$10::timestamptz", wire: "ww.wire", subject: "ww.subject", headers: "$14::jsonb",
-});
+const BUDGET_EVENTS = intentEventInserts(
+  "ww",
+  { id: "ww.eid", intentId: "$1::uuid", sequence: "ww.seq", eventType: "ww.event_type", actor: "$12::text", payload: "ww.payload", createdAt: "$10::timestamptz", wire: "ww.wire", subject: "ww.subject", headers: "$14::jsonb" },
+  { on: "e.id = ww.eid", order: "ww.seq" },
+);
 
 const RECORD_COST_SQL = `
 with i as (
@@ -153,7 +155,7 @@ e as (${BUDGET_EVENTS.events}),
 o as (${BUDGET_EVENTS.outbox})
 select (select count(*)::int from i) as found,
        (select count(*)::int from ok) as accepted,
-       (select coalesce(json_agg(ww.wire::json order by ww.seq), '[]'::json)::text from ww) as events`;
+       (select coalesce(json_agg(e.wire::json order by e.sequence), '[]'::json)::text from e) as events`;
 
 /** A cost about to be recorded, with the acting agent resolved and its cents decided. */
 export interface NewCost {

@@ -76,6 +76,19 @@ export const events = intentsSchema.table(
     /** Tracing links a client gave the event it appended (null for the server's own events). */
     traceId: text("trace_id"),
     parentEventId: uuid("parent_event_id"),
+    /**
+     * RFC 0019 hash chain, set by the database (trigger intents.events_chain, migration 0009) on
+     * every insert, whichever statement writes the row: `sha256:<base64url>` of the canonical JSON
+     * of the wire form with previous_event_hash in it. Null only while migration 0009 has not run.
+     */
+    eventHash: text("event_hash"),
+    previousEventHash: text("previous_event_hash"),
+    /**
+     * Transient, always null once stored: a writer that holds the payload in JavaScript passes its
+     * canonical JSON here, and the hash-chain trigger uses it instead of canonicalising the jsonb
+     * again (the costliest step), then clears it. Writers that build payloads in SQL leave it null.
+     */
+    payloadCanonical: text("payload_canonical"),
   },
   (t) => [
     uniqueIndex("events_intent_sequence_idx").on(t.intentId, t.sequence),

@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { AppError, errors, INTENT_EVENT_SCHEMA, intentEventMsgId, intentEventSubject, type IntentEvent } from "@intentmesh/contracts";
+import { AppError, canonicalJson, errors, INTENT_EVENT_SCHEMA, intentEventMsgId, intentEventSubject, type IntentEvent } from "@intentmesh/contracts";
 import { writeEventLog, type EventLogSpec, type NewEvent } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { events, intents, outbox } from "../db/schema";
@@ -68,9 +68,13 @@ const intentLog: EventLogSpec<IntentEvent> = {
   schema: INTENT_EVENT_SCHEMA,
   subject: intentEventSubject,
   msgId: intentEventMsgId,
-  insert: (tx, rows) =>
-    tx.insert(events).values(
-      rows.map(({ event, wire, at }) => ({
+  // The database completes each row with its hash-chain fields (trigger intents.events_chain);
+  // the message and the answer carry them.
+  insert: async (tx, rows) => {
+    const completed = await tx
+      .insert(events)
+      .values(
+        rows.map(({ event, wire, at }) => ({
         id: event.id,
         intentId: event.intent_id,
         sequence: event.sequence,
@@ -81,8 +85,12 @@ const intentLog: EventLogSpec<IntentEvent> = {
         wire,
         traceId: event.trace_id ?? null,
         parentEventId: event.parent_event_id ?? null,
+        payloadCanonical: canonicalJson(event.payload),
       })),
-    ),
+      )
+      .returning({ id: events.id, previousEventHash: events.previousEventHash, eventHash: events.eventHash });
+    return completed.map((row) => ({ id: row.id, previous_event_hash: row.previousEventHash, event_hash: row.eventHash }));
+  },
 };
 
 /** Writes events at the sequence numbers reserved for them, and their outbox rows, in the caller's transaction. */

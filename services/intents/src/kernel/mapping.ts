@@ -13,6 +13,8 @@ export function toEvent(row: typeof events.$inferSelect): IntentEvent {
     created_at: isoTimestamp(row.createdAt),
     ...(row.traceId ? { trace_id: row.traceId } : {}),
     ...(row.parentEventId ? { parent_event_id: row.parentEventId } : {}),
+    previous_event_hash: row.previousEventHash,
+    event_hash: row.eventHash ?? "",
   };
 }
 

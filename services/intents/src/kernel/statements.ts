@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  canonicalJson,
   INTENT_EVENT_SCHEMA,
   intentEventSubject,
   isoTimestamp,
@@ -79,7 +80,7 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
   const tracing = traceFields(event);
   const body = JSON.stringify({ id, intent_id: intentId, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: createdAt, ...tracing });
   const headers = JSON.stringify({ ...traceCarrier(), [SCHEMA_HEADER]: INTENT_EVENT_SCHEMA });
-  const complete = (sequence: number): IntentEvent => ({
+  const complete = (sequence: number, chain: ChainFields): IntentEvent => ({
     id,
     intent_id: intentId,
     sequence,
@@ -88,11 +89,14 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
     payload: event.payload,
     created_at: createdAt,
     ...tracing,
+    previous_event_hash: chain.previous_event_hash,
+    event_hash: chain.event_hash,
   });
   const subject = intentEventSubject(intentId, event.eventType);
   /** The event's parameters in the order the create and change statements take them. */
-  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, body, headers];
-  return { id, body, headers, subject, params, complete };
+  const payloadCanonical = canonicalJson(event.payload);
+  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, body, headers, payloadCanonical];
+  return { id, body, headers, subject, params, payloadCanonical, complete };
 }
 
 /** SQL expressions of one intent event's columns, as a statement that logs it provides them. */
@@ -109,13 +113,20 @@ export interface IntentEventSql {
   headers: string;
   traceId?: string;
   parentEventId?: string;
+  /** The payload's canonical JSON when the statement has it (see events.payload_canonical). */
+  payloadCanonical?: string;
 }
 
 /**
  * The log row and outbox row of intent events, as the INSERTs of one statement (the shared
  * writer of libs/bus, sqlEventInserts): rows come from `from`; message id `intent:<id>:e<sequence>`.
+ *
+ * The events INSERT must be the statement's CTE `e`: the database completes each row with its
+ * hash-chain fields (trigger intents.events_chain, docs/verifiable-logs.md), and the outbox row is
+ * made from the completed row, joined back to `from` on `many.on` when `from` has several rows
+ * (inserted in `many.order`, the sequence order).
  */
-export function intentEventInserts(from: string, e: IntentEventSql, outboxOrder?: string): { events: string; outbox: string } {
+export function intentEventInserts(from: string, e: IntentEventSql, many?: { on: string; order: string }): { events: string; outbox: string } {
   return sqlEventInserts({
     eventsTable: "intents.events",
     outboxTable: "intents.outbox",
@@ -131,23 +142,31 @@ export function intentEventInserts(from: string, e: IntentEventSql, outboxOrder?
       wire: e.wire,
       ...(e.traceId ? { trace_id: e.traceId } : {}),
       ...(e.parentEventId ? { parent_event_id: e.parentEventId } : {}),
+      ...(e.payloadCanonical ? { payload_canonical: e.payloadCanonical } : {}),
     },
     subject: e.subject,
-    msgId: sqlEventMsgId("intent", e.intentId, e.sequence),
-    wire: e.wire,
+    msgId: sqlEventMsgId("intent", "e.intent_id", "e.sequence"),
+    wire: "e.wire",
     headers: e.headers,
-    outboxOrder,
+    outboxOrder: many ? "e.sequence" : undefined,
+    completedRows: { as: "e", on: many?.on ?? "true", order: many?.order },
   });
 }
 
+/** The chain fields of an event as the database completed it (RETURNING of the CTE `e`). */
+export interface ChainFields {
+  event_hash: string;
+  previous_event_hash: string | null;
+}
+
 const CREATE_EVENT = intentEventInserts("w", {
-  id: "$10", intentId: "$1", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb",
+  id: "$10", intentId: "$1", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb", payloadCanonical: "$17::text",
 });
 const APPEND_EVENT = intentEventInserts("s", {
-  id: "$3", intentId: "$1", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid",
+  id: "$3", intentId: "$1", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid", payloadCanonical: "$14::text",
 });
 const CHANGE_EVENT = intentEventInserts("u", {
-  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb",
+  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb", payloadCanonical: "$14::text",
 });
 
 export async function selectIntent(query: Query, intentId: string): Promise<(RawIntent & { leases?: unknown }) | undefined> {
@@ -238,7 +257,7 @@ export async function appendEventStatement(
   onlyUngoverned = false,
 ): Promise<IntentEvent | undefined> {
   const prepared = prepareEvent(intentId, event, at);
-  const rows = await query<{ event_seq: string | number }>(
+  const rows = await query<{ sequence: string | number } & ChainFields>(
     "intents_append_event",
     `with s as (
        update intents.intents set event_seq = event_seq + 1
@@ -246,11 +265,11 @@ export async function appendEventStatement(
        returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
      e as (${APPEND_EVENT.events}),
      o as (${APPEND_EVENT.outbox})
-     select event_seq from s`,
-    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned],
+     select sequence, event_hash, previous_event_hash from e`,
+    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned, prepared.payloadCanonical],
   );
   const row = rows[0];
-  return row ? prepared.complete(Number(row.event_seq)) : undefined;
+  return row ? prepared.complete(Number(row.sequence), row) : undefined;
 }
 
 /**

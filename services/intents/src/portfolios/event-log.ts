@@ -30,8 +30,8 @@ const portfolioLog: EventLogSpec<PortfolioEvent> = {
   schema: PORTFOLIO_EVENT_SCHEMA,
   subject: portfolioEventSubject,
   msgId: portfolioEventMsgId,
-  insert: (tx, rows) =>
-    tx.insert(portfolioEvents).values(
+  insert: async (tx, rows) => {
+    await tx.insert(portfolioEvents).values(
       rows.map(({ event, wire, at }) => ({
         id: event.id,
         portfolioId: event.portfolio_id,
@@ -42,7 +42,8 @@ const portfolioLog: EventLogSpec<PortfolioEvent> = {
         createdAt: at,
         wire,
       })),
-    ),
+    );
+  },
 };
 
 /** Writes events at the sequence numbers reserved for them, and their outbox rows. */
