@@ -318,6 +318,44 @@ describe("two federated clusters", () => {
     expect(failed.payload).toMatchObject({ stage: "dispatch", code: "DISPATCH_TIMEOUT" });
   });
 
+  it("a peer still receiving an earlier attempt (409 DISPATCH_IN_PROGRESS) is 409 with Retry-After, records no failure, and the retry gets the peer's answer", async () => {
+    const keysSeen: Array<string | undefined> = [];
+    const remoteIntentId = crypto.randomUUID();
+    const busy = http.createServer((req, res) => {
+      keysSeen.push(req.headers["idempotency-key"] as string | undefined);
+      req.resume();
+      req.on("end", () => {
+        res.setHeader("Content-Type", "application/json");
+        if (keysSeen.length === 1) {
+          res.statusCode = 409;
+          res.end(JSON.stringify({ code: "DISPATCH_IN_PROGRESS", message: "being received", details: {} }));
+        } else {
+          res.end(JSON.stringify({ accepted: true, local_intent_id: remoteIntentId }));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    try {
+      const busyUrl = `http://127.0.0.1:${(busy.address() as AddressInfo).port}`;
+      const intent = await createIntent(a);
+      const key = uniqueTag("busy-peer");
+      const body = { intent_id: intent.id, target_server: busyUrl };
+      const first = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+      expectError(first, 409, "DISPATCH_IN_PROGRESS");
+      expect(first.headers.get("retry-after")).toBe("1");
+      const retry = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+      expect(retry.status).toBe(200);
+      expect(retry.body).toMatchObject({ status: "accepted", remote_intent_id: remoteIntentId, idempotency_key: key });
+      expect(keysSeen).toEqual([key, key]);
+      const dispatched = await until("federation.dispatched", async () => (await systemEvents(a)).find((e) => e.intent_id === intent.id && e.event_type === "federation.dispatched"));
+      expect(dispatched.payload.remote_intent_id).toBe(remoteIntentId);
+      expect((await systemEvents(a)).filter((e) => e.intent_id === intent.id && e.event_type === "federation.failed")).toEqual([]);
+    } finally {
+      busy.closeAllConnections();
+      await new Promise((r) => busy.close(r));
+    }
+  });
+
   it("the SSRF guard refuses every probe class through the dispatch route and origin_server_url at registration (loopback allowance off)", async () => {
     const intent = await createIntent(a);
     const ctx = a.federation.ctx;

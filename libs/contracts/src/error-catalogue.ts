@@ -1,11 +1,15 @@
 /** Checks each entry's shape while keeping the literal keys. */
-const catalogue = <T extends Record<string, { status: number; title: string }>>(entries: T): T => entries;
+const catalogue = <T extends Record<string, { status: number; title: string; retryAfterSeconds?: number }>>(entries: T): T => entries;
 
 /**
  * The error catalogue: every error code the server answers with, its HTTP status and a short
  * title. AppError's code stays a string on the wire (errors from the bus are rebuilt from data),
  * but every code written in services/ and libs/ must be listed here with the status it is
  * raised with: error-catalogue.test.ts scans the sources and fails on an unlisted code.
+ *
+ * `retryAfterSeconds` marks a conflict that resolves by itself (the same request, sent again after
+ * that many seconds, gets its answer): the gateway sends it as Retry-After and the SDK waits and
+ * replays instead of failing.
  *
  * VALIDATION_ERROR (federation) and VALIDATION_FAILED (everything else) are both listed: they
  * are what clients see today; unifying them would change the wire.
@@ -51,7 +55,7 @@ export const errorCatalogue = catalogue({
   CROSS_INTENT_MESSAGE: { status: 403, title: "A message may not cross to another intent" },
   DELEGATION_DEPTH_EXHAUSTED: { status: 403, title: "The delegation depth is exhausted" },
   DISPATCH_FAILED: { status: 502, title: "The remote server refused or failed the dispatch" },
-  DISPATCH_IN_PROGRESS: { status: 409, title: "A dispatch with this idempotency key is in progress" },
+  DISPATCH_IN_PROGRESS: { status: 409, title: "A dispatch with this idempotency key is in progress", retryAfterSeconds: 1 },
   DISPATCH_NOT_FOUND: { status: 404, title: "Dispatch not found" },
   DISPATCH_TIMEOUT: { status: 502, title: "The remote server did not answer the dispatch in time" },
   ENTRY_EXISTS: { status: 409, title: "A memory entry with that key exists" },
@@ -160,6 +164,10 @@ export interface ErrorDefinition {
   status: number;
   title: string;
 }
+
+/** Seconds after which the same request gets its answer, for a conflict that resolves by itself. */
+export const retryAfterSecondsOf = (code: string): number | undefined =>
+  isErrorCode(code) ? (errorCatalogue[code] as { retryAfterSeconds?: number }).retryAfterSeconds : undefined;
 
 export const isErrorCode = (code: string): code is ErrorCode => Object.prototype.hasOwnProperty.call(errorCatalogue, code);
 

@@ -114,7 +114,10 @@ export function createClient(options: ClientOptions): Intentmesh {
       if (res.ok) return { data: (await readJson(res, operationId)) as ResponseOf<Id>, status: res.status, version: versionOf(res.headers.get("etag")), headers: res.headers };
 
       const failure = await errorOf(res, operationId);
-      const transient = res.status === 502 || res.status === 503 || res.status === 504;
+      // A keyed write answered 409 with Retry-After (DISPATCH_IN_PROGRESS) is still being applied
+      // under the same key: the same request, sent again later, gets its outcome.
+      const settling = res.status === 409 && safety === "keyed" && res.headers.get("retry-after") !== null;
+      const transient = res.status === 502 || res.status === 503 || res.status === 504 || settling;
       if (transient) {
         // 504: the gateway stopped waiting, the service may still have committed.
         if (safety === "unsafe") throw res.status === 504 ? new OutcomeUnknownError(operationId, failure) : failure;

@@ -19,10 +19,10 @@ let client: Intentmesh;
 const wire = tripwire(pinnedConnector);
 
 beforeAll(async () => {
-  const federation = { allowLoopback: true, dispatchTimeoutMs: 3000, connect: wire.connect, trustPolicy: "allowlist" as const };
+  const federation = { allowLoopback: true, dispatchTimeoutMs: 10_000, connect: wire.connect, trustPolicy: "allowlist" as const };
   [cluster, peer] = await Promise.all([startTestCluster({ federation }), startTestCluster({ federation })]);
-  cluster.federation.ctx.settings.peers.push({ server_url: peer.baseUrl, relationship: "downstream" });
-  peer.federation.ctx.settings.peers.push({ server_url: cluster.baseUrl, relationship: "upstream" });
+  cluster.federation.ctx.settings.peers.push({ server_url: peer.baseUrl, relationship: "downstream", api_key: TEST_KEYS.federation });
+  peer.federation.ctx.settings.peers.push({ server_url: cluster.baseUrl, relationship: "upstream", api_key: TEST_KEYS.federation });
   proxy = await startCuttingProxy(cluster.baseUrl);
   client = createClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.admin, retry: { baseDelayMs: 10 } });
 });

@@ -28,7 +28,7 @@ export function asOutboundAppError(error: unknown): AppError | null {
 }
 
 /** Only the code and message of a peer's error body, cut short: a peer's answer is not ours to relay whole. */
-function remoteError(body: unknown): { code?: string; message?: string } | null {
+export function remoteError(body: unknown): { code?: string; message?: string } | null {
   if (!body || typeof body !== "object") return null;
   const error = (body as { error?: unknown }).error ?? body;
   if (!error || typeof error !== "object") return null;

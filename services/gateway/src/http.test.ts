@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "@intentmesh/contracts";
-import { etagOf, parseIfMatch } from "./http";
+import { AppError, appError } from "@intentmesh/contracts";
+import { errorHandler, etagOf, parseIfMatch, RETRY_AFTER_SECONDS } from "./http";
 import { catchError } from "../../../test/support/errors";
 
 
@@ -36,5 +36,34 @@ describe("parseIfMatch", () => {
   it("round-trips the ETag it produces", () => {
     expect(etagOf(7)).toBe('"7"');
     expect(parseIfMatch(etagOf(7))).toBe(7);
+  });
+});
+
+describe("errorHandler's Retry-After", () => {
+  const answer = (error: unknown) => {
+    const headers: Record<string, string> = {};
+    let status = 0;
+    const res = {
+      headersSent: false,
+      set: (name: string, value: string) => void (headers[name] = value),
+      get: () => "request-1",
+      status: (code: number) => ((status = code), res),
+      json: () => res,
+    };
+    const silent = { error: () => undefined } as unknown as Parameters<typeof errorHandler>[0];
+    errorHandler(silent)(error, { method: "POST", path: "/x" } as never, res as never, () => undefined);
+    return { status, headers };
+  };
+
+  it("is sent for a conflict the catalogue marks as resolving by itself, with the catalogue's seconds", () => {
+    expect(answer(appError("DISPATCH_IN_PROGRESS", "being sent"))).toEqual({ status: 409, headers: { "Retry-After": "1" } });
+  });
+
+  it("is not sent for a conflict that does not resolve by waiting", () => {
+    expect(answer(appError("VERSION_MISMATCH", "stale"))).toEqual({ status: 409, headers: {} });
+  });
+
+  it("is sent for a dependency outage (503)", () => {
+    expect(answer(appError("SERVICE_UNAVAILABLE", "down")).headers["Retry-After"]).toBe(String(RETRY_AFTER_SECONDS));
   });
 });

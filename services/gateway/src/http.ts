@@ -1,6 +1,6 @@
 import { appError } from "@intentmesh/contracts";
 import express, { type NextFunction, type Request, type Response } from "express";
-import { AppError, errors, findUnsafeJsonValue, isAppError, parseJsonStrict, unsafeJsonError, type Caller } from "@intentmesh/contracts";
+import { AppError, errors, findUnsafeJsonValue, isAppError, parseJsonStrict, retryAfterSecondsOf, unsafeJsonError, type Caller } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
 
 declare global {
@@ -32,8 +32,10 @@ export function errorHandler(logger: Logger) {
       res.end();
       return;
     }
-    // A dependency that is down (503) comes back by itself: tell the client when to try again.
-    if (appError.status === 503) res.set("Retry-After", String(RETRY_AFTER_SECONDS));
+    // A dependency that is down (503), or a conflict the catalogue says resolves by itself, comes
+    // back by itself: tell the client when to try again.
+    const retryAfter = appError.status === 503 ? RETRY_AFTER_SECONDS : retryAfterSecondsOf(appError.code);
+    if (retryAfter !== undefined) res.set("Retry-After", String(retryAfter));
     res.status(appError.status).json({ ...appError.toBody(), request_id: res.get("X-Request-Id") });
   };
 }

@@ -5,7 +5,7 @@ import { enqueueSystemEvents } from "@intentmesh/bus";
 import { guardedFetch } from "@intentmesh/ssrf";
 import type { FederationContext } from "../context";
 import { dispatches, outbox } from "../db/schema";
-import { asOutboundAppError, federationErrors } from "../errors";
+import { asOutboundAppError, federationErrors, remoteError } from "../errors";
 import { federationEvent } from "../events";
 import { didFromServerUrl } from "../identity";
 import { signRequest } from "../signatures";
@@ -69,8 +69,8 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
   let failure: { code: string; status: number; message: string; details: Record<string, unknown> };
   try {
     // SPEC 5.1 on the peer's side: the key it gave this server (FEDERATION_PEERS[].api_key), beside the signature.
-    const key = peerKeyHeader(ctx.settings.peers, targetUri);
-    const response = await guardedFetch(targetUri, { method: "POST", headers: { ...headers, ...key, accept: "application/json" }, body: text }, { ...ctx.outbound, maxRedirects: 0 });
+    const peerKey = peerKeyHeader(ctx.settings.peers, targetUri);
+    const response = await guardedFetch(targetUri, { method: "POST", headers: { ...headers, ...peerKey, accept: "application/json" }, body: text }, { ...ctx.outbound, maxRedirects: 0 });
     let answer: unknown;
     try {
       answer = response.json();
@@ -80,6 +80,12 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
     const remoteIntentId = (answer as { local_intent_id?: unknown } | null)?.local_intent_id;
     if (response.status === 200 && typeof remoteIntentId === "string") {
       return await accept(ctx, row, envelope, remoteIntentId, caller);
+    }
+    if (response.status === 409 && remoteError(answer)?.code === "DISPATCH_IN_PROGRESS") {
+      // The peer is still creating the intent of an earlier attempt (this one timed out waiting):
+      // nothing failed, the next retry with the same key gets the peer's stored answer.
+      await release(ctx, row);
+      throw federationErrors.inProgress(key);
     }
     const error = federationErrors.remoteRefused(response.status, answer);
     failure = { code: error.code, status: error.status, message: error.message, details: error.details };
@@ -168,6 +174,11 @@ async function accept(ctx: FederationContext, row: DispatchRow, envelope: Envelo
   });
   ctx.published();
   return answer;
+}
+
+/** Frees the row for the next retry without recording a failure: the peer is still at work on it. */
+async function release(ctx: FederationContext, row: DispatchRow) {
+  await ctx.db.update(dispatches).set({ status: "failed", updatedAt: ctx.clock.now() }).where(and(eq(dispatches.dispatchId, row.dispatchId), eq(dispatches.status, "sending")));
 }
 
 async function fail(ctx: FederationContext, row: DispatchRow, envelope: Envelope, failure: { code: string; status: number; message: string; details: Record<string, unknown> }, caller: Caller) {
