@@ -124,12 +124,12 @@ async function replyTo<C extends CommandDef>(bus: Bus, msg: Msg, def: C, handler
     if (typeof version === "number") hdrs.set(REPLY_VERSION_HEADER, String(version));
     return { status: 200, headers: hdrs, body: encoder.encode(data instanceof RawJson ? data.json : JSON.stringify(data ?? null)) };
   } catch (error) {
-    let appError = isAppError(error) ? error : classifyFailure(error, logger, def.subject);
-    if (bus.checks.errors && !declaresError(def, appError.code)) {
-      logger.error({ subject: def.subject, code: appError.code }, "a command answered an error code the catalogue does not declare for it");
-      appError = new AppError("INTERNAL_ERROR", 500, `${def.subject} answered ${appError.code}, which the catalogue does not declare for it`);
+    let failure = isAppError(error) ? error : classifyFailure(error, logger, def.subject);
+    if (bus.checks.errors && !declaresError(def, failure.code)) {
+      logger.error({ subject: def.subject, code: failure.code }, "a command answered an error code the catalogue does not declare for it");
+      failure = appError("INTERNAL_ERROR", `${def.subject} answered ${failure.code}, which the catalogue does not declare for it`);
     }
-    return errorReply(appError);
+    return errorReply(failure);
   }
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { trace } from "@opentelemetry/api";
-import { AppError, command, z, type Caller } from "@intentmesh/contracts";
+import { appError, AppError, type Caller, command, z } from "@intentmesh/contracts";
 import { createLogger, startTracing, stopTracing, tracer, withRequestId } from "@intentmesh/telemetry";
 import { connectBus, type Bus } from "../src/connection";
 import { BusClient, serveCommand } from "../src/rpc";
@@ -84,7 +84,7 @@ describe("typed request/reply", () => {
 
   it("returns AppErrors as data and hides unexpected failures behind a 500", async () => {
     const sub = serveCommand(bus, echo, async (input) => {
-      if ((input as { text: string }).text === "conflict") throw new AppError("VERSION_MISMATCH", 409, "stale", { a: 1 }, { current_version: 4 });
+      if ((input as { text: string }).text === "conflict") throw appError("VERSION_MISMATCH", "stale", { a: 1 }, { current_version: 4 });
       throw new Error("password=hunter2 leaked in a stack");
     }, logger);
     const conflict = (await client.request(echo, caller, { text: "conflict" }).catch((e: unknown) => e)) as AppError;

@@ -3,9 +3,9 @@ const catalogue = <T extends Record<string, { status: number; title: string; ret
 
 /**
  * The error catalogue: every error code the server answers with, its HTTP status and a short
- * title. AppError's code stays a string on the wire (errors from the bus are rebuilt from data),
- * but every code written in services/ and libs/ must be listed here with the status it is
- * raised with: error-catalogue.test.ts scans the sources and fails on an unlisted code.
+ * title. An AppError is built from a code of this catalogue only (its constructor takes an
+ * ErrorCode and no status), so an unlisted code or a status that disagrees does not compile;
+ * errors rebuilt from the bus are checked against it (AppError.fromWire).
  *
  * `retryAfterSeconds` marks a conflict that resolves by itself (the same request, sent again after
  * that many seconds, gets its answer): the gateway sends it as Retry-After and the SDK waits and
@@ -92,6 +92,7 @@ export const errorCatalogue = catalogue({
   JSON_TOO_DEEP: { status: 400, title: "A JSON value is nested too deeply" },
   LOG_TAMPERED: { status: 409, title: "The stored event log no longer matches its hashes or checkpoints" },
   LONE_SURROGATE: { status: 400, title: "A text holds a lone UTF-16 surrogate" },
+  INVALID_POINTER: { status: 400, title: "A JSON pointer is malformed" },
   INVALID_RESPONSE_VALUE: { status: 422, title: "The response value is invalid for the suspension's response type" },
   INVALID_TASK_TRANSITION: { status: 409, title: "The task status transition is not allowed" },
   INVALID_TRANSITION: { status: 409, title: "The intent status transition is not allowed" },
@@ -146,6 +147,7 @@ export const errorCatalogue = catalogue({
   UNSUPPORTED_ENCODING: { status: 415, title: "The content encoding is not supported" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: "The content type is not supported" },
   UNTRUSTED_SERVER: { status: 403, title: "The server is not trusted" },
+  UPSTREAM_ERROR: { status: 502, title: "Another service answered with an error this one does not know" },
   UPSTREAM_TIMEOUT: { status: 504, title: "The service did not answer in time" },
   VALIDATION_ERROR: { status: 400, title: "Validation failed (the federation service spells it so)" },
   VALIDATION_FAILED: { status: 400, title: "Validation failed" },

@@ -1,14 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { AppError, errors, isAppError, type WireError } from "./errors";
+import { errorCatalogue } from "./error-catalogue";
+import { appError, AppError, errors, isAppError, type WireError } from "./errors";
 
 describe("AppError", () => {
-  it("is an Error with code, status, details and extra", () => {
-    const e = new AppError("X_FAILED", 418, "it failed", { a: 1 }, { b: 2 });
+  it("is an Error with code, the catalogue's status, details and extra", () => {
+    const e = new AppError("LEASE_HELD", "it failed", { a: 1 }, { b: 2 });
     expect(e).toBeInstanceOf(Error);
     expect(e.name).toBe("AppError");
     expect(e.message).toBe("it failed");
-    expect(e.code).toBe("X_FAILED");
-    expect(e.status).toBe(418);
+    expect(e.code).toBe("LEASE_HELD");
+    expect(e.status).toBe(errorCatalogue.LEASE_HELD.status);
     expect(e.details).toEqual({ a: 1 });
     expect(e.extra).toEqual({ b: 2 });
     expect(isAppError(e)).toBe(true);
@@ -17,13 +18,13 @@ describe("AppError", () => {
   });
 
   it("defaults details and extra to empty objects", () => {
-    const e = new AppError("X", 400, "m");
+    const e = new AppError("BAD_REQUEST", "m");
     expect(e.details).toEqual({});
     expect(e.extra).toEqual({});
   });
 
   it("round-trips through toWire and fromWire, also through JSON", () => {
-    const e = new AppError("VERSION_MISMATCH", 409, "too old", { id: "i1", nested: { n: [1] } }, { current_version: 7 });
+    const e = appError("VERSION_MISMATCH", "too old", { id: "i1", nested: { n: [1] } }, { current_version: 7 });
     const wire = JSON.parse(JSON.stringify(e.toWire())) as WireError;
     expect(wire).toEqual({
       code: "VERSION_MISMATCH",
@@ -43,21 +44,33 @@ describe("AppError", () => {
   });
 
   it("fromWire fills missing details and extra with {}", () => {
-    const back = AppError.fromWire({ code: "C", status: 400, message: "m" });
+    const back = AppError.fromWire({ code: "BAD_REQUEST", status: 400, message: "m" });
     expect(back.details).toEqual({});
     expect(back.extra).toEqual({});
   });
 
+  it("fromWire turns a code this process does not know into 502 UPSTREAM_ERROR naming it", () => {
+    const back = AppError.fromWire({ code: "FROM_A_NEWER_REPLICA", status: 418, message: "m", details: { a: 1 } });
+    expect(back.code).toBe("UPSTREAM_ERROR");
+    expect(back.status).toBe(502);
+    expect(back.details).toEqual({ a: 1, upstream_code: "FROM_A_NEWER_REPLICA", upstream_status: 418 });
+  });
+
+  it("within keeps code, status and extra, prefixes the message and adds details", () => {
+    const e = appError("VERSION_MISMATCH", "too old", { id: "i1" }, { current_version: 7 }).within("entries[2]: ", { item: 2 });
+    expect(e.toWire()).toEqual({ code: "VERSION_MISMATCH", status: 409, message: "entries[2]: too old", details: { id: "i1", item: 2 }, extra: { current_version: 7 } });
+  });
+
   it("toBody puts extra fields at the top level next to code, message and details", () => {
-    const body = new AppError("INVALID_CHOICE", 422, "pick one", { field: "value" }, { valid_choices: ["a", "b"] }).toBody();
-    expect(body).toEqual({ code: "INVALID_CHOICE", message: "pick one", details: { field: "value" }, valid_choices: ["a", "b"] });
+    const body = new AppError("INVALID_RESPONSE_VALUE", "pick one", { field: "value" }, { valid_choices: ["a", "b"] }).toBody();
+    expect(body).toEqual({ code: "INVALID_RESPONSE_VALUE", message: "pick one", details: { field: "value" }, valid_choices: ["a", "b"] });
     expect(body).not.toHaveProperty("status");
     expect(body).not.toHaveProperty("extra");
   });
 
   it("toBody does not let extra override code, message or details", () => {
-    const body = new AppError("REAL", 400, "real message", { real: true }, { code: "FAKE", message: "fake", details: {} }).toBody();
-    expect(body.code).toBe("REAL");
+    const body = new AppError("BAD_REQUEST", "real message", { real: true }, { code: "FAKE", message: "fake", details: {} }).toBody();
+    expect(body.code).toBe("BAD_REQUEST");
     expect(body.message).toBe("real message");
     expect(body.details).toEqual({ real: true });
   });

@@ -28,7 +28,7 @@ const SENTENCES: Record<UnsafeJsonProblem, string> = {
 /** The 400 for an unsafe value: its own code, the place in a sentence and in details. */
 export function unsafeJsonError(found: UnsafeJsonValue, where = "the request"): AppError {
   const place = found.path ? `${where} at ${found.path}` : where;
-  return new AppError(found.problem, 400, `${place} ${SENTENCES[found.problem]}`, { path: found.path, problem: found.problem });
+  return new AppError(found.problem, `${place} ${SENTENCES[found.problem]}`, { path: found.path, problem: found.problem });
 }
 
 /** A string PostgreSQL and UTF-8 can hold as it is. */

@@ -1,4 +1,4 @@
-import { AppError, GOVERNANCE_CHECKS_PER_REQUEST, governancePolicyCommands, type Caller, type GovernanceVerdicts, type GovernedWriteKind } from "@intentmesh/contracts";
+import { appError, AppError, type Caller, GOVERNANCE_CHECKS_PER_REQUEST, governancePolicyCommands, type GovernanceVerdicts, type GovernedWriteKind } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 
 interface PendingCheck {
@@ -68,7 +68,7 @@ export class GovernanceChecks {
       const verdict = verdicts.results[i];
       if (verdict && "allowed" in verdict) pending.resolve();
       else if (verdict) pending.reject(AppError.fromWire(verdict.error));
-      else pending.reject(new AppError("INTERNAL_ERROR", 500, "the governance check answered fewer verdicts than it was asked"));
+      else pending.reject(appError("INTERNAL_ERROR", "the governance check answered fewer verdicts than it was asked"));
     });
   }
 }

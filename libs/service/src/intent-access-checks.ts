@@ -1,4 +1,4 @@
-import { ACCESS_CHECKS_PER_REQUEST, AppError, aclCommands, intentAccessOf, type AccessVerdicts, type Caller, type IntentPermission } from "@intentmesh/contracts";
+import { ACCESS_CHECKS_PER_REQUEST, type AccessVerdicts, aclCommands, appError, AppError, type Caller, intentAccessOf, type IntentPermission } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { CommandGroup, HandlersOf } from "./service-core";
 
@@ -95,7 +95,7 @@ export class IntentAccessChecks {
       const verdict = verdicts.results[i];
       if (verdict && "allowed" in verdict) pending.resolve();
       else if (verdict) pending.reject(AppError.fromWire(verdict.error));
-      else pending.reject(new AppError("INTERNAL_ERROR", 500, "the access check answered fewer verdicts than it was asked"));
+      else pending.reject(appError("INTERNAL_ERROR", "the access check answered fewer verdicts than it was asked"));
     });
   }
 }

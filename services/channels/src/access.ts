@@ -1,4 +1,4 @@
-import { AppError, errors, intentsCommands, registryCommands, type Caller, type Intent } from "@intentmesh/contracts";
+import { appError, AppError, type Caller, errors, type Intent, intentsCommands, registryCommands } from "@intentmesh/contracts";
 import type { ChannelsContext } from "./context";
 import { viewerOf, type Viewer } from "./domain/rules";
 import type { ChannelRow } from "./mapping";
@@ -28,7 +28,7 @@ export async function intentOfChannel(ctx: ChannelsContext, channelId: string): 
 }
 
 export const notAMember = (agentId: string, channel: ChannelRow, what: string) =>
-  new AppError("NOT_A_MEMBER", 403, `${agentId} is not a member of channel ${channel.name}, whose member_policy is explicit: ${what}`, {
+  appError("NOT_A_MEMBER", `${agentId} is not a member of channel ${channel.name}, whose member_policy is explicit: ${what}`, {
     agent_id: agentId,
     channel_id: channel.id,
   });

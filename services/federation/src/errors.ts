@@ -20,7 +20,7 @@ export function outboundAppError(error: OutboundError): AppError {
   const details: Record<string, unknown> = {};
   if (error.refusedClass) details.refused_class = error.refusedClass;
   if (error.reason) details.reason = error.reason;
-  return new AppError(error.code, error.code === "SSRF_BLOCKED" ? 400 : 502, error.message, details);
+  return new AppError(error.code, error.message, details);
 }
 
 export function asOutboundAppError(error: unknown): AppError | null {

@@ -3,7 +3,7 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, type NotFoundResource, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
@@ -68,7 +68,7 @@ export interface Gateway {
  * in another letter case is the same id: it goes on in its one canonical (lower-case) spelling,
  * so an intent has one subject and one stream whichever way a client writes its id.
  */
-const requireUuidParam = (resource: string) => (req: Request, _res: Response, next: NextFunction, value: string, name: string) => {
+const requireUuidParam = (resource: NotFoundResource) => (req: Request, _res: Response, next: NextFunction, value: string, name: string) => {
   const parsed = Uuid.safeParse(value);
   if (!parsed.success) throw errors.notFound(resource, value);
   req.params[name] = parsed.data;
@@ -139,7 +139,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(requireJsonBody);
   api.use(refuseUnsafeQuery);
   // Path ids that must be UUIDs, by parameter name: the catalogue's names and the SSE routes' own.
-  const uuidParams = {
+  const uuidParams: Record<string, NotFoundResource> = {
     intent_id: "intent",
     lease_id: "lease",
     portfolio_id: "portfolio",
@@ -360,7 +360,7 @@ function authenticate(keys: ApiKeys) {
  * against a handful of prefixes and then only its group's routes, instead of every route of the
  * API in turn (measurable on the hottest endpoints). Path parameters keep their checks.
  */
-function mountRoutes(api: express.Router, all: readonly ApiRoute[], handle: (route: ApiRoute) => express.RequestHandler, uuidParams: Record<string, string>): void {
+function mountRoutes(api: express.Router, all: readonly ApiRoute[], handle: (route: ApiRoute) => express.RequestHandler, uuidParams: Record<string, NotFoundResource>): void {
   const groups = new Map<string, ApiRoute[]>();
   for (const route of all) {
     const prefix = `/${route.path.split("/")[1]}`;

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { ACCESS_NARROWING_EVENTS, AppError, channelsCommands, type Message } from "@intentmesh/contracts";
+import { ACCESS_NARROWING_EVENTS, appError, channelsCommands, type Message } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed } from "./event-feed";
@@ -34,7 +34,7 @@ export async function streamChannel(req: Request, res: Response, options: Channe
   const visible = (m: Message) => view.sees_all || m.sender === view.agent_id || m.to === null || view.to_values.includes(m.to);
   const lastEventId = req.get("last-event-id") || (typeof req.query.last_event_id === "string" ? req.query.last_event_id : undefined);
   if (lastEventId !== undefined && !/^\d{1,15}$/.test(lastEventId)) {
-    throw new AppError("VALIDATION_FAILED", 400, "Last-Event-ID of a channel stream is the sequence of the last message received", { last_event_id: lastEventId });
+    throw appError("VALIDATION_FAILED", "Last-Event-ID of a channel stream is the sequence of the last message received", { last_event_id: lastEventId });
   }
 
   let closed = false;

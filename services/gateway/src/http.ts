@@ -49,7 +49,7 @@ function toAppError(error: unknown): AppError {
     return appError("UNSUPPORTED_ENCODING", "the request body encoding is not supported");
   }
   if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) {
-    return new AppError("BAD_REQUEST", e.status, "the request could not be read");
+    return appError("BAD_REQUEST", "the request could not be read", { parser_status: e.status });
   }
   return errors.internal();
 }

@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { AppError, memoryEventTypes } from "@intentmesh/contracts";
+import { appError, memoryEventTypes } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { agentSettings, entries } from "./db/schema";
 import type { MemoryContext } from "./context";
@@ -12,7 +12,7 @@ const lockFor = (tx: Tx, key: string) => tx.execute(sql`select pg_advisory_xact_
 
 /** 429 CAPACITY_EXCEEDED, titled Memory Capacity Exceeded (spec 7). */
 export const capacityExceeded = (message: string, details: Record<string, unknown>) =>
-  new AppError("CAPACITY_EXCEEDED", 429, message, details, { title: "Memory Capacity Exceeded" });
+  appError("CAPACITY_EXCEEDED", message, details, { title: "Memory Capacity Exceeded" });
 
 /** An agent's episodic capacity: its own setting, else the server's; never above the guardrail max_episodic_memory_per_agent. */
 export async function episodicCapacityOf(ctx: MemoryContext, tx: Tx | MemoryContext["db"], agentId: string): Promise<number> {

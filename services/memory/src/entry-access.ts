@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { AppError, actingAgent, isAdmin, type AccessLevel, type Caller, type MemoryType } from "@intentmesh/contracts";
+import { type AccessLevel, actingAgent, appError, type Caller, isAdmin, type MemoryType } from "@intentmesh/contracts";
 import type { Queryable } from "@intentmesh/db";
 import { namespaces } from "./db/schema";
 import type { MemoryContext } from "./context";
@@ -71,7 +71,7 @@ async function semanticAccessOf(ctx: MemoryContext, caller: Caller, entry: Entry
 }
 
 export const accessDenied = (what: string, details: Record<string, unknown> = {}) =>
-  new AppError("ACCESS_DENIED", 403, `you may not ${what}`, details);
+  appError("ACCESS_DENIED", `you may not ${what}`, details);
 
 /** Throws 403 ACCESS_DENIED unless the caller has at least `wanted` on the entry. */
 export async function assertAccess(ctx: MemoryContext, caller: Caller, entry: EntryKeyFacts & { id?: string }, wanted: "read" | "write"): Promise<Access> {

@@ -1,8 +1,8 @@
-import { AppError, agentOf, errors, isAdmin, isCoordinatorOrAdmin, type Caller, type MessageType } from "@intentmesh/contracts";
+import { agentOf, appError, type Caller, errors, isAdmin, isCoordinatorOrAdmin, type MessageType } from "@intentmesh/contracts";
 
 /** A 400 naming the rule of spec 2.13 / 4.7 that the message breaks. */
 export const ruleViolation = (rule: string, message: string, details: Record<string, unknown> = {}) =>
-  new AppError("MESSAGE_RULE_VIOLATED", 400, message, { rule, ...details });
+  appError("MESSAGE_RULE_VIOLATED", message, { rule, ...details });
 
 /** The request a response answers, as the type rules need it. */
 export interface AnsweredRequest {
@@ -87,7 +87,7 @@ export function refuseCredentials(parts: Record<string, unknown>): void {
   for (const [name, value] of Object.entries(parts)) {
     const path = findCredential(value);
     if (path) {
-      throw new AppError("CREDENTIALS_IN_MESSAGE", 400, `${name}${path === "/" ? "" : path} looks like a credential; messages must not carry secrets (spec 5.8): pass a reference instead`, {
+      throw appError("CREDENTIALS_IN_MESSAGE", `${name}${path === "/" ? "" : path} looks like a credential; messages must not carry secrets (spec 5.8): pass a reference instead`, {
         field: name,
         path,
       });

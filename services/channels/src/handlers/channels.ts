@@ -1,17 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, sql } from "drizzle-orm";
-import {
-  AppError,
-  DEFAULT_MAX_MESSAGES,
-  errors,
-  fitPage,
-  jsonBytes,
-  taskCommands,
-  type Caller,
-  type Channel,
-  type CreateChannelBody,
-  type PatchChannelBody,
-} from "@intentmesh/contracts";
+import { appError, type Caller, type Channel, type CreateChannelBody, DEFAULT_MAX_MESSAGES, errors, fitPage, jsonBytes, type PatchChannelBody, taskCommands } from "@intentmesh/contracts";
 import { isUniqueViolation, type Tx } from "@intentmesh/db";
 import type { ChannelsContext } from "../context";
 import { channels, messages } from "../db/schema";
@@ -52,7 +41,7 @@ export function newChannelRow(intentId: string, body: CreateChannelBody, created
 export async function checkNewChannel(ctx: ChannelsContext, caller: Caller, intentId: string, taskId: string | null | undefined): Promise<void> {
   const intent = await readIntent(ctx, caller, intentId);
   if (ENDED_INTENT.includes(intent.status)) {
-    throw new AppError("INTENT_ENDED", 409, `intent ${intentId} is ${intent.status}: its channels are closed and it takes no new ones`, { intent_id: intentId, status: intent.status });
+    throw appError("INTENT_ENDED", `intent ${intentId} is ${intent.status}: its channels are closed and it takes no new ones`, { intent_id: intentId, status: intent.status });
   }
   if (taskId) {
     const task = await ctx.client.request(taskCommands.get, caller, { task_id: taskId });
@@ -65,7 +54,7 @@ export async function insertChannel(db: Tx | ChannelsContext["db"], row: Channel
     await db.insert(channels).values(row);
   } catch (error) {
     if (isUniqueViolation(error)) {
-      throw new AppError("CHANNEL_NAME_TAKEN", 409, `intent ${row.intentId} already has a channel named ${row.name}`, { intent_id: row.intentId, name: row.name });
+      throw appError("CHANNEL_NAME_TAKEN", `intent ${row.intentId} already has a channel named ${row.name}`, { intent_id: row.intentId, name: row.name });
     }
     throw error;
   }
@@ -113,7 +102,7 @@ export async function patchChannel(ctx: ChannelsContext, channelId: string, body
     const [current] = await tx.select().from(channels).where(eq(channels.id, channelId)).for("update");
     if (!current) throw errors.notFound("channel", channelId);
     if (body.status === "open" && current.status === "closed") {
-      throw new AppError("CHANNEL_CLOSED", 409, `channel ${current.name} is closed; a closed channel is not reopened (create another)`, { channel_id: channelId });
+      throw appError("CHANNEL_CLOSED", `channel ${current.name} is closed; a closed channel is not reopened (create another)`, { channel_id: channelId });
     }
     const changes: Partial<ChannelRow> = {};
     if (body.members) changes.members = [...new Set(body.members)];

@@ -1,16 +1,5 @@
 import { and, asc, eq, gt, inArray, or, sql, type SQL } from "drizzle-orm";
-import {
-  AppError,
-  errors,
-  Uuid,
-  type Caller,
-  type ChannelStreamView,
-  type ListMessagesQuery,
-  type Message,
-  type MessageType,
-  type ReplyBody,
-  type SendMessageBody,
-} from "@intentmesh/contracts";
+import { appError, AppError, type Caller, type ChannelStreamView, errors, type ListMessagesQuery, type Message, type MessageType, type ReplyBody, type SendMessageBody, Uuid } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { SERVICE_CALLER, type ChannelsContext } from "../context";
 import { channels, messages } from "../db/schema";
@@ -70,7 +59,7 @@ export async function replyTo(ctx: ChannelsContext, channelId: string, messageId
 async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller): Promise<Message> {
   const viewer = await assertChannelAccess(ctx, caller, channel);
   if (body.intent_id && body.intent_id !== channel.intentId) {
-    throw new AppError("CROSS_INTENT_MESSAGE", 403, `channel ${channel.name} belongs to intent ${channel.intentId}; a message may not cross to another intent (rule 8)`, {
+    throw appError("CROSS_INTENT_MESSAGE", `channel ${channel.name} belongs to intent ${channel.intentId}; a message may not cross to another intent (rule 8)`, {
       channel_intent_id: channel.intentId,
       intent_id: body.intent_id,
     });
@@ -103,7 +92,7 @@ async function loadRequest(ctx: ChannelsContext, id: string) {
     .from(messages)
     .where(eq(messages.id, id));
   if (row?.status === "expired" && row.messageType === "request") {
-    throw new AppError("REQUEST_EXPIRED", 409, `request ${id} has expired; it takes no more responses`, { correlation_id: id });
+    throw appError("REQUEST_EXPIRED", `request ${id} has expired; it takes no more responses`, { correlation_id: id });
   }
   return row ?? null;
 }
@@ -112,7 +101,7 @@ async function loadRequest(ctx: ChannelsContext, id: string) {
 async function refusal(ctx: ChannelsContext, db: Pick<Tx, "select">, channelId: string): Promise<AppError> {
   const [channel] = await db.select({ name: channels.name }).from(channels).where(eq(channels.id, channelId));
   if (!channel) return errors.notFound("channel", channelId);
-  return new AppError("CHANNEL_CLOSED", 409, `channel ${channel.name} is closed: it takes no new messages (it stays readable until deleted)`, { channel_id: channelId });
+  return appError("CHANNEL_CLOSED", `channel ${channel.name} is closed: it takes no new messages (it stays readable until deleted)`, { channel_id: channelId });
 }
 
 /** A message inside a caller's transaction (the departure notice beside the member list change). */
@@ -203,7 +192,7 @@ export async function getMessage(ctx: ChannelsContext, channelId: string, messag
 export async function markRead(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<Message> {
   const { row, viewer } = await visibleMessage(ctx, channelId, messageId, caller);
   if (viewer.agentId === row.sender) throw errors.forbidden("the sender of a message does not acknowledge it; its target does", { message_id: messageId });
-  if (row.status === "expired") throw new AppError("MESSAGE_EXPIRED", 409, `message ${messageId} has expired and was not delivered`, { message_id: messageId });
+  if (row.status === "expired") throw appError("MESSAGE_EXPIRED", `message ${messageId} has expired and was not delivered`, { message_id: messageId });
   if (row.status === "read") return toMessage(row);
   const [updated] = await ctx.db
     .update(messages)

@@ -66,7 +66,7 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
   const targetUri = `${target}/api/v1/federation/receive`;
   const headers = signRequest({ method: "POST", targetUri, body: text, idempotencyKey: key }, ctx.identity, ctx.clock.now().getTime());
 
-  let failure: { code: string; status: number; message: string; details: Record<string, unknown> };
+  let failure: AppError;
   try {
     // SPEC 5.1 on the peer's side: the key it gave this server (FEDERATION_PEERS[].api_key), beside the signature.
     const peerKey = peerKeyHeader(ctx.settings.peers, targetUri);
@@ -87,15 +87,14 @@ export async function dispatch(ctx: FederationContext, body: DispatchBody, heade
       await release(ctx, row);
       throw federationErrors.inProgress(key);
     }
-    const error = federationErrors.remoteRefused(response.status, answer);
-    failure = { code: error.code, status: error.status, message: error.message, details: error.details };
+    failure = federationErrors.remoteRefused(response.status, answer);
   } catch (error) {
     const appError = asOutboundAppError(error);
     if (!appError) throw error;
-    failure = { code: appError.code, status: appError.status, message: appError.message, details: appError.details };
+    failure = appError;
   }
-  await fail(ctx, row, envelope, failure, caller);
-  throw new AppError(failure.code, failure.status, failure.message, failure.details);
+  await fail(ctx, row, envelope, { code: failure.code, status: failure.status, message: failure.message, details: failure.details }, caller);
+  throw failure;
 }
 
 /**

@@ -27,7 +27,7 @@ export function peerServerUrl(ctx: FederationContext, value: string, field: stri
   } catch (error) {
     if (isOutboundError(error)) {
       const outbound = outboundAppError(error);
-      throw new AppError(outbound.code, outbound.status, `${field}: ${outbound.message}`, { ...outbound.details, field });
+      throw outbound.within(`${field}: `, { field });
     }
     throw error;
   }

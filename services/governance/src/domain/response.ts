@@ -1,4 +1,4 @@
-import { AppError, type SuspensionRecord } from "@intentmesh/contracts";
+import { appError, AppError, type SuspensionRecord } from "@intentmesh/contracts";
 
 /** What a valid value adds to the answer: the label and description of the choice it matched. */
 export interface MatchedChoice {
@@ -9,7 +9,7 @@ export interface MatchedChoice {
 const CONFIRM_VALUES = ["yes", "no"];
 
 function invalidValue(message: string, responseType: string, extra: Record<string, unknown> = {}, details: Record<string, unknown> = {}): AppError {
-  return new AppError("INVALID_RESPONSE_VALUE", 422, message, { response_type: responseType, ...details }, extra);
+  return appError("INVALID_RESPONSE_VALUE", message, { response_type: responseType, ...details }, extra);
 }
 
 /**

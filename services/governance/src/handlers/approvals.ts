@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, type SQL } from "drizzle-orm";
-import { AppError, errors, intentsCommands, isoTimestamp, type Caller, type CreateApprovalBody, type DecideApprovalBody, type APPROVAL_STATUSES } from "@intentmesh/contracts";
+import { appError, type APPROVAL_STATUSES, type Caller, type CreateApprovalBody, type DecideApprovalBody, errors, intentsCommands, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import type { GovernanceContext } from "../context";
 import { approvals, outbox } from "../db/schema";
@@ -95,7 +95,7 @@ export async function decideApproval(
 ): Promise<Approval> {
   const current = await findApproval(ctx, input.intent_id, input.approval_id);
   if (current.requesterPrincipal === caller.principal || current.requestedBy === caller.actor) {
-    throw new AppError("SELF_APPROVAL", 403, "an approval is decided by someone other than its requester", { requested_by: current.requestedBy });
+    throw appError("SELF_APPROVAL", "an approval is decided by someone other than its requester", { requested_by: current.requestedBy });
   }
   const now = ctx.clock.now();
   const notes = input.body.reason ?? input.body.notes ?? null;
@@ -121,7 +121,7 @@ export async function decideApproval(
   });
   if (!decided) {
     const again = await findApproval(ctx, input.intent_id, input.approval_id);
-    throw new AppError("APPROVAL_NOT_PENDING", 409, `approval ${again.id} is already ${again.status}`, { status: again.status, decided_by: again.decidedBy });
+    throw appError("APPROVAL_NOT_PENDING", `approval ${again.id} is already ${again.status}`, { status: again.status, decided_by: again.decidedBy });
   }
   ctx.published();
   return toApproval(decided);

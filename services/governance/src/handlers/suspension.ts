@@ -1,17 +1,4 @@
-import {
-  AppError,
-  activeRecord,
-  intentsCommands,
-  isAppError,
-  Uuid,
-  suspensionCommands,
-  type Caller,
-  type InputResponse,
-  type Intent,
-  type RespondBody,
-  type SuspensionRecord,
-  type SuspensionRequest,
-} from "@intentmesh/contracts";
+import { activeRecord, appError, type Caller, type InputResponse, type Intent, intentsCommands, isAppError, type RespondBody, suspensionCommands, type SuspensionRecord, type SuspensionRequest, Uuid } from "@intentmesh/contracts";
 import type { GovernanceContext } from "../context";
 import { validateResponseValue } from "../domain/response";
 import { endTracking, trackSuspension } from "../tracking";
@@ -59,7 +46,7 @@ const RESPOND_ATTEMPTS = 3;
 export async function respond(ctx: GovernanceContext, input: { intent_id: string; body: RespondBody }, caller: Caller): Promise<InputResponse> {
   const { body } = input;
   if (!body.suspension_id || body.suspension_id.trim() === "") {
-    throw new AppError("SUSPENSION_ID_REQUIRED", 422, "suspension_id is required and must not be empty", { field: "suspension_id" });
+    throw appError("SUSPENSION_ID_REQUIRED", "suspension_id is required and must not be empty", { field: "suspension_id" });
   }
   const named = body.suspension_id.trim().toLowerCase();
   const respondedBy = body.responded_by ?? caller.actor;
@@ -83,7 +70,7 @@ export async function respond(ctx: GovernanceContext, input: { intent_id: string
       if (!record && isAppError(error) && error.code === "VERSION_MISMATCH" && attempt < RESPOND_ATTEMPTS) continue;
       if (isAppError(error) && error.code === "SUSPENSION_MISMATCH") {
         // The active id is never echoed (it is a capability, spec 5.5): the refusal names the id as written.
-        throw new AppError("SUSPENSION_MISMATCH", 409, `suspension ${body.suspension_id} is not the active suspension of intent ${intent.id}`, { suspension_id: body.suspension_id });
+        throw appError("SUSPENSION_MISMATCH", `suspension ${body.suspension_id} is not the active suspension of intent ${intent.id}`, { suspension_id: body.suspension_id });
       }
       throw error;
     }

@@ -1,4 +1,4 @@
-import { AppError, agentOf, effectivePolicy, type Caller, type EffectiveGovernancePolicy, type GovernancePolicy, type IntentStatus } from "@intentmesh/contracts";
+import { agentOf, appError, AppError, type Caller, type EffectiveGovernancePolicy, effectivePolicy, type GovernancePolicy, type IntentStatus } from "@intentmesh/contracts";
 
 /** A change the governance policy of its intent may refuse. */
 export type GovernedMutation =
@@ -18,7 +18,7 @@ export interface GovernanceFacts {
 }
 
 export function violation(rule: string, message: string, compared: Record<string, unknown>): AppError {
-  return new AppError("GOVERNANCE_VIOLATION", 403, message, { rule, ...compared }, { error: "governance_violation", rule });
+  return appError("GOVERNANCE_VIOLATION", message, { rule, ...compared }, { error: "governance_violation", rule });
 }
 
 /**

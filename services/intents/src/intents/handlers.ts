@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { AppError, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, intentEventTypes, intentsCommands, isoTimestamp, type Caller, type CreateIntentBody, type Intent, type ListIntentsQuery } from "@intentmesh/contracts";
+import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, type Intent, intentEventTypes, intentsCommands, isoTimestamp, type ListIntentsQuery } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../kernel/statements";
@@ -83,7 +83,7 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery, 
 async function existingCreation(ctx: IntentsContext, intentId: string, createdBy: string, caller: Caller): Promise<Intent> {
   const existing = await getIntent(ctx, intentId, caller);
   if (existing.created_by !== createdBy) {
-    throw new AppError("INTENT_EXISTS", 409, `intent ${intentId} exists already, created by someone else`, { intent_id: intentId });
+    throw appError("INTENT_EXISTS", `intent ${intentId} exists already, created by someone else`, { intent_id: intentId });
   }
   return existing;
 }

@@ -23,6 +23,6 @@ export function formatPointer(tokens: string[]): string {
 /** A malformed pointer is the caller's mistake wherever it is met (a patch path, a lease scope): 400. */
 export class PointerError extends AppError {
   constructor(message: string) {
-    super("INVALID_POINTER", 400, message);
+    super("INVALID_POINTER", message);
   }
 }

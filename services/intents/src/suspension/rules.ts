@@ -1,4 +1,4 @@
-import { AppError, activeRecord, appError, isoTimestamp, type IntentStatus, type JsonObject, type SuspensionEndInput, type SuspensionRecord, type SuspensionRequest } from "@intentmesh/contracts";
+import { activeRecord, appError, isoTimestamp, type IntentStatus, type JsonObject, type SuspensionEndInput, type SuspensionRecord, type SuspensionRequest } from "@intentmesh/contracts";
 
 /**
  * The total deadline of a suspension (spec 2.9): suspended_at + interval_seconds x max_attempts
@@ -68,7 +68,7 @@ export const SUSPENDED: IntentStatus = "suspended_awaiting_input";
  */
 export function assertMaySuspend(intentId: string, status: IntentStatus, via: "begin" | "status"): void {
   if (status === "active") return;
-  throw new AppError("INVALID_TRANSITION", 409, `only an active intent can be suspended; intent ${intentId} is ${status}`, {
+  throw appError("INVALID_TRANSITION", `only an active intent can be suspended; intent ${intentId} is ${status}`, {
     from: status,
     to: SUSPENDED,
     ...(via === "begin" ? { allowed_from: ["active"] } : { allowed: [] }),
@@ -117,14 +117,14 @@ export function endedRecord(
  */
 export function assertMayAdoptRecord(intentId: string, status: IntentStatus, state: JsonObject): void {
   if (status !== SUSPENDED) {
-    throw new AppError("PATCH_FAILED", 400, `_suspension is managed by the server; it may be set only on a suspended intent awaiting its record (intent ${intentId} is ${status})`, {
+    throw appError("PATCH_FAILED", `_suspension is managed by the server; it may be set only on a suspended intent awaiting its record (intent ${intentId} is ${status})`, {
       index: 0,
       op: "set",
       path: "_suspension",
     });
   }
   if (activeRecord(state)) {
-    throw new AppError("SUSPENSION_ACTIVE", 409, `intent ${intentId} already has a waiting suspension; answer or cancel it first`, { intent_id: intentId });
+    throw appError("SUSPENSION_ACTIVE", `intent ${intentId} already has a waiting suspension; answer or cancel it first`, { intent_id: intentId });
   }
 }
 
@@ -134,7 +134,7 @@ export function assertMayAdoptRecord(intentId: string, status: IntentStatus, sta
  */
 export function cancelledByAbandon(intentId: string, status: IntentStatus, state: JsonObject): { state: JsonObject; cancelled: SuspensionRecord | undefined } {
   if (status !== SUSPENDED) {
-    throw new AppError("INVALID_TRANSITION", 409, `intent ${intentId} is ${status}, not suspended_awaiting_input`, { from: status, to: "abandoned" });
+    throw appError("INVALID_TRANSITION", `intent ${intentId} is ${status}, not suspended_awaiting_input`, { from: status, to: "abandoned" });
   }
   const active = activeRecord(state);
   return { state: active ? { ...state, _suspension: { ...active, resolution: "cancelled" } } : state, cancelled: active };

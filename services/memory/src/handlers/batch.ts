@@ -13,7 +13,7 @@ import { filterSql, visibleSql } from "./query";
 /** Says which item of a batch failed, keeping the error's code and status. */
 function atItem(index: number, error: unknown): unknown {
   if (!(error instanceof AppError)) return error;
-  return new AppError(error.code, error.status, `entries[${index}]: ${error.message}`, { ...error.details, item: index }, error.extra);
+  return error.within(`entries[${index}]: `, { item: index });
 }
 
 type Item = MemoryBatchBody["entries"][number];

@@ -1,16 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
-import {
-  AppError,
-  errors,
-  intentsCommands,
-  jsonBytes,
-  memoryEventTypes,
-  type Caller,
-  type CreateMemoryBody,
-  type MemoryEntry,
-  type PatchMemoryBody,
-} from "@intentmesh/contracts";
+import { appError, AppError, type Caller, type CreateMemoryBody, errors, intentsCommands, jsonBytes, type MemoryEntry, memoryEventTypes, type PatchMemoryBody } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { entries, tasks } from "../db/schema";
 import type { MemoryContext } from "../context";
@@ -25,13 +15,13 @@ import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
 import { assertGovernanceAllows } from "../governance-check";
 
-export const entryNotFound = (id: string) => new AppError("ENTRY_NOT_FOUND", 404, `memory entry ${id} was not found`, { entry_id: id });
+export const entryNotFound = (id: string) => appError("ENTRY_NOT_FOUND", `memory entry ${id} was not found`, { entry_id: id });
 
 const taskEnded = (taskId: string) =>
-  new AppError("TASK_ENDED", 409, `task ${taskId} has ended: its working memory was archived and no new entry may join it`, { task_id: taskId });
+  appError("TASK_ENDED", `task ${taskId} has ended: its working memory was archived and no new entry may join it`, { task_id: taskId });
 
 const episodicOnly = (field: string, memoryType: string) =>
-  new AppError("FIELD_NOT_ALLOWED", 400, `${field} applies to episodic memory only, not to ${memoryType} entries`, { field, memory_type: memoryType });
+  appError("FIELD_NOT_ALLOWED", `${field} applies to episodic memory only, not to ${memoryType} entries`, { field, memory_type: memoryType });
 
 /** A create, checked and resolved outside the transaction (task, intent, expiry). */
 export interface PreparedCreate {
@@ -58,7 +48,7 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
   let taskLimits: PreparedCreate["task"] = null;
   if (taskId) {
     const task = await loadTask(ctx, taskId);
-    if (!task) throw new AppError("TASK_NOT_FOUND", 404, `scope.task_id ${taskId} names no task`, { task_id: taskId });
+    if (!task) throw appError("TASK_NOT_FOUND", `scope.task_id ${taskId} names no task`, { task_id: taskId });
     if (intentId && intentId !== task.intentId) {
       throw errors.validation(`scope.intent_id ${intentId} is not the intent of task ${taskId} (${task.intentId})`);
     }
@@ -136,10 +126,7 @@ async function entryExists(db: Pick<Tx, "select">, row: EntryRow): Promise<AppEr
       ? sql`${entries.memoryType} = 'semantic' and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`
       : sql`${entries.memoryType} <> 'semantic' and ${entries.agentId} = ${row.agentId} and ${entries.namespace} = ${row.namespace} and ${entries.key} = ${row.key}`;
   const [existing] = await db.select({ id: entries.id, memoryType: entries.memoryType, version: entries.version }).from(entries).where(where);
-  return new AppError(
-    "ENTRY_EXISTS",
-    409,
-    `an entry with namespace ${row.namespace} and key ${row.key} already exists${row.memoryType === "semantic" ? "" : ` for agent ${row.agentId}`}; update it with PATCH /memory/{id}`,
+  return appError("ENTRY_EXISTS", `an entry with namespace ${row.namespace} and key ${row.key} already exists${row.memoryType === "semantic" ? "" : ` for agent ${row.agentId}`}; update it with PATCH /memory/{id}`,
     { entry_id: existing?.id ?? null, memory_type: existing?.memoryType ?? null },
     { entry_id: existing?.id ?? null, current_version: existing?.version ?? null },
   );
@@ -187,10 +174,7 @@ export async function getEntry(ctx: MemoryContext, id: string, caller: Caller): 
 /** The 409 of rule 1: the body carries the current entry (its fields at the top level) and current_version. */
 export function versionMismatch(current: EntryRow, expected: number): AppError {
   const entry = toEntry(current);
-  return new AppError(
-    "VERSION_MISMATCH",
-    409,
-    `memory entry ${current.id} is at version ${current.version}, not ${expected}`,
+  return appError("VERSION_MISMATCH", `memory entry ${current.id} is at version ${current.version}, not ${expected}`,
     { resource: "memory entry", id: current.id, current_version: current.version, expected_version: expected },
     { ...entry, current_version: current.version },
   );
