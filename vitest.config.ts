@@ -29,7 +29,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
-          include: ["libs/*/src/**/*.test.ts", "scripts/*.test.ts", "services/*.test.ts", "services/*/src/**/*.test.ts", "libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/deploy/**/*.test.ts", "packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts"],
+          include: ["libs/*/src/**/*.test.ts", "scripts/*.test.ts", "services/*.test.ts", "services/*/src/**/*.test.ts", "libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/deploy/**/*.test.ts", "test/support/*.test.ts", "packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts"],
           exclude: ["**/node_modules/**", ...backendFiles],
         },
       },

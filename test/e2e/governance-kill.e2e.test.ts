@@ -1,55 +1,31 @@
-import { type ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
-import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
-import { createTestDatabase, testNamespace } from "../support/backends";
-import { agentCaller, deleteNamespaceStreams, startTestGateway, type TestCluster } from "../support/cluster";
-import { killServiceProcess, startServiceProcess, untilHealthy, untilOutboxDrained } from "../support/service-process";
+import { agentCaller, startTestGateway, type TestCluster } from "../support/cluster";
+import { openFaultHarness, type FaultHarness } from "../support/fault-harness";
 import type { Gateway } from "../../services/gateway/src/app";
 
 // Fault test: the governance process is killed (SIGKILL) again and again while suspensions re-notify
 // and time out, and started again each time. In the end every suspension has timed out once: one
 // intent.suspension_expired each, each re-notification attempt once, no tracked row left waiting.
 const caller = agentCaller("governance-kill");
-let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
-let namespace: string;
-let bus: Bus;
-let database: DatabaseHandle;
+let harness: FaultHarness;
 let gateway: Gateway | undefined;
 let api: TestCluster["api"];
-let governance: ChildProcess | undefined;
-let intents: ChildProcess | undefined;
-
-const env = () => ({ DATABASE_URL: testDb.url, NATS_URL: inject("natsUrl"), BUS_NAMESPACE: namespace });
-const startGovernance = () => startServiceProcess("governance", { ...env(), SUSPENSION_TIMER_INTERVAL_MS: "50" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
-  testDb = await createTestDatabase(inject("databaseUrl"));
-  namespace = testNamespace();
-  bus = await connectBus(inject("natsUrl"), "governance-kill-test", namespace);
-  bus.checks = { outputs: true, errors: true }; // services started here are held to their catalogue entries
-  database = await openDatabase({ url: testDb.url });
-  ({ gateway, api } = await startTestGateway(bus, createLogger("test", "silent"), { busTimeoutMs: 3000 }));
+  harness = await openFaultHarness("governance-kill", caller, { busTimeoutMs: 3000 });
+  ({ gateway, api } = await startTestGateway(harness.bus, createLogger("test", "silent"), { busTimeoutMs: 3000 }));
 });
 afterAll(async () => {
-  governance?.kill("SIGKILL");
-  intents?.kill("SIGKILL");
   await gateway?.stop();
-  if (bus) await deleteNamespaceStreams(bus, namespace).catch(() => undefined);
-  await bus?.close();
-  await database?.close();
-  await testDb?.drop();
+  await harness?.close();
 });
 
 describe("killing the governance service while suspensions time out", () => {
   it("loses no timeout and fires none twice", { timeout: 120_000 }, async () => {
-    const client = new BusClient(bus, 3000);
-    intents = startServiceProcess("intents", env());
-    governance = startGovernance();
-    await Promise.all([untilHealthy(client, "intents", caller), untilHealthy(client, "governance", caller)]);
+    await Promise.all([harness.start("intents"), harness.start("governance", { SUSPENSION_TIMER_INTERVAL_MS: "50" })]);
 
     // 30 suspensions: a third single-attempt (1-3 s), the others re-notifying every second (2-3 attempts).
     const suspended: { id: string; attempts: number; fail: boolean }[] = [];
@@ -74,20 +50,13 @@ describe("killing the governance service while suspensions time out", () => {
     // Kill it four times while the deadlines pass, starting it again at once each time.
     for (let k = 0; k < 4; k++) {
       await sleep(400 + k * 150);
-      await killServiceProcess(governance);
-      governance = startGovernance();
+      await harness.killAndRestart("governance", 0);
     }
-    await untilHealthy(client, "governance", caller);
     // Every deadline is at most 3 s after its suspension; wait until nothing waits any more.
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const [row] = rowsOf<{ n: number }>(await database.db.execute(sql`select count(*)::int as n from governance.suspensions where status = 'waiting'`));
-      if (row!.n === 0) break;
-      if (Date.now() > deadline) throw new Error(`${row!.n} suspensions still waiting`);
-      await sleep(200);
-    }
-    await untilOutboxDrained(client, "governance", caller);
-    await untilOutboxDrained(client, "intents", caller);
+    const waiting = async () => (await harness.rows<{ n: number }>(sql`select count(*)::int as n from governance.suspensions where status = 'waiting'`))[0]!.n;
+    await harness.until(async () => (await waiting()) === 0, 60_000, "every suspension to time out");
+    await harness.drained("governance");
+    await harness.drained("intents");
     await sleep(500);
 
     for (const s of suspended) {

@@ -1,14 +1,11 @@
-import { type ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentEventMsgId, agentEventTypes, streams, type AgentEvent, type AgentStatus } from "@intentmesh/contracts";
-import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
-import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { sql } from "drizzle-orm";
-import { createTestDatabase, testNamespace } from "../support/backends";
-import { agentCaller, deleteNamespaceStreams, startTestGateway, type ApiResponse, type TestCluster, type TEST_KEYS } from "../support/cluster";
+import { agentCaller, startTestGateway, type ApiResponse, type TestCluster, type TEST_KEYS } from "../support/cluster";
+import { openFaultHarness, type FaultHarness } from "../support/fault-harness";
 import { uniqueTag } from "../support/e2e-helpers";
-import { killServiceProcess, readStream, startServiceProcess, untilHealthy, untilOutboxDrained } from "../support/service-process";
+import { readStream } from "../support/service-process";
 import type { Gateway } from "../../services/gateway/src/app";
 
 // Fault test: the registry service process is killed (SIGKILL) while clients register and drain
@@ -16,29 +13,11 @@ import type { Gateway } from "../../services/gateway/src/app";
 // is in the registry, each agent's log has no gap, every event reaches the stream exactly once,
 // and the intents service's projection of agent statuses catches up with every agent's log.
 const caller = agentCaller("registry-kill");
-let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
-let namespace: string;
-let bus: Bus;
-let database: DatabaseHandle;
+let harness: FaultHarness;
 let gateway: Gateway | undefined;
 let api: TestCluster["api"];
-let registry: ChildProcess | undefined;
-let intents: ChildProcess | undefined;
-
-const env = () => ({ DATABASE_URL: testDb.url, NATS_URL: inject("natsUrl"), BUS_NAMESPACE: namespace });
-// The sweeper stays out of the way: nothing goes silent or finishes draining during the test.
-const startRegistry = () => startServiceProcess("registry", { ...env(), AGENT_SWEEP_INTERVAL_MS: "3600000" });
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `done` every 20 ms until it holds; throws `what` when `ms` pass first. */
-async function until(done: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
+const until: FaultHarness["until"] = (...args) => harness.until(...args);
 
 /** Where an agent's status stands on its way: a status "at or past" another has this rank or more. */
 const RANK: Record<AgentStatus, number> = { registering: 0, active: 1, unhealthy: 1, draining: 2, dead: 3, deregistered: 3 };
@@ -51,30 +30,19 @@ interface Tracked {
 }
 
 beforeAll(async () => {
-  testDb = await createTestDatabase(inject("databaseUrl"));
-  namespace = testNamespace();
-  bus = await connectBus(inject("natsUrl"), "registry-kill-test", namespace);
-  bus.checks = { outputs: true, errors: true }; // services started here are held to their catalogue entries
-  database = await openDatabase({ url: testDb.url });
+  harness = await openFaultHarness("registry-kill", caller);
   // Requests the killed registry never answers time out quickly; with no registry at all they are 503 at once.
-  ({ gateway, api } = await startTestGateway(bus, createLogger("test", "silent"), { busTimeoutMs: 1500 }));
+  ({ gateway, api } = await startTestGateway(harness.bus, createLogger("test", "silent"), { busTimeoutMs: 1500 }));
 });
 afterAll(async () => {
-  registry?.kill("SIGKILL");
-  intents?.kill("SIGKILL");
   await gateway?.stop();
-  if (bus) await deleteNamespaceStreams(bus, namespace).catch(() => undefined);
-  await bus?.close();
-  await database?.close();
-  await testDb?.drop();
+  await harness?.close();
 });
 
 describe("killing the registry service mid-flight", () => {
   it("loses no acknowledged registration or drain, and its logs, stream and the intents projection agree", async () => {
-    const client = new BusClient(bus, 1500);
-    registry = startRegistry();
-    intents = startServiceProcess("intents", env());
-    await Promise.all([untilHealthy(client, "registry", caller), untilHealthy(client, "intents", caller)]);
+    // The sweeper stays out of the way: nothing goes silent or finishes draining during the test.
+    await Promise.all([harness.start("registry", { AGENT_SWEEP_INTERVAL_MS: "3600000" }), harness.start("intents")]);
 
     const tag = uniqueTag("rk");
     const agents = new Map<string, Tracked>();
@@ -138,10 +106,7 @@ describe("killing the registry service mid-flight", () => {
 
     await until(() => acknowledgedWrites >= 60, 15_000, "writes before the kill");
     const beforeKill = acknowledgedWrites;
-    await killServiceProcess(registry);
-    await until(() => outageAnswers > 0, 5_000, "clients to see the registry gone");
-    registry = startRegistry();
-    await untilHealthy(client, "registry", caller);
+    await harness.killAndRestart("registry", () => until(() => outageAnswers > 0, 5_000, "clients to see the registry gone"));
     const afterRestart = acknowledgedWrites;
     await until(() => acknowledgedWrites >= afterRestart + 40, 15_000, "writes after the restart");
     writing = false;
@@ -152,7 +117,7 @@ describe("killing the registry service mid-flight", () => {
     expect(outageAnswers).toBeGreaterThan(0);
 
     // The restarted relay drains what the killed one left.
-    await untilOutboxDrained(client, "registry", caller);
+    await harness.drained("registry");
 
     // 1 and 2: every agent is there at or past its acknowledged status, and its log runs 1..n.
     const ids = [...agents.keys()];
@@ -182,7 +147,7 @@ describe("killing the registry service mid-flight", () => {
     expect(drained).toBeGreaterThan(0);
 
     // 3: every event of every log is in the stream exactly once, and the stream holds nothing else.
-    const published = await readStream(bus, bus.streamName(streams.registry.name), (msg) => msg.headers?.get("Nats-Msg-Id") ?? "(no Nats-Msg-Id)");
+    const published = await readStream(harness.bus, harness.bus.streamName(streams.registry.name), (msg) => msg.headers?.get("Nats-Msg-Id") ?? "(no Nats-Msg-Id)");
     const copies = new Map<string, number>();
     for (const msgId of published) copies.set(msgId, (copies.get(msgId) ?? 0) + 1);
     const expected = [...logs].flatMap(([id, events]) => events.map((e) => agentEventMsgId(id, e.sequence)));
@@ -193,9 +158,7 @@ describe("killing the registry service mid-flight", () => {
     const want = new Map([...logs].map(([id, events]) => [id, events.filter((e) => e.event_type === agentEventTypes.lifecycle).at(-1)!]));
     const projected = async () =>
       new Map(
-        rowsOf<{ agent_id: string; status: string; event_sequence: string }>(
-          await database.db.execute(sql`select agent_id, status, event_sequence from intents.agent_status`),
-        ).map((row) => [row.agent_id, { status: row.status, sequence: Number(row.event_sequence) }]),
+        (await harness.rows<{ agent_id: string; status: string; event_sequence: string }>(sql`select agent_id, status, event_sequence from intents.agent_status`)).map((row) => [row.agent_id, { status: row.status, sequence: Number(row.event_sequence) }]),
       );
     const behind = async () => {
       const rows = await projected();
