@@ -1,40 +1,15 @@
 import { z } from "./zod";
-import { ActorId, AgentId, Caller, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
+import { ActorId, AgentId, Caller, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { IntentRef, IfMatch, command } from "./command";
-import { SuspensionRequest, SuspensionResponse } from "./suspension";
 import { Intent } from "./intents";
 
 /**
- * The governance service (spec 2.9-2.11, 4.5, 4.6): the REST surface of suspensions and their
- * server-side timeouts, approvals and engagement decisions. Commands are `im.governance.<verb>`.
+ * The governance service (spec 2.9-2.11, 4.5, 4.6): suspensions (their contract lives in
+ * suspension.ts), their server-side timeouts, approvals and engagement decisions. Commands are
+ * `im.governance.<verb>`.
  */
 
-/** POST /intents/{id}/suspend/respond (spec 4.5). suspension_id is checked by the handler: missing or empty is 422. */
-export const RespondBody = z
-  .object({
-    suspension_id: z.string().max(200).optional(),
-    value: z.unknown().optional(),
-    responded_by: ActorId.optional(),
-    metadata: boundedJsonObject().optional(),
-  })
-  .strict()
-  // Not "SuspensionResponse": that is the 200 body's component (responses.ts); one name for two
-  // schemas made the document describe this request as the response.
-  .openapi("SuspensionRespond");
-export type RespondBody = z.infer<typeof RespondBody>;
 
-/** InputResponse (spec 2.9), the 200 body of respond. */
-export interface InputResponse {
-  intent_id: string;
-  suspension_id: string;
-  resolution: "responded";
-  value: unknown;
-  choice_label?: string;
-  choice_description?: string;
-  responded_by: string;
-  responded_at: string;
-  metadata?: Record<string, unknown>;
-}
 
 export const APPROVAL_STATUSES = ["pending", "approved", "denied"] as const;
 
@@ -237,8 +212,6 @@ export const governancePolicyCommands = {
 const ApprovalRef = IntentRef.extend({ approval_id: Uuid });
 
 export const governanceCommands = {
-  suspend: command("governance", "suspend", IntentRef.merge(IfMatch).extend({ body: withinBytes(SuspensionRequest) }), Intent, ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "VERSION_MISMATCH"]),
-  respond: command("governance", "respond", IntentRef.extend({ body: RespondBody }), SuspensionResponse, ["INTENT_NOT_FOUND", "INVALID_RESPONSE_VALUE", "NOT_SUSPENDED", "SUSPENSION_ID_REQUIRED", "SUSPENSION_MISMATCH"]),
   createApproval: command("governance", "approvals.create", IntentRef.extend({ body: CreateApprovalBody }), Approval, ["INTENT_NOT_FOUND"]),
   getApproval: command("governance", "approvals.get", ApprovalRef, Approval, ["APPROVAL_NOT_FOUND", "INTENT_NOT_FOUND"]),
   listApprovals: command("governance", "approvals.list", IntentRef.extend({ query: ListApprovalsQuery }), ApprovalList, ["INTENT_NOT_FOUND"]),

@@ -3,7 +3,8 @@ import type { ErrorCode } from "./error-catalogue";
 import { aclCommands, type IntentPermission } from "./acl";
 import { intentsCommands } from "./subjects";
 import { governanceCommands, governancePolicyCommands } from "./governance";
-import { portfoliosCommands, suspensionCommands } from "./portfolios";
+import { portfoliosCommands } from "./portfolios";
+import { suspensionCommands, suspensionRequestCommands } from "./suspension";
 import { attachmentCommands } from "./attachments";
 import { retryCommands } from "./retries";
 import { costsCommands } from "./costs";
@@ -77,8 +78,6 @@ const acl: RulesOf<typeof aclCommands> = {
 const governancePolicy: RulesOf<typeof governancePolicyCommands> = { set: admin, get: read, remove: admin, check: SERVICE, checkMany: SERVICE };
 
 const governance: RulesOf<typeof governanceCommands> = {
-  suspend: write,
-  respond: write,
   createApproval: write,
   getApproval: read,
   listApprovals: read,
@@ -90,6 +89,7 @@ const governance: RulesOf<typeof governanceCommands> = {
 };
 
 const suspension: RulesOf<typeof suspensionCommands> = { begin: SERVICE, end: SERVICE };
+const suspensionRequests: RulesOf<typeof suspensionRequestCommands> = { suspend: write, respond: write };
 
 const portfolios: RulesOf<typeof portfoliosCommands> = {
   create: { open: "a portfolio is not an intent" },
@@ -174,6 +174,7 @@ export const intentAccessRules = [
   [governancePolicyCommands, governancePolicy],
   [governanceCommands, governance],
   [suspensionCommands, suspension],
+  [suspensionRequestCommands, suspensionRequests],
   [portfoliosCommands, portfolios],
   [attachmentCommands, attachments],
   [retryCommands, retries],

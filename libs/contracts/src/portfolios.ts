@@ -1,8 +1,7 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit, withinBytes } from "./common";
-import { INTENT_STATUSES, Intent, IntentStatus, ListEventsQuery } from "./intents";
+import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
+import { INTENT_STATUSES, IntentStatus, ListEventsQuery } from "./intents";
 import { command, IfMatch, IntentRef } from "./command";
-import { SuspensionEndInput, SuspensionRequest } from "./suspension";
 
 /**
  * Portfolios (spec 2.5: fields not shown, so designed here; see README "Portfolios"): a named
@@ -145,18 +144,3 @@ export const portfoliosCommands = {
   ofIntent: command("intents", "portfolios.of_intent", IntentRef.extend({ query: ListIntentPortfoliosQuery }), PortfolioPage, ["INTENT_NOT_FOUND"]),
 } as const;
 
-/**
- * Bus-only primitives (no HTTP route) for the governance service: suspend an active intent
- * (state._suspension written, status suspended_awaiting_input, intent.suspended) and end that
- * suspension (intent.resumed or intent.suspension_expired). Both emit status_changed.
- */
-export const suspensionCommands = {
-  begin: command(
-    "intents",
-    "suspension.begin",
-    IntentRef.extend({ if_match: z.number().int().nullable().default(null), suspension: withinBytes(SuspensionRequest) }),
-    Intent,
-    ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH", "SUSPENSION_ACTIVE"],
-  ),
-  end: command("intents", "suspension.end", withinBytes(SuspensionEndInput), Intent, ["INTENT_NOT_FOUND", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]),
-} as const;

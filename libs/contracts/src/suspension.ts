@@ -1,10 +1,14 @@
 import { z } from "./zod";
-import { ActorId, JsonObject, Timestamp, Uuid } from "./common";
+import { ActorId, JsonObject, Timestamp, Uuid, boundedJsonObject, withinBytes } from "./common";
+import { command, IfMatch, IntentRef } from "./command";
+import { Intent } from "./intents";
 
 /**
- * Suspension records (spec 2.9) as the intents service stores them in `state._suspension`, and
- * the input of the bus-only primitive the governance service calls to suspend and resume an
- * intent (`im.intents.suspension.begin` / `.end`, see subjects in portfolios.ts).
+ * The whole contract of suspensions (spec 2.9, 4.5) in one place: the records the intents
+ * service stores in `state._suspension`, the REST requests and answers (suspend, respond), the
+ * governance service's commands behind them, and the bus-only primitives the governance service
+ * calls to suspend and resume an intent (`im.intents.suspension.begin` / `.end`). The intents
+ * service is the authority on both moves; its routes are in api/suspension.ts.
  */
 export const RESPONSE_TYPES = ["choice", "confirm", "text", "form"] as const;
 export const FALLBACK_POLICIES = ["fail", "complete_with_fallback", "use_default_and_continue"] as const;
@@ -168,3 +172,53 @@ export function activeRecord(state: Record<string, unknown>): SuspensionRecord |
   const record = state._suspension as SuspensionRecord | undefined;
   return record && typeof record === "object" && !record.resolution ? record : undefined;
 }
+
+/** POST /intents/{id}/suspend/respond (spec 4.5). suspension_id is checked by the handler: missing or empty is 422. */
+export const RespondBody = z
+  .object({
+    suspension_id: z.string().max(200).optional(),
+    value: z.unknown().optional(),
+    responded_by: ActorId.optional(),
+    metadata: boundedJsonObject().optional(),
+  })
+  .strict()
+  // Not "SuspensionResponse": that is the 200 body's component (responses.ts); one name for two
+  // schemas made the document describe this request as the response.
+  .openapi("SuspensionRespond");
+export type RespondBody = z.infer<typeof RespondBody>;
+
+/** InputResponse (spec 2.9), the 200 body of respond. */
+export interface InputResponse {
+  intent_id: string;
+  suspension_id: string;
+  resolution: "responded";
+  value: unknown;
+  choice_label?: string;
+  choice_description?: string;
+  responded_by: string;
+  responded_at: string;
+  metadata?: Record<string, unknown>;
+}
+
+
+/** The REST surface, served by the governance service (which times suspensions out). */
+export const suspensionRequestCommands = {
+  suspend: command("governance", "suspend", IntentRef.merge(IfMatch).extend({ body: withinBytes(SuspensionRequest) }), Intent, ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "VERSION_MISMATCH"]),
+  respond: command("governance", "respond", IntentRef.extend({ body: RespondBody }), SuspensionResponse, ["INTENT_NOT_FOUND", "INVALID_RESPONSE_VALUE", "NOT_SUSPENDED", "SUSPENSION_ID_REQUIRED", "SUSPENSION_MISMATCH"]),
+} as const;
+
+/**
+ * Bus-only primitives (no HTTP route) for the governance service: suspend an active intent
+ * (state._suspension written, status suspended_awaiting_input, intent.suspended) and end that
+ * suspension (intent.resumed or intent.suspension_expired). Both emit status_changed.
+ */
+export const suspensionCommands = {
+  begin: command(
+    "intents",
+    "suspension.begin",
+    IntentRef.extend({ if_match: z.number().int().nullable().default(null), suspension: withinBytes(SuspensionRequest) }),
+    Intent,
+    ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH", "SUSPENSION_ACTIVE"],
+  ),
+  end: command("intents", "suspension.end", withinBytes(SuspensionEndInput), Intent, ["INTENT_NOT_FOUND", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]),
+} as const;

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { governanceCommands as commands, streams, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
+import { governanceCommands as commands, suspensionRequestCommands, streams, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { IntentAccessChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -59,9 +59,11 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
 
   // Every command names its intent: each is checked against the intent's ACL first (RFC-0011).
   const access = new IntentAccessChecks(core.client);
-  core.serve(commands, access.wrap(commands, {
+  core.serve(suspensionRequestCommands, access.wrap(suspensionRequestCommands, {
     suspend: (input, caller) => suspend(ctx, input, caller),
     respond: (input, caller) => respond(ctx, input, caller),
+  }));
+  core.serve(commands, access.wrap(commands, {
     createApproval: (input, caller) => createApproval(ctx, input.intent_id, input.body, caller),
     getApproval: (input) => getApproval(ctx, input.intent_id, input.approval_id),
     listApprovals: (input) => listApprovals(ctx, input.intent_id, input.query),

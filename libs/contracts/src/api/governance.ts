@@ -1,7 +1,7 @@
 import { ALL_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { governanceCommands, governancePolicyCommands } from "../governance";
 
-/** Governance policy, suspension, approvals and engagement (2.11, 4.5, 4.6). */
+/** Governance policy, approvals and engagement (2.11, 4.6); suspension routes are in ./suspension.ts. */
 export const governanceRoutes = [
   {
     operationId: "governancePolicySet",
@@ -34,29 +34,6 @@ export const governanceRoutes = [
     etag: true,
     access: { roles: HUMAN_ROLES },
     summary: "Remove the governance policy (If-Match required)",
-  },
-  {
-    operationId: "governanceSuspend",
-    tag: "Governance",
-    method: "post",
-    path: "/intents/{intent_id}/suspend",
-    command: governanceCommands.suspend,
-    body: "body",
-    ifMatch: "optional",
-    status: 201,
-    etag: true,
-    access: { roles: ALL_ROLES },
-    summary: "Suspend an active intent for operator input (SuspensionRecord, spec 2.9); the server times it out",
-  },
-  {
-    operationId: "governanceRespond",
-    tag: "Governance",
-    method: "post",
-    path: "/intents/{intent_id}/suspend/respond",
-    command: governanceCommands.respond,
-    body: "body",
-    access: { roles: HUMAN_ROLES },
-    summary: "Answer the active suspension (operators, coordinators, admins); the intent resumes",
   },
   {
     operationId: "governanceCreateApproval",

@@ -8,6 +8,7 @@ import { portfoliosRoutes } from "./portfolios";
 import { costsRoutes } from "./costs";
 import { tasksRoutes } from "./tasks";
 import { governanceRoutes } from "./governance";
+import { suspensionRoutes } from "./suspension";
 import { memoryRoutes } from "./memory";
 import { channelsRoutes } from "./channels";
 import { federationRoutes } from "./federation";
@@ -28,6 +29,7 @@ const catalogue = [
   ...portfoliosRoutes,
   ...costsRoutes,
   ...tasksRoutes,
+  ...suspensionRoutes,
   ...governanceRoutes,
   ...memoryRoutes,
   ...channelsRoutes,
