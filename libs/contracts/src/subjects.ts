@@ -44,6 +44,7 @@ export const intentsCommands = {
     "INTENT_EXISTS",
     // RFC-0002: parent_intent_id and depends_on name intents that must exist (docs/graphs.md).
     "DEPENDENCY_NOT_FOUND",
+    "INTENT_ACCESS_DENIED",
     "INTENT_NOT_FOUND",
     "PARENT_CLOSED",
   ]),

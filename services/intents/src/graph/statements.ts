@@ -67,8 +67,8 @@ export async function selectAncestors(db: Db, intentId: string, visible: SQL, li
 export async function selectDependencies(db: Db, intentId: string, visible: SQL, limit: number): Promise<GraphRow[]> {
   return rowsOf<GraphRow>(
     await db.execute(sql`select ${COLUMNS}, 0 as depth, ${UNMET} as unmet
-      from (select r.depends_on from intents.intents r where r.id = ${intentId}) s
-      cross join lateral unnest(s.depends_on) with ordinality as dep(dep_id, n)
+      from (select r.depends_on as deps from intents.intents r where r.id = ${intentId}) s
+      cross join lateral unnest(s.deps) with ordinality as dep(dep_id, n)
       join intents.intents on intents.id = dep.dep_id
       where ${visible}
       order by dep.n limit ${limit + 1}`),
