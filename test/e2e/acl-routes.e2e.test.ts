@@ -167,6 +167,28 @@ const samples: Record<string, Sample> = {
   channelsGetMessage: { prepare: async (w) => ({ params: { channel_id: await w.channelId(), message_id: await w.messageId() } }) },
   channelsReply: { prepare: async (w) => ({ params: { channel_id: await w.channelId(), message_id: await w.messageId() }, body: { payload: { ok: true } } }), ok: 201 },
   channelsMarkRead: { prepare: async (w) => ({ params: { channel_id: await w.channelId(), message_id: await w.messageId() }, body: { status: "read" } }) },
+  graphCreateChild: { body: { title: "child" }, ok: 201 },
+  graphChildren: {},
+  graphDescendants: {},
+  graphAncestors: {},
+  graphDependencies: {},
+  graphDependents: {},
+  graphReady: {},
+  graphBlocked: {},
+  graphGet: {},
+  graphAddDependency: {
+    prepare: async (w) => {
+      const other = await ok(await admin("/intents", { body: { title: "upstream" } }), "upstream");
+      return { body: { dependency_id: other.id }, ifMatch: String(await w.version()) };
+    },
+  },
+  graphRemoveDependency: {
+    prepare: async (w) => {
+      const other = await ok(await admin("/intents", { body: { title: "upstream" } }), "upstream");
+      const added = await ok(await admin(`/intents/${w.intentId}/dependencies`, { headers: { "If-Match": String(await w.version()) }, body: { dependency_id: other.id } }), "dependency");
+      return { params: { dependency_id: other.id }, ifMatch: String(added.version) };
+    },
+  },
   aclGet: {},
   aclSet: { body: { default_policy: "closed", entries: [{ principal_id: "coordinator", principal_type: "user", permission: "admin" }] } },
   aclGrant: { body: { principal_id: "someone", permission: "read" }, ok: 201 },

@@ -11,9 +11,12 @@ const LATER = "2099-01-01T00:00:00.000+00:00";
 const policy = { max_attempts: 2, interval_seconds: 60, strategy: "fixed", escalation_ladder: [{ attempt: 1, channel_hint: "slack", notify_to: "ops" }] };
 
 export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
-  intentsCreate: { title: "Write the launch post", description: "d", created_by: "writer-1", constraints: { budget: { max_total_cents: 1000 } }, state: { draft: "" }, confidence: 50, status: "active" },
+  intentsCreate: { title: "Write the launch post", description: "d", created_by: "writer-1", constraints: { budget: { max_total_cents: 1000 } }, state: { draft: "" }, confidence: 50, status: "active", parent_intent_id: ID, depends_on: [ID] },
   intentsPatchState: { patches: [{ op: "set", path: "/draft", value: "v1" }] },
   intentsTransition: { status: "active", reason: "go" },
+  // RFC-0002 intent graphs: the client's create_child_intent body repeats the parent.
+  graphCreateChild: { title: "Draft the outline", description: "d", constraints: {}, state: {}, parent_intent_id: ID, depends_on: [] },
+  graphAddDependency: { dependency_id: ID },
   intentsAppendEvent: { event_type: "comment", actor: "writer-1", payload: { text: "hi" }, trace_id: "t-1", parent_event_id: ID },
   aclSet: { default_policy: "closed", default_permission: "read", entries: [{ principal_id: "writer-1", principal_type: "agent", permission: "write", reason: "drafts", expires_at: LATER }] },
   aclGrant: { principal_id: "reviewer-1", principal_type: "agent", permission: "read", reason: "review", expires_at: LATER },

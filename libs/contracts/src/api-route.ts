@@ -82,6 +82,7 @@ export interface RouteAccess {
 
 export type ApiTag =
   | "Intents"
+  | "Intent graphs"
   | "Leases"
   | "Agents"
   | "Attachments"

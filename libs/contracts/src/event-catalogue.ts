@@ -189,7 +189,14 @@ const AccessRequestedPayload = z.object({ request_id: Id, ...Principal, requeste
 const AccessRequestApprovedPayload = z.object({ request_id: Id, ...Principal, permission: z.string(), entry_id: Id, expires_at: z.string().nullable(), acl_version: AclVersion }).passthrough();
 const AccessRequestDeniedPayload = z.object({ request_id: Id, ...Principal, reason: z.string().nullable() }).passthrough();
 
+// Intent graphs (RFC-0002).
+const DependencyChangedPayload = z.object({ dependency_id: Id, depends_on: z.array(Id), version: Version }).passthrough();
+const IntentReadyPayload = z.object({ dependency_id: Id, cause: z.enum(["dependency_completed", "dependency_removed"]), depends_on: z.array(Id), status: z.string() }).passthrough();
+
 const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
+  [intentEventTypes.dependencyAdded, DependencyChangedPayload],
+  [intentEventTypes.dependencyRemoved, DependencyChangedPayload],
+  [intentEventTypes.ready, IntentReadyPayload],
   [intentEventTypes.accessGranted, AccessGrantedPayload],
   [intentEventTypes.accessRevoked, AccessEntryEndedPayload],
   [intentEventTypes.accessExpired, AccessEntryEndedPayload],

@@ -45,6 +45,14 @@ export const intentEventTypes = {
   accessRequested: "access_requested",
   accessRequestApproved: "access_request_approved",
   accessRequestDenied: "access_request_denied",
+  // Intent graphs (RFC-0002): the clients' names for dependency changes; `intent.ready` is ours.
+  dependencyAdded: "dependency_added",
+  dependencyRemoved: "dependency_removed",
+  /**
+   * On a dependent's log: the completion of one of its dependencies (or the removal of the last
+   * one not completed) left every dependency completed; announced once per such moment.
+   */
+  ready: "intent.ready",
 } as const;
 export type IntentEventType = (typeof intentEventTypes)[keyof typeof intentEventTypes];
 

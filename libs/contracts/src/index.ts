@@ -5,6 +5,7 @@ export * from "./common";
 export * from "./caller";
 export * from "./keyset-cursor";
 export * from "./intents";
+export * from "./graphs";
 export * from "./budget";
 export * from "./costs";
 export * from "./command";

@@ -2,6 +2,7 @@ import type { CommandDef } from "./command";
 import type { ErrorCode } from "./error-catalogue";
 import { aclCommands, type IntentPermission } from "./acl";
 import { intentsCommands } from "./subjects";
+import { graphCommands } from "./graphs";
 import { governanceCommands, governancePolicyCommands } from "./governance";
 import { portfoliosCommands } from "./portfolios";
 import { suspensionCommands, suspensionRequestCommands } from "./suspension";
@@ -60,6 +61,23 @@ const intents: RulesOf<typeof intentsCommands> = {
   getLease: read,
   listLeases: read,
   leasesHeld: SERVICE,
+};
+
+// RFC-0002: the root of every graph query needs read, and the answers list only the intents
+// the caller may read; decomposing an intent (a child) needs admin on the parent, as a task does;
+// changing an intent's dependencies is writing to it (and the dependency must be readable).
+const graphs: RulesOf<typeof graphCommands> = {
+  createChild: admin,
+  children: read,
+  descendants: read,
+  ancestors: read,
+  dependencies: read,
+  dependents: read,
+  addDependency: write,
+  removeDependency: write,
+  ready: read,
+  blocked: read,
+  graph: read,
 };
 
 const acl: RulesOf<typeof aclCommands> = {
@@ -170,6 +188,7 @@ const verifiableLogs: RulesOf<typeof verifiableLogCommands> = {
 /** The command groups and their rules, in the catalogue's order. */
 export const intentAccessRules = [
   [intentsCommands, intents],
+  [graphCommands, graphs],
   [aclCommands, acl],
   [governancePolicyCommands, governancePolicy],
   [governanceCommands, governance],

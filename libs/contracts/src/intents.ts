@@ -3,6 +3,9 @@ import { ActorId, AgentId, JsonObject, LIMITS, Timestamp, Uuid, boundedJsonObjec
 import { IntentConstraints } from "./budget";
 import { SetAclBody } from "./acl";
 
+/** How many intents one intent may depend on (RFC-0002 sets no bound; docs/graphs.md). */
+export const MAX_DEPENDENCIES = 100;
+
 export const INTENT_STATUSES = ["draft", "active", "blocked", "completed", "abandoned", "suspended_awaiting_input"] as const;
 export const IntentStatus = z.enum(INTENT_STATUSES);
 export type IntentStatus = z.infer<typeof IntentStatus>;
@@ -20,6 +23,8 @@ export const Intent = z
     version: z.number().int(),
     created_at: Timestamp,
     updated_at: Timestamp,
+    parent_intent_id: Uuid.nullable().openapi({ description: "the parent intent (RFC-0002); null for a root" }),
+    depends_on: z.array(Uuid).openapi({ description: "the intents that must be completed before this one may complete (RFC-0002)" }),
   })
   .openapi("Intent");
 export type Intent = z.infer<typeof Intent>;
@@ -37,6 +42,13 @@ export const CreateIntentBody = z
       .default("draft")
       .openapi({ description: "initial status: draft (the default, table 3.1) or active" }),
     acl: SetAclBody.optional().openapi({ description: "an access-control list the intent starts with (RFC-0011, as PUT /intents/{id}/acl takes it); without one the intent has none" }),
+    parent_intent_id: Uuid.nullable().optional().openapi({ description: "the parent intent (RFC-0002): it must exist, not be completed or abandoned, and the caller needs admin on it" }),
+    depends_on: z
+      .array(Uuid)
+      .max(MAX_DEPENDENCIES, `an intent depends on at most ${MAX_DEPENDENCIES} intents`)
+      .refine((ids) => new Set(ids).size === ids.length, "depends_on must not name an intent twice")
+      .default([])
+      .openapi({ description: "intents this one depends on (RFC-0002): each must exist and be readable by the caller" }),
   })
   .strict()
   .openapi("CreateIntent");

@@ -42,11 +42,16 @@ export const intentsCommands = {
   create: command("intents", "create", z.object({ body: CreateIntentBody, intent_id: Uuid.optional() }), Intent, [
     // Creating under a chosen id, when another creator holds it: only services ask that.
     "INTENT_EXISTS",
+    // RFC-0002: parent_intent_id and depends_on name intents that must exist (docs/graphs.md).
+    "DEPENDENCY_NOT_FOUND",
+    "INTENT_ACCESS_DENIED",
+    "INTENT_NOT_FOUND",
+    "PARENT_CLOSED",
   ]),
   get: command("intents", "get", IntentRef, Intent, ["INTENT_NOT_FOUND"]),
   list: command("intents", "list", z.object({ query: ListIntentsQuery }), IntentPage),
   patchState: command("intents", "state.patch", IntentRef.merge(IfMatch).extend({ patches: StatePatchBody }), Intent, ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "LEASE_EXPIRED", "LEASE_HELD", "PATCH_FAILED", "PRECONDITION_REQUIRED", "STATE_TOO_LARGE", "SUSPENSION_ACTIVE", "VERSION_MISMATCH"]),
-  transition: command("intents", "status.transition", IntentRef.merge(IfMatch).extend({ body: StatusTransitionBody }), Intent, ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "INVALID_TRANSITION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
+  transition: command("intents", "status.transition", IntentRef.merge(IfMatch).extend({ body: StatusTransitionBody }), Intent, ["BUDGET_EXCEEDED", "GOVERNANCE_VIOLATION", "GRAPH_INCOMPLETE", "INTENT_NOT_FOUND", "INVALID_TRANSITION", "PRECONDITION_REQUIRED", "VERSION_MISMATCH"]),
   appendEvent: command("intents", "events.append", IntentRef.merge(IfMatch).extend({ body: AppendEventBody }), IntentEvent, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "PROOF_INVALID", "RESERVED_EVENT_TYPE", "VERSION_MISMATCH"]),
   listEvents: command("intents", "events.list", IntentRef.extend({ query: ListEventsQuery }), EventPage, ["INTENT_NOT_FOUND"]),
   assignAgent: command("intents", "agents.assign", IntentRef.merge(IfMatch).extend({ body: AssignAgentBody }), Assignment, ["GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),

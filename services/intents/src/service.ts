@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { aclCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { graphCommands, aclCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -15,6 +15,8 @@ import { beginSuspension, endSuspension } from "./suspension/handlers";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolios/projection";
 import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./governance/handlers";
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
+import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
+import { startReadinessProjection, type ReadinessProjection } from "./graph/projection";
 import { patchState } from "./intents/patch-state";
 import { transitionStatus } from "./intents/transition";
 import { appendEvent, listEvents } from "./events/handlers";
@@ -53,6 +55,8 @@ export interface IntentsService {
   aclSweeper: AclExpirySweeper;
   /** Portfolios follow their members through this consumer of status_changed. */
   portfolioProjection: PortfolioProjection;
+  /** Dependents of a completed intent are announced ready (intent.ready) by this consumer of status_changed. */
+  readinessProjection: ReadinessProjection;
   stop(): Promise<void>;
 }
 
@@ -96,6 +100,19 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     leasesHeld: (input) => leasesHeldBy(ctx, input.agent_ids),
   };
   core.serve(commands, access.wrap(commands, intentHandlers, ["get", "appendEvent", "patchState"]));
+  serve(graphCommands, {
+    createChild: (input, caller) => createChildIntent(ctx, input.intent_id, input.body, caller),
+    children: (input, caller) => listGraph(ctx, "children", input.intent_id, input.query, caller),
+    descendants: (input, caller) => listGraph(ctx, "descendants", input.intent_id, input.query, caller),
+    ancestors: (input, caller) => listGraph(ctx, "ancestors", input.intent_id, input.query, caller),
+    dependencies: (input, caller) => listGraph(ctx, "dependencies", input.intent_id, input.query, caller),
+    dependents: (input, caller) => listGraph(ctx, "dependents", input.intent_id, input.query, caller),
+    addDependency: (input, caller) => addDependency(ctx, input.intent_id, input.if_match, input.body, caller),
+    removeDependency: (input, caller) => removeDependency(ctx, input.intent_id, input.if_match, input.dependency_id, caller),
+    ready: (input, caller) => listGraph(ctx, "ready", input.intent_id, input.query, caller),
+    blocked: (input, caller) => listGraph(ctx, "blocked", input.intent_id, input.query, caller),
+    graph: (input, caller) => getGraph(ctx, input.intent_id, input.query, caller),
+  });
   serve(aclCommands, {
     get: (input) => getAcl(ctx, input.intent_id),
     set: (input, caller) => setAcl(ctx, input.intent_id, input.body, caller),
@@ -169,6 +186,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, core.published);
   const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, core.published);
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
-  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection] });
-  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, portfolioProjection, stop: running.stop };
+  const readinessProjection = await startReadinessProjection(ctx, bus);
+  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection, readinessProjection] });
+  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, portfolioProjection, readinessProjection, stop: running.stop };
 }

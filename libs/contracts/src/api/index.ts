@@ -1,6 +1,7 @@
 import type { ApiRoute } from "../api-route";
 import type { z } from "../zod";
 import { intentsRoutes } from "./intents";
+import { graphRoutes } from "./graphs";
 import { agentRoutes } from "./registry";
 import { attachmentsRoutes } from "./attachments";
 import { retriesRoutes } from "./retries";
@@ -23,6 +24,7 @@ import { verifiableLogRoutes } from "./verifiable-logs";
  */
 const catalogue = [
   ...intentsRoutes,
+  ...graphRoutes,
   ...agentRoutes,
   ...attachmentsRoutes,
   ...retriesRoutes,

@@ -14,7 +14,7 @@ export const intentsRoutes = [
     etag: true,
     access: { roles: ALL_ROLES, claimsIdentity: ["created_by"] },
     // INTENT_EXISTS answers only services creating under an id they chose; a client cannot choose one.
-    errors: [],
+    errors: ["DEPENDENCY_NOT_FOUND", "INTENT_ACCESS_DENIED", "INTENT_NOT_FOUND", "PARENT_CLOSED"],
     summary: "Create an intent",
   },
   {

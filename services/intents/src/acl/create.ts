@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { intentEventTypes, isoTimestamp, type Caller, type Intent, type SetAclBody } from "@intentmesh/contracts";
+import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
 import { aclEntries } from "../db/schema-acl";
@@ -10,10 +11,23 @@ import { assertExpiryAhead } from "./rules";
  * POST /intents with `acl`: the intent, its ACL (owner: the creating key's principal) and its
  * entries, with intent_created and access_granted (action acl_set), in one transaction, so the
  * intent is never readable by anyone the ACL leaves out, not even for a moment.
+ *
+ * Also the path of an intent created in a graph (RFC-0002, graph/handlers.ts), with or without
+ * an ACL: `before` runs first in the same transaction (it locks and checks the parent and the
+ * dependencies the intent names).
  */
-export async function insertIntentWithAcl(ctx: IntentsContext, intent: Intent, created: NewEvent, acl: SetAclBody, caller: Caller, now: Date): Promise<void> {
-  for (const entry of acl.entries) assertExpiryAhead(entry.expires_at ? new Date(entry.expires_at) : null, now);
+export async function insertIntentWithAcl(
+  ctx: IntentsContext,
+  intent: Intent,
+  created: NewEvent,
+  acl: SetAclBody | undefined,
+  caller: Caller,
+  now: Date,
+  before?: (tx: Tx) => Promise<void>,
+): Promise<void> {
+  for (const entry of acl?.entries ?? []) assertExpiryAhead(entry.expires_at ? new Date(entry.expires_at) : null, now);
   await ctx.db.transaction(async (tx) => {
+    await before?.(tx);
     await tx.insert(intents).values({
       id: intent.id,
       title: intent.title,
@@ -27,11 +41,14 @@ export async function insertIntentWithAcl(ctx: IntentsContext, intent: Intent, c
       eventSeq: 0,
       createdAt: now,
       updatedAt: now,
-      aclPolicy: acl.default_policy,
-      aclDefault: acl.default_permission,
-      aclOwner: caller.principal,
-      aclVersion: 1,
+      parentIntentId: intent.parent_intent_id,
+      dependsOn: intent.depends_on,
+      ...(acl ? { aclPolicy: acl.default_policy, aclDefault: acl.default_permission, aclOwner: caller.principal, aclVersion: 1 } : {}),
     });
+    if (!acl) {
+      await appendToLog(tx, intent.id, [created], now);
+      return;
+    }
     const rows = acl.entries.length
       ? await tx
           .insert(aclEntries)

@@ -50,11 +50,24 @@ export const intents = intentsSchema.table(
     aclVersion: integer("acl_version").notNull().default(0),
     createdAt: ts("created_at").notNull(),
     updatedAt: ts("updated_at").notNull(),
+    /**
+     * RFC-0002 (services/intents/src/graph): the parent, set at creation and never changed, so
+     * parent links form a forest without a check; an intent is never deleted, so no foreign key
+     * is needed to keep it pointing at one.
+     */
+    parentIntentId: uuid("parent_intent_id"),
+    /**
+     * The intents this one depends on, in the row every read takes anyway (the wire intent carries
+     * it). Acyclic: every addition is checked under one graph-wide advisory lock (graph/statements.ts).
+     */
+    dependsOn: uuid("depends_on").array().notNull().default(sql`'{}'::uuid[]`),
   },
   (t) => [
     index("intents_created_idx").on(t.createdAt.desc(), t.id.desc()),
     index("intents_status_idx").on(t.status, t.createdAt.desc()),
     index("intents_created_by_idx").on(t.createdBy, t.createdAt.desc()),
+    index("intents_parent_idx").on(t.parentIntentId, t.createdAt, t.id).where(sql`parent_intent_id is not null`),
+    index("intents_depends_on_idx").using("gin", t.dependsOn),
   ],
 );
 

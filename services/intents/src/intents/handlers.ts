@@ -9,9 +9,10 @@ import { RESERVED_STATE_KEYS } from "./state-patch";
 import { bypassesAcl } from "../acl/rules";
 import { readableBy } from "../acl/statements";
 import { insertIntentWithAcl } from "../acl/create";
+import { assertGraphAccess, lockGraphOfNewIntent } from "../graph/handlers";
 
 /** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
-export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string): Promise<Intent> {
+export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string, parentChecked = false): Promise<Intent> {
   const reserved = Object.keys(body.state).filter((key) => (RESERVED_STATE_KEYS as readonly string[]).includes(key));
   if (reserved.length) throw errors.validation(`state.${reserved[0]} is managed by the server and cannot be set at creation`);
   const now = ctx.clock.now();
@@ -28,12 +29,18 @@ export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, 
     version: 1,
     created_at: at,
     updated_at: at,
+    parent_intent_id: body.parent_intent_id ?? null,
+    depends_on: body.depends_on,
   };
+  const inGraph = intent.parent_intent_id !== null || intent.depends_on.length > 0;
+  // RFC-0002: admin on the parent (decomposing it), read on every dependency (docs/graphs.md).
+  if (inGraph) await assertGraphAccess(ctx, intent, caller, parentChecked);
   const { id: _id, state: _state, created_at: _c, updated_at: _u, ...announced } = intent;
   const created = { eventType: intentEventTypes.created, actor: caller.actor, payload: announced };
   try {
     // With an ACL the intent is never open: both commit in one transaction (acl/create.ts).
-    if (body.acl) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now);
+    if (inGraph) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now, (tx) => lockGraphOfNewIntent(tx, intent));
+    else if (body.acl) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now);
     else await insertIntent(ctx.query, intent, created, now);
   } catch (error) {
     if (chosenId && isUniqueViolation(error)) return existingCreation(ctx, chosenId, intent.created_by, caller);

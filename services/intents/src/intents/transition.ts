@@ -6,6 +6,7 @@ import { assertTransition } from "./status";
 import { assertAgentMayWork } from "../costs/budget";
 import { cancelByAbandon, suspendByStatus } from "../suspension/handlers";
 import { enforceGovernance } from "../governance/handlers";
+import { assertMayComplete } from "../graph/handlers";
 
 /** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
@@ -23,6 +24,8 @@ export async function transitionStatus(ctx: IntentsContext, intentId: string, if
   if (body.status === "suspended_awaiting_input" && from === "active") return suspendByStatus(ctx, intentId, ifMatch, body.reason ?? null, caller);
   if (body.status === "abandoned" && from === "suspended_awaiting_input") return cancelByAbandon(ctx, intentId, ifMatch, body.reason ?? null, caller);
   assertTransition(from, body.status);
+  // RFC-0002: dependencies completed and children closed first (graph/rules.ts).
+  if (body.status === "completed") await assertMayComplete(ctx, intentId);
   // Conditional on the version read: a concurrent change turns this into a 409.
   const written = await commitChangeStatement(
     ctx.query,

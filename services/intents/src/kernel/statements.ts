@@ -47,6 +47,9 @@ export type RawIntent = {
   governance_policy?: GovernancePolicy | null;
   /** The intent's ACL policy (RFC-0011), null when it has none; not part of the wire intent. */
   acl_policy?: string | null;
+  /** RFC-0002: the parent (null for a root) and the dependencies (graph/). */
+  parent_intent_id: string | null;
+  depends_on: string[];
   created_at: Date;
   updated_at: Date;
 };
@@ -54,7 +57,7 @@ export type RawIntent = {
 
 export type LeaseRow = typeof leases.$inferSelect;
 
-export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason, governance_policy, acl_policy";
+export const INTENT_COLUMNS = "id, title, description, created_by, status, constraints, state, confidence, version, event_seq, lease_epoch, created_at, updated_at, blocked_reason, governance_policy, acl_policy, parent_intent_id, depends_on";
 
 export function rawToIntent(row: RawIntent): Intent {
   return {
@@ -69,6 +72,8 @@ export function rawToIntent(row: RawIntent): Intent {
     version: Number(row.version),
     created_at: isoTimestamp(row.created_at),
     updated_at: isoTimestamp(row.updated_at),
+    parent_intent_id: row.parent_intent_id ?? null,
+    depends_on: row.depends_on ?? [],
   };
 }
 

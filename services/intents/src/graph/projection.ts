@@ -1,0 +1,86 @@
+import { sql } from "drizzle-orm";
+import type { JsMsg } from "@nats-io/jetstream";
+import { intentEventSubject, intentEventTypes, streams } from "@intentmesh/contracts";
+import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { rowsOf, type Tx } from "@intentmesh/db";
+import type { IntentsContext } from "../kernel/context";
+import { inbox } from "../db/schema";
+import { appendToLog } from "../kernel/event-log";
+import { toUuidArray } from "./statements";
+import { StatusChangedEvent } from "../portfolios/projection";
+
+/**
+ * Completing a dependency makes its dependents ready (RFC-0002): a durable consumer of the
+ * intents' own status_changed events (stream IM_INTENTS) that, when an intent completes, appends
+ * `intent.ready` to the log of every open dependent whose dependencies are now all completed, so
+ * it goes out as an event and over SSE like any other.
+ *
+ * Exactly once per moment of readiness: the effects and the inbox row commit together (a
+ * redelivered event applies nothing twice), each dependent's row is locked while it is decided,
+ * and a dependent that has an intent.ready after its last dependency_added is not announced
+ * again (two dependencies completing at once both see the other completed; only the first to
+ * lock announces).
+ */
+export const READINESS_PROJECTION_DURABLE = "intents-graph-readiness";
+
+export interface ReadinessProjection {
+  stop(): Promise<void>;
+}
+
+export async function startReadinessProjection(ctx: IntentsContext, bus: Bus, options: { afterCommit?: (msg: JsMsg) => Promise<void> | void } = {}): Promise<ReadinessProjection> {
+  const consumer = await startDurableConsumer(bus, {
+    stream: streams.intents.name,
+    durable: READINESS_PROJECTION_DURABLE,
+    filterSubject: intentEventSubject("*", intentEventTypes.statusChanged),
+    db: ctx.db,
+    inbox,
+    parse: (data) => StatusChangedEvent.parse(data),
+    handle: async (tx, event) => {
+      if (event.payload.to === "completed") await announceReadyDependents(tx, event.intent_id, event.actor, ctx.clock.now());
+    },
+    logger: ctx.logger,
+    afterCommit: async (msg) => {
+      ctx.published();
+      await options.afterCommit?.(msg);
+    },
+  });
+  let stopping: Promise<void> | undefined;
+  return { stop: () => (stopping ??= consumer.stop()) };
+}
+
+/** In the consumer's transaction: intent.ready on each open dependent of `completedId` that became ready. Returns their ids. */
+export async function announceReadyDependents(tx: Tx, completedId: string, actor: string, at: Date): Promise<string[]> {
+  // Locked in id order, the order every writer of several of them takes, so replicas queue, not
+  // deadlock; then read in a second statement, whose snapshot is taken after the locks are held
+  // (READ COMMITTED), so it sees what a transaction that held one before us committed.
+  const locked = rowsOf<{ id: string }>(
+    await tx.execute(sql`select id from intents.intents
+      where depends_on @> array[${completedId}::uuid] and status not in ('completed', 'abandoned')
+      order by id for update`),
+  ).map((r) => r.id);
+  if (!locked.length) return [];
+  const dependents = rowsOf<{ id: string; status: string; depends_on: string[]; ready: boolean; announced: boolean }>(
+    await tx.execute(sql`
+      select i.id, i.status, i.depends_on,
+        not exists (select 1 from intents.intents x where x.id = any(i.depends_on) and x.status <> 'completed') as ready,
+        coalesce((select max(e.sequence) filter (where e.event_type = ${intentEventTypes.ready})
+                    > coalesce(max(e.sequence) filter (where e.event_type = ${intentEventTypes.dependencyAdded}), 0)
+                  from intents.events e where e.intent_id = i.id
+                    and e.event_type in (${intentEventTypes.ready}, ${intentEventTypes.dependencyAdded})), false) as announced
+      from intents.intents i where i.id = any(${toUuidArray(locked)}) and i.depends_on @> array[${completedId}::uuid]
+        and i.status not in ('completed', 'abandoned')
+      order by i.id`),
+  );
+  const announced: string[] = [];
+  for (const dependent of dependents) {
+    if (!dependent.ready || dependent.announced) continue;
+    await appendToLog(
+      tx,
+      dependent.id,
+      [{ eventType: intentEventTypes.ready, actor, payload: { dependency_id: completedId, cause: "dependency_completed", depends_on: dependent.depends_on, status: dependent.status } }],
+      at,
+    );
+    announced.push(dependent.id);
+  }
+  return announced;
+}

@@ -1,0 +1,347 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ManualClock } from "@intentmesh/contracts";
+import { startTestCluster, type TestCluster } from "../support/cluster";
+import { allEvents, createIntent, expectError, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
+import { SseClient } from "../support/sse";
+import { READINESS_PROJECTION_DURABLE } from "../../services/intents/src/graph/projection";
+
+/**
+ * Intent graphs (RFC-0002, docs/graphs.md), driven as the official Python client drives them
+ * (openintent/client.py, CLIENTS.md section 7): every graph call the client makes, with its
+ * paths, bodies and If-Match, and the shapes its parsers read (`data.get("children", data)` needs
+ * an object; Intent.from_dict reads parent_intent_id and depends_on).
+ */
+let cluster: TestCluster;
+let db: pg.Client;
+beforeAll(async () => {
+  cluster = await startTestCluster();
+  db = new pg.Client({ connectionString: cluster.databaseUrl });
+  await db.connect();
+});
+afterAll(async () => {
+  await db?.end();
+  await cluster?.stop();
+});
+
+/** The client's create_child_intent body. */
+const childBody = (parentId: string, title: string, dependsOn: string[] = []) => ({
+  title,
+  description: "",
+  constraints: {},
+  state: {},
+  parent_intent_id: parentId,
+  depends_on: dependsOn,
+});
+
+async function child(parentId: string, title: string, dependsOn: string[] = []): Promise<any> {
+  // Lists are oldest first: a millisecond apart, the order of creation is the order listed.
+  (cluster.clock as ManualClock).advance(1);
+  const res = await cluster.api(`/intents/${parentId}/children`, { body: childBody(parentId, title, dependsOn) });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+const get = async (id: string) => (await cluster.api(`/intents/${id}`)).body;
+
+async function setStatus(id: string, status: string): Promise<any> {
+  const current = await get(id);
+  return cluster.api(`/intents/${id}/status`, { body: { status }, headers: { "If-Match": String(current.version) } });
+}
+
+async function complete(id: string): Promise<any> {
+  if ((await get(id)).status === "draft") expect((await setStatus(id, "active")).status).toBe(200);
+  const res = await setStatus(id, "completed");
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}
+
+const ids = (list: { id: string }[]) => list.map((i) => i.id);
+const list = async (id: string, what: string, key: "admin" | "agent" = "admin") => {
+  const res = await cluster.api(`/intents/${id}/${what}`, { key });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  expect(res.body.truncated).toBe(false);
+  return res.body[what] as any[];
+};
+
+describe("creating intents in a graph", () => {
+  it("POST /intents takes the client's parent_intent_id and depends_on and answers them", async () => {
+    const parent = await createIntent(cluster, { title: "Resolve outage" });
+    const upstream = await createIntent(cluster, { title: "Diagnose" });
+    const res = await cluster.api("/intents", { body: { title: "Hotfix", description: "", constraints: {}, state: {}, created_by: "coordinator", parent_intent_id: parent.id, depends_on: [upstream.id] } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id], version: 1 });
+    expect(await get(res.body.id)).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id] });
+    // A root answers the fields too (the client's from_dict reads them).
+    expect(parent).toMatchObject({ parent_intent_id: null, depends_on: [] });
+    const [created] = await allEvents(cluster, res.body.id);
+    expect(created.payload).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id] });
+  });
+
+  it("refuses an unknown parent (404), an unknown dependency (404) and a closed parent (409), creating nothing", async () => {
+    const before = (await cluster.api("/intents?limit=500")).body.intents.length;
+    expectError(await cluster.api("/intents", { body: { title: "orphan", parent_intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
+    expectError(await cluster.api("/intents", { body: { title: "orphan", depends_on: [UNKNOWN_ID] } }), 404, "DEPENDENCY_NOT_FOUND");
+    const done = await createIntent(cluster, { title: "done" });
+    await complete(done.id);
+    expectError(await cluster.api(`/intents/${done.id}/children`, { body: childBody(done.id, "late") }), 409, "PARENT_CLOSED");
+    const dup = await cluster.api("/intents", { body: { title: "twice", depends_on: [done.id, done.id] } });
+    expectError(dup, 400, "VALIDATION_FAILED");
+    expect((await cluster.api("/intents?limit=500")).body.intents.length).toBe(before + 1);
+  });
+
+  it("create_child_intent: the path's intent is the parent; a body naming another parent is refused", async () => {
+    const parent = await createIntent(cluster, { title: "parent" });
+    const other = await createIntent(cluster, { title: "other" });
+    const made = await child(parent.id, "first");
+    expect(made).toMatchObject({ parent_intent_id: parent.id, depends_on: [], title: "first" });
+    // Without parent_intent_id in the body (it is the path's).
+    const bare = await cluster.api(`/intents/${parent.id}/children`, { body: { title: "bare" } });
+    expect(bare.status).toBe(201);
+    expect(bare.body.parent_intent_id).toBe(parent.id);
+    expectError(await cluster.api(`/intents/${parent.id}/children`, { body: childBody(other.id, "wrong") }), 400, "PARENT_MISMATCH");
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/children`, { body: { title: "x" } }), 404, "INTENT_NOT_FOUND");
+  });
+});
+
+describe("reading the graph", () => {
+  it("children, descendants (generation by generation), ancestors (nearest first), dependencies and dependents", async () => {
+    const root = await createIntent(cluster, { title: "root" });
+    const a = await child(root.id, "a");
+    const b = await child(root.id, "b", [a.id]);
+    const a1 = await child(a.id, "a1");
+    const a1x = await child(a1.id, "a1x");
+    const c = await child(root.id, "c", [a.id, b.id]);
+
+    expect(ids(await list(root.id, "children"))).toEqual([a.id, b.id, c.id]);
+    expect(ids(await list(root.id, "descendants"))).toEqual([a.id, b.id, c.id, a1.id, a1x.id]);
+    expect(ids(await list(a1x.id, "ancestors"))).toEqual([a1.id, a.id, root.id]);
+    expect(await list(root.id, "ancestors")).toEqual([]);
+    expect(ids(await list(c.id, "dependencies"))).toEqual([a.id, b.id]);
+    expect(ids(await list(a.id, "dependents"))).toEqual([b.id, c.id]);
+    // Full intents, as Intent.from_dict reads them.
+    const [first] = await list(root.id, "children");
+    expect(first).toMatchObject({ id: a.id, title: "a", status: "draft", version: 1, parent_intent_id: root.id, depends_on: [] });
+    for (const what of ["children", "descendants", "ancestors", "dependencies", "dependents", "ready", "blocked", "graph"]) {
+      expectError(await cluster.api(`/intents/${UNKNOWN_ID}/${what}`), 404, "INTENT_NOT_FOUND");
+    }
+  });
+
+  it("limits a list with ?limit and says it was truncated", async () => {
+    const root = await createIntent(cluster, { title: "wide" });
+    for (let i = 0; i < 3; i++) await child(root.id, `c${i}`);
+    const res = await cluster.api(`/intents/${root.id}/children?limit=2`);
+    expect(res.body.children).toHaveLength(2);
+    expect(res.body.truncated).toBe(true);
+    expectError(await cluster.api(`/intents/${root.id}/children?limit=0`), 400, "VALIDATION_FAILED");
+  });
+
+  it("ready and blocked list the open children by their dependencies; the graph has nodes, edges and the aggregate status", async () => {
+    const root = await createIntent(cluster, { title: "incident" });
+    const diagnose = await child(root.id, "diagnose");
+    const communicate = await child(root.id, "communicate");
+    const hotfix = await child(root.id, "hotfix", [diagnose.id]);
+    const external = await createIntent(cluster, { title: "vendor patch" });
+    const deploy = await child(root.id, "deploy", [hotfix.id, external.id]);
+
+    expect(ids(await list(root.id, "ready"))).toEqual([diagnose.id, communicate.id]);
+    expect(ids(await list(root.id, "blocked"))).toEqual([hotfix.id, deploy.id]);
+
+    await complete(diagnose.id);
+    expect(ids(await list(root.id, "ready"))).toEqual([communicate.id, hotfix.id]);
+    expect(ids(await list(root.id, "blocked"))).toEqual([deploy.id]);
+
+    const graph = (await cluster.api(`/intents/${root.id}/graph`)).body;
+    expect(graph.root_id).toBe(root.id);
+    expect(graph.truncated).toBe(false);
+    expect(graph.nodes.map((n: any) => [n.id, n.depth])).toEqual([
+      [root.id, 0],
+      [diagnose.id, 1],
+      [communicate.id, 1],
+      [hotfix.id, 1],
+      [deploy.id, 1],
+      [external.id, -1],
+    ]);
+    expect(graph.nodes[3]).toMatchObject({ title: "hotfix", status: "draft", parent_intent_id: root.id, parent_id: root.id, depends_on: [diagnose.id] });
+    expect(graph.edges).toEqual(
+      expect.arrayContaining([
+        { from: root.id, to: diagnose.id, type: "parent" },
+        { from: diagnose.id, to: hotfix.id, type: "dependency" },
+        { from: hotfix.id, to: deploy.id, type: "dependency" },
+        { from: external.id, to: deploy.id, type: "dependency" },
+      ]),
+    );
+    expect(graph.edges).toHaveLength(4 + 3);
+    expect(graph.aggregate_status).toEqual({
+      total: 4,
+      by_status: { draft: 3, active: 0, blocked: 0, completed: 1, abandoned: 0, suspended_awaiting_input: 0 },
+      completion_percentage: 25,
+      blocking_intents: [deploy.id],
+      ready_intents: [communicate.id, hotfix.id],
+    });
+  });
+
+  it("lists only the intents the caller may read (RFC-0011)", async () => {
+    const root = await createIntent(cluster, { title: "shared" });
+    const open = await child(root.id, "open");
+    (cluster.clock as ManualClock).advance(1); // listed after `open`, as child() does
+    const closed = await cluster.api(`/intents/${root.id}/children`, { key: "coordinator", body: { title: "private", acl: { default_policy: "closed" } } });
+    expect(closed.status, JSON.stringify(closed.body)).toBe(201);
+    expect(ids(await list(root.id, "children", "agent"))).toEqual([open.id]);
+    expect(ids(await list(root.id, "descendants", "agent"))).toEqual([open.id]);
+    expect(ids(await list(root.id, "ready", "agent"))).toEqual([open.id]);
+    const graph = (await cluster.api(`/intents/${root.id}/graph`, { key: "agent" })).body;
+    expect(graph.nodes.map((n: any) => n.id)).toEqual([root.id, open.id]);
+    // The admin key is not bound by ACLs.
+    expect(ids(await list(root.id, "children"))).toEqual([open.id, closed.body.id]);
+    // Reading the graph of an intent one may not read is refused.
+    expectError(await cluster.api(`/intents/${closed.body.id}/children`, { key: "agent" }), 403, "INTENT_ACCESS_DENIED");
+    // Nor may one depend on it.
+    const mine = await createIntent(cluster, { title: "mine" }, "agent");
+    expectError(await cluster.api(`/intents/${mine.id}/dependencies`, { key: "agent", headers: { "If-Match": "1" }, body: { dependency_id: closed.body.id } }), 403, "INTENT_ACCESS_DENIED");
+    expectError(await cluster.api("/intents", { key: "agent", body: { title: "x", depends_on: [closed.body.id] } }), 403, "INTENT_ACCESS_DENIED");
+    expectError(await cluster.api("/intents", { key: "agent", body: { title: "x", parent_intent_id: closed.body.id } }), 403, "INTENT_ACCESS_DENIED");
+  });
+});
+
+describe("dependencies", () => {
+  it("add_dependency and remove_dependency: If-Match, version + 1, dependency_added / dependency_removed", async () => {
+    const x = await createIntent(cluster, { title: "x" });
+    const y = await createIntent(cluster, { title: "y" });
+    expectError(await cluster.api(`/intents/${x.id}/dependencies`, { body: { dependency_id: y.id } }), 428, "PRECONDITION_REQUIRED");
+    const stale = await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "7" }, body: { dependency_id: y.id } });
+    expectError(stale, 409, "VERSION_MISMATCH");
+    expect(stale.body.current_version).toBe(1);
+
+    const added = await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: y.id } });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    expect(added.body).toMatchObject({ id: x.id, version: 2, depends_on: [y.id] });
+    expect(added.headers.get("etag")).toBe('"2"');
+    expectError(await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: y.id } }), 409, "DEPENDENCY_EXISTS");
+    expectError(await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: UNKNOWN_ID } }), 404, "DEPENDENCY_NOT_FOUND");
+
+    expectError(await cluster.api(`/intents/${x.id}/dependencies/${UNKNOWN_ID}`, { method: "DELETE", headers: { "If-Match": "2" } }), 404, "DEPENDENCY_NOT_FOUND");
+    expectError(await cluster.api(`/intents/${x.id}/dependencies/${y.id}`, { method: "DELETE" }), 428, "PRECONDITION_REQUIRED");
+    const removed = await cluster.api(`/intents/${x.id}/dependencies/${y.id}`, { method: "DELETE", headers: { "If-Match": "2" } });
+    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+    expect(removed.body).toMatchObject({ version: 3, depends_on: [] });
+
+    const events = (await allEvents(cluster, x.id)).map((e) => [e.event_type, e.payload]);
+    expect(events.slice(1, 3)).toEqual([
+      ["dependency_added", { dependency_id: y.id, depends_on: [y.id], version: 2 }],
+      ["dependency_removed", { dependency_id: y.id, depends_on: [], version: 3 }],
+    ]);
+    // Removing the only dependency, which was not completed, leaves x with none pending: ready.
+    expect(events[3]?.[0]).toBe("intent.ready");
+    expect(events).toHaveLength(4);
+  });
+
+  it("refuses a dependency that would close a cycle (itself, two, three intents) with 409, writing nothing", async () => {
+    const a = await createIntent(cluster, { title: "a" });
+    const b = await createIntent(cluster, { title: "b", depends_on: [a.id] });
+    const c = await createIntent(cluster, { title: "c", depends_on: [b.id] });
+    expectError(await cluster.api(`/intents/${a.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: a.id } }), 409, "DEPENDENCY_CYCLE");
+    expectError(await cluster.api(`/intents/${a.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: b.id } }), 409, "DEPENDENCY_CYCLE");
+    const three = await cluster.api(`/intents/${a.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: c.id } });
+    expectError(three, 409, "DEPENDENCY_CYCLE");
+    expect(three.body.message).toContain(c.id);
+    expect(await get(a.id)).toMatchObject({ version: 1, depends_on: [] });
+    expect((await allEvents(cluster, a.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
+    // A diamond is no cycle.
+    const d = await createIntent(cluster, { title: "d", depends_on: [b.id, c.id] });
+    const ok = await cluster.api(`/intents/${d.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: a.id } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+  });
+
+  it("two concurrent additions that together would close a cycle: exactly one wins, every time", async () => {
+    for (let round = 0; round < 8; round++) {
+      const x = await createIntent(cluster, { title: `x${round}` });
+      const y = await createIntent(cluster, { title: `y${round}` });
+      const z = await createIntent(cluster, { title: `z${round}`, depends_on: [y.id] });
+      // z already depends on y; "x depends on z" and "y depends on x" together close y -> x -> z -> y.
+      const results = await Promise.all([
+        cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: z.id } }),
+        cluster.api(`/intents/${y.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: x.id } }),
+      ]);
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses, JSON.stringify(results.map((r) => r.body))).toEqual([200, 409]);
+      expect(results.find((r) => r.status === 409)!.body.code).toBe("DEPENDENCY_CYCLE");
+    }
+  });
+});
+
+describe("status rules", () => {
+  it("an intent completes only after its dependencies; a parent only after its children are closed", async () => {
+    const parent = await createIntent(cluster, { title: "parent" });
+    const first = await child(parent.id, "first");
+    const second = await child(parent.id, "second", [first.id]);
+    expect((await setStatus(second.id, "active")).status).toBe(200);
+    const early = await setStatus(second.id, "completed");
+    expectError(early, 409, "GRAPH_INCOMPLETE");
+    expect(early.body.details).toEqual({ intent_id: second.id, incomplete_dependencies: [first.id], open_children: [] });
+    const parentEarly = await setStatus(parent.id, "completed");
+    expectError(parentEarly, 409, "GRAPH_INCOMPLETE");
+    expect(parentEarly.body.details.open_children).toEqual([first.id, second.id]);
+
+    await complete(first.id);
+    await complete(second.id);
+    await complete(parent.id);
+  });
+
+  it("an abandoned child does not hold its parent; an abandoned dependency holds its dependent", async () => {
+    const parent = await createIntent(cluster, { title: "parent", status: "active" });
+    const dropped = await child(parent.id, "dropped");
+    expect((await setStatus(dropped.id, "abandoned")).status).toBe(200);
+    const dependent = await createIntent(cluster, { title: "dependent", status: "active", depends_on: [dropped.id] });
+    expectError(await setStatus(dependent.id, "completed"), 409, "GRAPH_INCOMPLETE");
+    expect((await setStatus(parent.id, "completed")).status).toBe(200);
+  });
+
+  it("completing the last dependency announces each dependent ready once (intent.ready), in its log and over SSE", async () => {
+    const a = await createIntent(cluster, { title: "a", status: "active" });
+    const b = await createIntent(cluster, { title: "b", status: "active" });
+    const both = await createIntent(cluster, { title: "needs a and b", depends_on: [a.id, b.id] });
+    const onlyA = await createIntent(cluster, { title: "needs a", depends_on: [a.id] });
+    const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/intents/${onlyA.id}`, keyHeader());
+    expect(sse.status).toBe(200);
+
+    const readyEvents = async (id: string) => (await allEvents(cluster, id)).filter((e) => e.event_type === "intent.ready");
+    await complete(a.id);
+    await vi.waitFor(async () => expect(await readyEvents(onlyA.id)).toHaveLength(1), { timeout: 5000, interval: 50 });
+    const [announced] = await readyEvents(onlyA.id);
+    expect(announced.payload).toEqual({ dependency_id: a.id, cause: "dependency_completed", depends_on: [a.id], status: "active" });
+    await sse.waitFor((c) => c.events.some((e) => e.event === "intent.ready"));
+    await sse.close();
+    expect(await readyEvents(both.id)).toHaveLength(0);
+
+    await complete(b.id);
+    await vi.waitFor(async () => expect(await readyEvents(both.id)).toHaveLength(1), { timeout: 5000, interval: 50 });
+    expect((await readyEvents(both.id))[0].payload).toMatchObject({ dependency_id: b.id, depends_on: [a.id, b.id] });
+    // Now it may complete.
+    await complete(both.id);
+    expect(await readyEvents(onlyA.id)).toHaveLength(1);
+  });
+
+  it("two dependencies completing at once announce their dependent ready exactly once", async () => {
+    for (let round = 0; round < 4; round++) {
+      const a = await createIntent(cluster, { title: "a", status: "active" });
+      const b = await createIntent(cluster, { title: "b", status: "active" });
+      const d = await createIntent(cluster, { title: "d", depends_on: [a.id, b.id] });
+      const done = await Promise.all([setStatus(a.id, "completed"), setStatus(b.id, "completed")]);
+      expect(done.map((r) => r.status)).toEqual([200, 200]);
+      await vi.waitFor(async () => expect((await allEvents(cluster, d.id)).filter((e) => e.event_type === "intent.ready")).toHaveLength(1), { timeout: 5000, interval: 50 });
+      // Both completions were applied by the consumer (its inbox holds both): still one announcement.
+      await vi.waitFor(
+        async () => {
+          const { rows } = await db.query("select count(*)::int as n from intents.inbox where consumer = $1 and message_id = any($2::text[])", [
+            READINESS_PROJECTION_DURABLE,
+            [`intent:${a.id}:e2`, `intent:${b.id}:e2`],
+          ]);
+          expect(rows[0].n).toBe(2);
+        },
+        { timeout: 5000, interval: 50 },
+      );
+      expect((await allEvents(cluster, d.id)).filter((e) => e.event_type === "intent.ready")).toHaveLength(1);
+    }
+  });
+});
