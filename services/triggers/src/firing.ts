@@ -1,4 +1,4 @@
-import { and, asc, count, eq, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import {
   MAX_TRIGGER_DEPTH,
   appError,
@@ -164,8 +164,11 @@ export async function dispatchPending(ctx: TriggersContext, only?: string): Prom
   for (;;) {
     const done = await ctx.db.transaction(async (tx) => {
       const filter = only ? and(eq(firings.id, only), eq(firings.status, "pending")) : eq(firings.status, "pending");
-      const query = tx.select().from(firings).innerJoin(triggers, eq(triggers.id, firings.triggerId)).where(filter).orderBy(asc(firings.firedAt)).limit(only ? 1 : DISPATCH_BATCH);
-      const batch = only ? await query.for("update", { of: firings }) : await query.for("update", { of: firings, skipLocked: true });
+      const query = tx.select().from(firings).where(filter).orderBy(asc(firings.firedAt)).limit(only ? 1 : DISPATCH_BATCH);
+      const locked = only ? await query.for("update") : await query.for("update", { skipLocked: true });
+      const rows = locked.length ? await tx.select().from(triggers).where(inArray(triggers.id, [...new Set(locked.map((f) => f.triggerId))])) : [];
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      const batch = locked.map((firing) => ({ firings: firing, triggers: byId.get(firing.triggerId)! }));
       const results = await Promise.allSettled(
         batch.map(({ firings: firing, triggers: row }) => ctx.client.request(intentsCommands.create, SERVICE_CALLER, { intent_id: firing.intentId!, body: intentBodyOf(row, firing) })),
       );
