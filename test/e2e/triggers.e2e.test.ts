@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "@intentmesh/contracts";
+import { ManualClock, intentsCommands } from "@intentmesh/contracts";
+import { eq } from "drizzle-orm";
+import { claimDue, intentBodyOf } from "../../services/triggers/src/firing";
+import { SERVICE_CALLER } from "../../services/triggers/src/context";
+import { firings, triggers } from "../../services/triggers/src/db/schema";
 import { startTestCluster, TEST_KEYS, type ApiResponse, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError } from "../support/e2e-helpers";
 
@@ -183,6 +187,43 @@ describe("schedules on the scheduler's clock", () => {
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
+  it("claims a due time once when two replicas' passes race", async () => {
+    const py = pythonClient();
+    const trigger = ok(await py.create_trigger("Raced", "schedule", { condition: { interval_seconds: 60 }, intent_template: template("Raced") }), 201);
+    clock.advance(60_000);
+    const ctx = cluster.triggers.ctx;
+    const claimed = await Promise.all([claimDue(ctx), claimDue(ctx), claimDue(ctx)]);
+    expect(claimed.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
+    await cluster.triggers.scheduler.sweep();
+    const history = ok(await py.history(trigger.trigger_id));
+    expect(history).toHaveLength(1);
+    expect(history[0].status).toBe("created");
+    ok(await py.delete_trigger(trigger.trigger_id));
+  });
+
+  it("a dispatch cut after the intent was created (a crash before the firing was marked) creates no second intent", async () => {
+    const py = pythonClient();
+    const trigger = ok(await py.create_trigger("Cut", "schedule", { condition: { interval_seconds: 60 }, intent_template: template("Cut") }), 201);
+    clock.advance(60_000);
+    const ctx = cluster.triggers.ctx;
+    await claimDue(ctx);
+    // What the dying replica did: the intent was created under the firing's id, the commit that marks the firing never came.
+    const [firing] = await ctx.db.select().from(firings).where(eq(firings.triggerId, trigger.trigger_id));
+    const [row] = await ctx.db.select().from(triggers).where(eq(triggers.id, trigger.trigger_id));
+    expect(firing!.status).toBe("pending");
+    const early = await cluster.client.request(intentsCommands.create, SERVICE_CALLER, { intent_id: firing!.intentId!, body: intentBodyOf(row!, firing!) });
+    // The next pass (or a dispatch the intent's own events woke up) takes the pending firing again.
+    const history = await eventually(async () => {
+      await cluster.triggers.scheduler.sweep();
+      const h = ok(await py.history(trigger.trigger_id));
+      return h[0].status === "created" ? h : undefined;
+    }, "the pending firing to be dispatched again");
+    expect(history).toEqual([expect.objectContaining({ status: "created", intent_id: early.id })]);
+    const made = ok(await cluster.api(`/intents?created_by=${encodeURIComponent(`trigger:${trigger.trigger_id}`)}`));
+    expect(made.intents.map((i: { id: string }) => i.id)).toEqual([early.id]);
+    ok(await py.delete_trigger(trigger.trigger_id));
+  });
+
   it("fires a one-time schedule (at) once and then disables it", async () => {
     const py = pythonClient();
     const at = new Date(clock.now().getTime() + 60_000).toISOString();
@@ -317,5 +358,8 @@ describe("the MCP server's trigger tools (intent-scoped)", () => {
     expect(ok(await mcp.deleteTrigger({ intent_id: intent.id, trigger_id: created.trigger_id }))).toEqual({ status: "deleted", trigger_id: created.trigger_id });
     expect(ok(await mcp.listTriggers({ intent_id: intent.id }))).toEqual([]);
     expectError(await mcp.createTrigger({ intent_id: intent.id, trigger_type: "webhook", condition: {}, action: {} }), 400, "VALIDATION_FAILED");
+    const unknown = "00000000-0000-4000-8000-000000000000";
+    expectError(await mcp.listTriggers({ intent_id: unknown }), 404, "INTENT_NOT_FOUND");
+    expectError(await mcp.createTrigger({ intent_id: unknown, trigger_type: "event", condition: { event: "intent.created" }, action: {} }), 404, "INTENT_NOT_FOUND");
   });
 });

@@ -235,8 +235,8 @@ export const triggersCommands = {
   fire: command("triggers", "fire", TriggerRef, FiredIntent, ["TRIGGER_NOT_FOUND", "TRIGGER_DEDUPLICATED", "TRIGGER_FIRE_FAILED"]),
   history: command("triggers", "history", TriggerRef.extend({ query: HistoryQuery }), FiringArray, ["TRIGGER_NOT_FOUND"]),
   createScoped: command("triggers", "scoped.create", ScopedRef.extend({ body: CreateScopedTriggerBody }), Trigger, ["INTENT_NOT_FOUND"]),
-  listScoped: command("triggers", "scoped.list", ScopedRef, TriggerArray),
-  deleteScoped: command("triggers", "scoped.delete", ScopedRef.merge(TriggerRef), TriggerDeleted, ["TRIGGER_NOT_FOUND"]),
+  listScoped: command("triggers", "scoped.list", ScopedRef, TriggerArray, ["INTENT_NOT_FOUND"]),
+  deleteScoped: command("triggers", "scoped.delete", ScopedRef.merge(TriggerRef), TriggerDeleted, ["INTENT_NOT_FOUND", "TRIGGER_NOT_FOUND"]),
 } as const;
 
 /** The event a firing appends to the log of the intent it created (§5.2 lineage, §3.2 trigger.fired). */
