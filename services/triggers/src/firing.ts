@@ -247,7 +247,9 @@ export async function onIntentEvent(ctx: TriggersContext, tx: Tx, event: IntentE
     .select()
     .from(triggers)
     .where(and(eq(triggers.enabled, true), isNull(triggers.deletedAt), eq(triggers.type, "event"), or(isNull(triggers.intentId), eq(triggers.intentId, event.intent_id))));
-  const matching = candidates.filter((row) => eventMatches(row.condition as EventCondition, event));
+  // A trigger answers the events that happened once it existed (a replay of older ones fires nothing).
+  const at = Date.parse(event.created_at);
+  const matching = candidates.filter((row) => at >= row.createdAt.getTime() && eventMatches(row.condition as EventCondition, event));
   if (!matching.length) return pending;
   const [parent] = await tx.select({ depth: firings.depth, chain: firings.chain }).from(firings).where(eq(firings.intentId, event.intent_id)).limit(1);
   for (const candidate of matching) {
@@ -285,6 +287,7 @@ async function releaseQueued(tx: Tx, triggerId: string, now: Date): Promise<numb
 export class TriggerScheduler extends Sweeper {
   private soon: NodeJS.Timeout | undefined;
   private stopped = false;
+  private chain: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly ctx: TriggersContext,
@@ -300,7 +303,14 @@ export class TriggerScheduler extends Sweeper {
       claimed += n;
       if (n < CLAIM_BATCH) break;
     }
-    return claimed + (await dispatchPending(this.ctx));
+    return claimed + (await this.dispatch());
+  }
+
+  /** This replica's dispatches run one after another (a kick and a pass never skip each other's rows); replicas share the backlog through SKIP LOCKED. */
+  private dispatch(): Promise<number> {
+    const run = this.chain.then(() => dispatchPending(this.ctx));
+    this.chain = run.catch(() => undefined);
+    return run;
   }
 
   /** Dispatch pending firings shortly (coalesced), without waiting for the next tick. */
@@ -308,7 +318,7 @@ export class TriggerScheduler extends Sweeper {
     if (this.soon || this.stopped) return;
     this.soon = setTimeout(() => {
       this.soon = undefined;
-      dispatchPending(this.ctx).catch((err: unknown) => this.ctx.logger.warn({ err }, "triggers: dispatch failed; the next tick retries"));
+      this.dispatch().catch((err: unknown) => this.ctx.logger.warn({ err }, "triggers: dispatch failed; the next tick retries"));
     }, 10);
     this.soon.unref();
   }
@@ -317,5 +327,6 @@ export class TriggerScheduler extends Sweeper {
     this.stopped = true;
     if (this.soon) clearTimeout(this.soon);
     await super.stop();
+    await this.chain;
   }
 }

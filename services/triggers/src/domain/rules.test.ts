@@ -50,6 +50,13 @@ describe("interval and one-time schedules", () => {
     expect(nextDueAfter(s, ANCHOR, ANCHOR)?.toISOString()).toBe("2026-03-01T05:00:00.000Z");
   });
 
+  it("reads a time without an offset (Python's naive isoformat) as UTC", () => {
+    const c = schedule({ at: "2026-03-01T10:00:00", interval_seconds: null });
+    expect(nextDueAfter(c, at("2026-03-01T09:00:00Z"), ANCHOR)?.toISOString()).toBe("2026-03-01T10:00:00.000Z");
+    const w = schedule({ interval_seconds: 3600, starts_at: "2026-03-01T05:00:00" });
+    expect(nextDueAfter(w, ANCHOR, ANCHOR)?.toISOString()).toBe("2026-03-01T05:00:00.000Z");
+  });
+
   it("fires `at` once, and `at` wins over cron (§2.3)", () => {
     const c = schedule({ at: "2026-03-01T10:00:00Z", cron: "* * * * *" });
     expect(nextDueAfter(c, at("2026-03-01T09:00:00Z"), ANCHOR)?.toISOString()).toBe("2026-03-01T10:00:00.000Z");

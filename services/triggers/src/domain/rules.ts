@@ -37,17 +37,20 @@ export function checkCron(expression: string, timezone: string): void {
   }
 }
 
+/** A condition's time: one without an offset (Python's isoformat() of a naive datetime) is UTC, whatever the process's zone. */
+export const utc = (value: string): Date => new Date(/(?:Z|[+-]\d\d:?\d\d)$/i.test(value) ? value : `${value}Z`);
+
 /**
  * The first due time of a schedule strictly after `after`, inside its window (§2.2 starts_at,
  * ends_at), or null when there is none. `anchor` is where an interval counts from when the
  * condition has no starts_at (the trigger's creation).
  */
 export function nextDueAfter(condition: ScheduleCondition, after: Date, anchor: Date): Date | null {
-  const starts = condition.starts_at ? new Date(condition.starts_at) : null;
-  const ends = condition.ends_at ? new Date(condition.ends_at) : null;
+  const starts = condition.starts_at ? utc(condition.starts_at) : null;
+  const ends = condition.ends_at ? utc(condition.ends_at) : null;
   const within = (t: Date | null) => (t && (!ends || t.getTime() <= ends.getTime()) ? t : null);
   if (condition.at) {
-    const at = new Date(condition.at);
+    const at = utc(condition.at);
     if (at.getTime() <= after.getTime()) return null;
     if (starts && at.getTime() < starts.getTime()) return null;
     return within(at);
