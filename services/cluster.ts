@@ -7,6 +7,7 @@ import { federationService } from "./federation/src/manifest";
 import { governanceService } from "./governance/src/manifest";
 import { channelsService } from "./channels/src/manifest";
 import { vaultService } from "./vault/src/manifest";
+import { triggersService } from "./triggers/src/manifest";
 
 /**
  * Every back-end service of intentmesh, by name, in start order (the order of CLUSTER_SERVICES):
@@ -24,6 +25,7 @@ export const clusterServices = {
   governance: governanceService,
   channels: channelsService,
   vault: vaultService,
+  triggers: triggersService,
 } satisfies { [Name in ServiceName]: AnyServiceDefinition & { name: Name } };
 
 export type ClusterServices = typeof clusterServices;

@@ -195,6 +195,14 @@ const samples: Record<string, Sample> = {
   aclRevoke: { prepare: async (w) => ({ params: { entry_id: await w.entryId() } }), ok: 204 },
   accessRequestApprove: { prepare: async (w) => ({ params: { request_id: await w.requestId() }, body: {} }) },
   accessRequestDeny: { prepare: async (w) => ({ params: { request_id: await w.requestId() }, body: {} }) },
+  triggersCreateScoped: { body: { name: "probe", trigger_type: "state_change", condition: { to_state: "completed" }, action: { title: "probe" } }, ok: 201 },
+  triggersListScoped: {},
+  triggersDeleteScoped: {
+    prepare: async (w) => {
+      const trigger = await ok(await admin(`/intents/${w.intentId}/triggers`, { body: { trigger_type: "event", condition: { event: "intent.created" }, action: {} } }), "trigger");
+      return { params: { trigger_id: trigger.trigger_id } };
+    },
+  },
 };
 
 const memoryKey = (intentId: string) => `k-${intentId}`;

@@ -129,6 +129,9 @@ describe("fuzzing every route with hostile input", () => {
     // RFC 0019: a checkpoint over the intent's log so far, and an event in it.
     const checkpoint = await cluster.api("/admin/checkpoints", { body: { intent_id: intent.body.id } });
     expect(checkpoint.status, JSON.stringify(checkpoint.body)).toBe(201);
+    // RFC-0017: a trigger (never due), so the trigger routes are walked past their 404s.
+    const trigger = await cluster.api("/triggers", { body: { name: "fuzz trigger", type: "schedule", condition: { cron: "0 0 1 1 *" }, intent_template: { title: "fuzz" } } });
+    expect(trigger.status, JSON.stringify(trigger.body)).toBe(201);
     const firstEvent = await cluster.api(`/intents/${intent.body.id}/events?limit=1`);
     fixtures = {
       entry_id: entry.body.id,
@@ -147,6 +150,7 @@ describe("fuzzing every route with hostile input", () => {
       portfolio_id: portfolio.body.id,
       attachment_id: attachment.body.id,
       role_id: "fuzzer",
+      trigger_id: trigger.body.trigger_id,
     };
     db = new pg.Client({ connectionString: cluster.databaseUrl });
     await db.connect();

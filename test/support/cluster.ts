@@ -153,6 +153,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     },
     governance: { timerIntervalMs: 3_600_000, defaultRetryPolicy: options.defaultRetryPolicy },
     channels: { sweepIntervalMs: 3_600_000 },
+    triggers: { schedulerIntervalMs: 3_600_000 },
     vault: { sweepIntervalMs: 3_600_000, keys: options.vault?.keys ?? testKeyRing(), proxy: options.vault?.proxy, identity: options.vault?.identity },
   };
   const services = {} as RunningServices;

@@ -23,6 +23,19 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
   accessRequestCreate: { principal_id: "writer-1", principal_type: "agent", requested_permission: "write", reason: "needs to draft", capabilities: ["write"] },
   accessRequestApprove: { decided_by: "lead", permission: "write", expires_at: LATER, reason: "ok" },
   accessRequestDeny: { decided_by: "lead", reason: "not now" },
+  // RFC-0017 triggers: the Python client's create and update, the MCP server's scoped create.
+  triggersCreate: {
+    name: "Daily review",
+    type: "schedule",
+    enabled: true,
+    condition: { cron: "0 9 * * MON-FRI", timezone: "Europe/Paris", starts_at: NOW, ends_at: LATER },
+    intent_template: { title: "Daily review {{ trigger.fire_count }}", description: "d", type: "compliance.review", priority: "medium", context: { scope: "all" }, tags: ["automated"], status: "active" },
+    deduplication: "skip",
+    max_concurrent: 2,
+    namespace: "compliance",
+  },
+  triggersUpdate: { name: "Daily review (paused)", enabled: false, condition: { interval_seconds: 3600 }, deduplication: "queue", max_concurrent: null, namespace: null },
+  triggersCreateScoped: { name: "on done", trigger_type: "state_change", condition: { to_state: "completed" }, action: { type: "notify", title: "Follow up" }, created_by: "lead" },
   // RFC-0014 vaults, credentials, grants, tools; RFC-0018 identity.
   vaultsCreate: { owner_id: "lead", name: "payments" },
   credentialsCreate: { vault_id: ID, service: "stripe", label: "stripe-live", auth_type: "api_key", scopes_available: ["charges.read"], metadata: { base_url: "https://api.stripe.example" }, secret: "sk_live_example_0000", expires_at: LATER },

@@ -39,11 +39,12 @@ describe("event catalogue", () => {
       "federation.completed",
       "federation.failed",
       "tool.invoked",
+      "trigger.fired",
     ]) {
       expect(isSystemIntentEventType(name), name).toBe(true);
       expect(systemEventPayloadSchema(name), name).toBeDefined();
     }
-    expect(Object.values(systemIntentEventTypes)).toHaveLength(21);
+    expect(Object.values(systemIntentEventTypes)).toHaveLength(22);
     for (const name of ["status_changed", "intent.suspended", "agent.lifecycle", "comment", "memory.stolen"]) {
       expect(isSystemIntentEventType(name), name).toBe(false);
       expect(systemEventPayloadSchema(name), name).toBeUndefined();

@@ -3,6 +3,7 @@ import type { ZodType } from "zod";
 import { agentEventTypes, intentEventTypes, portfolioEventTypes } from "./event-types";
 import { federationEventTypes } from "./federation";
 import { ToolInvokedPayload } from "./vault";
+import { TriggerFiredPayload, triggerEventTypes } from "./triggers";
 
 /**
  * The event catalogue: every event type the server writes, with its payload schema and the logs
@@ -294,6 +295,7 @@ export const systemIntentEventTypes = {
   suspensionRenotified: "intent.suspension_renotified",
   suspensionEscalated: "intent.suspension_escalated",
   toolInvoked: "tool.invoked",
+  triggerFired: triggerEventTypes.fired,
   ...federationEventTypes,
 } as const;
 export type SystemIntentEventType = (typeof systemIntentEventTypes)[keyof typeof systemIntentEventTypes];
@@ -341,6 +343,7 @@ const systemEvents: EventDefinition[] = [
     true,
   ),
   define(s.toolInvoked, ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material", true),
+  define(s.triggerFired, ["intent"], TriggerFiredPayload, "the intent was created by a trigger firing (RFC-0017 §3.2, §5.2 lineage)", true),
   define(s.dispatched, ["intent"], FederationDispatchedPayload, "an intent was dispatched to a peer server", true),
   define(s.received, ["intent"], FederationReceivedPayload, "an intent was created from a peer's dispatch", true),
   define(s.callback, ["intent"], FederationCallbackPayload, "a peer reported a change of the dispatched intent", true),

@@ -127,7 +127,7 @@ export const LEGACY_EVENT_TYPES = {
 } as const;
 
 /** Namespaces reserved to the server: appending a name in them through POST /events would forge server facts. */
-const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio.", "task.", "federation.", "tool.", "grant.", "credential."];
+const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio.", "task.", "federation.", "tool.", "grant.", "credential.", "trigger."];
 
 /** Every name the server writes on any log, and the spec's names for what later services will write. */
 const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set<string>([

@@ -28,6 +28,7 @@ export * from "./did-key";
 export * from "./canonical-json";
 export * from "./channels";
 export * from "./vault";
+export * from "./triggers";
 export * from "./event-catalogue";
 export * from "./error-catalogue";
 export * from "./acl";

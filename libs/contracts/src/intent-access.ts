@@ -13,6 +13,7 @@ import { taskCommands } from "./tasks";
 import { channelsCommands } from "./channels";
 import { memoryCommands } from "./memory";
 import { verifiableLogCommands } from "./verifiable-logs";
+import { triggersCommands } from "./triggers";
 
 /**
  * What each command needs of an intent's access-control list (RFC-0011, docs/access-control.md):
@@ -185,6 +186,22 @@ const verifiableLogs: RulesOf<typeof verifiableLogCommands> = {
   anchor: { open: "a server operation (admin keys) on a checkpoint" },
 };
 
+// RFC-0017: global triggers are governed by route roles (creation is privileged, §Security 2);
+// the MCP server's triggers scoped to an intent need write on it to be made or removed, read to be listed.
+const GLOBAL_TRIGGER = { open: "a global trigger belongs to no intent; route roles govern it (RFC-0017 Security 2)" } as const;
+const triggers: RulesOf<typeof triggersCommands> = {
+  create: GLOBAL_TRIGGER,
+  list: GLOBAL_TRIGGER,
+  get: GLOBAL_TRIGGER,
+  update: GLOBAL_TRIGGER,
+  delete: GLOBAL_TRIGGER,
+  fire: GLOBAL_TRIGGER,
+  history: GLOBAL_TRIGGER,
+  createScoped: write,
+  listScoped: read,
+  deleteScoped: write,
+};
+
 /** The command groups and their rules, in the catalogue's order. */
 export const intentAccessRules = [
   [intentsCommands, intents],
@@ -202,6 +219,7 @@ export const intentAccessRules = [
   [channelsCommands, channels],
   [memoryCommands, memory],
   [verifiableLogCommands, verifiableLogs],
+  [triggersCommands, triggers],
 ] as const;
 
 const bySubject: ReadonlyMap<string, IntentAccessRule> = new Map(

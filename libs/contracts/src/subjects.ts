@@ -75,7 +75,7 @@ export const healthCommand = (service: string) => command(service, "health", z.o
  * name is the `<service>` of its subjects and the folder services/<service> whose src/manifest.ts
  * defines it (services/cluster.ts lists those definitions, keyed by these names).
  */
-export const CLUSTER_SERVICES = ["intents", "registry", "memory", "federation", "governance", "channels", "vault"] as const;
+export const CLUSTER_SERVICES = ["intents", "registry", "memory", "federation", "governance", "channels", "vault", "triggers"] as const;
 export type ServiceName = (typeof CLUSTER_SERVICES)[number];
 
 export const BusRequest = z.object({ caller: Caller, input: z.unknown() });

@@ -15,7 +15,7 @@ import { TraceId } from "./intents";
  * nothing), so the per-intent order, the event's outbox row and the SSE stream follow as for any
  * other event. The appended event keeps `id` as its event id.
  */
-export const SYSTEM_EVENT_SOURCES = ["channels", "memory", "governance", "federation", "registry", "vault"] as const;
+export const SYSTEM_EVENT_SOURCES = ["channels", "memory", "governance", "federation", "registry", "vault", "triggers"] as const;
 export type SystemEventSource = (typeof SYSTEM_EVENT_SOURCES)[number];
 
 export const SystemEvent = z.object({

@@ -16,6 +16,7 @@ import { federationRoutes } from "./federation";
 import { aclRoutes } from "./acl";
 import { vaultRoutes } from "./vault";
 import { verifiableLogRoutes } from "./verifiable-logs";
+import { triggersRoutes } from "./triggers";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -39,6 +40,7 @@ const catalogue = [
   ...federationRoutes,
   ...vaultRoutes,
   ...verifiableLogRoutes,
+  ...triggersRoutes,
 ] as const satisfies readonly ApiRoute[];
 
 export const apiRoutes: readonly ApiRoute[] = catalogue;

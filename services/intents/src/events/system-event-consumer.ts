@@ -23,6 +23,8 @@ const ALLOWED_TYPES: Record<SystemEventSource, (eventType: string) => boolean> =
   registry: () => false,
   // RFC-0014 §6.1: the tool proxy's audit record of an invocation made for the intent.
   vault: (t) => t === "tool.invoked",
+  // RFC-0017 §3.2, §5.2: the firing that created the intent, with its lineage.
+  triggers: (t) => t === "trigger.fired",
 };
 
 /** Whether `source` may append `eventType` to an intent's log. */
