@@ -26,6 +26,7 @@ export const routes = {
   agentsList: {"method":"GET","path":"/agents","query":"query","status":200},
   agentsGet: {"method":"GET","path":"/agents/{agent_id}","status":200},
   agentsGetRecord: {"method":"GET","path":"/agents/{agent_id}/record","status":200},
+  agentsHealth: {"method":"GET","path":"/agents/{agent_id}/health","status":200},
   agentsHeartbeat: {"method":"POST","path":"/agents/{agent_id}/heartbeat","body":"body","status":200},
   agentsChangeStatus: {"method":"PATCH","path":"/agents/{agent_id}/status","body":"body","ifMatch":"required","status":200},
   agentsChangeStatusByPut: {"method":"PUT","path":"/agents/{agent_id}/status","body":"body","ifMatch":"required","status":200},
