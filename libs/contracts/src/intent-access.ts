@@ -131,6 +131,7 @@ const channels: RulesOf<typeof channelsCommands> = {
   listMessages: readResource,
   getMessage: readResource,
   reply: writeResource,
+  ask: writeResource,
   // Acknowledging a message delivered to the caller is part of reading it.
   markRead: readResource,
   streamView: readResource,

@@ -102,6 +102,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const client = new BusClient(bus, options.busTimeoutMs ?? 5000);
   const slowClient = new BusClient(bus, Math.max(options.busTimeoutMs ?? 5000, FEDERATION_BUS_TIMEOUT_MS));
   const bindings = new AgentBindings(client);
+  // A route that waits longer than the default (federation dispatch, a channel ask) gets a client with its own wait.
+  const routeClients = new Map<number, BusClient>();
+  const clientFor = (route: ApiRoute): BusClient => {
+    if (!route.busTimeoutMs) return client;
+    const wait = Math.max(options.busTimeoutMs ?? 5000, route.busTimeoutMs);
+    let found = routeClients.get(wait);
+    if (!found) routeClients.set(wait, (found = new BusClient(bus, wait)));
+    return found;
+  };
   await ensureStream(bus, streams.intents);
   const feed = new EventFeed(bus, streams.intents.name, streams.intents.subjects[0], 3, logger);
   await feed.start();
@@ -198,7 +207,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       await assertActingAgentsBound(bindings, keys, caller, call.body, route);
       if (route.access.registersAgent) assertAgentIdFree(keys, caller, call.body);
       // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
-      const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, caller, input as never);
+      const reply = await clientFor(route).requestRaw(route.command, caller, input as never);
       const headers: Record<string, string> = {};
       const paged = route.pageInHeaders && call.url !== undefined;
       const body = paged ? pageInHeaders(route.pageInHeaders!, reply.body, call.url!, headers) : reply.body;

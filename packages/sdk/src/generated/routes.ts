@@ -97,6 +97,7 @@ export const routes = {
   channelsSend: {"method":"POST","path":"/channels/{channel_id}/messages","body":"body","status":201},
   channelsListMessages: {"method":"GET","path":"/channels/{channel_id}/messages","query":"query","status":200},
   channelsGetMessage: {"method":"GET","path":"/channels/{channel_id}/messages/{message_id}","status":200},
+  channelsAsk: {"method":"POST","path":"/channels/{channel_id}/ask","body":"body","status":200},
   channelsReply: {"method":"POST","path":"/channels/{channel_id}/messages/{message_id}/reply","body":"body","status":201},
   channelsMarkRead: {"method":"PATCH","path":"/channels/{channel_id}/messages/{message_id}","body":"body","status":200},
   aclGet: {"method":"GET","path":"/intents/{intent_id}/acl","status":200},
