@@ -14,8 +14,9 @@ import { agentHeaders } from "../support/agents";
  */
 let cluster: TestCluster;
 const clients: Client[] = [];
+const logLines: string[] = [];
 beforeAll(async () => {
-  cluster = await startTestCluster();
+  cluster = await startTestCluster({ logDestination: { write: (line) => void logLines.push(line) } });
 });
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.close()));
@@ -239,6 +240,21 @@ describe("MCP endpoint (issue 31)", () => {
 
     await expect(mcp.readResource({ uri: `intentmesh://intents/${UNKNOWN_ID}` })).rejects.toMatchObject({ code: -32002, message: expect.stringContaining("INTENT_NOT_FOUND") });
     await expect(mcp.readResource({ uri: "intentmesh://secrets/all" })).rejects.toMatchObject({ code: -32002 });
+  });
+
+  it("logs one line per tool call (operation, outcome, caller), never the key or the arguments; the root links the endpoint", async () => {
+    const mcp = await connect("admin");
+    const secretish = "argument-value-that-must-not-be-logged";
+    await refused(mcp, "intentsGet", { intent_id: UNKNOWN_ID }, "INTENT_NOT_FOUND");
+    await ok(mcp, "intentsCreate", { body: { title: secretish } });
+    const lines = logLines.filter((line) => line.includes('"mcp tool call"')).map((line) => JSON.parse(line));
+    expect(lines).toContainEqual(expect.objectContaining({ tool: "intentsGet", route: "/intents/{intent_id}", outcome: "INTENT_NOT_FOUND", status: 404, principal: expect.any(String) }));
+    expect(lines).toContainEqual(expect.objectContaining({ tool: "intentsCreate", outcome: "ok", status: 201 }));
+    for (const line of logLines) {
+      expect(line).not.toContain(TEST_KEYS.admin);
+      expect(line).not.toContain(secretish);
+    }
+    expect(await (await fetch(`${cluster.baseUrl}/`)).json()).toMatchObject({ mcp: "/mcp" });
   });
 
   it("refuses a connection without a valid key (401 UNAUTHORIZED); GET has no stream on this stateless endpoint", async () => {

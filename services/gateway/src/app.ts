@@ -142,6 +142,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       docs: "/docs",
       openapi: "/openapi.json",
       discovery: "/.well-known/openintent.json",
+      mcp: MCP_PATH,
       health: { live: "/healthz", ready: "/readyz" },
     }),
   );

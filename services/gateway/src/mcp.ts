@@ -73,8 +73,17 @@ export function mcpHandler(options: McpOptions) {
     server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
       const tool = byName.get(request.params.name);
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `there is no tool ${JSON.stringify(request.params.name.slice(0, 100))}: tools/list names them`);
+      const started = process.hrtime.bigint();
+      // One line per tool call, as the access log has one per request: the operation, its outcome, the caller; never arguments.
+      const logCall = (outcome: string, status: number) => {
+        const level = status >= 500 ? "error" : "info";
+        if (!options.logger.isLevelEnabled(level)) return;
+        const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+        options.logger[level]({ tool: tool.name, route: tool.route.path, outcome, status, ms, principal: caller.principal, agent_id: caller.agent_id ?? undefined }, "mcp tool call");
+      };
       try {
         const reply = await run(caller, tool, toolCall(tool, request.params.arguments));
+        logCall("ok", reply.status);
         const text = new TextDecoder().decode(reply.body);
         const value: unknown = JSON.parse(text);
         return {
@@ -83,6 +92,7 @@ export function mcpHandler(options: McpOptions) {
         };
       } catch (error) {
         const refusal = refusalOf(error, options.logger, tool.name);
+        logCall(refusal.code, refusal.status);
         const body = refusal.toBody();
         return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
       }
