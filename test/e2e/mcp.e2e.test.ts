@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { apiRoutes, routeAdmits } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, UNKNOWN_ID } from "../support/e2e-helpers";
@@ -265,5 +266,75 @@ describe("MCP endpoint (issue 31)", () => {
     expect(((await raw.json()) as { code: string }).code).toBe("UNAUTHORIZED");
     const get = await fetch(`${cluster.baseUrl}/mcp`, { headers: { "X-API-Key": TEST_KEYS.admin, Accept: "text/event-stream" } });
     expect(get.status).toBe(405);
+  });
+});
+
+describe("the live MCP endpoint (/mcp/live): sessions and resource subscriptions", () => {
+  async function liveSession(key: keyof typeof TEST_KEYS = "admin") {
+    const client = new Client({ name: "intentmesh-live-test", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp/live`), { requestInit: { headers: { "X-API-Key": TEST_KEYS[key] } } });
+    await client.connect(transport);
+    clients.push(client);
+    const updates: string[] = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => void updates.push(notification.params.uri));
+    return { client, transport, updates };
+  }
+  const comment = (intentId: string) => cluster.api(`/intents/${intentId}/events`, { body: { event_type: "comment", payload: {} } });
+
+  it("tells a subscriber which resource changed as the intent's events arrive; unsubscribing stops it", async () => {
+    const { client, transport, updates } = await liveSession();
+    expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
+    const [a, b] = [await createIntent(cluster), await createIntent(cluster)];
+    const uriA = `intentmesh://intents/${a.id}`;
+    const uriB = `intentmesh://intents/${b.id}/events`;
+    await client.subscribeResource({ uri: uriA });
+    await client.subscribeResource({ uri: uriB });
+    // The client opens its notification stream by itself after initializing: wait until it carries one.
+    await vi.waitFor(async () => {
+      await comment(a.id);
+      expect(updates).toContain(uriA);
+    }, { timeout: 15_000, interval: 250 });
+    // Tools work in the session too, and a state change is an update.
+    const seenA = updates.filter((uri) => uri === uriA).length;
+    const fresh = await ok(client, "intentsGet", { intent_id: a.id });
+    await ok(client, "intentsPatchState", { intent_id: a.id, if_match: fresh.version, body: [{ op: "set", path: "/live", value: true }] });
+    await vi.waitFor(() => expect(updates.filter((uri) => uri === uriA).length).toBeGreaterThan(seenA), { timeout: 10_000 });
+
+    await client.unsubscribeResource({ uri: uriA });
+    const afterUnsubscribe = updates.filter((uri) => uri === uriA).length;
+    await comment(a.id);
+    await comment(b.id);
+    // One feed delivers in order: once B's update is here, A's would have been too.
+    await vi.waitFor(() => expect(updates).toContain(uriB), { timeout: 10_000 });
+    expect(updates.filter((uri) => uri === uriA).length).toBe(afterUnsubscribe);
+  });
+
+  it("refuses subscriptions the read would refuse, with the code; the stateless endpoint offers none", async () => {
+    const { client } = await liveSession();
+    await expect(client.subscribeResource({ uri: `intentmesh://intents/${UNKNOWN_ID}` })).rejects.toMatchObject({ code: -32002, message: expect.stringContaining("INTENT_NOT_FOUND") });
+    await expect(client.subscribeResource({ uri: "intentmesh://intents/not-a-uuid/events" })).rejects.toMatchObject({ code: -32002, message: expect.stringContaining("INTENT_NOT_FOUND") });
+    await expect(client.subscribeResource({ uri: "file:///etc/passwd" })).rejects.toMatchObject({ code: -32002 });
+    const stateless = await connect("admin");
+    expect(stateless.getServerCapabilities()?.resources?.subscribe).toBeUndefined();
+  });
+
+  it("a session answers only the key that opened it; an ended or unknown session is 404; a request needs a session or an initialize", async () => {
+    const { transport } = await liveSession("agent");
+    const post = (key: keyof typeof TEST_KEYS, sessionId: string | undefined, body = { jsonrpc: "2.0", id: 7, method: "tools/list" }) =>
+      fetch(`${cluster.baseUrl}/mcp/live`, {
+        method: "POST",
+        headers: { "X-API-Key": TEST_KEYS[key], "Content-Type": "application/json", Accept: "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18", ...(sessionId ? { "Mcp-Session-Id": sessionId } : {}) },
+        body: JSON.stringify(body),
+      });
+    const stolen = await post("other", transport.sessionId);
+    expect(stolen.status).toBe(403);
+    expect(((await stolen.json()) as { code: string }).code).toBe("FORBIDDEN");
+    expect((await post("agent", "00000000-0000-4000-8000-000000000000")).status).toBe(404);
+    expect((await post("agent", undefined)).status).toBe(400);
+    expect((await fetch(`${cluster.baseUrl}/mcp/live`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" })).status).toBe(401);
+    const sessionId = transport.sessionId!;
+    await transport.terminateSession();
+    expect((await post("agent", sessionId)).status).toBe(404);
   });
 });

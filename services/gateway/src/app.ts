@@ -18,7 +18,7 @@ import { agentStreamFrame } from "./client-frames";
 import { channelFrame, streamChannel } from "./channel-sse";
 import { cors } from "./cors";
 import { mountPublicFederationRoutes } from "./federation-public";
-import { MCP_PATH, mcpBody, mcpHandler, mcpMethodNotAllowed } from "./mcp";
+import { createMcp, MCP_LIVE_PATH, MCP_PATH, mcpBody, mcpMethodNotAllowed, type McpOptions } from "./mcp";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -51,6 +51,8 @@ export interface GatewayOptions {
    * document's request schema, so a documented body cannot drift from what the server takes.
    */
   checkRequest?: (operationId: string, body: unknown) => string | undefined;
+  /** Sessions of the live MCP endpoint (/mcp/live): how many per replica, when an idle one closes, subscriptions per session. */
+  mcpSessions?: McpOptions["sessions"];
 }
 
 /** A request to one route, from REST or from an MCP tool call. */
@@ -241,8 +243,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
   mountRoutes(api, apiRoutes, rest, uuidParams);
   // MCP (docs/mcp.md): the same key and roles, each tool an operation of the catalogue run by its REST runner.
-  app.post(MCP_PATH, authenticate(keys), mcpBody(jsonBody(options.bodyLimit ?? "1mb")), mcpHandler({ runner: handle, logger, version: VERSION }));
+  const mcp = createMcp({ runner: handle, logger, version: VERSION, feed, sessions: options.mcpSessions });
+  app.post(MCP_PATH, authenticate(keys), mcpBody(jsonBody(options.bodyLimit ?? "1mb")), mcp.stateless);
   app.all(MCP_PATH, authenticate(keys), mcpMethodNotAllowed);
+  app.post(MCP_LIVE_PATH, authenticate(keys), mcpBody(jsonBody(options.bodyLimit ?? "1mb")), mcp.live);
+  app.get(MCP_LIVE_PATH, authenticate(keys), mcp.live);
+  app.delete(MCP_LIVE_PATH, authenticate(keys), mcp.live);
   // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
   // /<kind>/{id}/subscribe. The acting agent of a subscription is checked like any request's.
   const bound = async (req: Request, _res: Response, next: NextFunction) => {
@@ -297,6 +303,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         servers.push(server);
       }),
     stop: async () => {
+      await mcp.close();
       await feed.stop();
       await portfolioFeed.stop();
       await agentFeed.stop();
