@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { apiRoutes, errorCatalogue } from "@intentmesh/contracts";
-import { REFERENCE_DOCUMENTS, inject, renderConfiguration, renderErrors, renderRoutes } from "./reference-docs";
+import { REFERENCE_DOCUMENTS, inject, renderConfiguration, renderErrors, renderMcpTools, renderRoutes } from "./reference-docs";
 import { clusterServices } from "../services/cluster";
 
 const root = resolve(__dirname, "..");
@@ -21,6 +21,8 @@ describe("the generated reference tables", () => {
     expect(configuration).toContain("`CORS_ORIGINS`");
     const routes = renderRoutes();
     for (const route of apiRoutes) expect(routes).toContain(`\`${route.operationId}\``);
+    const tools = renderMcpTools();
+    for (const route of apiRoutes) expect(tools).toContain(`| \`${route.operationId}\`: `);
     const errors = renderErrors();
     for (const code of Object.keys(errorCatalogue)) expect(errors).toContain(`\`${code}\``);
   });

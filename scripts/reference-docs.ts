@@ -3,6 +3,8 @@ import { apiRoutes, errorCatalogue, routeErrors } from "@intentmesh/contracts";
 import { baseConfigSchema } from "@intentmesh/telemetry";
 import { clusterServices } from "../services/cluster";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
+import { mcpTools } from "../services/gateway/src/mcp-tools";
+import { RESOURCE_TEMPLATES } from "../services/gateway/src/mcp";
 
 /**
  * The reference tables that restate a catalogue, generated from it so they cannot drift
@@ -84,6 +86,24 @@ export function renderErrors(): string {
   return lines.join("\n");
 }
 
+/** docs/mcp.md: the MCP endpoint's tools (one per operation of the catalogue) and resources. */
+export function renderMcpTools(): string {
+  const tools = mcpTools(apiRoutes);
+  const lines: string[] = [`${tools.length} tools, one per operation of the route catalogue; \`tools/list\` shows a key the ones its roles may call.`, ""];
+  for (const tag of [...new Set(tools.map((tool) => tool.route.tag))]) {
+    lines.push(`### ${tag}`, "", "| Tool | Arguments | REST operation | Roles |", "|---|---|---|---|");
+    for (const tool of tools.filter((t) => t.route.tag === tag)) {
+      const required = new Set(tool.inputSchema.required ?? []);
+      const args = Object.keys(tool.inputSchema.properties).map((name) => `\`${name}\`${required.has(name) ? "" : "?"}`).join(", ") || "none";
+      lines.push(`| \`${tool.name}\`: ${tool.route.summary} | ${args} | ${tool.route.method.toUpperCase()} \`/api/v1${tool.route.path}\` | ${tool.route.access.roles.join(", ")} |`);
+    }
+    lines.push("");
+  }
+  lines.push("### Resources", "", "| URI template | What it reads |", "|---|---|");
+  for (const template of RESOURCE_TEMPLATES) lines.push(`| \`${template.uriTemplate}\` | ${template.description} (\`${template.operationId}\`) |`);
+  return lines.join("\n").trimEnd();
+}
+
 /** The document with the generated part named `name` replaced (or appended when its markers are missing). */
 export function inject(document: string, name: string, body: string): string {
   const begin = BEGIN(name);
@@ -99,4 +119,5 @@ export const REFERENCE_DOCUMENTS: { file: string; update: (document: string) => 
   { file: "README.md", update: (d) => inject(d, "configuration", renderConfiguration()) },
   { file: "docs/routes.md", update: (d) => inject(d, "routes", renderRoutes()) },
   { file: "docs/errors.md", update: (d) => inject(d, "errors", renderErrors()) },
+  { file: "docs/mcp.md", update: (d) => inject(d, "mcp-tools", renderMcpTools()) },
 ];

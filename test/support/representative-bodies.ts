@@ -102,6 +102,7 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
   channelsPatch: { members: ["writer-1", "writer-2"], status: "open" },
   channelsSend: { sender: "writer-1", to: "role:reviewer", message_type: "request", payload: { q: 1 }, metadata: { trace_id: "t" }, expires_at: LATER },
   channelsReply: { sender: "writer-2", payload: { a: 1 }, metadata: {} },
+  channelsAsk: { sender: "writer-1", to: "role:reviewer", payload: { q: 1 }, metadata: { trace_id: "t" }, timeout: 30, intent_id: ID },
   channelsMarkRead: { status: "read" },
   federationDispatch: { intent_id: ID, target_server: "https://peer.example.org", agent_id: "writer-1", delegation_scope: { permissions: ["intent.read"], max_delegation_depth: 1 }, federation_policy: { max_cost: 5 }, callback_url: null, idempotency_key: "k-1" },
 };

@@ -122,6 +122,27 @@ export const SendMessageBody = z
   .openapi("SendMessageBody");
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 
+/** POST /channels/{id}/ask waits at most this long for the response (seconds). */
+export const ASK_MAX_TIMEOUT_SECONDS = 60;
+
+/**
+ * POST /channels/{id}/ask (RFC 0021's ask(), served; the official MCP server's `openintent_ask`):
+ * a request to `to`, then the wait for its first response, `timeout` seconds at most (default 30).
+ * The request expires at the timeout (3.1): a later response is refused (409 REQUEST_EXPIRED).
+ */
+export const AskBody = z
+  .object({
+    sender: AgentId.optional().openapi({ description: "default the acting agent (X-Agent-ID or the key's principal)" }),
+    to: Recipient.openapi({ description: "the agent id or role:<role_id> asked" }),
+    payload: boundedJsonObject(LIMITS.jsonFieldBytes),
+    metadata: boundedJsonObject(16 * 1024).optional(),
+    timeout: z.number().min(1).max(ASK_MAX_TIMEOUT_SECONDS).default(30).openapi({ description: `seconds to wait for the response, 1 to ${ASK_MAX_TIMEOUT_SECONDS} (default 30)` }),
+    intent_id: Uuid.optional(),
+  })
+  .strict()
+  .openapi("AskBody");
+export type AskBody = z.infer<typeof AskBody>;
+
 export const ReplyBody = z
   .object({ sender: AgentId.optional(), payload: boundedJsonObject(LIMITS.jsonFieldBytes), metadata: boundedJsonObject(16 * 1024).optional() })
   .strict()
@@ -148,6 +169,10 @@ const MessageRef = ChannelRef.extend({ message_id: Uuid });
 
 // What the commands answer (each command carries its output schema).
 export const ChannelPage = z.object({ channels: z.array(Channel), next_cursor: z.string().nullable(), has_more: z.boolean() }).passthrough().openapi("ChannelPage");
+
+/** The answer of an ask: the request sent and the first response to it. */
+export const AskResult = z.object({ request: Message, response: Message }).openapi("AskResult");
+export type AskResult = z.infer<typeof AskResult>;
 
 export const ChannelDeleted = z.object({ status: z.string(), channel_id: Uuid }).passthrough().openapi("ChannelDeleted");
 
@@ -182,6 +207,7 @@ export const channelsCommands = {
   sendByName: command("channels", "messages.send_by_name", IntentRef.extend({ name: ChannelName, body: SendMessageBody }), Message, [...SEND_ERRORS, "INTENT_ENDED", "INTENT_NOT_FOUND"]),
   listMessages: command("channels", "messages.list", ChannelRef.extend({ query: ListMessagesQuery }), z.array(Message), ["CHANNEL_NOT_FOUND", "NOT_A_MEMBER"]),
   getMessage: command("channels", "messages.get", MessageRef, Message, ["CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"]),
+  ask: command("channels", "messages.ask", ChannelRef.extend({ body: AskBody }), AskResult, [...SEND_ERRORS, "CHANNEL_NOT_FOUND", "RESPONSE_TIMEOUT"]),
   reply: command("channels", "messages.reply", MessageRef.extend({ body: ReplyBody }), Message, [...SEND_ERRORS, "CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"]),
   markRead: command("channels", "messages.mark", MessageRef.extend({ body: MarkMessageBody }), Message, ["CHANNEL_NOT_FOUND", "MESSAGE_NOT_FOUND"]),
   /**

@@ -129,6 +129,7 @@ export const errorCatalogue = catalogue({
   PROOF_INVALID: { status: 403, title: "The event's proof does not verify" },
   REPLY_TOO_LARGE: { status: 500, title: "The reply of the service was too large" },
   REQUEST_EXPIRED: { status: 409, title: "The request has expired and takes no responses" },
+  RESPONSE_TIMEOUT: { status: 504, title: "No response to the request arrived within the timeout" },
   RESERVED_EVENT_TYPE: { status: 400, title: "The event type is reserved to the server" },
   RETRY_NOT_ALLOWED: { status: 409, title: "The retry policy allows no retry" },
   RETRY_POLICY_NOT_FOUND: { status: 404, title: "Retry policy not found" },

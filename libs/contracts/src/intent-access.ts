@@ -150,6 +150,7 @@ const channels: RulesOf<typeof channelsCommands> = {
   listMessages: readResource,
   getMessage: readResource,
   reply: writeResource,
+  ask: writeResource,
   // Acknowledging a message delivered to the caller is part of reading it.
   markRead: readResource,
   streamView: readResource,

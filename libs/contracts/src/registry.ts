@@ -231,6 +231,30 @@ const AgentRef = z.object({ agent_id: AgentId });
 // What the commands answer (each command carries its output schema).
 export const AgentList = z.object({ agents: z.array(AgentSummary.passthrough()), total: z.number().int() }).passthrough().openapi("AgentList");
 
+/**
+ * GET /agents/{id}/health (the official MCP server's `get_health`): the agent's health as of the
+ * server clock now, from its record and heartbeat timers (services/registry/src/domain/lifecycle.ts
+ * `healthOf`), so it is current even before the sweeper records a silence.
+ */
+export const AgentHealth = z
+  .object({
+    agent_id: z.string(),
+    status: AgentStatus.openapi({ description: "the lifecycle status now: the recorded one, with the silence transitions already due applied" }),
+    recorded_status: AgentStatus.openapi({ description: "the status the registry has recorded (the sweeper records due transitions shortly)" }),
+    healthy: z.boolean().openapi({ description: "active, and heard from within unhealthy_after_seconds" }),
+    last_heartbeat_at: Timestamp,
+    seconds_since_heartbeat: z.number().int(),
+    heartbeat_config: z.object({ interval_seconds: z.number().int(), unhealthy_after_seconds: z.number().int(), dead_after_seconds: z.number().int() }),
+    unhealthy_at: Timestamp.nullable().openapi({ description: "when silence makes an active agent unhealthy; null once it is not active" }),
+    dead_at: Timestamp.nullable().openapi({ description: "when silence makes an active or unhealthy agent dead; null otherwise" }),
+    capacity: Capacity.extend({ available: z.number().int().nullable().openapi({ description: "max_concurrent_tasks - current_load; null without a declared maximum" }) }),
+    tasks_in_progress: z.number().int(),
+    drain_deadline: Timestamp.nullable(),
+    checked_at: Timestamp,
+  })
+  .openapi("AgentHealth");
+export type AgentHealth = z.infer<typeof AgentHealth>;
+
 export const AgentBinding = z.object({ agent_id: z.string(), principal: z.string() });
 export type AgentBinding = z.infer<typeof AgentBinding>;
 
@@ -247,6 +271,7 @@ export const PoolCapacity = z
 export const registryCommands = {
   register: command("registry", "agents.register", z.object({ body: RegisterAgentBody }), Agent, ["AGENT_ALREADY_REGISTERED", "AGENT_KEY_MISMATCH", "SSRF_BLOCKED", "UPSTREAM_TIMEOUT"]),
   get: command("registry", "agents.get", AgentRef, Agent, ["AGENT_NOT_FOUND"]),
+  health: command("registry", "agents.health", AgentRef, AgentHealth, ["AGENT_NOT_FOUND"]),
   list: command("registry", "agents.list", z.object({ query: ListAgentsQuery }), AgentList),
   heartbeat: command("registry", "agents.heartbeat", AgentRef.extend({ body: HeartbeatBody }), HeartbeatResponse, ["AGENT_GONE", "AGENT_KEY_MISMATCH", "AGENT_NOT_FOUND"]),
   changeStatus: command("registry", "agents.status", AgentRef.merge(IfMatch).extend({ body: AgentStatusBody }), Agent, ["AGENT_NOT_FOUND", "INVALID_AGENT_TRANSITION", "PRECONDITION_REQUIRED", "UPSTREAM_TIMEOUT", "VERSION_MISMATCH"]),

@@ -1,5 +1,5 @@
 import type { Caller, Clock } from "@intentmesh/contracts";
-import type { BusClient } from "@intentmesh/bus";
+import type { Bus, BusClient } from "@intentmesh/bus";
 import type { GovernanceChecks } from "@intentmesh/service";
 import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -15,6 +15,8 @@ export interface ChannelsContext {
   client: BusClient;
   /** Governance checks of messages (spec 2.11), sent together per event-loop turn. */
   governance: GovernanceChecks;
+  /** The bus itself: an ask follows its channel's published messages for the response. */
+  bus: Bus;
   /** Tells the outbox relay that a commit enqueued messages. */
   published(): void;
 }

@@ -11,7 +11,7 @@ import { ChannelSweeper } from "./sweeper";
 import { startLifecycleConsumers } from "./lifecycle";
 import { intentOfChannel } from "./access";
 import { createChannel, deleteChannel, getChannel, listChannels, patchChannel } from "./handlers/channels";
-import { getMessage, listMessages, markRead, replyTo, sendByName, sendMessage, streamView } from "./handlers/messages";
+import { ask, getMessage, listMessages, markRead, replyTo, sendByName, sendMessage, streamView } from "./handlers/messages";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -42,7 +42,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     outbox,
   });
   const { database, logger, relay } = core;
-  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, governance: new GovernanceChecks(core.client), published: core.published };
+  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, bus: core.bus, governance: new GovernanceChecks(core.client), published: core.published };
   const sweeper = new ChannelSweeper(ctx, options.sweepIntervalMs ?? 1000);
 
   // Rule 6 with RFC-0011: every channel operation is checked against its intent's ACL first.
@@ -58,6 +58,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     listMessages: (input, caller) => listMessages(ctx, input.channel_id, input.query, caller),
     getMessage: (input, caller) => getMessage(ctx, input.channel_id, input.message_id, caller),
     reply: (input, caller) => replyTo(ctx, input.channel_id, input.message_id, input.body, caller),
+    ask: (input, caller) => ask(ctx, input.channel_id, input.body, caller),
     streamView: (input, caller) => streamView(ctx, input.channel_id, caller),
     markRead: (input, caller) => markRead(ctx, input.channel_id, input.message_id, caller),
   }, (_command, input: { channel_id: string }) => intentOfChannel(ctx, input.channel_id)));

@@ -3,12 +3,12 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, type NotFoundResource, channelStream, type Message, errors, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, type NotFoundResource, channelStream, type Message, errors, z, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
-import { commandInput, expressPath } from "./route-input";
+import { commandInput, expressPath, UUID_PARAMS, type RouteRequest } from "./route-input";
 import { AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
@@ -18,6 +18,7 @@ import { agentStreamFrame } from "./client-frames";
 import { channelFrame, streamChannel } from "./channel-sse";
 import { cors } from "./cors";
 import { mountPublicFederationRoutes } from "./federation-public";
+import { createMcp, MCP_LIVE_PATH, MCP_PATH, mcpBody, mcpMethodNotAllowed, type McpOptions } from "./mcp";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -50,7 +51,30 @@ export interface GatewayOptions {
    * document's request schema, so a documented body cannot drift from what the server takes.
    */
   checkRequest?: (operationId: string, body: unknown) => string | undefined;
+  /** Sessions of the live MCP endpoint (/mcp/live): how many per replica, when an idle one closes, subscriptions per session. */
+  mcpSessions?: McpOptions["sessions"];
 }
+
+/** A request to one route, from REST or from an MCP tool call. */
+export interface RouteCall extends RouteRequest {
+  /** The body was absent (it reads as {}). */
+  bodyAbsent: boolean;
+  /**
+   * The request's path and query (REST): a route with `pageInHeaders` answers the bare list and
+   * puts its paging in headers built from it. Absent (MCP): the command's page as it is.
+   */
+  url?: string;
+}
+
+export interface RouteReply {
+  status: number;
+  body: Uint8Array;
+  headers: Record<string, string>;
+  /** The resource's version, where the service answered one (the ETag of a REST reply). */
+  version?: number;
+}
+
+export type RouteRunner = (caller: Caller, call: RouteCall) => Promise<RouteReply>;
 
 export interface Gateway {
   app: express.Express;
@@ -80,6 +104,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const client = new BusClient(bus, options.busTimeoutMs ?? 5000);
   const slowClient = new BusClient(bus, Math.max(options.busTimeoutMs ?? 5000, FEDERATION_BUS_TIMEOUT_MS));
   const bindings = new AgentBindings(client);
+  // A route that waits longer than the default (federation dispatch, a channel ask) gets a client with its own wait.
+  const routeClients = new Map<number, BusClient>();
+  const clientFor = (route: ApiRoute): BusClient => {
+    if (!route.busTimeoutMs) return client;
+    const wait = Math.max(options.busTimeoutMs ?? 5000, route.busTimeoutMs);
+    let found = routeClients.get(wait);
+    if (!found) routeClients.set(wait, (found = new BusClient(bus, wait)));
+    return found;
+  };
   await ensureStream(bus, streams.intents);
   const feed = new EventFeed(bus, streams.intents.name, streams.intents.subjects[0], 3, logger);
   await feed.start();
@@ -111,6 +144,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       docs: "/docs",
       openapi: "/openapi.json",
       discovery: "/.well-known/openintent.json",
+      mcp: MCP_PATH,
       health: { live: "/healthz", ready: "/readyz" },
     }),
   );
@@ -138,34 +172,22 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use(jsonBody(options.bodyLimit ?? "1mb"));
   api.use(requireJsonBody);
   api.use(refuseUnsafeQuery);
-  // Path ids that must be UUIDs, by parameter name: the catalogue's names and the SSE routes' own.
-  const uuidParams: Record<string, NotFoundResource> = {
-    intent_id: "intent",
-    lease_id: "lease",
-    portfolio_id: "portfolio",
-    attachment_id: "attachment",
-    task_id: "task",
-    approval_id: "approval",
-    channel_id: "channel",
-    message_id: "message",
-    entry_id: "acl_entry",
-    request_id: "access_request",
-    vault_id: "vault",
-    credential_id: "credential",
-    grant_id: "grant",
-    id: "intent",
-    portfolioId: "portfolio",
-    channelId: "channel",
-  };
+  const uuidParams = UUID_PARAMS;
+
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
-  const handle = (route: ApiRoute) => {
+  /**
+   * One operation run for a verified caller, whatever carried the request: REST (below) and the
+   * MCP endpoint's tool calls (mcp.ts) both come here, so a rule is enforced in one place. Test
+   * gateways record or police the codes it answers (GatewayOptions.routeErrors).
+   */
+  const handle = (route: ApiRoute): RouteRunner => {
     const run = runRoute(route);
     const declared = declaredErrors(route);
     const { record, strict } = options.routeErrors ?? {};
     if (!record && !strict) return run;
-    return async (req: Request, res: Response) => {
+    return async (caller, call) => {
       try {
-        await run(req, res);
+        return await run(caller, call);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         record?.(route.operationId, error.code);
@@ -177,28 +199,56 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
     };
   };
-  const runRoute = (route: ApiRoute) => async (req: Request, res: Response) => {
-    // The route template names the request in the access log (never the raw path with its ids).
-    res.locals.route = route.path;
-    assertRole(route, req.caller!);
-    refuseUnsafeParams(req);
-    const input = commandInput(route, req);
-    const parsed = route.command.input.safeParse(input);
-    if (!parsed.success) throw validationError(parsed.error);
-    await assertActingAgentsBound(bindings, keys, req, route);
-    if (route.access.registersAgent) assertAgentIdFree(keys, req);
-    // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
-    const reply = await (route.busTimeoutMs ? slowClient : client).requestRaw(route.command, req.caller!, input as never);
-    const body = route.pageInHeaders ? pageInHeaders(route.pageInHeaders, reply.body, req, res) : reply.body;
-    if (options.checkResponses) assertDocumentedResponse(route, body);
-    if (options.checkRequest && route.body && !res.locals.bodyAbsent) {
-      const problem = options.checkRequest(route.operationId, req.body);
-      if (problem) throw appError("INTERNAL_ERROR", `the server accepted a body its OpenAPI document refuses: ${problem}`);
-    }
-    if (route.etag && reply.version !== undefined) res.set("ETag", etagOf(reply.version));
-    res.status(route.status ?? 200).type("application/json").send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  const runRoute =
+    (route: ApiRoute): RouteRunner =>
+    async (caller, call) => {
+      assertRole(route, caller);
+      refuseUnsafeParams(call);
+      const input = commandInput(route, call);
+      const parsed = route.command.input.safeParse(input);
+      if (!parsed.success) throw validationError(parsed.error);
+      await assertActingAgentsBound(bindings, keys, caller, call.body, route);
+      if (route.access.registersAgent) assertAgentIdFree(keys, caller, call.body);
+      // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
+      const reply = await clientFor(route).requestRaw(route.command, caller, input as never);
+      const headers: Record<string, string> = {};
+      const paged = route.pageInHeaders && call.url !== undefined;
+      const body = paged ? pageInHeaders(route.pageInHeaders!, reply.body, call.url!, headers) : reply.body;
+      if (options.checkResponses) assertDocumentedResponse(paged || !route.pageInHeaders ? routeResponse(route) : route.command.output, route, body);
+      if (options.checkRequest && route.body && !call.bodyAbsent) {
+        const problem = options.checkRequest(route.operationId, call.body);
+        if (problem) throw appError("INTERNAL_ERROR", `the server accepted a body its OpenAPI document refuses: ${problem}`);
+      }
+      if (route.etag && reply.version !== undefined) headers.ETag = etagOf(reply.version);
+      return { status: route.status ?? 200, body, headers, version: reply.version };
+    };
+  /** REST: the request as a route call, the reply as the response. */
+  const rest = (route: ApiRoute) => {
+    const run = handle(route);
+    return async (req: Request, res: Response) => {
+      // The route template names the request in the access log (never the raw path with its ids).
+      res.locals.route = route.path;
+      const call: RouteCall = {
+        params: req.params as Record<string, string>,
+        query: req.query,
+        body: req.body,
+        get: (name) => req.get(name),
+        bodyAbsent: Boolean(res.locals.bodyAbsent),
+        url: req.originalUrl,
+      };
+      const reply = await run(req.caller!, call);
+      res.set(reply.headers);
+      res.status(reply.status).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
+    };
   };
-  mountRoutes(api, apiRoutes, handle, uuidParams);
+  mountRoutes(api, apiRoutes, rest, uuidParams);
+  // MCP (docs/mcp.md): the same key and roles, each tool an operation of the catalogue run by its REST runner.
+  const mcp = createMcp({ runner: handle, logger, version: VERSION, feed, sessions: options.mcpSessions });
+  app.post(MCP_PATH, authenticate(keys), mcpBody(jsonBody(options.bodyLimit ?? "1mb")), mcp.stateless);
+  app.all(MCP_PATH, authenticate(keys), mcpMethodNotAllowed);
+  app.post(MCP_LIVE_PATH, authenticate(keys), mcpBody(jsonBody(options.bodyLimit ?? "1mb")), mcp.live);
+  app.get(MCP_LIVE_PATH, authenticate(keys), mcp.live);
+  app.delete(MCP_LIVE_PATH, authenticate(keys), mcp.live);
   // SSE (4.10) at the spec's /subscribe/<kind>/{id} and at the paths the official clients call,
   // /<kind>/{id}/subscribe. The acting agent of a subscription is checked like any request's.
   const bound = async (req: Request, _res: Response, next: NextFunction) => {
@@ -207,7 +257,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       throw errors.forbidden("event streams are open to admin, coordinator, operator and agent keys only", { required_roles: ALL_ROLES, roles: req.caller!.roles });
     }
     refuseUnsafeParams(req);
-    await assertActingAgentsBound(bindings, keys, req);
+    await assertActingAgentsBound(bindings, keys, req.caller!, req.body);
     next();
   };
   const pingMs = options.ssePingMs ?? 15_000;
@@ -253,6 +303,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         servers.push(server);
       }),
     stop: async () => {
+      await mcp.close();
       await feed.stop();
       await portfolioFeed.stop();
       await agentFeed.stop();
@@ -381,11 +432,10 @@ function mountRoutes(api: express.Router, all: readonly ApiRoute[], handle: (rou
  * name). Admins and coordinators may act for any agent. The one exception: a registration whose
  * X-Agent-ID names the agent it registers (an agent registering itself is not bound yet).
  */
-async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, req: Request, route?: ApiRoute): Promise<void> {
-  const caller = req.caller!;
+async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, caller: Caller, requestBody: unknown, route?: ApiRoute): Promise<void> {
   const access = route?.access;
   const acting = new Set<string>();
-  const body = req.body as Record<string, unknown> | undefined;
+  const body = requestBody as Record<string, unknown> | null | undefined;
   const registersItself = access?.registersAgent && caller.agent_id === body?.agent_id;
   if (caller.agent_id && !registersItself) acting.add(caller.agent_id);
   const fromBody = access?.actingAgentField ? body?.[access.actingAgentField] : undefined;
@@ -402,21 +452,21 @@ async function assertActingAgentsBound(bindings: AgentBindings, keys: ApiKeys, r
  * while there is more, X-Next-Cursor carries the cursor and Link rel="next" the same request with
  * the cursor parameter set to it (its other query parameters kept).
  */
-function pageInHeaders(paging: NonNullable<ApiRoute["pageInHeaders"]>, reply: Uint8Array, req: Request, res: Response): Uint8Array {
+function pageInHeaders(paging: NonNullable<ApiRoute["pageInHeaders"]>, reply: Uint8Array, url: string, headers: Record<string, string>): Uint8Array {
   const page = JSON.parse(new TextDecoder().decode(reply)) as Record<string, unknown> & { next_cursor?: string | null; has_more?: boolean };
   if (page.has_more && page.next_cursor) {
-    const [path, search] = req.originalUrl.split("?", 2) as [string, string | undefined];
+    const [path, search] = url.split("?", 2) as [string, string | undefined];
     const query = new URLSearchParams(search);
     query.set(paging.cursorParam, page.next_cursor);
-    res.set("X-Next-Cursor", page.next_cursor);
-    res.set("Link", `<${path}?${query.toString()}>; rel="next"`);
+    headers["X-Next-Cursor"] = page.next_cursor;
+    headers.Link = `<${path}?${query.toString()}>; rel="next"`;
   }
   return new TextEncoder().encode(JSON.stringify(page[paging.items] ?? []));
 }
 
 /** Test gateways: the reply must be what the catalogue documents (the route's response, else its command's output). */
-function assertDocumentedResponse(route: ApiRoute, body: Uint8Array): void {
-  const checked = routeResponse(route).safeParse(JSON.parse(new TextDecoder().decode(body)));
+function assertDocumentedResponse(schema: z.ZodType, route: ApiRoute, body: Uint8Array): void {
+  const checked = schema.safeParse(JSON.parse(new TextDecoder().decode(body)));
   if (checked.success) return;
   const issue = checked.error.issues[0]!;
   throw appError("INTERNAL_ERROR", `${route.operationId} answered a body that is not its documented response: ${issue.path.join(".") || "(body)"}: ${issue.message}`);
@@ -441,9 +491,9 @@ function assertRole(route: ApiRoute, caller: Caller): void {
  * An agent id that is another key's principal would let its holder act as that key's requests
  * without X-Agent-ID do (they act under the principal's name): refused at registration.
  */
-function assertAgentIdFree(keys: ApiKeys, req: Request): void {
-  const agentId = (req.body as Record<string, unknown> | undefined)?.agent_id;
-  if (typeof agentId === "string" && agentId !== req.caller!.principal && keys.hasPrincipal(agentId)) {
+function assertAgentIdFree(keys: ApiKeys, caller: Caller, body: unknown): void {
+  const agentId = (body as Record<string, unknown> | null | undefined)?.agent_id;
+  if (typeof agentId === "string" && agentId !== caller.principal && keys.hasPrincipal(agentId)) {
     throw appError("AGENT_ID_RESERVED", `agent id ${agentId} is the name of another API key's principal; choose another id`, { agent_id: agentId });
   }
 }

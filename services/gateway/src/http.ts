@@ -40,7 +40,8 @@ export function errorHandler(logger: Logger) {
   };
 }
 
-function toAppError(error: unknown): AppError {
+/** Anything thrown while serving a request, as the catalogued error it answers. */
+export function toAppError(error: unknown): AppError {
   if (isAppError(error)) return error;
   const e = error as { type?: string; status?: number; limit?: number };
   if (e?.type === "entity.parse.failed") return errors.invalidJson("the request body is not valid JSON");
@@ -102,7 +103,7 @@ export function refuseUnsafeQuery(req: Request, _res: Response, next: NextFuncti
 }
 
 /** Path parameters too (a percent-encoded NUL decodes into one). */
-export function refuseUnsafeParams(req: Request): void {
+export function refuseUnsafeParams(req: { params: unknown }): void {
   const unsafe = findUnsafeJsonValue(req.params);
   if (unsafe) throw unsafeJsonError(unsafe, "the path");
 }

@@ -1,8 +1,7 @@
-import type { Request } from "express";
 import { describe, expect, it } from "vitest";
 import { apiRoutes, type ApiRoute } from "@intentmesh/contracts";
 import { buildOpenApi } from "./openapi";
-import { commandInput } from "./route-input";
+import { commandInput, type RouteRequest } from "./route-input";
 import { requestBodyChecker } from "../../../test/support/openapi-bodies";
 import { REPRESENTATIVE_BODIES, REPRESENTATIVE_ID as ID } from "../../../test/support/representative-bodies";
 
@@ -20,10 +19,10 @@ const document = buildOpenApi(apiRoutes, "test");
 const documented = requestBodyChecker(document);
 
 /** The request an e2e test sends, as the gateway sees it: path parameters, the body, If-Match. */
-function requestOf(route: ApiRoute, body: unknown): Request {
+function requestOf(route: ApiRoute, body: unknown): RouteRequest {
   const params = Object.fromEntries([...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, name === "agent_id" ? "writer-1" : name!.endsWith("_id") ? ID : "x"]));
   const headers: Record<string, string> = { "if-match": "1" };
-  return { params, query: {}, body, get: (name: string) => headers[name.toLowerCase()] } as unknown as Request;
+  return { params, query: {}, body, get: (name: string) => headers[name.toLowerCase()] };
 }
 
 const contractIssues = (route: ApiRoute, body: unknown) => {

@@ -38,7 +38,7 @@ const X_AGENT_ID = z.string().optional().openapi({ description: "The acting agen
  * the input's body field, with the fields the route lifts out of the body (POST /tasks names its
  * intent there) put back in it.
  */
-function documentedBody(route: ApiRoute, shape: Record<string, z.ZodType>): z.ZodType | undefined {
+export function documentedBody(route: ApiRoute, shape: Record<string, z.ZodType>): z.ZodType | undefined {
   if (!route.body) return undefined;
   const body = shape[route.body]!;
   if (!route.liftFromBody?.length) return body;

@@ -1,16 +1,50 @@
-import type { Request } from "express";
-import { errors, type ApiRoute } from "@intentmesh/contracts";
+import { errors, type ApiRoute, type NotFoundResource } from "@intentmesh/contracts";
 import { parseIfMatch } from "./http";
+
+/** Path ids that must be UUIDs, by parameter name (the resource a wrong one does not find): the catalogue's names and the SSE routes' own. */
+export const UUID_PARAMS: Readonly<Record<string, NotFoundResource>> = {
+  intent_id: "intent",
+  lease_id: "lease",
+  portfolio_id: "portfolio",
+  attachment_id: "attachment",
+  task_id: "task",
+  approval_id: "approval",
+  channel_id: "channel",
+  message_id: "message",
+  entry_id: "acl_entry",
+  request_id: "access_request",
+  vault_id: "vault",
+  credential_id: "credential",
+  grant_id: "grant",
+  id: "intent",
+  portfolioId: "portfolio",
+  channelId: "channel",
+};
 
 /** Express path of a route: the catalogue's `{name}` parameters as `:name`. */
 export const expressPath = (route: Pick<ApiRoute, "path">) => route.path.replace(/\{(\w+)\}/g, ":$1");
+
+/**
+ * What a route reads of a request: an express Request is one (REST), and so is a tool call of the
+ * MCP endpoint (mcp.ts), which runs the same route the same way.
+ */
+export interface RouteRequest {
+  /** Path parameters by name, as text (UUID ones already in their canonical spelling). */
+  params: Record<string, string>;
+  /** The query string, as express's simple parser gives it (text, or lists of text). */
+  query: unknown;
+  /** The JSON body; {} when absent. */
+  body: unknown;
+  /** A request header (case-insensitive); undefined when absent. */
+  get(name: string): string | undefined;
+}
 
 /**
  * A request as its route's command input, as the route declares it (libs/contracts/src/api-route.ts):
  * path parameters under their names (or inside `query`), the body, the query string, If-Match,
  * named headers and constants. Nothing else of the request reaches the service.
  */
-export function commandInput(route: ApiRoute, req: Request): Record<string, unknown> {
+export function commandInput(route: ApiRoute, req: RouteRequest): Record<string, unknown> {
   const input: Record<string, unknown> = { ...route.constants };
   const params = Object.fromEntries(Object.entries(req.params).map(([name, value]) => [name, String(value)]));
   if (route.query === "query+path") input.query = { ...(req.query as Record<string, unknown>), ...params };

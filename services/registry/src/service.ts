@@ -14,7 +14,7 @@ import { startMemoryProjection } from "./memory-projection";
 import { registerAgent } from "./handlers/registration";
 import { heartbeat } from "./handlers/heartbeat";
 import { changeAgentStatus, deregisterAgent } from "./handlers/status";
-import { agentBinding, getAgent, listAgentEvents, listAgents, poolCapacity } from "./handlers/queries";
+import { agentBinding, getAgent, getAgentHealth, listAgentEvents, listAgents, poolCapacity } from "./handlers/queries";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -63,6 +63,7 @@ export async function startRegistryService(options: RegistryServiceOptions): Pro
   core.serve(commands, {
     register: (input, caller) => registerAgent(ctx, input.body, caller),
     get: (input, caller) => getAgent(ctx, input.agent_id, caller),
+    health: (input, caller) => getAgentHealth(ctx, input.agent_id, caller),
     list: (input, caller) => listAgents(ctx, input.query, caller),
     heartbeat: (input, caller) => heartbeat(ctx, input.agent_id, input.body, caller),
     changeStatus: (input, caller) => changeAgentStatus(ctx, input.agent_id, input.if_match, input.body, caller),

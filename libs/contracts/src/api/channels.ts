@@ -1,5 +1,5 @@
 import { ALL_ROLES, type ApiRoute } from "../api-route";
-import { channelsCommands } from "../channels";
+import { ASK_MAX_TIMEOUT_SECONDS, channelsCommands } from "../channels";
 
 
 /** Channels and messages (4.7), and rule 10's implicit creation at /intents/{id}/channels/{name}/messages (docs/channels.md). */
@@ -94,6 +94,18 @@ export const channelsRoutes = [
     command: channelsCommands.getMessage,
     access: { roles: ALL_ROLES },
     summary: "Read a message",
+  },
+  {
+    operationId: "channelsAsk",
+    tag: "Channels",
+    method: "post",
+    path: "/channels/{channel_id}/ask",
+    command: channelsCommands.ask,
+    body: "body",
+    access: { roles: ALL_ROLES, actingAgentField: "sender" },
+    // The service waits up to the ask's timeout for the response; the gateway waits a little longer.
+    busTimeoutMs: ASK_MAX_TIMEOUT_SECONDS * 1000 + 5000,
+    summary: "Send a request and wait for its first response (timeout seconds, default 30): {request, response}; 504 RESPONSE_TIMEOUT when none came",
   },
   {
     operationId: "channelsReply",

@@ -58,6 +58,15 @@ export const agentRoutes = [
     summary: "Read an agent's full record (alias used by the OpenIntent clients)",
   },
   {
+    operationId: "agentsHealth",
+    tag: "Agents",
+    method: "get",
+    path: "/agents/{agent_id}/health",
+    command: registryCommands.health,
+    access: { roles: ALL_ROLES },
+    summary: "Read an agent's health now: lifecycle status with due silence applied, time since its last heartbeat, its deadlines and capacity",
+  },
+  {
     operationId: "agentsHeartbeat",
     tag: "Agents",
     method: "post",

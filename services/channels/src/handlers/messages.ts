@@ -1,6 +1,22 @@
 import { and, asc, eq, gt, inArray, or, sql, type SQL } from "drizzle-orm";
-import { appError, AppError, type Caller, type ChannelStreamView, errors, type ListMessagesQuery, type Message, type MessageType, type ReplyBody, type SendMessageBody, Uuid } from "@intentmesh/contracts";
+import {
+  appError,
+  AppError,
+  channelMessageSubject,
+  errors,
+  type AskBody,
+  type AskResult,
+  Uuid,
+  type Caller,
+  type ChannelStreamView,
+  type ListMessagesQuery,
+  type Message,
+  type MessageType,
+  type ReplyBody,
+  type SendMessageBody,
+} from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
+import type { Subscription } from "@nats-io/transport-node";
 import { SERVICE_CALLER, type ChannelsContext } from "../context";
 import { channels, messages } from "../db/schema";
 import { assertChannelAccess, findChannel, notAMember, roleOf } from "../access";
@@ -54,6 +70,73 @@ export async function replyTo(ctx: ChannelsContext, channelId: string, messageId
   // The message named in the path must be one the caller can read, as for GET and mark-read: 404 otherwise (spec 7).
   const { channel } = await visibleMessage(ctx, channelId, messageId, caller);
   return send(ctx, channel, { sender: body.sender, payload: body.payload, metadata: body.metadata, message_type: "response", correlation_id: messageId }, caller);
+}
+
+/**
+ * POST /channels/{id}/ask (RFC 0021 ask()): a request to `to` that expires at the timeout (3.1),
+ * then the wait for its first response. The wait follows the channel's published messages (a
+ * subscription opened before the request is written, so no response can slip past) and ends at
+ * the first response to this request or after `timeout` seconds; the answer is then read from
+ * the table, the first response by sequence, so a response the relay had not yet published by
+ * the deadline still counts. None: 504 RESPONSE_TIMEOUT naming the request, which stays readable
+ * (a response that comes later is refused once the request has expired).
+ */
+export async function ask(ctx: ChannelsContext, channelId: string, body: AskBody, caller: Caller): Promise<AskResult> {
+  const channel = await findChannel(ctx, channelId);
+  const timeoutMs = body.timeout * 1000;
+  const expiresAt = new Date(ctx.clock.now().getTime() + timeoutMs).toISOString();
+  const published = ctx.bus.nc.subscribe(ctx.bus.subject(channelMessageSubject(channel.id)));
+  try {
+    const request = await send(
+      ctx,
+      channel,
+      { sender: body.sender, to: body.to, message_type: "request", payload: body.payload, metadata: body.metadata, intent_id: body.intent_id, expires_at: expiresAt },
+      caller,
+    );
+    await firstPublishedResponse(published, request.id, timeoutMs);
+    const response = await firstResponse(ctx, request.id);
+    if (!response) {
+      throw appError("RESPONSE_TIMEOUT", `no response to request ${request.id} from ${request.to} within ${body.timeout} s; a later one is refused once the request has expired`, {
+        request_id: request.id,
+        timeout_seconds: body.timeout,
+      });
+    }
+    return { request, response };
+  } finally {
+    published.unsubscribe();
+  }
+}
+
+/** Resolves at the first published response to `requestId` on the subscription, or after `timeoutMs`. */
+async function firstPublishedResponse(published: Subscription, requestId: string, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+  const arrived = (async () => {
+    for await (const msg of published) {
+      let message: { message_type?: unknown; correlation_id?: unknown } | null;
+      try {
+        message = JSON.parse(new TextDecoder().decode(msg.data)) as { message_type?: unknown; correlation_id?: unknown } | null;
+      } catch {
+        continue;
+      }
+      if (message?.message_type === "response" && message.correlation_id === requestId) return;
+    }
+  })();
+  try {
+    await Promise.race([timeUp, arrived]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function firstResponse(ctx: ChannelsContext, requestId: string): Promise<Message | null> {
+  const [row] = await ctx.db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.correlationId, requestId), eq(messages.messageType, "response")))
+    .orderBy(asc(messages.sequence))
+    .limit(1);
+  return row ? toMessage(row) : null;
 }
 
 async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller): Promise<Message> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "@intentmesh/contracts";
-import { assertRequestedTransition, drainOutcome, nextCheckAt, silenceTransitions, type AgentTimers } from "./lifecycle";
+import { assertRequestedTransition, drainOutcome, healthOf, nextCheckAt, silenceTransitions, type AgentTimers } from "./lifecycle";
 
 const t0 = new Date("2026-11-22T00:00:00.000Z");
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
@@ -71,5 +71,21 @@ describe("assertRequestedTransition", () => {
       expect((error as AppError).status).toBe(409);
     }
     expect(() => assertRequestedTransition("a", "active", "dead")).toThrow(/cannot be moved to dead/);
+  });
+});
+
+describe("healthOf (GET /agents/{id}/health)", () => {
+  it("is healthy while active and heard from within unhealthy_after_seconds, with both deadlines ahead", () => {
+    expect(healthOf(agent(), at(89.5))).toEqual({ status: "active", healthy: true, secondsSinceHeartbeat: 89, unhealthyAt: at(90), deadAt: at(300) });
+  });
+  it("applies the silence transitions already due, before any sweeper records them", () => {
+    expect(healthOf(agent(), at(90))).toMatchObject({ status: "unhealthy", healthy: false, unhealthyAt: null, deadAt: at(300) });
+    expect(healthOf(agent(), at(300))).toMatchObject({ status: "dead", healthy: false, unhealthyAt: null, deadAt: null });
+  });
+  it("a draining or deregistered agent is not healthy and has no silence deadline", () => {
+    for (const status of ["draining", "deregistered"] as const) expect(healthOf(agent({ status }), at(1))).toMatchObject({ status, healthy: false, unhealthyAt: null, deadAt: null });
+  });
+  it("a heartbeat stamped ahead of the server clock reads as zero seconds of silence", () => {
+    expect(healthOf(agent({ lastHeartbeatAt: at(10) }), at(0)).secondsSinceHeartbeat).toBe(0);
   });
 });

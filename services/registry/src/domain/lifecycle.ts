@@ -82,6 +82,29 @@ export function nextCheckAt(agent: AgentTimers, now: Date, drainCheckSeconds: nu
   }
 }
 
+/** An agent's health at `now` (GET /agents/{id}/health), before any sweeper has looked. */
+export interface Health {
+  /** The recorded status with the silence transitions due at `now` applied. */
+  status: AgentStatus;
+  healthy: boolean;
+  secondsSinceHeartbeat: number;
+  /** The silence deadlines still ahead of the status (null once passed by the status). */
+  unhealthyAt: Date | null;
+  deadAt: Date | null;
+}
+
+export function healthOf(agent: AgentTimers, now: Date): Health {
+  const due = silenceTransitions(agent, now);
+  const status = due.length ? due[due.length - 1]!.to : agent.status;
+  return {
+    status,
+    healthy: status === "active",
+    secondsSinceHeartbeat: Math.max(0, Math.floor((now.getTime() - agent.lastHeartbeatAt.getTime()) / 1000)),
+    unhealthyAt: status === "active" ? unhealthyAt(agent) : null,
+    deadAt: status === "active" || status === "unhealthy" ? deadAt(agent) : null,
+  };
+}
+
 /** Statuses a drain may be requested from (table 3.4: active -> draining, unhealthy -> draining). */
 const DRAINABLE: readonly AgentStatus[] = ["active", "unhealthy"];
 

@@ -3,8 +3,11 @@ import {
   errors,
   fitPage,
   Uuid,
+  isoTimestamp,
   type Agent,
   type AgentBinding,
+  type AgentHealth,
+  type AgentStatus,
   type AgentEvent,
   type AgentEventPage,
   type AgentSummary,
@@ -17,6 +20,7 @@ import {
 import type { RegistryContext } from "../context";
 import { agentEvents, agents } from "../db/schema";
 import { assertMayList, assertMayRead } from "../domain/access";
+import { healthOf } from "../domain/lifecycle";
 import { toAgent, toSummary } from "../mapping";
 
 async function findAgent(ctx: RegistryContext, agentId: string) {
@@ -30,6 +34,33 @@ export async function getAgent(ctx: RegistryContext, agentId: string, caller: Ca
   const row = await findAgent(ctx, agentId);
   assertMayRead(agentId, row.ownerPrincipal, caller);
   return toAgent(row);
+}
+
+/** GET /agents/{id}/health: readable by whoever may read the record; computed on the server clock now (lifecycle.ts healthOf). */
+export async function getAgentHealth(ctx: RegistryContext, agentId: string, caller: Caller): Promise<AgentHealth> {
+  const row = await findAgent(ctx, agentId);
+  assertMayRead(agentId, row.ownerPrincipal, caller);
+  const now = ctx.clock.now();
+  const health = healthOf(
+    { status: row.status as AgentStatus, lastHeartbeatAt: row.lastHeartbeatAt, unhealthyAfterSeconds: row.unhealthyAfterSeconds, deadAfterSeconds: row.deadAfterSeconds, drainDeadline: row.drainDeadline },
+    now,
+  );
+  const agent = toAgent(row);
+  return {
+    agent_id: agent.agent_id,
+    status: health.status,
+    recorded_status: agent.status,
+    healthy: health.healthy,
+    last_heartbeat_at: agent.last_heartbeat_at,
+    seconds_since_heartbeat: health.secondsSinceHeartbeat,
+    heartbeat_config: agent.heartbeat_config,
+    unhealthy_at: health.unhealthyAt ? isoTimestamp(health.unhealthyAt) : null,
+    dead_at: health.deadAt ? isoTimestamp(health.deadAt) : null,
+    capacity: { ...agent.capacity, available: agent.capacity.max_concurrent_tasks === null ? null : agent.capacity.max_concurrent_tasks - agent.capacity.current_load },
+    tasks_in_progress: agent.tasks_in_progress.length,
+    drain_deadline: agent.drain_deadline,
+    checked_at: isoTimestamp(now),
+  };
 }
 
 /**
