@@ -19,14 +19,14 @@ export interface FaultHarness {
   database: DatabaseHandle;
   /** The environment a service process of this harness gets: its database, NATS and namespace. */
   env: Record<string, string>;
-  /** Starts a service process (with extra environment) and waits until it answers its health command. */
-  start(service: ServiceName, extraEnv?: Record<string, string>): Promise<ChildProcess>;
+  /** Starts a service process (with extra environment; `replica` > 0 for a second process of it) and waits until the service answers its health command. */
+  start(service: ServiceName, extraEnv?: Record<string, string>, replica?: number): Promise<ChildProcess>;
   /**
    * SIGKILLs the service's process, waits `whileDown` (milliseconds, default 200, or until a
    * condition such as "clients saw the outage"), starts it again with the same environment and
    * waits until it is healthy.
    */
-  killAndRestart(service: ServiceName, whileDown?: number | (() => Promise<void>)): Promise<void>;
+  killAndRestart(service: ServiceName, whileDown?: number | (() => Promise<void>), replica?: number): Promise<void>;
   /** Waits until the service's outbox relay has published everything its process committed. */
   drained(service: ServiceName): Promise<void>;
   /** Rows of a query on the harness's database. */
@@ -46,11 +46,11 @@ export async function openFaultHarness(name: string, caller: Caller, options: { 
   const database = await openDatabase({ url: testDb.url });
   const client = new BusClient(bus, options.busTimeoutMs ?? 1500);
   const env = { DATABASE_URL: testDb.url, NATS_URL: inject("natsUrl"), BUS_NAMESPACE: namespace };
-  const running = new Map<ServiceName, { process: ChildProcess; env: Record<string, string> }>();
+  const running = new Map<string, { process: ChildProcess; env: Record<string, string> }>();
 
-  const launch = async (service: ServiceName, serviceEnv: Record<string, string>) => {
+  const launch = async (service: ServiceName, serviceEnv: Record<string, string>, replica: number) => {
     const process = startServiceProcess(service, serviceEnv);
-    running.set(service, { process, env: serviceEnv });
+    running.set(`${service}#${replica}`, { process, env: serviceEnv });
     await untilHealthy(client, service, caller);
     return process;
   };
@@ -68,13 +68,13 @@ export async function openFaultHarness(name: string, caller: Caller, options: { 
     client,
     database,
     env,
-    start: (service, extraEnv = {}) => launch(service, { ...env, ...extraEnv }),
-    async killAndRestart(service, whileDown = 200) {
-      const current = running.get(service);
-      if (!current) throw new Error(`${service} was not started by this harness`);
+    start: (service, extraEnv = {}, replica = 0) => launch(service, { ...env, ...extraEnv }, replica),
+    async killAndRestart(service, whileDown = 200, replica = 0) {
+      const current = running.get(`${service}#${replica}`);
+      if (!current) throw new Error(`${service} (replica ${replica}) was not started by this harness`);
       await killServiceProcess(current.process);
       await (typeof whileDown === "number" ? sleep(whileDown) : whileDown());
-      await launch(service, current.env);
+      await launch(service, current.env, replica);
     },
     drained: (service) => untilOutboxDrained(client, service, caller),
     rows: async <T>(query: SQL) => rowsOf<T>(await database.db.execute(query)),
