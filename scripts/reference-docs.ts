@@ -4,7 +4,7 @@ import { baseConfigSchema } from "@intentmesh/telemetry";
 import { clusterServices } from "../services/cluster";
 import { gatewayConfigSchema } from "../services/gateway/src/config";
 import { mcpTools } from "../services/gateway/src/mcp-tools";
-import { RESOURCE_TEMPLATES } from "../services/gateway/src/mcp";
+import { RESOURCE_TEMPLATES, toolGroup } from "../services/gateway/src/mcp";
 
 /**
  * The reference tables that restate a catalogue, generated from it so they cannot drift
@@ -89,9 +89,9 @@ export function renderErrors(): string {
 /** docs/mcp.md: the MCP endpoint's tools (one per operation of the catalogue) and resources. */
 export function renderMcpTools(): string {
   const tools = mcpTools(apiRoutes);
-  const lines: string[] = [`${tools.length} tools, one per operation of the route catalogue; \`tools/list\` shows a key the ones its roles may call.`, ""];
+  const lines: string[] = [`${tools.length} tools, one per operation of the route catalogue; \`tools/list\` shows a key the ones its roles may call. The group of each heading is what \`?tools=\` names.`, ""];
   for (const tag of [...new Set(tools.map((tool) => tool.route.tag))]) {
-    lines.push(`### ${tag}`, "", "| Tool | Arguments | REST operation | Roles |", "|---|---|---|---|");
+    lines.push(`### ${tag} (\`${toolGroup(tag)}\`)`, "", "| Tool | Arguments | REST operation | Roles |", "|---|---|---|---|");
     for (const tool of tools.filter((t) => t.route.tag === tag)) {
       const required = new Set(tool.inputSchema.required ?? []);
       const args = Object.keys(tool.inputSchema.properties).map((name) => `\`${name}\`${required.has(name) ? "" : "?"}`).join(", ") || "none";

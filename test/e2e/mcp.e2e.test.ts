@@ -24,9 +24,9 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function connect(key: keyof typeof TEST_KEYS | null, headers: Record<string, string> = {}): Promise<Client> {
+async function connect(key: keyof typeof TEST_KEYS | null, headers: Record<string, string> = {}, path = "/mcp"): Promise<Client> {
   const client = new Client({ name: "intentmesh-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp`), {
+  const transport = new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}${path}`), {
     requestInit: { headers: { ...(key ? { "X-API-Key": TEST_KEYS[key] } : {}), ...headers } },
   });
   await client.connect(transport);
@@ -78,6 +78,21 @@ describe("MCP endpoint (issue 31)", () => {
     expect(agentTools).toContain("tasksClaim");
     expect(agentTools).not.toContain("governanceApprove");
     expect(agentTools).toEqual(apiRoutes.filter((route) => routeAdmits(route, ["agent"])).map((route) => route.operationId));
+  });
+
+  it("?tools= narrows tools/list to groups of the catalogue; calls are not narrowed; an unknown group is refused", async () => {
+    const narrow = await connect("agent", {}, "/mcp?tools=intents,Tasks");
+    const names = (await narrow.listTools()).tools.map((tool) => tool.name);
+    expect(names).toEqual(apiRoutes.filter((route) => ["Intents", "Tasks"].includes(route.tag) && routeAdmits(route, ["agent"])).map((route) => route.operationId));
+    expect(names).toContain("intentsPatchState");
+    expect(names).not.toContain("channelsSend");
+    const intent = await createIntent(cluster);
+    expect(await ok(narrow, "governanceListApprovals", { intent_id: intent.id })).toMatchObject({ approvals: [] });
+    const live = await connect("agent", {}, "/mcp/live?tools=access-control");
+    const aclTools = (await live.listTools()).tools.map((tool) => tool.name);
+    expect(aclTools.length).toBeGreaterThan(0);
+    expect(aclTools.every((name) => name.startsWith("acl") || name.startsWith("access"))).toBe(true);
+    await expect(connect("agent", {}, "/mcp?tools=intents,everything")).rejects.toThrow(/400|VALIDATION_FAILED/);
   });
 
   it("works on an intent: create, read, patch state (If-Match), log events, leases, costs and budgets", async () => {

@@ -15,7 +15,7 @@ import {
   type CallToolResult,
 } from "@modelcontextprotocol/sdk/types.js";
 import { randomUUID } from "node:crypto";
-import { apiRoutes, appError, errors, routeAdmits, systemClock, type ApiRoute, type AppError, type Caller, type Clock } from "@intentmesh/contracts";
+import { apiRoutes, appError, errors, routeAdmits, systemClock, type ApiRoute, type ApiTag, type AppError, type Caller, type Clock } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
 import type { RouteCall, RouteReply, RouteRunner } from "./app";
 import { toAppError } from "./http";
@@ -24,6 +24,26 @@ import { mcpTools, toolCall, type McpTool } from "./mcp-tools";
 
 /** Where the gateway serves MCP (Streamable HTTP); docs/mcp.md. */
 export const MCP_PATH = "/mcp";
+
+/** A tool group: the route's tag, lower case, words joined by `-` (`access-control`). */
+export const toolGroup = (tag: ApiTag): string => tag.toLowerCase().replace(/ /g, "-");
+/** Every group, in catalogue order. */
+export const TOOL_GROUPS: readonly string[] = [...new Set(apiRoutes.map((route) => toolGroup(route.tag)))];
+
+/**
+ * `?tools=intents,tasks,...` on the endpoint's URL: tools/list shows only those groups (a client
+ * that works on intents need not read 145 schemas). Absent: every group. A group that does not
+ * exist is 400, naming the groups. Calls are not narrowed: any tool the key may call still runs.
+ */
+export function toolGroups(value: unknown): ReadonlySet<string> | null {
+  if (value === undefined || value === "") return null;
+  const names = (Array.isArray(value) ? value : [value]).flatMap((item) => String(item).split(",")).map((name) => name.trim().toLowerCase()).filter(Boolean);
+  const unknown = names.filter((name) => !TOOL_GROUPS.includes(name));
+  if (unknown.length) {
+    throw errors.validation(`tools names groups of tools: ${TOOL_GROUPS.join(", ")}; not ${unknown.map((name) => JSON.stringify(name.slice(0, 40))).join(", ")}`, [{ path: "tools", message: "is not a group of tools", code: "invalid_value" }]);
+  }
+  return new Set(names);
+}
 
 /** The resources: an intent and its event log, each read through the same route as REST. */
 export const RESOURCE_TEMPLATES = [
@@ -88,7 +108,7 @@ export function createMcp(options: McpOptions) {
 
   const run = (caller: Caller, tool: McpTool, call: RouteCall): Promise<RouteReply> => runners.get(tool.name)!(caller, call);
 
-  const serverFor = (caller: Caller, live?: Pick<LiveSession, "subscriptions">) => {
+  const serverFor = (caller: Caller, groups: ReadonlySet<string> | null, live?: Pick<LiveSession, "subscriptions">) => {
     const server = new Server(
       { name: "intentmesh", version: options.version },
       {
@@ -97,10 +117,10 @@ export function createMcp(options: McpOptions) {
           "intentmesh coordinates humans and agents on shared intents. Each tool is one REST operation (its description names it); path parameters, `query`, `body` and `if_match` are its arguments. A refusal carries the catalogued error code.",
       },
     );
-    // The tools this key may call (the others would answer FORBIDDEN).
+    // The tools this key may call (the others would answer FORBIDDEN), of the groups the URL names (all when none).
     server.setRequestHandler(ListToolsRequestSchema, () => ({
       tools: tools
-        .filter((tool) => routeAdmits(tool.route, caller.roles))
+        .filter((tool) => routeAdmits(tool.route, caller.roles) && (!groups || groups.has(toolGroup(tool.route.tag))))
         .map(({ name, title, description, inputSchema, annotations }) => ({ name, title, description, inputSchema, annotations })),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
@@ -212,7 +232,7 @@ export function createMcp(options: McpOptions) {
 
   const stateless = async (req: Request, res: Response) => {
     res.locals.route = MCP_PATH;
-    const server = serverFor(req.caller!);
+    const server = serverFor(req.caller!, toolGroups(req.query.tools));
     // Stateless, answering plain JSON: a request is one exchange, with no session to keep.
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => {
@@ -283,7 +303,7 @@ export function createMcp(options: McpOptions) {
     await sweepIdle();
     if (sessions.size >= limits.max) throw appError("SERVICE_UNAVAILABLE", `this gateway holds its most MCP sessions (${limits.max}); use the stateless ${MCP_PATH}, or try again`);
     const subscriptions = new Map<string, () => void>();
-    const server = serverFor(caller, { subscriptions });
+    const server = serverFor(caller, toolGroups(req.query.tools), { subscriptions });
     const session: LiveSession = {
       principal: caller.principal,
       agentId: caller.agent_id,
