@@ -557,6 +557,10 @@ describe("the MCP server's routes (CLIENTS.md)", () => {
     expect(listed.body.map((e: any) => e.key)).toEqual(["k1"]);
     expectError(await cluster.api(`/agents/${a.id}/memory/mcp.ns/absent`, { headers: a.headers, key: null }), 404, "ENTRY_NOT_FOUND");
     expectError(await cluster.api(path, { headers: (await newAgent("x", "other")).headers, key: null }), 403, "ACCESS_DENIED");
+    // Writing another agent's working memory by key is refused like the same write by id (403, not a 500).
+    const intruder = await newAgent("x", "other");
+    expectError(await cluster.api(path, { method: "PUT", body: { value: { v: 3 } }, headers: { ...intruder.headers, "If-Match": "2" }, key: null }), 403, "ACCESS_DENIED");
+    expect((await cluster.api(path, { headers: a.headers, key: null })).body.value).toEqual({ v: 2 });
     expect((await cluster.api(`/agents/${a.id}/memory/summary`, { headers: a.headers, key: null })).body.agent_id).toBe(a.id);
   });
 });

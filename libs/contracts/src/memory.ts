@@ -310,7 +310,10 @@ export const memoryCommands = {
   patchNamespace: command("memory", "namespaces.patch", NamespaceRef.extend({ body: PatchNamespaceBody }), MemoryNamespace, ["ACCESS_DENIED"]),
   summary: command("memory", "agents.summary", z.object({ agent_id: AgentId }), MemorySummary, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
   lookup: command("memory", "agents.lookup", AgentKeyRef, MemoryEntry, ["ACCESS_DENIED", "AGENT_NOT_FOUND", "ENTRY_NOT_FOUND"]),
-  put: command("memory", "agents.put", AgentKeyRef.merge(IfMatch).extend({ body: PutAgentMemoryBody }), MemoryEntry, ["AGENT_NOT_FOUND", "PRECONDITION_REQUIRED"]),
+  put: command("memory", "agents.put", AgentKeyRef.merge(IfMatch).extend({ body: PutAgentMemoryBody }), MemoryEntry, [
+    // A create or a patch (by-key.ts), so either's refusals.
+    "ACCESS_DENIED", "AGENT_NOT_FOUND", "CAPACITY_EXCEEDED", "ENTRY_EXISTS", "ENTRY_NOT_FOUND", "FIELD_NOT_ALLOWED", "GOVERNANCE_VIOLATION", "INTENT_NOT_FOUND", "PRECONDITION_REQUIRED", "TASK_ENDED", "VERSION_MISMATCH",
+  ]),
   setCapacity: command("memory", "agents.capacity", z.object({ agent_id: AgentId, body: z.object({ episodic_capacity: z.number().int().min(1).max(1_000_000).nullable() }).strict() }), EpisodicCapacity, ["ACCESS_DENIED", "AGENT_NOT_FOUND"]),
 } as const;
 
