@@ -135,6 +135,7 @@ export const errorCatalogue = catalogue({
   SUSPENSION_PAST_DUE_BEFORE: { status: 409, title: "The suspension would time out before it starts" },
   TASK_ENDED: { status: 409, title: "The task has ended" },
   TASK_NOT_FOUND: { status: 404, title: "Task not found" },
+  TASK_DEPENDENCIES_PENDING: { status: 409, title: "The task's dependencies are not completed" },
   TASK_SUSPENDED: { status: 409, title: "The task is suspended" },
   TOOL_NOT_CALLABLE: { status: 409, title: "The credential has no HTTP endpoint for the tool" },
   UNAUTHORIZED: { status: 401, title: "Authentication required" },

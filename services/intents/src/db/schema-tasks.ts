@@ -21,6 +21,11 @@ export const tasks = intentsSchema.table(
     description: text("description"),
     parentTaskId: uuid("parent_task_id"),
     dependsOn: uuid("depends_on").array().notNull().default(sql`'{}'::uuid[]`),
+    /** The plan the task belongs to (RFC 0012), of the same intent. */
+    planId: uuid("plan_id"),
+    priority: text("priority").notNull().default("normal"),
+    capabilitiesRequired: text("capabilities_required").array().notNull().default(sql`'{}'::text[]`),
+    metadata: jsonb("metadata").$type<JsonObject>().notNull().default({}),
     status: text("status").notNull(),
     assignedAgent: text("assigned_agent"),
     /** Every agent that held the task before it was reassigned, oldest first (spec 4.8 rule 3). */
@@ -48,6 +53,7 @@ export const tasks = intentsSchema.table(
   (t) => [
     index("tasks_intent_idx").on(t.intentId, t.seq),
     index("tasks_intent_status_idx").on(t.intentId, t.status, t.seq),
+    index("tasks_plan_idx").on(t.planId).where(sql`${t.planId} is not null`),
     // An agent's held tasks: its death releases them, its heartbeat is checked against them.
     index("tasks_agent_idx").on(t.assignedAgent).where(sql`${t.assignedAgent} is not null`),
   ],

@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -7,7 +7,7 @@ import { tasks } from "../db/schema-tasks";
 import { retryPolicies } from "../db/schema-records";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
-import { assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
+import { assertDependenciesDone, assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
 import { decideAfterFailure, type RetryRules } from "../failures/retry-delay";
 import { agentWorkRefusal } from "../agents/agent-status";
 import { readTask, readTaskUnlocked, taskEvent, toTask, unblocked, unblockEvent, updateTask, type TaskChange, type TaskRow } from "./store";
@@ -50,6 +50,8 @@ interface TransitionContext {
 export async function planTransition(to: TaskStatus, t: TransitionContext): Promise<Move> {
   const { task, caller, now } = t;
   const from = task.status as TaskStatus;
+  // A task waiting on unfinished dependencies says so first (RFC 0012 1.2), naming them.
+  if ((to === "ready" || to === "claimed" || to === "running") && waitsOnDependencies(task)) await assertDependenciesMet(t.tx, task);
   assertTaskTransition(task.id, from, to);
   const agentOf = (row: TaskRow) => row.assignedAgent;
   const base = (row: TaskRow) => ({ task_id: row.id, status: row.status as TaskStatus, version: row.version });
@@ -146,6 +148,17 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
   }
 }
 
+/** A task that has not been ready yet: pending, or blocked while pending. */
+export const waitsOnDependencies = (task: TaskRow) => task.dependsOn.length > 0 && (task.status === "pending" || (task.status === "blocked" && task.blockedFrom === "pending"));
+
+/** RFC 0012 1.2: TASK_DEPENDENCIES_PENDING (409) unless every dependency of the task is completed or skipped. */
+export async function assertDependenciesMet(tx: Tx, task: TaskRow): Promise<void> {
+  if (!task.dependsOn.length) return;
+  const rows = await tx.select({ id: tasks.id, status: tasks.status }).from(tasks).where(inArray(tasks.id, task.dependsOn));
+  const statusOf = new Map(rows.map((r) => [r.id, r.status as TaskStatus]));
+  // In the order the task lists them; one deleted meanwhile counts as unfinished.
+  assertDependenciesDone(task.id, task.dependsOn.map((id) => ({ id, status: statusOf.get(id) ?? "cancelled" })));
+}
 
 /**
  * The retry policy that governs a task: its own, else its intent's (spec 2.8). Returns when the
