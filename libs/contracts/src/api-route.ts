@@ -96,7 +96,8 @@ export type ApiTag =
   | "Federation"
   | "Vaults"
   | "Identity"
-  | "Verifiable logs";
+  | "Verifiable logs"
+  | "Plans";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

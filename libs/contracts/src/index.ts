@@ -17,6 +17,7 @@ export * from "./suspension";
 export * from "./portfolios";
 export * from "./json-safety";
 export * from "./tasks";
+export * from "./plans";
 export * from "./system-events";
 export * from "./memory";
 export * from "./federation";

@@ -14,6 +14,7 @@ import { federationRoutes } from "./federation";
 import { aclRoutes } from "./acl";
 import { vaultRoutes } from "./vault";
 import { verifiableLogRoutes } from "./verifiable-logs";
+import { plansRoutes } from "./plans";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -28,6 +29,7 @@ const catalogue = [
   ...portfoliosRoutes,
   ...costsRoutes,
   ...tasksRoutes,
+  ...plansRoutes,
   ...governanceRoutes,
   ...memoryRoutes,
   ...channelsRoutes,

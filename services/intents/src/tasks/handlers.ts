@@ -19,6 +19,7 @@ import { TERMINAL_STATUSES } from "../intents/status";
 import { assertTaskTransition, initialTaskStatus, TASK_HELD_STATUSES } from "./task-status";
 import { assertMayClaimTask, assertMayMoveTask, assertMayPatchTask } from "./task-access";
 import { heldByAgent, taskEvent, toTask, type TaskChange, type TaskRow } from "./store";
+import { appendTaskToPlan, planTakingTask } from "../plans/effects";
 import { assertDependenciesMet, changeTask, planTransition, waitsOnDependencies, type Move } from "./moves";
 
 /** The task commands (im.intents.tasks.*): create, read, list, PATCH and the actions. docs/tasks.md. */
@@ -47,6 +48,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
         missing,
       });
     }
+    const plan = body.plan_id ? await planTakingTask(tx, intentId, body.plan_id) : null;
     const [row] = await tx
       .insert(tasks)
       .values({
@@ -89,6 +91,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
           priority: created.priority,
           capabilities_required: created.capabilitiesRequired,
         }),
+        ...(plan ? await appendTaskToPlan(tx, plan, created.id, caller.actor, now) : []),
       ],
       now,
     );

@@ -8,6 +8,7 @@ import { retryPolicies } from "../db/schema-records";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { assertDependenciesDone, assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
+import { planEffectsOfTaskChange } from "../plans/effects";
 import { decideAfterFailure, type RetryRules } from "../failures/retry-delay";
 import { agentWorkRefusal } from "../agents/agent-status";
 import { readTask, readTaskUnlocked, taskEvent, toTask, unblocked, unblockEvent, updateTask, type TaskChange, type TaskRow } from "./store";
@@ -218,6 +219,8 @@ export async function changeTask(
     const row = await updateTask(tx, task, plan.change, now);
     const newEvents = plan.events(row);
     if (row.status !== task.status && DEPENDENCY_DONE_STATUSES.includes(row.status as TaskStatus)) newEvents.push(...(await readyDependents(tx, row, now)));
+    // Its plan follows in the same transaction (completed when all its tasks are done, on_failure on a failure).
+    if (row.status !== task.status) newEvents.push(...(await planEffectsOfTaskChange(tx, row, now)));
     if (newEvents.length) await appendToLog(tx, intentId, newEvents, now);
     return row;
   });
