@@ -89,6 +89,7 @@ export const errorCatalogue = catalogue({
   LOG_TAMPERED: { status: 409, title: "The stored event log no longer matches its hashes or checkpoints" },
   LONE_SURROGATE: { status: 400, title: "A text holds a lone UTF-16 surrogate" },
   INVALID_RESPONSE_VALUE: { status: 422, title: "The response value is invalid for the suspension's response type" },
+  INPUT_WIRING_ERROR: { status: 422, title: "The workflow's inputs or types are not well formed (RFC 0024 InputWiringError)" },
   INVALID_PLAN_TRANSITION: { status: 409, title: "The plan state transition is not allowed" },
   INVALID_TASK_TRANSITION: { status: 409, title: "The task status transition is not allowed" },
   INVALID_TRANSITION: { status: 409, title: "The intent status transition is not allowed" },
@@ -113,6 +114,8 @@ export const errorCatalogue = catalogue({
   PATCH_FAILED: { status: 400, title: "The state patch cannot be applied" },
   PAYLOAD_TOO_LARGE: { status: 413, title: "The body is too large" },
   PORTFOLIO_FULL: { status: 409, title: "The portfolio has reached its member limit" },
+  MISSING_OUTPUT: { status: 422, title: "A declared output is missing (RFC 0024 MissingOutputError)" },
+  OUTPUT_TYPE_MISMATCH: { status: 422, title: "An output does not match its declared type (RFC 0024 OutputTypeMismatchError)" },
   PLAN_NOT_FOUND: { status: 404, title: "Plan not found" },
   PORTFOLIO_NOT_FOUND: { status: 404, title: "Portfolio not found" },
   PRECONDITION_REQUIRED: { status: 428, title: "An If-Match header is required" },
@@ -142,6 +145,7 @@ export const errorCatalogue = catalogue({
   TASK_SUSPENDED: { status: 409, title: "The task is suspended" },
   TOOL_NOT_CALLABLE: { status: 409, title: "The credential has no HTTP endpoint for the tool" },
   UNAUTHORIZED: { status: 401, title: "Authentication required" },
+  UNRESOLVABLE_INPUT: { status: 409, title: "A declared input cannot be resolved yet (RFC 0024 UnresolvableInputError)" },
   UNKNOWN_PLAN_REFERENCE: { status: 422, title: "The task refers to an unknown plan" },
   UNKNOWN_TASK_REFERENCE: { status: 422, title: "The task refers to an unknown task" },
   UNSUPPORTED_ENCODING: { status: 415, title: "The content encoding is not supported" },
@@ -155,6 +159,7 @@ export const errorCatalogue = catalogue({
   VAULT_ACCESS_DENIED: { status: 403, title: "Only the vault's owner may do this" },
   VAULT_NAME_TAKEN: { status: 409, title: "The owner already has a vault with that name" },
   VAULT_NOT_FOUND: { status: 404, title: "Vault not found" },
+  WORKFLOW_NOT_FOUND: { status: 404, title: "Workflow not found" },
   VERSION_MISMATCH: { status: 409, title: "The version does not match" },
 } as const);
 
