@@ -97,7 +97,8 @@ export type ApiTag =
   | "Vaults"
   | "Identity"
   | "Verifiable logs"
-  | "Plans";
+  | "Plans"
+  | "Workflows";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

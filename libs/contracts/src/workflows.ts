@@ -92,7 +92,7 @@ export const Workflow = z
     created_by: z.string(),
     created_at: Timestamp,
     updated_at: Timestamp,
-    runs: z.array(WorkflowRun).openapi({ description: "its most recent runs (at most 20), newest first, with progress" }),
+    runs: z.array(WorkflowRun).optional().openapi({ description: "GET /workflows/{id}: its most recent runs (at most 20), newest first, with progress; absent in the list" }),
   })
   .openapi("Workflow");
 export type Workflow = z.infer<typeof Workflow>;

@@ -15,6 +15,7 @@ import { aclRoutes } from "./acl";
 import { vaultRoutes } from "./vault";
 import { verifiableLogRoutes } from "./verifiable-logs";
 import { plansRoutes } from "./plans";
+import { workflowsRoutes } from "./workflows";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -30,6 +31,7 @@ const catalogue = [
   ...costsRoutes,
   ...tasksRoutes,
   ...plansRoutes,
+  ...workflowsRoutes,
   ...governanceRoutes,
   ...memoryRoutes,
   ...channelsRoutes,

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { bigint, index, integer, jsonb, text, timestamp, uuid } from "drizzle-orm/pg-core";
-import type { JsonObject, PlanCheckpoint, PlanCondition } from "@intentmesh/contracts";
+import type { JsonObject, PlanCheckpoint, PlanCondition, WorkflowPhase } from "@intentmesh/contracts";
 import { intentsSchema } from "./schema";
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
@@ -33,8 +33,30 @@ export const plans = intentsSchema.table(
     version: integer("version").notNull(),
     createdAt: ts("created_at").notNull(),
     updatedAt: ts("updated_at").notNull(),
+    /** The workflow this plan is a run of (RFC 0024, docs/workflows.md), or null. */
+    workflowId: uuid("workflow_id"),
     /** When the plan last became active: completed's duration_ms counts from it. */
     activatedAt: ts("activated_at"),
   },
-  (t) => [index("plans_intent_idx").on(t.intentId, t.seq)],
+  (t) => [index("plans_intent_idx").on(t.intentId, t.seq), index("plans_workflow_idx").on(t.workflowId, t.seq).where(sql`${t.workflowId} is not null`)],
+);
+
+/** Workflow definitions (RFC 0024): the YAML as sent and what was parsed from it. A run is a plan (workflow_id). */
+export const workflows = intentsSchema.table(
+  "workflows",
+  {
+    id: uuid("id").primaryKey(),
+    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity().notNull(),
+    name: text("name").notNull(),
+    description: text("description").notNull(),
+    yamlSpec: text("yaml_spec").notNull(),
+    types: jsonb("types").$type<Record<string, Record<string, unknown>>>().notNull(),
+    phases: jsonb("phases").$type<WorkflowPhase[]>().notNull(),
+    initialState: jsonb("initial_state").$type<JsonObject>().notNull(),
+    createdBy: text("created_by").notNull(),
+    version: integer("version").notNull(),
+    createdAt: ts("created_at").notNull(),
+    updatedAt: ts("updated_at").notNull(),
+  },
+  (t) => [index("workflows_seq_idx").on(t.seq)],
 );

@@ -1,6 +1,15 @@
 import { sql } from "drizzle-orm";
 import { bigint, index, integer, jsonb, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import type { JsonObject, MemoryPolicy, TaskRetryPolicy } from "@intentmesh/contracts";
+
+/** The phase a workflow task runs, its input wiring, its declared outputs and its static inputs resolved when the run was triggered. */
+export interface TaskIoContract {
+  workflow_id: string;
+  phase_name: string;
+  inputs: Record<string, string>;
+  outputs: Record<string, string | { type: string; required?: boolean }> | null;
+  static_inputs: Record<string, unknown>;
+}
 import { intentsSchema } from "./schema";
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
@@ -26,6 +35,8 @@ export const tasks = intentsSchema.table(
     priority: text("priority").notNull().default("normal"),
     capabilitiesRequired: text("capabilities_required").array().notNull().default(sql`'{}'::text[]`),
     metadata: jsonb("metadata").$type<JsonObject>().notNull().default({}),
+    /** A workflow phase's I/O contract (RFC 0024, docs/workflows.md); null for other tasks. */
+    ioContract: jsonb("io_contract").$type<TaskIoContract>(),
     status: text("status").notNull(),
     assignedAgent: text("assigned_agent"),
     /** Every agent that held the task before it was reassigned, oldest first (spec 4.8 rule 3). */

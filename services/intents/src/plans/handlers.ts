@@ -55,7 +55,7 @@ async function checkJoiningTasks(tx: Tx, intentId: string, planId: string, taskI
   return new Map(found.map((row) => [row.id, row.status as TaskStatus]));
 }
 
-async function answer(db: Pick<Tx, "select">, row: PlanRow): Promise<Plan> {
+export async function answer(db: Pick<Tx, "select">, row: PlanRow): Promise<Plan> {
   return toPlan(row, await tasksOfPlan(db, row));
 }
 
@@ -99,7 +99,7 @@ async function statusesOf(tx: Tx, newTasks: readonly NewPlanTask[]): Promise<Map
   return new Map(rows.map((r) => [r.id, r.status as TaskStatus]));
 }
 
-interface NewPlan {
+export interface NewPlan {
   intentId: string;
   planId: string;
   title: string | null;
@@ -110,9 +110,10 @@ interface NewPlan {
   body: Partial<Pick<CreatePlanBody, "checkpoints" | "conditions" | "on_failure" | "on_complete" | "metadata">>;
   caller: Caller;
   now: Date;
+  workflowId?: string | null;
 }
 
-async function writeNewPlan(tx: Tx, p: NewPlan): Promise<PlanRow> {
+export async function writeNewPlan(tx: Tx, p: NewPlan): Promise<PlanRow> {
   const [row] = await tx
     .insert(plans)
     .values({
@@ -131,6 +132,7 @@ async function writeNewPlan(tx: Tx, p: NewPlan): Promise<PlanRow> {
       createdAt: p.now,
       updatedAt: p.now,
       activatedAt: p.state === "active" ? p.now : null,
+      workflowId: p.workflowId ?? null,
     })
     .returning();
   const plan = row!;

@@ -1,3 +1,4 @@
+import type { TaskIoContract } from "../db/schema-tasks";
 import { appError, TASK_STATUSES, type PlanFailureAction, type PlanProgress, type PlanState, type PlanStep, type TaskStatus } from "@intentmesh/contracts";
 
 /**
@@ -105,6 +106,10 @@ export interface NewPlanTask {
   description: string | null;
   dependsOn: string[];
   parentTaskId: string | null;
+  /** A workflow phase's task: its agent, its input (static inputs resolved) and its I/O contract. */
+  assignedAgent?: string | null;
+  input?: Record<string, unknown>;
+  ioContract?: TaskIoContract | null;
 }
 
 /**

@@ -9,6 +9,7 @@ import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { assertDependenciesDone, assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
 import { planEffectsOfTaskChange } from "../plans/effects";
+import { checkCompletionOutputs, claimInputs } from "../workflows/effects";
 import { decideAfterFailure, type RetryRules } from "../failures/retry-delay";
 import { agentWorkRefusal } from "../agents/agent-status";
 import { readTask, readTaskUnlocked, taskEvent, toTask, unblocked, unblockEvent, updateTask, type TaskChange, type TaskRow } from "./store";
@@ -81,8 +82,10 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
         const refusal = await agentWorkRefusal(t.tx, agent);
         if (refusal) throw refusal;
       }
+      // A workflow phase's inputs resolve now, or the claim is refused (RFC 0024 3.1).
+      const input = from === "blocked" ? null : await claimInputs(t.tx, task);
       return {
-        change: { status: to, assignedAgent: agent, claimedAt: now, ...(from === "blocked" ? unblocked : {}) },
+        change: { status: to, assignedAgent: agent, claimedAt: now, ...(from === "blocked" ? unblocked : {}), ...(input ? { input } : {}) },
         event: (row) => (from === "blocked" ? unblockEvent(row, from, caller.actor, t.reason ?? "unblocked") : taskEvent("claimed", caller.actor, { ...base(row), agent_id: agentOf(row) })),
       };
     }
@@ -93,6 +96,8 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
         event: (row) => taskEvent("started", caller.actor, { ...base(row), agent_id: agentOf(row), attempt: row.attempt }),
       };
     case "completed":
+      // A workflow phase's declared outputs are checked before it completes (RFC 0024 3.3).
+      await checkCompletionOutputs(t.tx, task, (t.output !== undefined ? t.output : task.output) ?? null);
       return {
         change: { status: to, completedAt: now, ...(t.output !== undefined ? { output: t.output } : {}) },
         event: (row) => taskEvent("completed", caller.actor, { ...base(row), agent_id: agentOf(row), memory_policy: row.memoryPolicy }),

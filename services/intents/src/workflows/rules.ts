@@ -198,6 +198,8 @@ export function parseRef(ref: string): Ref | null {
 export interface ParsedWorkflow {
   name: string | null;
   types: IoTypes;
+  /** The workflow's `initial_state` mapping: the run intent's state starts with it; `$initial_state.key` reads it. */
+  initialState: Record<string, unknown>;
   phases: WorkflowPhase[];
 }
 
@@ -274,7 +276,10 @@ export function parseWorkflow(yamlText: string): ParsedWorkflow {
   }
   assertAcyclic(phases);
   const info = isObject(doc.info) ? doc.info : {};
-  return { name: typeof info.name === "string" ? info.name : typeof doc.name === "string" ? doc.name : null, types: types as IoTypes, phases: topological(phases) };
+  const initialState = doc.initial_state ?? {};
+  if (!isObject(initialState)) throw wiring("", [], "initial_state is a mapping", "initial_state must be a mapping");
+  if ("_io_types" in initialState || "_suspension" in initialState || "_workflow" in initialState) throw wiring("", [], "use `types:` for types", "initial_state must not set _io_types, _workflow or _suspension");
+  return { initialState, name: typeof info.name === "string" ? info.name : typeof doc.name === "string" ? doc.name : null, types: types as IoTypes, phases: topological(phases) };
 }
 
 /** Phases in an order where each comes after its dependencies (declaration order otherwise kept). */
