@@ -154,4 +154,15 @@ workflow:
     expect(refused.body.details).toMatchObject({ phase_name: "fetch", unresolvable_refs: ["$trigger.quarter"] });
     expect((await cluster.api(`/tasks/${run.phases[0].task_id}`)).body).toMatchObject({ status: "ready", version: 1 });
   });
+
+  it("a list page stops before 768 KiB of JSON; offset continues it", async () => {
+    const all = (await cluster.api("/workflows?limit=200")).body;
+    const big = `# ${"x".repeat(200 * 1024)}\nworkflow:\n  only:\n    title: Only\n`;
+    const made: string[] = [];
+    for (let i = 0; i < 4; i++) made.push((await cluster.api("/workflows", { key: "coordinator", body: { name: `big ${i}`, yaml_spec: big } })).body.id);
+    const page = (await cluster.api(`/workflows?limit=200&offset=${all.length}`)).body;
+    expect(page.map((w: any) => w.id)).toEqual(made.slice(0, 3));
+    const rest = (await cluster.api(`/workflows?limit=200&offset=${all.length + page.length}`)).body;
+    expect(rest.map((w: any) => w.id)).toEqual(made.slice(3));
+  });
 });

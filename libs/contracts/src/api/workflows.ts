@@ -25,7 +25,7 @@ export const workflowsRoutes = [
     command: workflowCommands.list,
     query: "query",
     access: { roles: ALL_ROLES },
-    summary: "The workflows, oldest first, as a bare list paged by limit and offset (the MCP server's openintent_list_workflows)",
+    summary: "The workflows, oldest first, as a bare list paged by limit and offset; a page also stops before 768 KiB of JSON (the MCP server's openintent_list_workflows)",
   },
   {
     operationId: "workflowsGet",

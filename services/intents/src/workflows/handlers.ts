@@ -21,6 +21,20 @@ import { parseRef, parseWorkflow } from "./rules";
 
 type WorkflowRow = typeof workflows.$inferSelect;
 const MAX_RUNS_SHOWN = 20;
+/** Bytes of JSON one answer carries at most: it must fit in one bus message (1 MiB). */
+const MAX_PAGE_BYTES = 768 * 1024;
+
+/** The first items whose JSON stays within `budget` bytes (at least one): a list pages by bytes as well as by count. */
+function withinBytes<T>(items: T[], budget = MAX_PAGE_BYTES): T[] {
+  let bytes = 0;
+  const out: T[] = [];
+  for (const item of items) {
+    bytes += Buffer.byteLength(JSON.stringify(item));
+    if (out.length && bytes > budget) break;
+    out.push(item);
+  }
+  return out;
+}
 
 /** POST /workflows: the YAML parsed and checked (422 INPUT_WIRING_ERROR); stored with what was parsed. */
 export async function createWorkflow(ctx: IntentsContext, body: CreateWorkflowBody, caller: Caller): Promise<Workflow> {
@@ -72,13 +86,14 @@ async function readWorkflow(db: Pick<Tx, "select">, workflowId: string): Promise
 export async function getWorkflow(ctx: IntentsContext, workflowId: string): Promise<Workflow> {
   const row = await readWorkflow(ctx.db, workflowId);
   const runs = await ctx.db.select().from(plans).where(eq(plans.workflowId, workflowId)).orderBy(desc(plans.seq)).limit(MAX_RUNS_SHOWN);
-  return toWorkflow(row, await Promise.all(runs.map((plan) => toRun(ctx.db, plan))));
+  const workflow = toWorkflow(row, []);
+  return { ...workflow, runs: withinBytes(await Promise.all(runs.map((plan) => toRun(ctx.db, plan))), MAX_PAGE_BYTES - Buffer.byteLength(JSON.stringify(workflow))) };
 }
 
 /** GET /workflows?limit&offset: the definitions, oldest first, without their runs (a bare list). */
 export async function listWorkflows(ctx: IntentsContext, query: { limit?: number | undefined; offset: number }): Promise<Workflow[]> {
   const rows = await ctx.db.select().from(workflows).orderBy(asc(workflows.seq)).offset(query.offset).limit(query.limit ?? 50);
-  return rows.map((row) => toWorkflow(row, undefined));
+  return withinBytes(rows.map((row) => toWorkflow(row, undefined)));
 }
 
 /** A run: its plan's progress, with each phase's task and the phases waiting on a suspended intent (suspended_phases). */
