@@ -124,6 +124,10 @@ describe("the MCP server's workflows: create, list, get, trigger", () => {
     expectError(await admin(`/tasks/${fetch.task_id}`, { method: "PATCH", body: { status: "completed", output: { revenue: "ten" } }, headers: { "If-Match": String(task.version) } }), 422, "MISSING_OUTPUT");
     const done = await admin(`/tasks/${fetch.task_id}/complete`, { body: { output: { revenue: 10, top: { source: "ledger", confidence: 0.9 }, extra: true } } });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
+    // The recorded output of a completed phase cannot be patched out of its contract either.
+    const rewrite = await admin(`/tasks/${fetch.task_id}`, { method: "PATCH", body: { output: { revenue: "ten", top: { source: "ledger", confidence: 0.9 } } }, headers: { "If-Match": String(done.body.version) } });
+    expectError(rewrite, 422, "OUTPUT_TYPE_MISMATCH");
+    expect(rewrite.body.details).toMatchObject({ field: "output.revenue", expected_type: "number", actual_type: "string" });
     // The downstream phase is ready; claiming it wires its inputs from fetch's output.
     const claimed = await admin(`/tasks/${analyse.task_id}/claim`, { body: {} });
     expect(claimed.status, JSON.stringify(claimed.body)).toBe(200);

@@ -20,6 +20,7 @@ import { assertTaskTransition, initialTaskStatus, TASK_HELD_STATUSES } from "./t
 import { assertMayClaimTask, assertMayMoveTask, assertMayPatchTask } from "./task-access";
 import { heldByAgent, taskEvent, toTask, type TaskChange, type TaskRow } from "./store";
 import { appendTaskToPlan, planTakingTask } from "../plans/effects";
+import { checkCompletionOutputs } from "../workflows/effects";
 import { assertDependenciesMet, changeTask, planTransition, waitsOnDependencies, type Move } from "./moves";
 
 /** The task commands (im.intents.tasks.*): create, read, list, PATCH and the actions. docs/tasks.md. */
@@ -215,6 +216,8 @@ export function patchTask(ctx: IntentsContext, taskId: string, ifMatch: number |
     if (body.error !== undefined) fields.error = body.error;
     if (body.blocked_reason !== undefined && to !== "blocked") fields.blockedReason = body.blocked_reason;
     if (!to) {
+      // A completed workflow phase's recorded output stays within its contract (RFC 0024 3.3).
+      if (from === "completed" && body.output !== undefined) await checkCompletionOutputs(tx, task, body.output);
       if (reassigning) fields.assignedAgent = body.assigned_agent ?? null;
       const changed = Object.keys(body).filter((k) => k !== "status");
       return {
