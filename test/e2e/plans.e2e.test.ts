@@ -164,6 +164,9 @@ describe("the Python client's plans: create_plan, get_plan, list_plans, update_p
     expect(log[completedAt].payload).toMatchObject({ plan_id: plan.id, tasks_completed: 2, tasks_skipped: 0, from: "active", state: "completed" });
     // Written with b's completion, in its commit: the event right before is b's task.completed.
     expect(log[completedAt - 1]).toMatchObject({ event_type: "task.completed", payload: { task_id: b.id } });
+    // A finished plan takes no more tasks; nothing is written.
+    expectError(await cluster.api("/tasks", { key: "coordinator", body: { intent_id: intent.id, name: "late", plan_id: plan.id } }), 409, "INVALID_PLAN_TRANSITION");
+    expect((await cluster.api(`/intents/${intent.id}/tasks?offset=0`)).body.map((t: any) => t.name)).toEqual(["a", "b"]);
 
     const c = await clientCreateTask(intent.id, "c");
     const failing = (await cluster.api("/plans", { key: "coordinator", body: { intent_id: intent.id, tasks: [c.id], state: "active", on_failure: "fail" } })).body;
