@@ -25,6 +25,8 @@ describe("_io_types: named workflow types (spec 2.1)", () => {
     expect(ioTypesIssues({ string: { x: "number" } })[0]!.message).toContain("primitive");
     expect(ioTypesIssues({ A: { x: { type: "string", required: "no" } } })[0]!.path).toEqual(["_io_types", "A", "x", "required"]);
     expect(ioTypesIssues({ A: { x: { type: "string", extra: 1 } } })[0]!.message).toContain("extra");
+    expect(ioTypesIssues(JSON.parse('{"__proto__": {"x": "string"}}'))[0]!.path).toEqual(["_io_types", "__proto__"]);
+    expect(ioTypesIssues({ A: { x: "constructor" } })[0]!.message).toContain("unknown type");
   });
   it("assertIoTypes: 400 VALIDATION_FAILED naming the field; a state without _io_types passes", () => {
     expect(() => assertIoTypes({ other: 1 })).not.toThrow();
@@ -133,5 +135,6 @@ describe("a workflow's YAML (RFC 0024 8)", () => {
     expect(wiringError(YAML.replace("    assign: researcher", "    depends_on: [report]")).message).toContain("cycle");
     expect(wiringError("a: [").code).toBe("INPUT_WIRING_ERROR");
     expect(wiringError("just text").message).toContain("mapping");
+    expect(wiringError("workflow:\n  __proto__:\n    title: x\n").message).toContain("not allowed");
   });
 });

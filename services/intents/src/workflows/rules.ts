@@ -15,6 +15,8 @@ export type IoTypes = Record<string, Record<string, FieldSpec>>;
 
 const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 const KEY = /^[A-Za-z_][A-Za-z0-9_-]{0,199}$/;
+/** Names that mean something to every JavaScript object: refused as type and phase names. */
+const OBJECT_NAMES = new Set(["__proto__", "constructor", "prototype", "hasOwnProperty", "toString", "valueOf"]);
 const MAX_TYPES = 200;
 const MAX_FIELDS = 200;
 const MAX_DEPTH = 32;
@@ -37,7 +39,7 @@ function fieldIssues(spec: unknown, names: ReadonlySet<string>, path: (string | 
     return fieldIssues(spec.type, names, [...path, "type"]);
   }
   if (typeof spec !== "string") return [{ path, message: "a field's type is a type name (string, number, boolean, object, array, or a named type)" }];
-  if (!(PRIMITIVE_TYPES as readonly string[]).includes(spec) && !names.has(spec)) {
+  if (!(PRIMITIVE_TYPES as readonly string[]).includes(spec) && (!names.has(spec) || OBJECT_NAMES.has(spec))) {
     return [{ path, message: `unknown type "${spec}": use string, number, boolean, object, array or a type named in _io_types` }];
   }
   return [];
@@ -55,7 +57,7 @@ export function ioTypesIssues(value: unknown): Issue[] {
   const known = new Set(names);
   const issues: Issue[] = [];
   for (const name of names) {
-    if (!TYPE_NAME.test(name)) issues.push({ path: [...root, name], message: "a type name starts with a letter or _ and has letters, digits and _ only" });
+    if (!TYPE_NAME.test(name) || OBJECT_NAMES.has(name)) issues.push({ path: [...root, name], message: "a type name starts with a letter or _ and has letters, digits and _ only" });
     else if ((PRIMITIVE_TYPES as readonly string[]).includes(name)) issues.push({ path: [...root, name], message: `${name} is a primitive type and cannot be redefined` });
     const fields = value[name];
     if (!isObject(fields)) {
@@ -99,7 +101,7 @@ export function typeMismatch(value: unknown, type: string, types: IoTypes, path:
     case "array":
       return Array.isArray(value) ? null : { path, expected: type, actual: actualType(value) };
   }
-  const fields = types[type];
+  const fields = Object.hasOwn(types, type) ? types[type] : undefined;
   // An unknown name cannot be checked: declarations are checked where they are written.
   if (!fields) return null;
   if (!isObject(value)) return { path, expected: type, actual: actualType(value) };
@@ -229,7 +231,7 @@ export function parseWorkflow(yamlText: string): ParsedWorkflow {
   if (names.length > MAX_WORKFLOW_PHASES) throw wiring("", [], `split the workflow`, `a workflow has at most ${MAX_WORKFLOW_PHASES} phases`);
   const typeNames = new Set(Object.keys(types as object));
   const phases: WorkflowPhase[] = names.map((name) => {
-    if (!KEY.test(name)) throw wiring(name, [], "name phases with letters, digits, _ and -", `phase name "${name}" is not allowed`);
+    if (!KEY.test(name) || OBJECT_NAMES.has(name)) throw wiring(name, [], "name phases with letters, digits, _ and -", `phase name "${name}" is not allowed`);
     const raw = section[name];
     if (!isObject(raw)) throw wiring(name, [], "a phase is a mapping (title, depends_on, inputs, outputs, ...)", `phase ${name} must be a mapping`);
     const dependsOn = raw.depends_on ?? [];
