@@ -83,7 +83,9 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
         if (refusal) throw refusal;
       }
       // A workflow phase's inputs resolve now, or the claim is refused (RFC 0024 3.1).
-      const input = from === "blocked" ? null : await claimInputs(t.tx, task);
+      // (A task unblocked back to the claim it held resolved them when it was claimed.)
+      const heldBefore = from === "blocked" && (task.blockedFrom === "claimed" || task.blockedFrom === "running");
+      const input = heldBefore ? null : await claimInputs(t.tx, task);
       return {
         change: { status: to, assignedAgent: agent, claimedAt: now, ...(from === "blocked" ? unblocked : {}), ...(input ? { input } : {}) },
         event: (row) => (from === "blocked" ? unblockEvent(row, from, caller.actor, t.reason ?? "unblocked") : taskEvent("claimed", caller.actor, { ...base(row), agent_id: agentOf(row) })),
