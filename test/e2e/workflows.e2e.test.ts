@@ -109,6 +109,13 @@ describe("the MCP server's workflows: create, list, get, trigger", () => {
     const intent = (await cluster.api(`/intents/${run.intent_id}`)).body;
     expect(intent).toMatchObject({ title: "report", status: "active", state: { source: "accounting_api", _io_types: workflow.types, _workflow: { workflow_id: workflow.id } } });
     expect((await cluster.api(`/plans/${run.plan_id}`)).body.tasks).toEqual([fetch.task_id, analyse.task_id]);
+    expect((await cluster.api(`/tasks/${analyse.task_id}`)).body.io_contract).toEqual({
+      workflow_id: workflow.id,
+      phase_name: "analyse",
+      inputs: { rev: "fetch.revenue", finding: "fetch.top" },
+      outputs: { summary: "string" },
+      static_inputs: {},
+    });
 
     for (const action of ["claim", "start"]) expect((await admin(`/tasks/${fetch.task_id}/${action}`, { body: {} })).status).toBe(200);
     // Outputs: a missing key, then a wrong type deep in a named type, each refused; the task stays running.

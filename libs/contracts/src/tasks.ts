@@ -73,6 +73,16 @@ export const Task = z
     priority: z.string(),
     capabilities_required: z.array(z.string()),
     metadata: JsonObject,
+    io_contract: z
+      .object({
+        workflow_id: Uuid,
+        phase_name: z.string(),
+        inputs: z.record(z.string(), z.string()),
+        outputs: z.record(z.string(), z.unknown()).nullable(),
+        static_inputs: JsonObject,
+      })
+      .nullable()
+      .openapi({ description: "a workflow phase's I/O contract (RFC 0024, docs/workflows.md): inputs wired at claim, outputs checked at completion; null for other tasks" }),
     status: TaskStatus,
     assigned_agent: z.string().nullable(),
     previous_agent: z.string().nullable().openapi({ description: "the agent that last held the task before it was reassigned" }),

@@ -26,6 +26,7 @@ export function toTask(row: TaskRow): Task {
     priority: row.priority,
     capabilities_required: row.capabilitiesRequired,
     metadata: row.metadata,
+    io_contract: (row.ioContract ?? null) as Task["io_contract"],
     status: row.status as TaskStatus,
     assigned_agent: row.assignedAgent,
     previous_agent: row.previousAgents.at(-1) ?? null,
