@@ -25,6 +25,7 @@ interface World {
   leaseId(): Promise<string>;
   attachmentId(): Promise<string>;
   task(status?: "pending" | "claimed" | "running"): Promise<{ id: string; version: number }>;
+  plan(): Promise<{ id: string; version: number }>;
   approvalId(): Promise<string>;
   channelId(): Promise<string>;
   messageId(): Promise<string>;
@@ -94,6 +95,16 @@ const samples: Record<string, Sample> = {
   tasksComplete: { prepare: async (w) => taskMove(await w.task("running"), { output: { done: true } }) },
   tasksFail: { prepare: async (w) => taskMove(await w.task("running"), { error: "broken" }) },
   tasksCancel: { prepare: async (w) => taskMove(await w.task(), { reason: "not needed" }) },
+  plansCreate: { prepare: async (w) => ({ body: { intent_id: w.intentId } }), ok: 201 },
+  plansCreateForIntent: { body: { title: "plan", steps: [{ title: "step" }] }, ok: 201 },
+  plansDecompose: { body: { task_description: "- one\n- two" }, ok: 201 },
+  plansList: {},
+  plansGetOfIntent: { prepare: async (w) => ({ params: { plan_id: (await w.plan()).id } }) },
+  plansGet: { prepare: async (w) => ({ params: { plan_id: (await w.plan()).id } }) },
+  plansUpdate: { prepare: async (w) => {
+    const plan = await w.plan();
+    return { params: { plan_id: plan.id }, body: { metadata: { n: 1 } }, ifMatch: String(plan.version) };
+  } },
   governancePolicySet: { prepare: async (w) => ({ body: { completion_mode: "auto" }, ifMatch: String(await w.version()) }) },
   governancePolicyGet: {},
   governancePolicyRemove: {
@@ -232,6 +243,10 @@ function newWorld(intentId: string): World {
       if (status !== "pending") task = await ok(await cluster.api(`/tasks/${task.id}/claim`, { ...PROBE, key: "admin", headers: { ...PROBE.headers, "If-Match": String(task.version) }, body: {} }), "claim");
       if (status === "running") task = await ok(await cluster.api(`/tasks/${task.id}/start`, { ...PROBE, key: "admin", headers: { ...PROBE.headers, "If-Match": String(task.version) }, body: {} }), "start");
       return { id: task.id, version: task.version };
+    },
+    plan: async () => {
+      const plan = await ok(await admin("/plans", { body: { intent_id: intentId } }), "plan");
+      return { id: plan.id, version: plan.version };
     },
     approvalId: once(async () => (await ok(await admin(`/intents/${intentId}/approvals`, { headers: { "X-Agent-ID": "requester" }, body: { action: "complete" } }), "approval")).id),
     channelId,

@@ -98,7 +98,9 @@ export type ApiTag =
   | "Vaults"
   | "Identity"
   | "Verifiable logs"
-  | "Triggers";
+  | "Triggers"
+  | "Plans"
+  | "Workflows";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

@@ -17,6 +17,8 @@ import { aclRoutes } from "./acl";
 import { vaultRoutes } from "./vault";
 import { verifiableLogRoutes } from "./verifiable-logs";
 import { triggersRoutes } from "./triggers";
+import { plansRoutes } from "./plans";
+import { workflowsRoutes } from "./workflows";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -33,6 +35,8 @@ const catalogue = [
   ...costsRoutes,
   ...tasksRoutes,
   ...suspensionRoutes,
+  ...plansRoutes,
+  ...workflowsRoutes,
   ...governanceRoutes,
   ...memoryRoutes,
   ...channelsRoutes,

@@ -2,7 +2,7 @@ import { intentAccessOf, permissionNeeded, type Caller, type Clock, type Command
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { CommandGroup, HandlersOf } from "@intentmesh/service";
 import { assertPermission, bypassesAcl } from "./rules";
-import { readAccessFacts, readTaskAccessFacts } from "./statements";
+import { readAccessFacts, readPlanAccessFacts, readTaskAccessFacts } from "./statements";
 
 type Query = DatabaseHandle["query"];
 type Located = Extract<IntentAccessRule, { needs: unknown }>;
@@ -50,7 +50,9 @@ export class IntentAccessGuard {
     const facts =
       rule.from === "task_id"
         ? await readTaskAccessFacts(this.query, String(input.task_id), caller)
-        : await readAccessFacts(this.query, String(rule.from === "body.intent_id" ? (input.body as Record<string, unknown>).intent_id : input.intent_id), caller);
+        : rule.from === "plan_id"
+          ? await readPlanAccessFacts(this.query, String(input.plan_id), caller)
+          : await readAccessFacts(this.query, String(rule.from === "body.intent_id" ? (input.body as Record<string, unknown>).intent_id : input.intent_id), caller);
     if (!facts) return;
     assertPermission(facts.intentId, facts.head, facts.entries, caller, rule.needs, this.clock.now());
   }
