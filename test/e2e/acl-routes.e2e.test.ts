@@ -42,7 +42,7 @@ interface Sample {
   prepare?(w: World): Promise<{ params?: Record<string, string>; body?: unknown; query?: string; ifMatch?: string }>;
   body?: unknown;
   query?: string;
-  /** The success status with the permission; 2xx always. */
+  /** The status with the permission: 2xx, except channelsAsk's 504 (the request was sent; nobody answers the probe within its 1 s). */
   ok?: number;
 }
 
@@ -177,6 +177,7 @@ const samples: Record<string, Sample> = {
   channelsListMessages: { prepare: async (w) => ({ params: { channel_id: await w.channelId() } }) },
   channelsGetMessage: { prepare: async (w) => ({ params: { channel_id: await w.channelId(), message_id: await w.messageId() } }) },
   channelsReply: { prepare: async (w) => ({ params: { channel_id: await w.channelId(), message_id: await w.messageId() }, body: { payload: { ok: true } } }), ok: 201 },
+  channelsAsk: { prepare: async (w) => ({ params: { channel_id: await w.channelId() }, body: { to: "peer", payload: { q: 1 }, timeout: 1 } }), ok: 504 },
   channelsMarkRead: { prepare: async (w) => ({ params: { channel_id: await w.channelId(), message_id: await w.messageId() }, body: { status: "read" } }) },
   graphCreateChild: { body: { title: "child" }, ok: 201 },
   graphChildren: {},
