@@ -3,7 +3,7 @@ import { ManualClock, intentsCommands } from "@intentmesh/contracts";
 import { eq } from "drizzle-orm";
 import { claimDue, intentBodyOf, onIntentEvent } from "../../services/triggers/src/firing";
 import { SERVICE_CALLER } from "../../services/triggers/src/context";
-import { firings, triggers } from "../../services/triggers/src/db/schema";
+import { firings, inbox, triggers } from "../../services/triggers/src/db/schema";
 import { startTestCluster, TEST_KEYS, type ApiResponse, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError } from "../support/e2e-helpers";
 
@@ -203,9 +203,9 @@ describe("schedules on the scheduler's clock", () => {
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
-  it("a dispatch cut after the intent was created (a crash before the firing was marked) creates no second intent", async () => {
+  it("a dispatch cut after the intent was created (a crash before the firing was marked) creates no second intent, and an intent that ended meanwhile frees its place", async () => {
     const py = pythonClient();
-    const trigger = ok(await py.create_trigger("Cut", "schedule", { condition: { interval_seconds: 60 }, intent_template: template("Cut") }), 201);
+    const trigger = ok(await py.create_trigger("Cut", "schedule", { condition: { interval_seconds: 60 }, intent_template: template("Cut"), deduplication: "skip" }), 201);
     clock.advance(60_000);
     const ctx = cluster.triggers.ctx;
     await claimDue(ctx);
@@ -214,7 +214,10 @@ describe("schedules on the scheduler's clock", () => {
     const [row] = await ctx.db.select().from(triggers).where(eq(triggers.id, trigger.trigger_id));
     expect(firing!.status).toBe("pending");
     const early = await cluster.client.request(intentsCommands.create, SERVICE_CALLER, { intent_id: firing!.intentId!, body: intentBodyOf(row!, firing!) });
-    // The next pass (or a dispatch the intent's own events woke up) takes the pending firing again.
+    // The intent ends before the firing is dispatched again, and the triggers service has seen that (its inbox holds the event).
+    await complete(early.id);
+    await eventually(async () => (await ctx.db.select().from(inbox).where(eq(inbox.messageId, `intent:${early.id}:e2`))).length > 0, "the status change to be consumed");
+    // The next pass takes the pending firing again: the same intent, no second one.
     const history = await eventually(async () => {
       await cluster.triggers.scheduler.sweep();
       const h = ok(await py.history(trigger.trigger_id));
@@ -223,6 +226,8 @@ describe("schedules on the scheduler's clock", () => {
     expect(history).toEqual([expect.objectContaining({ status: "created", intent_id: early.id })]);
     const made = ok(await cluster.api(`/intents?created_by=${encodeURIComponent(`trigger:${trigger.trigger_id}`)}`));
     expect(made.intents.map((i: { id: string }) => i.id)).toEqual([early.id]);
+    // Its intent is over, so skip lets the trigger fire again.
+    ok(await py.fire_trigger(trigger.trigger_id), 201);
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 

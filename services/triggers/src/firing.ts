@@ -176,7 +176,9 @@ export async function dispatchPending(ctx: TriggersContext, only?: string): Prom
       for (const [i, result] of results.entries()) {
         const { firings: firing, triggers: row } = batch[i]!;
         if (result.status === "fulfilled") {
-          await tx.update(firings).set({ status: "created", intentOpen: true }).where(eq(firings.id, firing.id));
+          // A retry after a crash may find its intent already ended (its status_changed passed while the firing was pending).
+          const open = result.value.status !== "completed" && result.value.status !== "abandoned";
+          await tx.update(firings).set({ status: "created", intentOpen: open }).where(eq(firings.id, firing.id));
           const payload: TriggerFiredPayload = {
             trigger_id: row.id,
             trigger_name: row.name,
