@@ -320,6 +320,20 @@ describe("event triggers (§3)", () => {
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
+  it("fire on an agent's lifecycle (agent.registered, §3.2)", async () => {
+    const py = pythonClient();
+    const trigger = ok(await py.create_trigger("Welcome", "event", { condition: { event: "agent.registered", filter: { agent_id: "watch-*" } }, intent_template: { title: "Onboard {{ event.agent_id }}" } }), 201);
+    ok(await cluster.api("/agents", { key: "agent", headers: { "X-Agent-ID": "other-1" }, body: { agent_id: "other-1", role_id: "r" } }), 201);
+    ok(await cluster.api("/agents", { key: "agent", headers: { "X-Agent-ID": "watch-1" }, body: { agent_id: "watch-1", role_id: "r" } }), 201);
+    const history = await eventually(async () => {
+      const h = ok(await py.history(trigger.trigger_id));
+      return h.length && h[0].status === "created" ? h : undefined;
+    }, "the agent trigger to fire");
+    expect(history).toHaveLength(1);
+    expect(ok(await cluster.api(`/intents/${history[0].intent_id}`)).title).toBe("Onboard watch-1");
+    ok(await py.delete_trigger(trigger.trigger_id));
+  });
+
   it("answers only events that happened once it existed (a replayed older event fires nothing)", async () => {
     const py = pythonClient();
     const trigger = ok(await py.create_trigger("Late", "event", { condition: { event: "intent.created" }, intent_template: { title: "late" } }), 201);
