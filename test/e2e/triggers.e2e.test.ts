@@ -183,7 +183,15 @@ describe("schedules on the scheduler's clock", () => {
     expect(history).toHaveLength(2);
     expect(history[0]).toMatchObject({ status: "created", scheduled_for: new Date(created + 1_200_000).toISOString().replace("Z", "+00:00") });
     expect(history[0].reason).toMatch(/2 missed due time\(s\) coalesced/);
-    expect(ok(await py.get_trigger(trigger.trigger_id))).toMatchObject({ fire_count: 2, next_fire_at: new Date(created + 3_000_000).toISOString().replace("Z", "+00:00") });
+    const now = ok(await py.get_trigger(trigger.trigger_id));
+    expect(now).toMatchObject({ fire_count: 2, next_fire_at: new Date(created + 3_000_000).toISOString().replace("Z", "+00:00") });
+    // Paused, then resumed 7 minutes later: the interval keeps its grid (+60 min), and nothing is made up.
+    const paused = ok(await py.update_trigger(trigger.trigger_id, now.version, { enabled: false }));
+    clock.advance(7 * 60_000);
+    const resumed = ok(await py.update_trigger(trigger.trigger_id, paused.version, { enabled: true }));
+    expect(resumed.next_fire_at).toBe(new Date(created + 3_600_000).toISOString().replace("Z", "+00:00"));
+    await cluster.triggers.scheduler.sweep();
+    expect(ok(await py.history(trigger.trigger_id))).toHaveLength(2);
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
