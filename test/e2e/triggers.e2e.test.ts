@@ -155,6 +155,17 @@ describe("the Python client's trigger calls (RFC-0017 §8)", () => {
     expect(ok(await py.list_triggers()).length).toBe(before);
     expectError(await py.fire_trigger("trg_00000000000000000000000000000000"), 404, "TRIGGER_NOT_FOUND");
   });
+
+  it("a template the intents service refuses makes a failed firing (422 TRIGGER_FIRE_FAILED by hand), not a retry loop", async () => {
+    const py = pythonClient();
+    const trigger = ok(await py.create_trigger("Reserved", "schedule", { condition: { cron: "0 0 1 1 *" }, intent_template: { title: "r", context: { _suspension: { forged: true } } } }), 201);
+    const res = await py.fire_trigger(trigger.trigger_id);
+    expectError(res, 422, "TRIGGER_FIRE_FAILED");
+    expect(res.body.message).toMatch(/_suspension/);
+    const history = ok(await py.history(trigger.trigger_id));
+    expect(history).toEqual([expect.objectContaining({ status: "failed", intent_id: null })]);
+    ok(await py.delete_trigger(trigger.trigger_id));
+  });
 });
 
 describe("schedules on the scheduler's clock", () => {
