@@ -1,0 +1,233 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import type { ResponseOf } from "@intentmesh/sdk";
+import type { Session } from "./session";
+import type { Intent } from "./inbox-store";
+import { reportError, reportOk } from "./health";
+import { budgetOf } from "./intents";
+
+type IntentEvent = ResponseOf<"intentsListEvents">["events"][number];
+type TaskList = ResponseOf<"tasksList">;
+type Task = Extract<TaskList, { tasks: unknown }>["tasks"][number];
+type Lease = ResponseOf<"intentsListLeases">["leases"][number];
+type Costs = ResponseOf<"costsList">;
+
+const LOG_LIMIT = 500;
+
+/**
+ * One intent: its state (a readable JSON view), its live event log (the intent's SSE stream,
+ * resumed from the last event read, so nothing falls between), tasks, leases, costs against the
+ * budget. Every event re-reads the rest, so the page stays current.
+ */
+export function IntentPage({ session, id }: { session: Session; id: string }) {
+  const [intent, setIntent] = useState<Intent | null>(null);
+  const [missing, setMissing] = useState<string | null>(null);
+  const [events, setEvents] = useState<IntentEvent[]>([]);
+  const [tasks, setTasks] = useState<Task[]>([]);
+  const [leases, setLeases] = useState<Lease[]>([]);
+  const [costs, setCosts] = useState<Costs | null>(null);
+  const [live, setLive] = useState(false);
+  const reread = useRef<() => void>(() => {});
+
+  useEffect(() => {
+    const ops = session.client.ops;
+    const stop = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const readAll = async () => {
+      try {
+        const [i, t, l, c] = await Promise.all([
+          ops.intentsGet({ intent_id: id }),
+          ops.tasksList({ intent_id: id, query: { limit: 200 } }),
+          ops.intentsListLeases({ intent_id: id, query: {} }),
+          ops.costsList({ intent_id: id, query: {} }),
+        ]);
+        if (stop.signal.aborted) return;
+        setIntent(i);
+        setTasks(Array.isArray(t) ? t : t.tasks);
+        setLeases(l.leases);
+        setCosts(c);
+        reportOk();
+      } catch (error) {
+        if ((error as { status?: number }).status === 404) setMissing("No such intent, or your key may not read it.");
+        else reportError(error);
+      }
+    };
+    reread.current = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => void readAll(), 200);
+    };
+    const follow = async () => {
+      try {
+        const page = await ops.intentsListEvents({ intent_id: id, query: { tail: "true", limit: LOG_LIMIT } });
+        if (stop.signal.aborted) return;
+        setEvents(page.events);
+        const last = page.events.at(-1);
+        const stream = session.client.subscribe("intents", id, {
+          from: { lastEventId: String(last?.sequence ?? 0) },
+          signal: stop.signal,
+          onConnect: () => {
+            setLive(true);
+            reportOk();
+          },
+          onDisconnect: (error) => {
+            setLive(false);
+            reportError(error);
+          },
+        });
+        for await (const message of stream) {
+          const event = message.data as IntentEvent;
+          setEvents((previous) => (previous.some((e) => e.id === event.id) ? previous : [...previous, event].slice(-LOG_LIMIT)));
+          reread.current();
+        }
+      } catch (error) {
+        if (!stop.signal.aborted) reportError(error);
+      }
+    };
+    void readAll();
+    void follow();
+    return () => {
+      stop.abort();
+      clearTimeout(timer);
+    };
+  }, [session, id]);
+
+  if (missing) return <p class="empty">{missing}</p>;
+  if (!intent) return <p aria-busy="true">Loading…</p>;
+  return (
+    <section aria-labelledby="intent-title" class="intent-page">
+      <p>
+        <a href="#/intents">← Intents</a>
+      </p>
+      <h1 id="intent-title">{intent.title}</h1>
+      <p>
+        <span class={`status ${intent.status}`}>{intent.status}</span> <span class="muted">confidence {intent.confidence} · version {intent.version} · created by {intent.created_by}</span>
+      </p>
+      {intent.description && <p>{intent.description}</p>}
+      <div class="grid">
+        <section aria-labelledby="state-title">
+          <h2 id="state-title">State</h2>
+          <JsonView value={intent.state} />
+        </section>
+        <section aria-labelledby="costs-title">
+          <h2 id="costs-title">Costs</h2>
+          <CostChart costs={costs} limit={budgetOf(intent)?.max_total_cents} />
+        </section>
+        <section aria-labelledby="tasks-title">
+          <h2 id="tasks-title">Tasks</h2>
+          {tasks.length === 0 ? (
+            <p class="empty">No tasks.</p>
+          ) : (
+            <table class="list">
+              <thead>
+                <tr>
+                  <th scope="col">Title</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Agent</th>
+                </tr>
+              </thead>
+              <tbody>
+                {tasks.map((task) => (
+                  <tr key={task.id}>
+                    <td>{task.title}</td>
+                    <td>
+                      <span class={`status ${task.status}`}>{task.status}</span>
+                    </td>
+                    <td>{task.assigned_agent ?? "—"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+        <section aria-labelledby="leases-title">
+          <h2 id="leases-title">Leases</h2>
+          {leases.length === 0 ? (
+            <p class="empty">No leases held.</p>
+          ) : (
+            <ul class="plain">
+              {leases.map((lease) => (
+                <li key={lease.id}>
+                  <code>{lease.scope}</code> held by {lease.agent_id} until {new Date(lease.expires_at).toLocaleTimeString()}
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>
+      </div>
+      <section aria-labelledby="log-title">
+        <h2 id="log-title">
+          Event log <span class={`live ${live ? "on" : "off"}`}>{live ? "live" : "connecting…"}</span>
+        </h2>
+        <ol class="log" aria-live="polite" aria-label="Events, newest last">
+          {events.map((event) => (
+            <li key={event.id} data-event-type={event.event_type}>
+              <span class="seq">#{event.sequence}</span> <time dateTime={event.created_at}>{new Date(event.created_at).toLocaleTimeString()}</time> <strong>{event.event_type}</strong> <span class="muted">by {event.actor}</span>
+              {Object.keys(event.payload).length > 0 && <code class="payload">{JSON.stringify(event.payload)}</code>}
+            </li>
+          ))}
+        </ol>
+      </section>
+    </section>
+  );
+}
+
+/** A JSON value as an indented, collapsible tree. */
+function JsonView({ value }: { value: unknown }) {
+  if (value === null || typeof value !== "object") return <code class={`json ${typeof value}`}>{JSON.stringify(value)}</code>;
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  if (entries.length === 0) return <code class="json">{Array.isArray(value) ? "[]" : "{}"}</code>;
+  return (
+    <ul class="json-tree">
+      {entries.map(([key, member]) => (
+        <li key={key}>
+          {member !== null && typeof member === "object" ? (
+            <details open>
+              <summary>
+                <span class="json-key">{key}</span>
+              </summary>
+              <JsonView value={member} />
+            </details>
+          ) : (
+            <>
+              <span class="json-key">{key}</span>: <JsonView value={member} />
+            </>
+          )}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** Spend in cents by agent as bars, against the budget's total limit when there is one. */
+function CostChart({ costs, limit }: { costs: Costs | null; limit: number | undefined }) {
+  if (!costs) return <p aria-busy="true">Loading…</p>;
+  const spent = costs.summary.total_cents;
+  const agents = Object.entries(costs.summary.by_agent_cents);
+  const scale = Math.max(limit ?? 0, spent, 1);
+  const cents = (n: number) => (n / 100).toFixed(2);
+  return (
+    <div>
+      <p>
+        {cents(spent)} spent{limit !== undefined ? ` of ${cents(limit)} (${Math.round((spent / limit) * 100)}%)` : ", no budget"}
+        {costs.budget.blocked && <strong class="danger-text"> — blocked: budget exceeded</strong>}
+      </p>
+      <svg class="chart" role="img" aria-label={`Costs: ${cents(spent)} spent${limit !== undefined ? ` of a ${cents(limit)} budget` : ""}`} viewBox={`0 0 300 ${24 * (agents.length + 1)}`} preserveAspectRatio="none">
+        <rect x="0" y="2" width={(spent / scale) * 300} height="18" class="bar total" />
+        {limit !== undefined && <line x1={(limit / scale) * 300} x2={(limit / scale) * 300} y1="0" y2={24 * (agents.length + 1)} class="limit" />}
+        {agents.map(([agent, value], index) => (
+          <rect key={agent} x="0" y={24 * (index + 1) + 2} width={(value / scale) * 300} height="18" class="bar agent">
+            <title>{`${agent}: ${cents(value)}`}</title>
+          </rect>
+        ))}
+      </svg>
+      {agents.length > 0 && (
+        <ul class="plain legend">
+          {agents.map(([agent, value]) => (
+            <li key={agent}>
+              {agent}: {cents(value)}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
