@@ -11,6 +11,7 @@ const SHOWN = "active,unhealthy,dead,draining";
 export function Agents({ session }: { session: Session }) {
   const [agents, setAgents] = useState<Agent[] | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
+  const [refused, setRefused] = useState<string | null>(null);
   const now = useNow(5000);
   const canDrain = may(session, DRAIN_ROLES);
 
@@ -20,7 +21,9 @@ export function Agents({ session }: { session: Session }) {
       setAgents(list.agents);
       reportOk();
     } catch (error) {
-      reportError(error);
+      // The registry's list is for coordinators and admins: an operator's key reads why, not an error.
+      if ((error as { status?: number }).status === 403) setRefused((error as Error).message);
+      else reportError(error);
     }
   };
   useEffect(() => {
@@ -46,7 +49,9 @@ export function Agents({ session }: { session: Session }) {
   return (
     <section aria-labelledby="agents-title">
       <h1 id="agents-title">Agents</h1>
-      {agents === null ? (
+      {refused ? (
+        <p class="empty">Your key may not list the agent registry: {refused}.</p>
+      ) : agents === null ? (
         <p aria-busy="true">Loading…</p>
       ) : agents.length === 0 ? (
         <p class="empty">No agent is registered.</p>

@@ -160,9 +160,9 @@ function Shell({ session, themeButton, onSignOut }: { session: Session; themeBut
           </button>
         </div>
       </header>
-      {down && (
+      {down !== null && (
         <div class="banner outage" role="alert">
-          The server does not answer ({down}). The console keeps trying and recovers by itself.
+          The server does not answer{down ? ` (${down})` : ""}. The console keeps trying and recovers by itself.
         </div>
       )}
       {failure && (

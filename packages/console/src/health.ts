@@ -21,7 +21,8 @@ export function reportOk(): void {
 
 /** Records an error: an outage sets the banner; anything else becomes the action's error message. */
 export function reportError(error: unknown): void {
-  if (isOutage(error)) down = describe(error);
+  // No answer at all says nothing more than the banner does; a 502/503/504 names what is down.
+  if (isOutage(error)) down = (error as { status: number }).status === 0 ? "" : describe(error);
   else failure = describe(error);
   notify();
 }
