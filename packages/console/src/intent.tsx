@@ -10,6 +10,23 @@ type TaskList = ResponseOf<"tasksList">;
 type Task = Extract<TaskList, { tasks: unknown }>["tasks"][number];
 type Lease = ResponseOf<"intentsListLeases">["leases"][number];
 type Costs = ResponseOf<"costsList">;
+type Attachment = ResponseOf<"attachmentsList">["attachments"][number];
+type Channel = ResponseOf<"channelsList">["channels"][number];
+type ChannelMessage = ResponseOf<"channelsListMessages">[number];
+type Approval = ResponseOf<"governanceListApprovals">["approvals"][number];
+
+/** What the page reads beside the intent; each part on its own, so one refused read leaves the others. */
+interface Extras {
+  attachments: Attachment[] | string;
+  channels: { channel: Channel; messages: ChannelMessage[] | string }[] | string;
+  policy: unknown;
+  approvals: Approval[] | string;
+}
+
+const refusal = (result: PromiseSettledResult<unknown>): string => {
+  const reason = (result as PromiseRejectedResult).reason as { message?: string; code?: string };
+  return `${reason?.message ?? String(reason)}${reason?.code ? ` (${reason.code})` : ""}`;
+};
 
 const LOG_LIMIT = 500;
 
@@ -26,6 +43,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
   const [leases, setLeases] = useState<Lease[]>([]);
   const [costs, setCosts] = useState<Costs | null>(null);
   const [live, setLive] = useState(false);
+  const [extras, setExtras] = useState<Extras | null>(null);
   const reread = useRef<() => void>(() => {});
 
   useEffect(() => {
@@ -46,10 +64,33 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         setLeases(l.leases);
         setCosts(c);
         reportOk();
+        setExtras(await readExtras());
       } catch (error) {
         if ((error as { status?: number }).status === 404) setMissing("No such intent, or your key may not read it.");
         else reportError(error);
       }
+    };
+    const readExtras = async (): Promise<Extras> => {
+      const [attachments, channels, policy, approvals] = await Promise.allSettled([
+        ops.attachmentsList({ intent_id: id, query: {} }),
+        ops.channelsList({ intent_id: id, query: {} }).then((page) =>
+          Promise.all(
+            // The route answers a JSON array (its page in headers) though the SDK types the page object.
+            (Array.isArray(page) ? (page as Channel[]) : page.channels).map(async (channel) => ({
+              channel,
+              messages: await ops.channelsListMessages({ channel_id: channel.id, query: { limit: 20 } }).catch((error: Error) => error.message),
+            })),
+          ),
+        ),
+        ops.governancePolicyGet({ intent_id: id }),
+        ops.governanceListApprovals({ intent_id: id, query: {} }),
+      ]);
+      return {
+        attachments: attachments.status === "fulfilled" ? attachments.value.attachments : refusal(attachments),
+        channels: channels.status === "fulfilled" ? channels.value : refusal(channels),
+        policy: policy.status === "fulfilled" ? policy.value : refusal(policy),
+        approvals: approvals.status === "fulfilled" ? approvals.value.approvals : refusal(approvals),
+      };
     };
     reread.current = () => {
       clearTimeout(timer);
@@ -153,6 +194,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
           )}
         </section>
       </div>
+      {extras && <ExtrasView extras={extras} />}
       <section aria-labelledby="log-title">
         <h2 id="log-title">
           Event log <span class={`live ${live ? "on" : "off"}`}>{live ? "live" : "connecting…"}</span>
@@ -167,6 +209,79 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         </ol>
       </section>
     </section>
+  );
+}
+
+function ExtrasView({ extras }: { extras: Extras }) {
+  const refused = (value: unknown): value is string => typeof value === "string";
+  return (
+    <div class="grid">
+      <section aria-labelledby="approvals-title">
+        <h2 id="approvals-title">Approvals</h2>
+        {refused(extras.approvals) ? (
+          <p class="muted">{extras.approvals}</p>
+        ) : extras.approvals.length === 0 ? (
+          <p class="empty">No approvals.</p>
+        ) : (
+          <ul class="plain">
+            {extras.approvals.map((approval) => (
+              <li key={approval.id}>
+                <span class={`status ${approval.status}`}>{approval.status}</span> <strong>{approval.action}</strong> <span class="muted">by {approval.requested_by}{approval.decided_by ? `, decided by ${approval.decided_by}` : ""}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      <section aria-labelledby="policy-title">
+        <h2 id="policy-title">Governance policy</h2>
+        {refused(extras.policy) ? <p class="muted">{extras.policy}</p> : <JsonView value={extras.policy} />}
+      </section>
+      <section aria-labelledby="attachments-title">
+        <h2 id="attachments-title">Attachments</h2>
+        {refused(extras.attachments) ? (
+          <p class="muted">{extras.attachments}</p>
+        ) : extras.attachments.length === 0 ? (
+          <p class="empty">No attachments.</p>
+        ) : (
+          <ul class="plain">
+            {extras.attachments.map((attachment) => (
+              <li key={attachment.id}>
+                <code>{attachment.filename}</code> <span class="muted">{attachment.mime_type}, by {attachment.uploaded_by}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      <section aria-labelledby="channels-title">
+        <h2 id="channels-title">Channels</h2>
+        {refused(extras.channels) ? (
+          <p class="muted">{extras.channels}</p>
+        ) : extras.channels.length === 0 ? (
+          <p class="empty">No channels.</p>
+        ) : (
+          extras.channels.map(({ channel, messages }) => (
+            <details key={channel.id}>
+              <summary>
+                <strong>{channel.name}</strong> <span class="muted">{channel.status}, {channel.members.length} members</span>
+              </summary>
+              {refused(messages) ? (
+                <p class="muted">{messages}</p>
+              ) : messages.length === 0 ? (
+                <p class="empty">No messages.</p>
+              ) : (
+                <ol class="plain">
+                  {messages.map((message) => (
+                    <li key={message.id}>
+                      <span class="muted">{message.sender}{message.to ? ` → ${message.to}` : ""} ({message.message_type})</span> <code class="payload">{JSON.stringify(message.payload)}</code>
+                    </li>
+                  ))}
+                </ol>
+              )}
+            </details>
+          ))
+        )}
+      </section>
+    </div>
   );
 }
 

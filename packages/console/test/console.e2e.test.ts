@@ -44,6 +44,8 @@ afterAll(async () => {
 
 async function signedIn(key: keyof typeof TEST_KEYS, options: { colorScheme?: "dark" | "light"; viewport?: { width: number; height: number } } = {}): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ colorScheme: options.colorScheme ?? "light", viewport: options.viewport ?? { width: 1280, height: 860 } });
+  // A step that cannot happen fails with what it waited for, well before the test's own timeout.
+  context.setDefaultTimeout(15_000);
   const page = await context.newPage();
   await page.goto(`${cluster.baseUrl}/console`);
   await page.getByLabel("API key").fill(TEST_KEYS[key]);
@@ -52,7 +54,7 @@ async function signedIn(key: keyof typeof TEST_KEYS, options: { colorScheme?: "d
   return { context, page };
 }
 
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+const shot = (page: Page, name: string, fullPage = false) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage });
 
 describe("sign-in", () => {
   it("refuses a wrong key with the server's sentence, and keeps a good one in session storage only, never in the URL", async () => {
@@ -67,8 +69,8 @@ describe("sign-in", () => {
     await page.getByLabel("API key").fill(TEST_KEYS.operator);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("navigation", { name: "Main" }).waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem("intentmesh.console.key"))).toBe(TEST_KEYS.operator);
-    expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(TEST_KEYS.operator);
+    expect(await page.evaluate("sessionStorage.getItem('intentmesh.console.key')")).toBe(TEST_KEYS.operator);
+    expect(await page.evaluate("JSON.stringify(localStorage)")).not.toContain(TEST_KEYS.operator);
     expect(page.url()).not.toContain(TEST_KEYS.operator);
     // A reload keeps the session (same tab); a new tab's storage starts empty.
     await page.reload();
@@ -76,7 +78,7 @@ describe("sign-in", () => {
     await expect.poll(() => page.getByText("operator (operator)").count()).toBe(1);
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByLabel("API key").waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem("intentmesh.console.key"))).toBeNull();
+    expect(await page.evaluate("sessionStorage.getItem('intentmesh.console.key')")).toBeNull();
     await context.close();
   });
 });
@@ -139,7 +141,7 @@ describe("the inbox", () => {
     await card.waitFor(INBOX_WAIT);
     await shot(page, "inbox-approval-dark");
     await page.getByRole("list", { name: "Items awaiting an answer" }).locator("[data-item]").first().focus();
-    for (let i = 0; i < 5 && !(await card.evaluate((el) => el === document.activeElement)); i++) await page.keyboard.press("ArrowDown");
+    for (let i = 0; i < 5 && !(await card.evaluate((el) => el === el.ownerDocument.activeElement)); i++) await page.keyboard.press("ArrowDown");
     await page.keyboard.press("a");
     const outcome = await waiting;
     expect(outcome.approved).toBe(true);
@@ -158,17 +160,22 @@ describe("the inbox", () => {
     expect(await card.getByRole("button").count()).toBe(0);
     expect(await page.getByText("may read the inbox but not answer").count()).toBe(1);
     await context.close();
-    await client("operator").ops.governanceRespond({ intent_id: intent.id, body: { suspension_id: (await client("admin").ops.intentsGet({ intent_id: intent.id })).state._suspension!.id as string, value: "yes" } });
+    await client("operator").ops.governanceRespond({ intent_id: intent.id, body: { suspension_id: ((await client("admin").ops.intentsGet({ intent_id: intent.id })).state._suspension as { id: string }).id, value: "yes" } });
     expect((await asked).value).toBe("yes");
   });
 });
 
 describe("an intent's page", () => {
-  it("shows the state, tasks and costs, and an event appended by another client in the live log within a second", async () => {
+  it("shows the state, tasks, costs against the budget, attachments, channels, policy, and an event appended by another client in the live log within a second", async () => {
     const intent = await createIntent(cluster, { title: "Quarterly report", state: { section: "summary", progress: { done: 2, total: 5 } }, constraints: { budget: { max_total_cents: 5000 } } });
     const coordinator = client("coordinator");
     await coordinator.ops.tasksCreate({ intent_id: intent.id, body: { title: "Draft the summary" } });
     await client("agent", "report-writer").ops.costsRecord({ intent_id: intent.id, body: { agent_id: "report-writer", cost_type: "tokens", amount: 1200, unit: "tokens", cents: 1800 } });
+    const admin = client("admin");
+    await admin.ops.attachmentsCreate({ intent_id: intent.id, body: { filename: "figures.csv", mime_type: "text/csv", size: 120, storage_url: "https://files.example.org/figures.csv" } });
+    await admin.ops.channelsCreate({ intent_id: intent.id, body: { name: "review", members: ["admin", "operator"] } });
+    await admin.ops.channelsSendByName({ intent_id: intent.id, name: "review", body: { sender: "admin", to: "*", message_type: "broadcast", payload: { note: "table 3 looks off" } } });
+    await admin.ops.governancePolicySet({ intent_id: intent.id, ifMatch: intent.version, body: { completion_mode: "require_approval" } });
     const { context, page } = await signedIn("operator");
     await page.goto(`${cluster.baseUrl}/console/#/intents/${intent.id}`);
     await page.getByRole("heading", { name: "Quarterly report" }).waitFor();
@@ -176,6 +183,10 @@ describe("an intent's page", () => {
     expect(await page.getByRole("region", { name: "State" }).textContent()).toContain("summary");
     expect(await page.getByRole("region", { name: "Tasks" }).textContent()).toContain("Draft the summary");
     await expect.poll(() => page.getByRole("region", { name: "Costs" }).textContent()).toContain("18.00 spent of 50.00 (36%)");
+    await expect.poll(() => page.getByRole("region", { name: "Attachments" }).textContent()).toContain("figures.csv");
+    await expect.poll(() => page.getByRole("region", { name: "Governance policy" }).textContent()).toContain("require_approval");
+    await page.getByRole("region", { name: "Channels" }).getByText("review").click();
+    await expect.poll(() => page.getByRole("region", { name: "Channels" }).textContent()).toContain("table 3 looks off");
 
     const other = client("admin");
     const appended = await other.ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "note.added", payload: { text: "numbers checked" } } });
@@ -184,7 +195,7 @@ describe("an intent's page", () => {
     const elapsed = Date.now() - started;
     expect(elapsed).toBeLessThan(1000);
     expect(await page.locator(`[data-event-type="note.added"]`).textContent()).toContain(`#${appended.sequence}`);
-    await shot(page, "intent");
+    await shot(page, "intent", true);
     await context.close();
   });
 });

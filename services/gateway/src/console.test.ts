@@ -63,7 +63,7 @@ describe("the console mount", () => {
     expect(me.status).toBe(200);
     expect(me.headers.get("cache-control")).toBe("no-store");
     expect(await me.json()).toEqual({ principal: "olga", roles: ["operator"] });
-    for (const headers of [{}, { "X-API-Key": "not-a-key-0123456789" }]) {
+    for (const headers of [{}, { "X-API-Key": "not-a-key-0123456789" }] as Record<string, string>[]) {
       const refused = await fetch(`${built.url}/console/session`, { headers });
       expect(refused.status).toBe(401);
       const body = (await refused.json()) as { code: string; message: string };
