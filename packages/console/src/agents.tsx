@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import type { ResponseOf } from "@intentmesh/sdk";
-import { DRAIN_ROLES, may, type Session } from "./session";
+import { may, type Session } from "./session";
 import { reportError, reportOk } from "./health";
 import { ago, useNow } from "./util";
 
@@ -13,7 +13,9 @@ export function Agents({ session }: { session: Session }) {
   const [busy, setBusy] = useState<string | null>(null);
   const [refused, setRefused] = useState<string | null>(null);
   const now = useNow(5000);
-  const canDrain = may(session, DRAIN_ROLES);
+  // The registry lets coordinators and admins list it and manage any agent; whoever it lets list
+  // (and whose roles admit the status route) is offered the drain. The server decides either way.
+  const canDrain = may(session, "agentsChangeStatus");
 
   const load = async () => {
     try {

@@ -1,5 +1,5 @@
 import { useRef, useState } from "preact/hooks";
-import { HUMAN_ROLES, may, type Session } from "./session";
+import { may, type Session } from "./session";
 import { inbox, useInbox, type InboxItem, type SuspensionRecord } from "./inbox-store";
 import { reportError } from "./health";
 import { ago, duration, useNow } from "./util";
@@ -12,7 +12,7 @@ import { ago, duration, useNow } from "./util";
 export function Inbox({ session }: { session: Session }) {
   const { items, loaded } = useInbox();
   const list = useRef<HTMLUListElement>(null);
-  const canAnswer = may(session, HUMAN_ROLES);
+  const canAnswer = may(session, "governanceRespond");
 
   const move = (event: KeyboardEvent) => {
     const cards = [...(list.current?.querySelectorAll<HTMLElement>("[data-item]") ?? [])];
@@ -86,14 +86,16 @@ function Item({ item, session, canAnswer }: { item: InboxItem; session: Session;
           {approval.reason ? ` — ${approval.reason}` : ""}
         </p>
         {Object.keys(approval.context).length > 0 && <pre class="context">{JSON.stringify(approval.context, null, 2)}</pre>}
-        {canAnswer && (
+        {may(session, "governanceApprove") && (
           <div class="actions">
             <button class="primary" data-key="a" disabled={busy} onClick={() => run(() => session.client.ops.governanceApprove({ intent_id: item.intent.id, approval_id: approval.id, body: {} }))}>
               Approve
             </button>
-            <button class="danger" data-key="d" disabled={busy} onClick={() => run(() => session.client.ops.governanceDeny({ intent_id: item.intent.id, approval_id: approval.id, body: {} }))}>
-              Deny
-            </button>
+            {may(session, "governanceDeny") && (
+              <button class="danger" data-key="d" disabled={busy} onClick={() => run(() => session.client.ops.governanceDeny({ intent_id: item.intent.id, approval_id: approval.id, body: {} }))}>
+                Deny
+              </button>
+            )}
           </div>
         )}
       </article>

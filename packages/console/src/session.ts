@@ -1,4 +1,4 @@
-import { createClient, IntentmeshError, type Intentmesh } from "@intentmesh/sdk";
+import { createClient, IntentmeshError, type Intentmesh, type OperationId } from "@intentmesh/sdk";
 
 /**
  * The operator's key lives in sessionStorage only: gone when the tab closes, never in a URL
@@ -10,13 +10,13 @@ const STORAGE_KEY = "intentmesh.console.key";
 export interface Session {
   principal: string;
   roles: string[];
+  /** The operations the key's roles admit, as the server's route catalogue says (GET /console/session). */
+  operations: ReadonlySet<OperationId>;
   client: Intentmesh;
 }
 
-export const HUMAN_ROLES = ["admin", "coordinator", "operator"];
-/** Who may drain another agent: a coordinator or an admin (the registry's rule). */
-export const DRAIN_ROLES = ["admin", "coordinator"];
-export const may = (session: Session, roles: string[]) => session.roles.some((role) => roles.includes(role));
+/** Whether the key's roles admit an operation: the console shows an action only then (the server still decides). */
+export const may = (session: Session, operation: OperationId) => session.operations.has(operation);
 
 export function clientFor(key: string): Intentmesh {
   // Few retries: a console shows the server being down at once and recovers by itself.
@@ -24,8 +24,8 @@ export function clientFor(key: string): Intentmesh {
 }
 
 /**
- * Who the key is: GET /console/session (served by the gateway beside the console's files; the
- * API has no operation that answers it). 401 for a wrong key.
+ * Who the key is and what its roles admit: GET /console/session (served by the gateway beside the
+ * console's files; the API has no operation that answers it). 401 for a wrong key.
  */
 export async function signIn(key: string): Promise<Session> {
   let res: Response;
@@ -34,10 +34,10 @@ export async function signIn(key: string): Promise<Session> {
   } catch (error) {
     throw new IntentmeshError("NETWORK_ERROR", "the server does not answer", 0, undefined, undefined, { cause: error });
   }
-  const body = (await res.json().catch(() => ({}))) as { principal?: string; roles?: string[]; message?: string; code?: string };
+  const body = (await res.json().catch(() => ({}))) as { principal?: string; roles?: string[]; operations?: OperationId[]; message?: string; code?: string };
   if (!res.ok) throw new IntentmeshError((body.code ?? "UNAUTHORIZED") as "UNAUTHORIZED", body.message ?? `the server answered ${res.status}`, res.status);
   sessionStorage.setItem(STORAGE_KEY, key);
-  return { principal: body.principal!, roles: body.roles ?? [], client: clientFor(key) };
+  return { principal: body.principal!, roles: body.roles ?? [], operations: new Set(body.operations ?? []), client: clientFor(key) };
 }
 
 export function storedKey(): string | null {

@@ -13,6 +13,7 @@ const silent = { error() {}, warn() {}, info() {}, debug() {} } as unknown as Pa
 const keys = new ApiKeys([
   { key: "operator-key-0123456789", principal: "olga", roles: ["operator"] },
   { key: "peer-key-0123456789abcd", principal: "peer.example", roles: ["federation"] },
+  { key: "agent-key-0123456789abcd", principal: "agent-1", roles: ["agent"] },
 ]);
 
 async function serve(dir: string): Promise<{ url: string; close: () => Promise<void> }> {
@@ -62,7 +63,15 @@ describe("the console mount", () => {
     const me = await fetch(`${built.url}/console/session`, { headers: { "X-API-Key": "operator-key-0123456789" } });
     expect(me.status).toBe(200);
     expect(me.headers.get("cache-control")).toBe("no-store");
-    expect(await me.json()).toEqual({ principal: "olga", roles: ["operator"] });
+    const body = (await me.json()) as { principal: string; roles: string[]; operations: string[] };
+    expect(body).toMatchObject({ principal: "olga", roles: ["operator"] });
+    // The operations its roles admit, by the route catalogue's rule: an operator answers and decides, creates no task.
+    expect(body.operations).toEqual(expect.arrayContaining(["governanceRespond", "governanceApprove", "governanceDeny", "intentsList", "agentsChangeStatus"]));
+    expect(body.operations).not.toContain("tasksCreate");
+    const agent = (await (await fetch(`${built.url}/console/session`, { headers: { "X-API-Key": "agent-key-0123456789abcd" } })).json()) as { operations: string[] };
+    expect(agent.operations).toContain("intentsList");
+    expect(agent.operations).not.toContain("governanceRespond");
+    expect(agent.operations).not.toContain("governanceApprove");
     for (const headers of [{}, { "X-API-Key": "not-a-key-0123456789" }] as Record<string, string>[]) {
       const refused = await fetch(`${built.url}/console/session`, { headers });
       expect(refused.status).toBe(401);

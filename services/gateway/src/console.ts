@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import express, { type Express, type Request, type Response } from "express";
-import { ALL_ROLES, appError, errors } from "@intentmesh/contracts";
+import { ALL_ROLES, apiRoutes, appError, errors, routeAdmits } from "@intentmesh/contracts";
 import type { ApiKeys } from "./api-keys";
 
 /**
@@ -10,8 +10,8 @@ import type { ApiKeys } from "./api-keys";
  * `pnpm install` (the root postinstall) into packages/console/dist, served at /console without a
  * key; every API call the console makes carries the operator's key like any other client's.
  * Beside them one small document the API has no operation for: GET /console/session answers who
- * the presented key is (principal and roles), so that the console shows only the actions the
- * operator's role may take. From services/gateway/src and services/gateway/dist alike the files
+ * the presented key is (principal, roles) and the operations its roles admit (the route
+ * catalogue's own rule, routeAdmits), so that the console shows only the actions the key may take. From services/gateway/src and services/gateway/dist alike the files
  * are three folders up (GatewayOptions.consoleDir names another place).
  */
 export const defaultConsoleDir = (): string => path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../packages/console/dist");
@@ -27,7 +27,8 @@ export function mountConsole(app: Express, keys: ApiKeys, dir: string = defaultC
     if (!identity.roles.some((role) => ALL_ROLES.includes(role))) {
       throw errors.forbidden("the console is open to admin, coordinator, operator and agent keys only", { required_roles: ALL_ROLES, roles: identity.roles });
     }
-    res.set("Cache-Control", "no-store").json({ principal: identity.principal, roles: identity.roles });
+    const operations = apiRoutes.filter((route) => routeAdmits(route, identity.roles)).map((route) => route.operationId);
+    res.set("Cache-Control", "no-store").json({ principal: identity.principal, roles: identity.roles, operations });
   });
   const files = express.static(dir, {
     index: false,
