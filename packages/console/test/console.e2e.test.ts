@@ -58,6 +58,8 @@ const shot = (page: Page, name: string, fullPage = false) => page.screenshot({ p
 
 describe("sign-in", () => {
   it("refuses a wrong key with the server's sentence, and keeps a good one in session storage only, never in the URL", async () => {
+    // The gateway's root names the console's address beside the API's.
+    expect(((await (await fetch(`${cluster.baseUrl}/`)).json()) as { console: string }).console).toBe("/console/");
     const context = await browser.newContext({ colorScheme: "light" });
     const page = await context.newPage();
     await page.goto(`${cluster.baseUrl}/console/`);

@@ -112,6 +112,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       version: VERSION,
       api: API_PREFIXES[0],
       docs: "/docs",
+      console: "/console/",
       openapi: "/openapi.json",
       discovery: "/.well-known/openintent.json",
       health: { live: "/healthz", ready: "/readyz" },
