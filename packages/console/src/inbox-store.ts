@@ -24,6 +24,21 @@ export type InboxItem =
 /** Intents that may hold pending approvals: every one not yet completed or abandoned. */
 const OPEN_STATUSES = "draft,active,blocked,suspended_awaiting_input";
 export const INBOX_POLL_MS = 3000;
+/** The most intents one read follows pages to (500 a page); beyond it the inbox says it is partial. */
+const MAX_INTENTS = 5000;
+
+/** Every intent of these statuses, page after page, up to MAX_INTENTS. */
+export async function listAll(client: Intentmesh, status: string): Promise<{ intents: Intent[]; partial: boolean }> {
+  const intents: Intent[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await client.ops.intentsList({ query: { status, limit: 500, ...(after ? { after } : {}) } });
+    intents.push(...page.intents);
+    if (!page.has_more || !page.next_cursor) return { intents, partial: false };
+    if (intents.length >= MAX_INTENTS) return { intents, partial: true };
+    after = page.next_cursor;
+  }
+}
 
 /**
  * The inbox: every suspension awaiting input and every pending approval the operator may read.
@@ -34,6 +49,8 @@ export const INBOX_POLL_MS = 3000;
 class InboxStore {
   items: InboxItem[] = [];
   loaded = false;
+  /** More intents than one read follows: some items may be missing. */
+  partial = false;
   private client: Intentmesh | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<void> | null = null;
@@ -80,10 +97,7 @@ class InboxStore {
     const client = this.client;
     if (!client) return;
     try {
-      const [suspended, open] = await Promise.all([
-        client.ops.intentsList({ query: { status: "suspended_awaiting_input", limit: 500 } }),
-        client.ops.intentsList({ query: { status: OPEN_STATUSES, limit: 500 } }),
-      ]);
+      const [suspended, open] = await Promise.all([listAll(client, "suspended_awaiting_input"), listAll(client, OPEN_STATUSES)]);
       const suspensions = await mapLimit(suspended.intents, 4, async (intent): Promise<InboxItem | null> => {
         const record = intent.state._suspension as SuspensionRecord | undefined;
         if (!record || typeof record !== "object" || record.resolution) return null;
@@ -97,6 +111,7 @@ class InboxStore {
       const waiting = (item: InboxItem) => (item.kind === "suspension" ? (item.record.expires_at ?? "9999") : "9999" + item.approval.created_at);
       this.items = [...suspensions.filter((item): item is InboxItem => item !== null), ...approvals.flat()].sort((a, b) => waiting(a).localeCompare(waiting(b)));
       this.loaded = true;
+      this.partial = suspended.partial || open.partial;
       reportOk();
       this.notify();
     } catch (error) {
@@ -120,8 +135,8 @@ class InboxStore {
 
 export const inbox = new InboxStore();
 
-export function useInbox(): { items: InboxItem[]; loaded: boolean } {
+export function useInbox(): { items: InboxItem[]; loaded: boolean; partial: boolean } {
   const [, setTick] = useState(0);
   useEffect(() => inbox.subscribe(() => setTick((n) => n + 1)), []);
-  return { items: inbox.items, loaded: inbox.loaded };
+  return { items: inbox.items, loaded: inbox.loaded, partial: inbox.partial };
 }

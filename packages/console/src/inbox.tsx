@@ -10,7 +10,7 @@ import { ago, duration, useNow } from "./util";
  * and d denies an approval; Tab reaches every control.
  */
 export function Inbox({ session }: { session: Session }) {
-  const { items, loaded } = useInbox();
+  const { items, loaded, partial } = useInbox();
   const list = useRef<HTMLUListElement>(null);
   const canAnswer = may(session, "governanceRespond");
 
@@ -35,6 +35,7 @@ export function Inbox({ session }: { session: Session }) {
       <p class="hint">
         {canAnswer ? "↑ ↓ (or j k) move, 1-9 pick a choice, y / n confirm, a approve, d deny." : "Your key's role may read the inbox but not answer: answers need an operator, coordinator or admin key."}
       </p>
+      {partial && <p class="hint">More than 5000 open intents: the inbox shows what the first 5000 hold.</p>}
       {!loaded ? (
         <p aria-busy="true">Loading…</p>
       ) : items.length === 0 ? (
