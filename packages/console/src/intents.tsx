@@ -9,7 +9,7 @@ interface BudgetLimits {
   max_total_cents?: number;
 }
 
-/** Budget use from the intent itself: constraints.budget against state._costs when kept, else unknown. */
+/** The budget an intent was given (constraints.budget); its spend is on the intent's page (one costs read per intent). */
 export function budgetOf(intent: Intent): BudgetLimits | undefined {
   return (intent.constraints as { budget?: BudgetLimits }).budget;
 }

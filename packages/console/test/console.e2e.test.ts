@@ -243,7 +243,7 @@ describe("the server down", () => {
 });
 
 describe("the intents list", () => {
-  it("searches by title and filters by status", async () => {
+  it("searches by title and filters by status; the dark-mode toggle is kept", async () => {
     const tag = uniqueTag("findme");
     await createIntent(cluster, { title: `Report ${tag}` });
     await createIntent(cluster, { title: `Draft ${tag}`, status: "draft" });
@@ -257,6 +257,13 @@ describe("the intents list", () => {
     await page.getByLabel("Status").selectOption("");
     await page.getByLabel("Search").fill("");
     await shot(page, "intents");
+    // Dark mode: the system's preference until toggled, then the choice, kept across a reload.
+    expect(await page.evaluate("document.documentElement.dataset.theme")).toBe("light");
+    await page.getByRole("button", { name: "Switch to dark mode" }).click();
+    expect(await page.evaluate("document.documentElement.dataset.theme")).toBe("dark");
+    await page.reload();
+    await page.getByRole("button", { name: "Switch to light mode" }).waitFor();
+    expect(await page.evaluate("document.documentElement.dataset.theme")).toBe("dark");
     await context.close();
   });
 });
