@@ -2,6 +2,10 @@ import { useEffect, useState } from "preact/hooks";
 import type { Session } from "./session";
 import type { Intent } from "./inbox-store";
 import { reportError, reportOk } from "./health";
+import { mapLimit } from "./util";
+
+/** Spend is read for the budgeted intents among the first rows shown (one costs read each). */
+const SPEND_ROWS = 50;
 
 const STATUSES = ["", "draft", "active", "blocked", "suspended_awaiting_input", "completed", "abandoned"] as const;
 
@@ -14,12 +18,24 @@ export function budgetOf(intent: Intent): BudgetLimits | undefined {
   return (intent.constraints as { budget?: BudgetLimits }).budget;
 }
 
+function BudgetUse({ spent, limit }: { spent: number | undefined; limit: number }) {
+  const cents = (n: number) => (n / 100).toFixed(2);
+  if (spent === undefined) return <span>{cents(limit)} budget</span>;
+  const percent = limit > 0 ? Math.round((spent / limit) * 100) : 100;
+  return (
+    <span class="budget-use">
+      <meter min={0} max={limit} value={Math.min(spent, limit)} high={limit * 0.8} aria-label={`${percent}% of the budget spent`} /> {cents(spent)} of {cents(limit)}
+    </span>
+  );
+}
+
 /** The intents list: a search over titles, a status filter, confidence and budget limit. */
 export function Intents({ session }: { session: Session }) {
   const [status, setStatus] = useState("");
   const [search, setSearch] = useState("");
   const [intents, setIntents] = useState<Intent[] | null>(null);
   const [more, setMore] = useState(false);
+  const [spent, setSpent] = useState<Record<string, number>>({});
 
   useEffect(() => {
     let live = true;
@@ -30,6 +46,9 @@ export function Intents({ session }: { session: Session }) {
         setIntents(page.intents);
         setMore(page.has_more);
         reportOk();
+        const budgeted = page.intents.filter((intent) => budgetOf(intent)?.max_total_cents !== undefined).slice(0, SPEND_ROWS);
+        const sums = await mapLimit(budgeted, 4, async (intent) => [intent.id, (await session.client.ops.costsList({ intent_id: intent.id, query: { limit: 1 } })).summary.total_cents] as const);
+        if (live) setSpent(Object.fromEntries(sums));
       } catch (error) {
         reportError(error);
       }
@@ -90,7 +109,7 @@ export function Intents({ session }: { session: Session }) {
                     <span class={`status ${intent.status}`}>{intent.status}</span>
                   </td>
                   <td>{intent.confidence}</td>
-                  <td>{budget?.max_total_cents !== undefined ? `${(budget.max_total_cents / 100).toFixed(2)} limit` : "—"}</td>
+                  <td>{budget?.max_total_cents === undefined ? "—" : <BudgetUse spent={spent[intent.id]} limit={budget.max_total_cents} />}</td>
                   <td>{new Date(intent.updated_at).toLocaleString()}</td>
                 </tr>
               );

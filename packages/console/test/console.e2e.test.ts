@@ -243,14 +243,18 @@ describe("the server down", () => {
 });
 
 describe("the intents list", () => {
-  it("searches by title and filters by status; the dark-mode toggle is kept", async () => {
+  it("searches by title and filters by status, shows spend against the budget; the dark-mode toggle is kept", async () => {
     const tag = uniqueTag("findme");
-    await createIntent(cluster, { title: `Report ${tag}` });
+    const budgeted = await createIntent(cluster, { title: `Report ${tag}`, constraints: { budget: { max_total_cents: 4000 } } });
+    await client("agent", uniqueTag("spender")).ops.costsRecord({ intent_id: budgeted.id, body: { cost_type: "api_call", amount: 1000, unit: "cents" } });
     await createIntent(cluster, { title: `Draft ${tag}`, status: "draft" });
     const { context, page } = await signedIn("operator");
     await page.getByRole("link", { name: "Intents" }).click();
     await page.getByLabel("Search").fill(tag);
     await expect.poll(() => page.locator("tbody tr").count()).toBe(2);
+    // Budget use: spend against the limit, for intents that have a budget.
+    await expect.poll(() => page.getByRole("row", { name: new RegExp(`Report ${tag}`) }).textContent()).toContain("10.00 of 40.00");
+    expect(await page.getByRole("row", { name: new RegExp(`Report ${tag}`) }).getByRole("meter").getAttribute("aria-label")).toBe("25% of the budget spent");
     await page.getByLabel("Status").selectOption("draft");
     await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
     expect(await page.locator("tbody tr").textContent()).toContain(`Draft ${tag}`);
@@ -258,12 +262,12 @@ describe("the intents list", () => {
     await page.getByLabel("Search").fill("");
     await shot(page, "intents");
     // Dark mode: the system's preference until toggled, then the choice, kept across a reload.
-    expect(await page.evaluate("document.documentElement.dataset.theme")).toBe("light");
+    await expect.poll(() => page.evaluate("document.documentElement.dataset.theme")).toBe("light");
     await page.getByRole("button", { name: "Switch to dark mode" }).click();
-    expect(await page.evaluate("document.documentElement.dataset.theme")).toBe("dark");
+    await expect.poll(() => page.evaluate("document.documentElement.dataset.theme")).toBe("dark");
     await page.reload();
     await page.getByRole("button", { name: "Switch to light mode" }).waitFor();
-    expect(await page.evaluate("document.documentElement.dataset.theme")).toBe("dark");
+    await expect.poll(() => page.evaluate("document.documentElement.dataset.theme")).toBe("dark");
     await context.close();
   });
 });
