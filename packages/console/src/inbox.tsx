@@ -119,7 +119,7 @@ function Item({ item, session, canAnswer }: { item: InboxItem; session: Session;
   );
 }
 
-function Answer({ record, busy, respond }: { record: SuspensionRecord; busy: boolean; respond: (value: unknown) => void }) {
+export function Answer({ record, busy, respond }: { record: SuspensionRecord; busy: boolean; respond: (value: unknown) => void }) {
   const [text, setText] = useState("");
   const [invalid, setInvalid] = useState<string | null>(null);
   const choices = record.choices?.length ? record.choices : record.response_type === "confirm" ? [{ value: "yes", label: "Yes" }, { value: "no", label: "No" }] : [];

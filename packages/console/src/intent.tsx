@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { ResponseOf } from "@intentmesh/sdk";
-import type { Session } from "./session";
-import type { Intent } from "./inbox-store";
+import { may, type Session } from "./session";
+import { inbox, type Intent, type SuspensionRecord } from "./inbox-store";
+import { Answer } from "./inbox";
 import { reportError, reportOk } from "./health";
 import { budgetOf } from "./intents";
 
@@ -143,6 +144,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         <span class={`status ${intent.status}`}>{intent.status}</span> <span class="muted">confidence {intent.confidence} · version {intent.version} · created by {intent.created_by}</span>
       </p>
       {intent.description && <p>{intent.description}</p>}
+      <Waiting session={session} intent={intent} onAnswered={() => reread.current()} />
       <div class="grid">
         <section aria-labelledby="state-title">
           <h2 id="state-title">State</h2>
@@ -208,6 +210,32 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
           ))}
         </ol>
       </section>
+    </section>
+  );
+}
+
+/** The intent's suspension while it awaits input: the question, and the answer controls the key may use. */
+function Waiting({ session, intent, onAnswered }: { session: Session; intent: Intent; onAnswered: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const record = intent.state._suspension as SuspensionRecord | undefined;
+  if (intent.status !== "suspended_awaiting_input" || !record || typeof record !== "object" || record.resolution) return null;
+  const respond = async (value: unknown) => {
+    setBusy(true);
+    try {
+      await session.client.ops.governanceRespond({ intent_id: intent.id, body: { suspension_id: record.id, value } });
+      inbox.drop(`s:${record.id}`);
+      onAnswered();
+    } catch (error) {
+      reportError(error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="card waiting" aria-labelledby="waiting-title">
+      <h2 id="waiting-title">Waiting for an answer</h2>
+      <p class="question">{record.question}</p>
+      {may(session, "governanceRespond") && <Answer record={record} busy={busy} respond={(value) => void respond(value)} />}
     </section>
   );
 }

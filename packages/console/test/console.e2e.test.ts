@@ -202,6 +202,24 @@ describe("an intent's page", () => {
   });
 });
 
+describe("an intent's page, suspended", () => {
+  it("shows the question the intent waits on and answers it there; the agent's wait ends with that answer", async () => {
+    const intent = await createIntent(cluster, { title: "Pricing page" });
+    const asked = requestInput(client("agent", uniqueTag("pricer")), intent.id, { question: "Which plan goes first?", choices: [{ value: "pro", label: "Pro" }, { value: "team", label: "Team" }], timeoutSeconds: 600 });
+    asked.catch(() => undefined);
+    const { context, page } = await signedIn("operator");
+    await expect.poll(async () => (await client("admin").ops.intentsGet({ intent_id: intent.id })).status, { timeout: 10_000 }).toBe("suspended_awaiting_input");
+    await page.goto(`${cluster.baseUrl}/console/#/intents/${intent.id}`);
+    const waiting = page.getByRole("region", { name: "Waiting for an answer" });
+    await waiting.getByText("Which plan goes first?").waitFor();
+    await waiting.getByRole("button", { name: /Team/ }).click();
+    expect(await asked).toMatchObject({ value: "team", resolution: "responded", respondedBy: "operator" });
+    // The page follows the intent's log: the resumed intent no longer waits.
+    await waiting.waitFor({ state: "detached" });
+    await context.close();
+  });
+});
+
 describe("agents", () => {
   it("lists agents with health, heartbeat and load; an admin drains one; an operator's key may not list them and is told so", async () => {
     const agentId = uniqueTag("crawler");
