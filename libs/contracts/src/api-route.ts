@@ -83,6 +83,7 @@ export interface RouteAccess {
 export type ApiTag =
   | "Intents"
   | "Intent graphs"
+  | "Coordinators"
   | "Leases"
   | "Agents"
   | "Attachments"

@@ -3,6 +3,7 @@ import type { ErrorCode } from "./error-catalogue";
 import { aclCommands, type IntentPermission } from "./acl";
 import { intentsCommands } from "./subjects";
 import { graphCommands } from "./graphs";
+import { coordinatorCommands } from "./coordinators";
 import { governanceCommands, governancePolicyCommands } from "./governance";
 import { portfoliosCommands, suspensionCommands } from "./portfolios";
 import { attachmentCommands } from "./attachments";
@@ -77,6 +78,20 @@ const graphs: RulesOf<typeof graphCommands> = {
   ready: read,
   blocked: read,
   graph: read,
+};
+
+// RFC-0013: taking the coordinator lease of an intent and recording decisions on it write to it;
+// a lease read by its id is checked against its intent in the handler (read); a heartbeat is the
+// holder's alone (NOT_LEASE_HOLDER otherwise), whatever the ACL says since.
+const coordinators: RulesOf<typeof coordinatorCommands> = {
+  createLease: { needs: "write", from: "body.intent_id" },
+  getLease: { open: "the handler checks read on the lease's intent" },
+  listLeases: read,
+  heartbeat: { open: "only the holder may send it (checked in the handler)" },
+  createDecisionRecord: { needs: "write", from: "body.intent_id" },
+  listDecisionRecords: read,
+  recordDecision: write,
+  listDecisions: read,
 };
 
 const acl: RulesOf<typeof aclCommands> = {
@@ -189,6 +204,7 @@ const verifiableLogs: RulesOf<typeof verifiableLogCommands> = {
 export const intentAccessRules = [
   [intentsCommands, intents],
   [graphCommands, graphs],
+  [coordinatorCommands, coordinators],
   [aclCommands, acl],
   [governancePolicyCommands, governancePolicy],
   [governanceCommands, governance],

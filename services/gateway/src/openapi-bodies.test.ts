@@ -44,8 +44,8 @@ function withUnknownField(body: unknown): { where: string; body: unknown }[] {
   visit(body, []);
   return out;
 }
-/** Fields that are free-form JSON by the spec (their keys are the client's): state, payloads, metadata, context, values, inputs and outputs, a tool's parameters and result. */
-const FREE_FORM = new Set(["state", "payload", "metadata", "context", "value", "input", "output", "constraints", "trace_context", "notify", "signals", "parameters", "result"]);
+/** Fields that are free-form JSON by the spec (their keys are the client's): state, payloads, metadata, context, values, inputs and outputs, a tool's parameters and result, a coordinator's guardrails and a decision's alternatives (RFC-0013). */
+const FREE_FORM = new Set(["state", "payload", "metadata", "context", "value", "input", "output", "constraints", "trace_context", "notify", "signals", "parameters", "result", "guardrails", "alternatives_considered"]);
 const setAt = (root: unknown, path: (string | number)[], value: unknown): unknown => {
   if (!path.length) return value;
   const [head, ...rest] = path;

@@ -2,6 +2,7 @@ import type { ApiRoute } from "../api-route";
 import type { z } from "../zod";
 import { intentsRoutes } from "./intents";
 import { graphRoutes } from "./graphs";
+import { coordinatorRoutes } from "./coordinators";
 import { agentRoutes } from "./registry";
 import { attachmentsRoutes } from "./attachments";
 import { retriesRoutes } from "./retries";
@@ -24,6 +25,7 @@ import { verifiableLogRoutes } from "./verifiable-logs";
 const catalogue = [
   ...intentsRoutes,
   ...graphRoutes,
+  ...coordinatorRoutes,
   ...agentRoutes,
   ...attachmentsRoutes,
   ...retriesRoutes,
