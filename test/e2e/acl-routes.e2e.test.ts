@@ -201,6 +201,15 @@ const samples: Record<string, Sample> = {
   decisionsListRecords: {},
   decisionsRecord: { body: { decision_type: "arbitration", outcome: "o", reasoning: "r" }, ok: 201 },
   decisionsList: {},
+  escalationsCreate: { body: { reason: "stuck" }, ok: 201 },
+  escalationsList: { prepare: async (w) => ({ query: `intent_id=${w.intentId}` }) },
+  escalationsResolve: {
+    prepare: async (w) => {
+      const escalation = await ok(await admin(`/intents/${w.intentId}/escalations`, { headers: { "X-Agent-ID": "requester" }, body: { reason: "stuck" } }), "escalation");
+      return { params: { escalation_id: escalation.id }, body: { resolution: "go on" } };
+    },
+  },
+  arbitrationRequest: { body: { reason: "disagreement" }, ok: 201 },
   aclGet: {},
   aclSet: { body: { default_policy: "closed", entries: [{ principal_id: "coordinator", principal_type: "user", permission: "admin" }] } },
   aclGrant: { body: { principal_id: "someone", permission: "read" }, ok: 201 },

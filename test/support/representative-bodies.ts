@@ -40,6 +40,10 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
     confidence: 0.8,
     metadata: { plan_version: 1 },
   },
+  // Escalations and arbitration (the client's escalate_to_human, resolve_escalation, request_arbitration bodies).
+  escalationsCreate: { reason: "budget nearly spent", priority: "high", urgency: "critical", context: { spent: 48 }, escalated_by: "coordinator-1" },
+  escalationsResolve: { resolution: "raise the budget", notes: "one time", resolved_by: "lead" },
+  arbitrationRequest: { reason: "two agents disagree", context: { options: ["a", "b"] }, requested_by: "coordinator-1" },
   decisionsRecord: { decision_type: "arbitration", outcome: "agent-a wins", reasoning: "it holds the lease", rationale: "it holds the lease", decided_by: "lead" },
   intentsAppendEvent: { event_type: "comment", actor: "writer-1", payload: { text: "hi" }, trace_id: "t-1", parent_event_id: ID },
   aclSet: { default_policy: "closed", default_permission: "read", entries: [{ principal_id: "writer-1", principal_type: "agent", permission: "write", reason: "drafts", expires_at: LATER }] },

@@ -84,6 +84,7 @@ export type ApiTag =
   | "Intents"
   | "Intent graphs"
   | "Coordinators"
+  | "Escalations"
   | "Leases"
   | "Agents"
   | "Attachments"

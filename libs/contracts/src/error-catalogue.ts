@@ -63,6 +63,7 @@ export const errorCatalogue = catalogue({
   DISPATCH_TIMEOUT: { status: 502, title: "The remote server did not answer the dispatch in time" },
   ENTRY_EXISTS: { status: 409, title: "A memory entry with that key exists" },
   ENTRY_NOT_FOUND: { status: 404, title: "Memory entry not found" },
+  ESCALATION_NOT_FOUND: { status: 404, title: "Escalation not found" },
   EVENT_NOT_IN_CHECKPOINT: { status: 404, title: "The event is not in the checkpoint" },
   FEDERATION_DISABLED: { status: 404, title: "Federation is not enabled" },
   FEDERATION_LOOP: { status: 409, title: "The dispatch would loop back" },

@@ -4,6 +4,7 @@ import { aclCommands, type IntentPermission } from "./acl";
 import { intentsCommands } from "./subjects";
 import { graphCommands } from "./graphs";
 import { coordinatorCommands } from "./coordinators";
+import { escalationCommands } from "./escalations";
 import { governanceCommands, governancePolicyCommands } from "./governance";
 import { portfoliosCommands, suspensionCommands } from "./portfolios";
 import { attachmentCommands } from "./attachments";
@@ -92,6 +93,15 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   listDecisionRecords: read,
   recordDecision: write,
   listDecisions: read,
+};
+
+// Escalations and arbitration are approval requests (spec 4.6): asking is writing to the intent,
+// resolving is deciding an approval (admin); a list shows the escalations of intents one may read.
+const escalations: RulesOf<typeof escalationCommands> = {
+  escalate: write,
+  list: readResource,
+  resolve: { needs: "admin", from: "resource" },
+  arbitrate: write,
 };
 
 const acl: RulesOf<typeof aclCommands> = {
@@ -205,6 +215,7 @@ export const intentAccessRules = [
   [intentsCommands, intents],
   [graphCommands, graphs],
   [coordinatorCommands, coordinators],
+  [escalationCommands, escalations],
   [aclCommands, acl],
   [governancePolicyCommands, governancePolicy],
   [governanceCommands, governance],

@@ -3,6 +3,7 @@ import type { z } from "../zod";
 import { intentsRoutes } from "./intents";
 import { graphRoutes } from "./graphs";
 import { coordinatorRoutes } from "./coordinators";
+import { escalationRoutes } from "./escalations";
 import { agentRoutes } from "./registry";
 import { attachmentsRoutes } from "./attachments";
 import { retriesRoutes } from "./retries";
@@ -26,6 +27,7 @@ const catalogue = [
   ...intentsRoutes,
   ...graphRoutes,
   ...coordinatorRoutes,
+  ...escalationRoutes,
   ...agentRoutes,
   ...attachmentsRoutes,
   ...retriesRoutes,
