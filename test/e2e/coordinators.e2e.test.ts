@@ -123,6 +123,27 @@ describe("coordinator leases", () => {
   });
 });
 
+describe("the intent's coordinator in the existing rules", () => {
+  it("channels rule 7: the agent holding the intent's coordinator lease may change a channel it did not create; another agent may not", async () => {
+    const intent = await createIntent(cluster);
+    const creator = uniqueTag("creator");
+    const holder = uniqueTag("coord");
+    const other = uniqueTag("other");
+    const channel = await cluster.api(`/intents/${intent.id}/channels`, { ...as(creator), body: { name: "plan", members: [creator] } });
+    expect(channel.status, JSON.stringify(channel.body)).toBe(201);
+    const change = (agent: string) => cluster.api(`/channels/${channel.body.id}`, { ...as(agent), method: "PATCH", body: { members: [creator, holder] } });
+    expectError(await change(holder), 403, "FORBIDDEN");
+    expect((await take(intent.id, holder)).status).toBe(201);
+    const changed = await change(holder);
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body.members).toEqual([creator, holder]);
+    expectError(await change(other), 403, "FORBIDDEN");
+    // Once the lease is no longer live, the right goes with it.
+    advance(61);
+    expectError(await change(holder), 403, "FORBIDDEN");
+  });
+});
+
 describe("failover when the holder dies (spec 3.4, RFC-0013 5.2)", () => {
   const sweep = () => cluster.registry.sweeper.sweep();
   async function register(): Promise<string> {

@@ -145,6 +145,9 @@ export const DecisionListQuery = z.object({ limit: pageLimit(50, 500) });
 
 const LeaseRef = z.object({ lease_id: Uuid });
 
+/** The intent's live coordinator, for the rules that give "the intent's coordinator" rights (channels 4.7 rule 7). */
+export const CoordinatorHolder = z.object({ intent_id: Uuid, agent_id: z.string().nullable(), lease_id: Uuid.nullable() }).passthrough();
+
 export const coordinatorCommands = {
   createLease: command("intents", "coordinators.create", z.object({ body: CreateCoordinatorLeaseBody }), CoordinatorLease, [
     "COORDINATOR_LEASE_HELD",
@@ -157,4 +160,6 @@ export const coordinatorCommands = {
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
   recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
+  /** Asked by services: who holds the intent's live coordinator lease (nulls when none). */
+  holder: command("intents", "coordinators.holder", IntentRef, CoordinatorHolder),
 } as const;

@@ -93,6 +93,7 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   listDecisionRecords: read,
   recordDecision: write,
   listDecisions: read,
+  holder: SERVICE,
 };
 
 // Escalations and arbitration are approval requests (spec 4.6): asking is writing to the intent,

@@ -16,7 +16,7 @@ import { startPortfolioProjection, type PortfolioProjection } from "./portfolios
 import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./governance/handlers";
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
 import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
-import { coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
+import { coordinatorOf, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
 import { startReadinessProjection, type ReadinessProjection } from "./graph/projection";
 import { patchState } from "./intents/patch-state";
 import { transitionStatus } from "./intents/transition";
@@ -123,6 +123,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     listDecisionRecords: (input) => listDecisionRecords(ctx, input.intent_id, input.query.limit),
     recordDecision: (input, caller) => recordDecision(ctx, input.intent_id, input.body, caller),
     listDecisions: (input) => listDecisions(ctx, input.intent_id, input.query.limit),
+    holder: (input) => coordinatorOf(ctx, input.intent_id),
   });
   serve(aclCommands, {
     get: (input) => getAcl(ctx, input.intent_id),

@@ -192,6 +192,13 @@ export async function failOverCoordinatorsOf(tx: Tx, agentId: string, now: Date,
   return successors;
 }
 
+/** The intent's live coordinator lease holder (nulls when none, or when the intent is unknown). */
+export async function coordinatorOf(ctx: IntentsContext, intentId: string): Promise<{ intent_id: string; agent_id: string | null; lease_id: string | null }> {
+  const [holder] = await ctx.db.select().from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true)));
+  const live = holder && isLive(holder, ctx.clock.now()) ? holder : undefined;
+  return { intent_id: intentId, agent_id: live?.agentId ?? null, lease_id: live?.id ?? null };
+}
+
 // ---------------------------------------------------------------- decisions
 
 function decisionView(event: Pick<IntentEvent, "id" | "intent_id" | "sequence" | "actor" | "payload" | "created_at">): DecisionView {
