@@ -317,6 +317,20 @@ describe("status rules", () => {
     expect((await get(manual.id)).status).toBe("blocked");
   });
 
+  it("a child created while its parent completes: exactly one of the two succeeds, every time", async () => {
+    for (let round = 0; round < 8; round++) {
+      const parent = await createIntent(cluster, { title: `parent ${round}` });
+      const [made, completed] = await Promise.all([
+        cluster.api(`/intents/${parent.id}/children`, { body: childBody(parent.id, "late child") }),
+        setStatus(parent.id, "completed"),
+      ]);
+      const outcome = [made.status, completed.status];
+      expect([[201, 409], [409, 200]], JSON.stringify([made.body, completed.body])).toContainEqual(outcome);
+      if (made.status === 201) expect(completed.body.code).toBe("GRAPH_INCOMPLETE");
+      else expect(made.body.code).toBe("PARENT_CLOSED");
+    }
+  });
+
   it("an abandoned child does not hold its parent; an abandoned dependency holds its dependent", async () => {
     const parent = await createIntent(cluster, { title: "parent", status: "active" });
     const dropped = await child(parent.id, "dropped");

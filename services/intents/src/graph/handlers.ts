@@ -262,8 +262,24 @@ export async function activateInGraph(ctx: IntentsContext, intentId: string, ifM
   return rawToIntent(row);
 }
 
-/** The completion gate (RFC-0002), asked by POST /intents/{id}/status before it completes an intent. */
-export async function assertMayComplete(ctx: IntentsContext, intentId: string): Promise<void> {
-  const gate = await selectGraphGate(ctx.db, intentId);
-  assertGraphComplete(intentId, gate.incompleteDependencies, gate.openChildren);
+/**
+ * POST /intents/{id}/status to `completed`, with the completion gate (RFC-0002) decided and the
+ * change written in one transaction: the intent's row is locked at the If-Match version first, so
+ * a child being created under it (which holds the row FOR SHARE) either committed before the gate
+ * reads the children, or waits and then finds the parent completed (PARENT_CLOSED).
+ */
+export async function completeInGraph(ctx: IntentsContext, intentId: string, ifMatch: number, from: string, reason: string | null, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction(async (tx) => {
+    await lockForDependencies(tx, intentId, ifMatch);
+    const gate = await selectGraphGate(tx, intentId);
+    assertGraphComplete(intentId, gate.incompleteDependencies, gate.openChildren);
+    const [written] = rowsOf<RawIntent>(
+      await tx.execute(sql`update intents.intents set status = 'completed', blocked_reason = null, version = version + 1, updated_at = ${now}
+        where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
+    );
+    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from, to: "completed", reason, version: Number(written!.version) } }], now);
+    return written!;
+  });
+  return rawToIntent(row);
 }
