@@ -144,6 +144,29 @@ describe("the intent's coordinator in the existing rules", () => {
   });
 });
 
+describe("the agent's coordinator (spec 5.3)", () => {
+  it("the holder of the coordinator lease of an intent an agent is assigned to may drain it; others may not", async () => {
+    const intent = await createIntent(cluster);
+    const worker = uniqueTag("worker");
+    expect((await cluster.api("/agents", { body: { agent_id: worker }, key: "agent" })).status).toBe(201);
+    const coordinator = uniqueTag("coord");
+    const bystander = uniqueTag("other");
+    const asOther = (agent: string) => ({ key: null, headers: { "X-API-Key": TEST_KEYS.other, "X-Agent-ID": agent } });
+    const drain = async (agent: string) => {
+      const current = (await cluster.api(`/agents/${worker}`)).body;
+      return cluster.api(`/agents/${worker}/status`, { ...asOther(agent), method: "PATCH", headers: { ...asOther(agent).headers, "If-Match": String(current.version) }, body: { status: "draining" } });
+    };
+    expect((await cluster.api("/coordinators", { ...asOther(coordinator), body: { agent_id: coordinator, intent_id: intent.id } })).status).toBe(201);
+    // Not assigned yet: the lease gives no right over the worker.
+    expectError(await drain(coordinator), 403, "FORBIDDEN");
+    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: worker } })).status).toBe(201);
+    expectError(await drain(bystander), 403, "FORBIDDEN");
+    const drained = await drain(coordinator);
+    expect(drained.status, JSON.stringify(drained.body)).toBe(200);
+    expect(drained.body.status).toBe("draining");
+  });
+});
+
 describe("failover when the holder dies (spec 3.4, RFC-0013 5.2)", () => {
   const sweep = () => cluster.registry.sweeper.sweep();
   async function register(): Promise<string> {

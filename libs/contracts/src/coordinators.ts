@@ -160,6 +160,13 @@ export const coordinatorCommands = {
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
   recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
+  /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
+  coordinates: command(
+    "intents",
+    "coordinators.coordinates",
+    z.object({ coordinator: z.string().min(1).max(200), agent_id: z.string().min(1).max(200) }),
+    z.object({ intent_ids: z.array(Uuid) }).passthrough(),
+  ),
   /** Asked by services: who holds the intent's live coordinator lease (nulls when none). */
   holder: command("intents", "coordinators.holder", IntentRef, CoordinatorHolder),
 } as const;

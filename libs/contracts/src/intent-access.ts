@@ -94,6 +94,7 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   recordDecision: write,
   listDecisions: read,
   holder: SERVICE,
+  coordinates: SERVICE,
 };
 
 // Escalations and arbitration are approval requests (spec 4.6): asking is writing to the intent,

@@ -16,7 +16,7 @@ import { startPortfolioProjection, type PortfolioProjection } from "./portfolios
 import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./governance/handlers";
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
 import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
-import { coordinatorOf, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
+import { coordinatorOf, intentsCoordinatedFor, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
 import { startReadinessProjection, type ReadinessProjection } from "./graph/projection";
 import { patchState } from "./intents/patch-state";
 import { transitionStatus } from "./intents/transition";
@@ -124,6 +124,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     recordDecision: (input, caller) => recordDecision(ctx, input.intent_id, input.body, caller),
     listDecisions: (input) => listDecisions(ctx, input.intent_id, input.query.limit),
     holder: (input) => coordinatorOf(ctx, input.intent_id),
+    coordinates: (input) => intentsCoordinatedFor(ctx, input.coordinator, input.agent_id),
   });
   serve(aclCommands, {
     get: (input) => getAcl(ctx, input.intent_id),

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, lte, sql } from "drizzle-orm";
 import {
   appError,
   coordinatorCommands,
@@ -17,7 +17,7 @@ import {
 } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
-import { events } from "../db/schema";
+import { assignments, events } from "../db/schema";
 import { agentStatus } from "../db/schema-agents";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
@@ -197,6 +197,18 @@ export async function coordinatorOf(ctx: IntentsContext, intentId: string): Prom
   const [holder] = await ctx.db.select().from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true)));
   const live = holder && isLive(holder, ctx.clock.now()) ? holder : undefined;
   return { intent_id: intentId, agent_id: live?.agentId ?? null, lease_id: live?.id ?? null };
+}
+
+/** The intents (up to 10) whose live coordinator lease `coordinator` holds and to which `agentId` is assigned. */
+export async function intentsCoordinatedFor(ctx: IntentsContext, coordinator: string, agentId: string): Promise<{ intent_ids: string[] }> {
+  const rows = await ctx.db
+    .select({ intentId: coordinatorLeases.intentId })
+    .from(coordinatorLeases)
+    .innerJoin(assignments, and(eq(assignments.intentId, coordinatorLeases.intentId), eq(assignments.agentId, agentId)))
+    .where(and(eq(coordinatorLeases.agentId, coordinator), eq(coordinatorLeases.holds, true), gt(coordinatorLeases.expiresAt, ctx.clock.now())))
+    .orderBy(asc(coordinatorLeases.intentId))
+    .limit(10);
+  return { intent_ids: rows.map((r) => r.intentId) };
 }
 
 // ---------------------------------------------------------------- decisions
