@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { graphCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { graphCommands, coordinatorCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -16,6 +16,7 @@ import { startPortfolioProjection, type PortfolioProjection } from "./portfolios
 import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./governance/handlers";
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
 import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
+import { coordinatorOf, intentsCoordinatedFor, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
 import { startReadinessProjection, type ReadinessProjection } from "./graph/projection";
 import { patchState } from "./intents/patch-state";
 import { transitionStatus } from "./intents/transition";
@@ -114,6 +115,18 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     ready: (input, caller) => listGraph(ctx, "ready", input.intent_id, input.query, caller),
     blocked: (input, caller) => listGraph(ctx, "blocked", input.intent_id, input.query, caller),
     graph: (input, caller) => getGraph(ctx, input.intent_id, input.query, caller),
+  });
+  serve(coordinatorCommands, {
+    createLease: (input, caller) => createCoordinatorLease(ctx, input.body, caller),
+    getLease: (input, caller) => getCoordinatorLease(ctx, input.lease_id, caller),
+    listLeases: (input) => listCoordinatorLeases(ctx, input.intent_id),
+    heartbeat: (input, caller) => coordinatorHeartbeat(ctx, input.lease_id, caller),
+    createDecisionRecord: (input, caller) => createDecisionRecord(ctx, input.body, caller),
+    listDecisionRecords: (input) => listDecisionRecords(ctx, input.intent_id, input.query.limit),
+    recordDecision: (input, caller) => recordDecision(ctx, input.intent_id, input.body, caller),
+    listDecisions: (input) => listDecisions(ctx, input.intent_id, input.query.limit),
+    holder: (input) => coordinatorOf(ctx, input.intent_id),
+    coordinates: (input) => intentsCoordinatedFor(ctx, input.coordinator, input.agent_id),
   });
   serve(aclCommands, {
     get: (input) => getAcl(ctx, input.intent_id),
