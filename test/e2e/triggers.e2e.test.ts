@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock, intentsCommands } from "@intentmesh/contracts";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
+import { rowsOf } from "@intentmesh/db";
 import { claimDue, intentBodyOf, onIntentEvent } from "../../services/triggers/src/firing";
 import { SERVICE_CALLER } from "../../services/triggers/src/context";
 import { firings, inbox, triggers } from "../../services/triggers/src/db/schema";
@@ -337,6 +338,32 @@ describe("event triggers (§3)", () => {
     const receipt = ok(await cluster.api(`/intents/${history[0].intent_id}`));
     expect(receipt).toMatchObject({ title: `Receipt for ${billing.id}`, state: { source_intent: billing.id, from: "active" } });
     ok(await py.delete_trigger(trigger.trigger_id));
+  });
+
+  it("acknowledges the events no event trigger can match without a transaction: no inbox row for them, one for the match", async () => {
+    const inboxRows = async () => Number(rowsOf<{ n: string }>(await cluster.database.db.execute(sql`select count(*) as n from triggers.inbox where consumer = 'triggers-intent-events'`))[0]!.n);
+    const watched = await createIntent(cluster, { title: "watched for the cache" });
+    const trigger = ok(await cluster.api("/triggers", { body: { name: "on ping", type: "event", condition: { event: "ping.cache", filter: { intent_id: watched.id } }, intent_template: { title: "pinged" } } }), 201);
+    // The consumer has seen everything written so far; count from here.
+    ok(await cluster.api(`/intents/${watched.id}/events`, { body: { event_type: "noise", payload: {} } }), 201);
+    const settle = async () => {
+      let last = -1;
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 300));
+        const now = await inboxRows();
+        if (now === last) return now;
+        last = now;
+      }
+    };
+    const before = await settle();
+    for (let i = 0; i < 20; i++) ok(await cluster.api(`/intents/${watched.id}/events`, { body: { event_type: "noise", payload: { i } } }), 201);
+    ok(await cluster.api(`/intents/${watched.id}/events`, { body: { event_type: "ping.cache", payload: {} } }), 201);
+    await eventually(async () => {
+      const h = ok(await cluster.api(`/triggers/${trigger.trigger_id}/history`));
+      return h.length === 1 && h[0].status === "created" ? h : undefined;
+    }, "the matching event to fire");
+    expect((await settle()) - before).toBe(1);
+    ok(await cluster.api(`/triggers/${trigger.trigger_id}`, { method: "DELETE" }));
   });
 
   it("fire on an agent's lifecycle (agent.registered, §3.2)", async () => {

@@ -19,6 +19,12 @@ export interface DurableConsumerOptions<T> {
   parse: (data: unknown) => T;
   /** Applies the effects inside the transaction that also records the message in the inbox. */
   handle: (tx: Tx, payload: T, msg: JsMsg) => Promise<void>;
+  /**
+   * Says, before any transaction, that a message has nothing to apply: it is acknowledged at once,
+   * with no inbox row (idempotency guards effects, and it has none). For consumers that see every
+   * event of a stream but act on few of them.
+   */
+  skip?: (payload: T) => boolean | Promise<boolean>;
   logger: Logger;
   deliverPolicy?: DeliverPolicy;
   /** How long JetStream waits for an ack before redelivering; default 30 s. */
@@ -113,13 +119,17 @@ interface Parsed<T> {
 async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T>): Promise<void> {
   const parsed: Parsed<T>[] = [];
   for (const msg of batch) {
+    let payload: T;
     try {
-      parsed.push({ msg, payload: options.parse(msg.json()) });
+      payload = options.parse(msg.json());
     } catch (error) {
       options.logger.error({ err: error, subject: msg.subject, seq: msg.seq }, "poison message terminated");
       metrics.consumerMessages.inc({ durable: options.durable, outcome: "terminated" });
       msg.term();
+      continue;
     }
+    if (await isSkipped(payload, msg, options)) continue;
+    parsed.push({ msg, payload });
   }
   if (parsed.length === 1) return processOne(parsed[0]!, options);
   if (parsed.length === 0) return;
@@ -135,6 +145,23 @@ async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T
     return;
   }
   for (const [i, { msg }] of parsed.entries()) await acknowledge(msg, applied[i]!, options);
+}
+
+/** A message the consumer's `skip` says has nothing to apply is acknowledged without a transaction. */
+async function isSkipped<T>(payload: T, msg: JsMsg, options: DurableConsumerOptions<T>): Promise<boolean> {
+  if (!options.skip) return false;
+  let skipped: boolean;
+  try {
+    skipped = await options.skip(payload);
+  } catch (error) {
+    // Unsure whether it matters: apply it the usual way.
+    options.logger.warn({ err: error, subject: msg.subject, seq: msg.seq }, "skip check failed; applying the message");
+    return false;
+  }
+  if (!skipped) return false;
+  metrics.consumerMessages.inc({ durable: options.durable, outcome: "skipped" });
+  msg.ack();
+  return true;
 }
 
 async function processOne<T>(one: Parsed<T>, options: DurableConsumerOptions<T>): Promise<void> {

@@ -221,6 +221,47 @@ describe("idempotent durable consumer", () => {
     expect(perTransaction.size).toBeLessThan(count / 2);
   });
 
+  it("acknowledges the messages its skip check rejects with no transaction and no inbox row, and applies the others once", async () => {
+    const count = 40;
+    const names = Array.from({ length: count }, (_, i) => `skip:${String(i).padStart(3, "0")}`);
+    const wanted = new Set(names.filter((_, i) => i % 4 === 0));
+    await database.db.transaction((tx) => enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.skip.e${i}`, msgId: message, payload: { message } }))));
+    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+
+    let applied = 0;
+    let skippedChecks = 0;
+    const consumer = await startDurableConsumer(bus, {
+      stream: TEST_STREAM.name,
+      durable: "skip-test",
+      filterSubject: "im.evt.bustest.skip.>",
+      db: database.db,
+      inbox: testInbox,
+      logger,
+      parse: (data) => data as { message: string },
+      skip: async (payload) => {
+        skippedChecks += 1;
+        return !wanted.has(payload.message);
+      },
+      handle: async (tx, payload) => {
+        await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
+      },
+      afterCommit: () => {
+        applied += 1;
+      },
+    });
+    const deadline = Date.now() + 15_000;
+    while ((applied < wanted.size || skippedChecks < count) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await consumer.stop();
+
+    const rows = rowsOf<{ message: string }>(await database.db.execute(sql`select message from bus_test.batch_effects where message like 'skip:%' order by position`));
+    expect(rows.map((r) => r.message)).toEqual([...wanted]);
+    const inbox = rowsOf<{ message_id: string }>(await database.db.execute(sql`select message_id from bus_test.inbox where consumer = 'skip-test' order by message_id`));
+    expect(inbox.map((r) => r.message_id)).toEqual([...wanted].sort());
+    // Every message was acknowledged: nothing is left pending or redelivered.
+    const info = await bus.jsm.consumers.info(bus.streamName(TEST_STREAM.name), "skip-test");
+    expect(info.num_ack_pending + info.num_pending).toBe(0);
+  });
+
   it("skips, within a batch, the messages its inbox already holds (applied before a crash) and applies the others once", async () => {
     const count = 60;
     const names = Array.from({ length: count }, (_, i) => `seen:${String(i).padStart(3, "0")}`);

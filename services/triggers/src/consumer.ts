@@ -2,7 +2,7 @@ import { AgentEvent, IntentEvent, agentEventTypes, streams } from "@intentmesh/c
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import type { TriggersContext } from "./context";
 import { inbox } from "./db/schema";
-import { onIntentEvent } from "./firing";
+import { endsIntent, onIntentEvent } from "./firing";
 
 /**
  * Every intent event and every agent lifecycle event, once (durable consumer shared by the replicas, inbox row in the transaction
@@ -17,6 +17,8 @@ export async function startEventConsumer(bus: Bus, ctx: TriggersContext) {
     durable: "triggers-intent-events",
     filterSubject: "im.evt.intent.>",
     parse: (data) => IntentEvent.parse(data),
+    // Most events end no intent and match no event trigger: acknowledged without a transaction.
+    skip: async (event) => !endsIntent(event) && !(await ctx.eventTriggers.couldMatch(event)),
     handle: async (tx, event) => {
       await onIntentEvent(ctx, tx, event);
     },
@@ -28,6 +30,7 @@ export async function startEventConsumer(bus: Bus, ctx: TriggersContext) {
     durable: "triggers-agent-lifecycle",
     filterSubject: `im.evt.agent.*.${agentEventTypes.lifecycle}`,
     parse: (data) => AgentEvent.parse(data),
+    skip: async (event) => !(await ctx.eventTriggers.couldMatch({ ...event, intent_id: null })),
     handle: async (tx, event) => {
       await onIntentEvent(ctx, tx, { ...event, intent_id: null });
     },

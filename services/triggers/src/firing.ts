@@ -238,10 +238,14 @@ export async function fireManually(ctx: TriggersContext, triggerId: string) {
  * with the cascade depth of the intent it happened on (§3.3: past MAX_TRIGGER_DEPTH suppressed).
  * An agent's lifecycle event (no intent) reaches the global triggers only, at depth 1.
  */
+/** An intent's move to completed or abandoned: it frees the place its trigger's firing held (deduplication). */
+export const endsIntent = (event: ObservedEvent): event is ObservedEvent & { intent_id: string } =>
+  event.intent_id !== null && event.event_type === "status_changed" && (event.payload.to === "completed" || event.payload.to === "abandoned");
+
 export async function onIntentEvent(ctx: TriggersContext, tx: Tx, event: ObservedEvent): Promise<number> {
   const now = ctx.clock.now();
   let pending = 0;
-  if (event.intent_id && event.event_type === "status_changed" && (event.payload.to === "completed" || event.payload.to === "abandoned")) {
+  if (endsIntent(event)) {
     const closed = await tx.update(firings).set({ intentOpen: false }).where(and(eq(firings.intentId, event.intent_id), eq(firings.intentOpen, true))).returning({ triggerId: firings.triggerId });
     for (const { triggerId } of closed) pending += await releaseQueued(tx, triggerId, now);
   }

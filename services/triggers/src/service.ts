@@ -8,6 +8,7 @@ import type { Logger } from "@intentmesh/telemetry";
 import type { TriggersContext } from "./context";
 import { outbox } from "./db/schema";
 import { startEventConsumer } from "./consumer";
+import { EventTriggerCache } from "./event-trigger-cache";
 import { TriggerScheduler, fireManually } from "./firing";
 import { createScopedTrigger, createTrigger, deleteTrigger, getTrigger, listScopedTriggers, listTriggers, triggerHistory, updateTrigger } from "./handlers/triggers";
 
@@ -20,6 +21,8 @@ export interface TriggersServiceOptions {
   clock?: Clock;
   /** How often due schedules are claimed and pending firings dispatched; default 1 s. */
   schedulerIntervalMs?: number;
+  /** How long a replica trusts its list of event triggers; default 1 s. */
+  eventTriggerCacheMs?: number;
   relay?: Partial<RelayOptions>;
 }
 
@@ -47,6 +50,7 @@ export async function startTriggersService(options: TriggersServiceOptions): Pro
     client: core.client,
     published: core.published,
     dispatchSoon: () => scheduler?.kick(),
+    eventTriggers: new EventTriggerCache(core.database.db, core.clock, options.eventTriggerCacheMs ?? 1000),
   };
   scheduler = new TriggerScheduler(ctx, options.schedulerIntervalMs ?? 1000);
 

@@ -123,6 +123,7 @@ async function insertTrigger(ctx: TriggersContext, fields: Omit<typeof triggers.
     .values({ ...fields, id: newTriggerId(), createdAt: now, updatedAt: now, nextFireAt: scheduleFrom(fields.type, fields.enabled!, fields.condition, now, now) })
     .returning();
   if (row!.nextFireAt) ctx.dispatchSoon();
+  ctx.eventTriggers.invalidate();
   return toTrigger(row!);
 }
 
@@ -156,7 +157,7 @@ export async function listScopedTriggers(ctx: TriggersContext, intentId: string)
  * or holds now. A change of the condition, or a resume, schedules from now.
  */
 export async function updateTrigger(ctx: TriggersContext, triggerId: string, ifMatch: number | null, body: UpdateTriggerBody): Promise<Trigger> {
-  return ctx.db.transaction(async (tx) => {
+  const updated = await ctx.db.transaction(async (tx) => {
     const [row] = await tx.select().from(triggers).where(and(eq(triggers.id, triggerId), isNull(triggers.deletedAt))).for("update");
     if (!row) throw errors.notFound("trigger", triggerId);
     if (ifMatch !== null && ifMatch !== row.version) throw errors.versionMismatch("trigger", triggerId, row.version, ifMatch);
@@ -184,6 +185,8 @@ export async function updateTrigger(ctx: TriggersContext, triggerId: string, ifM
     if (nextFireAt) ctx.dispatchSoon();
     return toTrigger(updated!);
   });
+  ctx.eventTriggers.invalidate();
+  return updated;
 }
 
 /** DELETE (§9.1): never answered again nor fired; its history stays. */
@@ -193,6 +196,7 @@ export async function deleteTrigger(ctx: TriggersContext, triggerId: string, int
   const now = ctx.clock.now();
   const [row] = await ctx.db.update(triggers).set({ deletedAt: now, enabled: false, nextFireAt: null, updatedAt: now }).where(and(...filters)).returning({ id: triggers.id });
   if (!row) throw errors.notFound("trigger", triggerId);
+  ctx.eventTriggers.invalidate();
   return { status: "deleted" as const, trigger_id: triggerId };
 }
 
