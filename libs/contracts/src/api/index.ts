@@ -17,6 +17,7 @@ import { aclRoutes } from "./acl";
 import { vaultRoutes } from "./vault";
 import { verifiableLogRoutes } from "./verifiable-logs";
 import { triggersRoutes } from "./triggers";
+import { tracingRoutes } from "./tracing";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -41,6 +42,7 @@ const catalogue = [
   ...vaultRoutes,
   ...verifiableLogRoutes,
   ...triggersRoutes,
+  ...tracingRoutes,
 ] as const satisfies readonly ApiRoute[];
 
 export const apiRoutes: readonly ApiRoute[] = catalogue;
