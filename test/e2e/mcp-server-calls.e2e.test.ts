@@ -99,8 +99,8 @@ const rows: Row[] = [
   { method: "getApprovalStatus", http: "GET", template: "/intents/{id}/approvals/{id}", path: (c) => `/intents/${c.intentId}/approvals/${c.approvalId}` },
   { method: "setGovernancePolicy", http: "PUT", template: "/intents/{id}/governance", path: (c) => `/intents/${c.intentId}/governance`, body: () => ({ completion_mode: "auto" }), ifMatch: true },
   { method: "getGovernancePolicy", http: "GET", template: "/intents/{id}/governance", path: (c) => `/intents/${c.intentId}/governance` },
-  { method: "approveApproval", http: "POST", template: "/intents/{id}/approvals/{id}/approve", path: (c) => `/intents/${c.intentId}/approvals/${c.approvalId}/approve`, body: (c) => ({ notes: "fine", approved_by: c.agent }) },
-  { method: "denyApproval", http: "POST", template: "/intents/{id}/approvals/{id}/deny", path: (c) => `/intents/${c.intentId}/approvals/${c.approvalId}/deny`, body: (c) => ({ reason: undefined, denied_by: c.agent }) },
+  { method: "approveApproval", http: "POST", template: "/intents/{id}/approvals/{id}/approve", path: (c) => `/intents/${c.intentId}/approvals/${c.approvalId}/approve`, body: (c) => ({ notes: "fine", approved_by: c.agent }), answers: { status: 403, code: "SELF_APPROVAL", why: "the walk requests and decides with one agent: self-approval is refused (403), never a 400 or a 500" } },
+  { method: "denyApproval", http: "POST", template: "/intents/{id}/approvals/{id}/deny", path: (c) => `/intents/${c.intentId}/approvals/${c.approvalId}/deny`, body: (c) => ({ reason: undefined, denied_by: c.agent }), answers: { status: 403, code: "SELF_APPROVAL", why: "the walk requests and decides with one agent: self-approval is refused (403), never a 400 or a 500" } },
   // Portfolios (RFC-0004)
   { method: "createPortfolio", http: "POST", template: "/portfolios", path: () => "/portfolios", body: (c) => ({ name: uniqueTag("p"), description: "", created_by: c.agent }), keep: (r, c) => void (c.portfolioId = r.body.id) },
   { method: "addToPortfolio", http: "POST", template: "/portfolios/{id}/intents", path: (c) => `/portfolios/${c.portfolioId}/intents`, body: (c) => ({ intent_id: c.intentId }) },
