@@ -105,6 +105,20 @@ describe("RFC-0020 tracing, as the official MCP server calls it", () => {
     expect(read.body.spans.map((s: { span_id: string }) => s.span_id).slice(0, 3)).toEqual(["a", "b", "s2"]);
   });
 
+  it("concurrent links near the limit: the trace reaches its limit and never passes it", async () => {
+    const intent = await createIntent(cluster, {}, "agent");
+    const traceId = (await startTrace(intent.id, "tracer")).body.trace_id as string;
+    const batch = (prefix: string) => Array.from({ length: MAX_SPANS_PER_LINK }, (_, i) => span(`${prefix}${i}`));
+    for (let n = 0; n < MAX_SPANS_PER_TRACE - MAX_SPANS_PER_LINK; n += MAX_SPANS_PER_LINK) expect((await linkSpans(traceId, "tracer", batch(`f${n}-`))).status).toBe(200);
+    const racing = await Promise.all(["x", "y", "z"].map((p) => linkSpans(traceId, "tracer", batch(p))));
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 409, 409]);
+    for (const refused of racing.filter((r) => r.status === 409)) expect(refused.body.code).toBe("TRACE_FULL");
+    const read = await getTrace(intent.id, traceId);
+    expect(read.body.span_count).toBe(MAX_SPANS_PER_TRACE);
+    expect(read.body.spans).toHaveLength(MAX_SPANS_PER_TRACE);
+    expect(read.body.events.filter((e: { event_type: string }) => e.event_type === "intent.spans_linked")).toHaveLength(MAX_SPANS_PER_TRACE / MAX_SPANS_PER_LINK);
+  });
+
   it("answers 404 for an unknown trace or intent, and for a trace read under another intent", async () => {
     const intent = await createIntent(cluster, {}, "agent");
     const other = await createIntent(cluster, {}, "agent");
@@ -189,5 +203,9 @@ describe("RFC-0020 tracing, as the official MCP server calls it", () => {
     expect(read.body).toMatchObject({ trace_id: traceId, trace_name: "via mcp", started_by: "mcp-tracer", span_count: 1 });
     const refused = await call("tracesLinkSpans", { trace_id: traceId, body: { spans: [span("x", { status: "error" })] } });
     expect(refused).toMatchObject({ isError: true, body: { code: "SPAN_CONFLICT" } });
+    // Hostile arguments are MCP errors with the catalogued code, and write nothing.
+    expect(await call("tracesLinkSpans", { trace_id: "../../intents", body: { spans: [span("y")] } })).toMatchObject({ isError: true, body: { code: "VALIDATION_FAILED" } });
+    expect(await call("tracesStart", { intent_id: intent.id, body: { trace_name: "" } })).toMatchObject({ isError: true, body: { code: "VALIDATION_FAILED" } });
+    expect((await call("tracesGet", { intent_id: intent.id, trace_id: traceId })).body.span_count).toBe(1);
   });
 });
