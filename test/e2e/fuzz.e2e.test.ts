@@ -159,7 +159,9 @@ describe("fuzzing every route with hostile input", () => {
       "select table_schema || '.' || table_name as t from information_schema.tables where table_schema = any($1::text[]) and table_type = 'BASE TABLE' order by 1",
       [[...CLUSTER_SERVICES]],
     );
-    tables = rows.rows.map((r) => r.t);
+    // Inbox rows only record that a bus message was consumed (its effects are in the other tables):
+    // consumers of every intent event (triggers) add them a moment after any write, whatever a refused request did.
+    tables = rows.rows.map((r) => r.t).filter((t) => !t.endsWith(".inbox"));
   }, 60_000);
 
   afterAll(async () => {

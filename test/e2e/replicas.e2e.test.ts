@@ -4,6 +4,7 @@ import { connectBus, type Bus } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
+import { allEvents } from "../support/e2e-helpers";
 import { createGateway, type Gateway } from "../../services/gateway/src/app";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
@@ -57,5 +58,27 @@ describe("two replicas of the gateway and of the intents service", () => {
     const res = await fetch(`${secondUrl}/api/v1/intents/${created.body.id}`, { headers: { "X-API-Key": TEST_KEYS.admin } });
     expect(res.status).toBe(200);
     expect(res.headers.get("etag")).toBe('"1"');
+  });
+
+  it("a plan follows its tasks exactly when they complete at once through both gateways and both intents replicas (RFC 0012)", async () => {
+    const intent = (await cluster.api("/intents", { body: { title: "planned", status: "active" } })).body;
+    const secondApi = (path: string, body: unknown) =>
+      fetch(`${secondUrl}/api/v1${path}`, { method: "POST", headers: { "X-API-Key": TEST_KEYS.admin, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await cluster.api("/tasks", { body: { intent_id: intent.id, name: `t${i}` } })).body.id);
+    const plan = (await cluster.api("/plans", { body: { intent_id: intent.id, tasks: ids, state: "active" } })).body;
+    for (const id of ids) for (const action of ["claim", "start"]) expect((await cluster.api(`/tasks/${id}/${action}`, { body: {} })).status).toBe(200);
+    // Half through each gateway, all at once: the two intents replicas serve them between them.
+    const answers = await Promise.all(ids.map((id, i) => (i % 2 ? secondApi(`/tasks/${id}/complete`, { output: {} }).then((r) => r.status) : cluster.api(`/tasks/${id}/complete`, { body: { output: {} } }).then((r) => r.status))));
+    expect(answers).toEqual(ids.map(() => 200));
+    const read = (await cluster.api(`/plans/${plan.id}`)).body;
+    expect(read).toMatchObject({ state: "completed", version: 2, progress: { total: 12, done: 12, percent_complete: 100 } });
+    const log = await allEvents(cluster, intent.id);
+    const completed = log.filter((e) => e.event_type === "plan.completed");
+    expect(completed).toHaveLength(1);
+    expect(completed[0].payload).toMatchObject({ tasks_completed: 12 });
+    // It is written with the last task's completion: after every task.completed.
+    const lastTask = Math.max(...log.flatMap((e, n) => (e.event_type === "task.completed" ? [n] : [])));
+    expect(log.indexOf(completed[0])).toBe(lastTask + 1);
   });
 });

@@ -326,7 +326,14 @@ describe("dependencies: pending until they are done", () => {
     const b = await createTask(intent.id, { title: "b" });
     const c = await createTask(intent.id, { title: "c", depends_on: [a.id, b.id], parent_task_id: a.id });
     expect(c).toMatchObject({ status: "pending", depends_on: [a.id, b.id], parent_task_id: a.id });
-    expectError(await act(c.id, "claim", agent.headers), 409, "INVALID_TASK_TRANSITION");
+    const refused = await act(c.id, "claim", agent.headers);
+    expectError(refused, 409, "TASK_DEPENDENCIES_PENDING");
+    expect(refused.body.details.pending_dependencies).toEqual([
+      { task_id: a.id, status: "ready" },
+      { task_id: b.id, status: "ready" },
+    ]);
+    // Nor can a coordinator move it to ready or claimed by PATCH while they are unfinished.
+    expectError(await patch(c.id, { status: "ready" }, c.version), 409, "TASK_DEPENDENCIES_PENDING");
     for (const t of [a, b]) {
       await act(t.id, "claim", agent.headers);
       await act(t.id, "start", agent.headers);

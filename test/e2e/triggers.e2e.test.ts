@@ -3,7 +3,7 @@ import { ManualClock, intentsCommands } from "@intentmesh/contracts";
 import { eq } from "drizzle-orm";
 import { claimDue, intentBodyOf, onIntentEvent } from "../../services/triggers/src/firing";
 import { SERVICE_CALLER } from "../../services/triggers/src/context";
-import { firings, triggers } from "../../services/triggers/src/db/schema";
+import { firings, inbox, triggers } from "../../services/triggers/src/db/schema";
 import { startTestCluster, TEST_KEYS, type ApiResponse, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError } from "../support/e2e-helpers";
 
@@ -155,6 +155,17 @@ describe("the Python client's trigger calls (RFC-0017 §8)", () => {
     expect(ok(await py.list_triggers()).length).toBe(before);
     expectError(await py.fire_trigger("trg_00000000000000000000000000000000"), 404, "TRIGGER_NOT_FOUND");
   });
+
+  it("a template the intents service refuses makes a failed firing (422 TRIGGER_FIRE_FAILED by hand), not a retry loop", async () => {
+    const py = pythonClient();
+    const trigger = ok(await py.create_trigger("Reserved", "schedule", { condition: { cron: "0 0 1 1 *" }, intent_template: { title: "r", context: { _suspension: { forged: true } } } }), 201);
+    const res = await py.fire_trigger(trigger.trigger_id);
+    expectError(res, 422, "TRIGGER_FIRE_FAILED");
+    expect(res.body.message).toMatch(/_suspension/);
+    const history = ok(await py.history(trigger.trigger_id));
+    expect(history).toEqual([expect.objectContaining({ status: "failed", intent_id: null })]);
+    ok(await py.delete_trigger(trigger.trigger_id));
+  });
 });
 
 describe("schedules on the scheduler's clock", () => {
@@ -183,7 +194,15 @@ describe("schedules on the scheduler's clock", () => {
     expect(history).toHaveLength(2);
     expect(history[0]).toMatchObject({ status: "created", scheduled_for: new Date(created + 1_200_000).toISOString().replace("Z", "+00:00") });
     expect(history[0].reason).toMatch(/2 missed due time\(s\) coalesced/);
-    expect(ok(await py.get_trigger(trigger.trigger_id))).toMatchObject({ fire_count: 2, next_fire_at: new Date(created + 3_000_000).toISOString().replace("Z", "+00:00") });
+    const now = ok(await py.get_trigger(trigger.trigger_id));
+    expect(now).toMatchObject({ fire_count: 2, next_fire_at: new Date(created + 3_000_000).toISOString().replace("Z", "+00:00") });
+    // Paused, then resumed 7 minutes later: the interval keeps its grid (+60 min), and nothing is made up.
+    const paused = ok(await py.update_trigger(trigger.trigger_id, now.version, { enabled: false }));
+    clock.advance(7 * 60_000);
+    const resumed = ok(await py.update_trigger(trigger.trigger_id, paused.version, { enabled: true }));
+    expect(resumed.next_fire_at).toBe(new Date(created + 3_600_000).toISOString().replace("Z", "+00:00"));
+    await cluster.triggers.scheduler.sweep();
+    expect(ok(await py.history(trigger.trigger_id))).toHaveLength(2);
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
@@ -203,9 +222,9 @@ describe("schedules on the scheduler's clock", () => {
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
-  it("a dispatch cut after the intent was created (a crash before the firing was marked) creates no second intent", async () => {
+  it("a dispatch cut after the intent was created (a crash before the firing was marked) creates no second intent, and an intent that ended meanwhile frees its place", async () => {
     const py = pythonClient();
-    const trigger = ok(await py.create_trigger("Cut", "schedule", { condition: { interval_seconds: 60 }, intent_template: template("Cut") }), 201);
+    const trigger = ok(await py.create_trigger("Cut", "schedule", { condition: { interval_seconds: 60 }, intent_template: template("Cut"), deduplication: "skip" }), 201);
     clock.advance(60_000);
     const ctx = cluster.triggers.ctx;
     await claimDue(ctx);
@@ -214,7 +233,10 @@ describe("schedules on the scheduler's clock", () => {
     const [row] = await ctx.db.select().from(triggers).where(eq(triggers.id, trigger.trigger_id));
     expect(firing!.status).toBe("pending");
     const early = await cluster.client.request(intentsCommands.create, SERVICE_CALLER, { intent_id: firing!.intentId!, body: intentBodyOf(row!, firing!) });
-    // The next pass (or a dispatch the intent's own events woke up) takes the pending firing again.
+    // The intent ends before the firing is dispatched again, and the triggers service has seen that (its inbox holds the event).
+    await complete(early.id);
+    await eventually(async () => (await ctx.db.select().from(inbox).where(eq(inbox.messageId, `intent:${early.id}:e2`))).length > 0, "the status change to be consumed");
+    // The next pass takes the pending firing again: the same intent, no second one.
     const history = await eventually(async () => {
       await cluster.triggers.scheduler.sweep();
       const h = ok(await py.history(trigger.trigger_id));
@@ -223,6 +245,8 @@ describe("schedules on the scheduler's clock", () => {
     expect(history).toEqual([expect.objectContaining({ status: "created", intent_id: early.id })]);
     const made = ok(await cluster.api(`/intents?created_by=${encodeURIComponent(`trigger:${trigger.trigger_id}`)}`));
     expect(made.intents.map((i: { id: string }) => i.id)).toEqual([early.id]);
+    // Its intent is over, so skip lets the trigger fire again.
+    ok(await py.fire_trigger(trigger.trigger_id), 201);
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
@@ -312,6 +336,20 @@ describe("event triggers (§3)", () => {
     expect(history[0]).toMatchObject({ source: "event", trigger_depth: 1 });
     const receipt = ok(await cluster.api(`/intents/${history[0].intent_id}`));
     expect(receipt).toMatchObject({ title: `Receipt for ${billing.id}`, state: { source_intent: billing.id, from: "active" } });
+    ok(await py.delete_trigger(trigger.trigger_id));
+  });
+
+  it("fire on an agent's lifecycle (agent.registered, §3.2)", async () => {
+    const py = pythonClient();
+    const trigger = ok(await py.create_trigger("Welcome", "event", { condition: { event: "agent.registered", filter: { agent_id: "watch-*" } }, intent_template: { title: "Onboard {{ event.agent_id }}" } }), 201);
+    ok(await cluster.api("/agents", { key: "agent", headers: { "X-Agent-ID": "other-1" }, body: { agent_id: "other-1", role_id: "r" } }), 201);
+    ok(await cluster.api("/agents", { key: "agent", headers: { "X-Agent-ID": "watch-1" }, body: { agent_id: "watch-1", role_id: "r" } }), 201);
+    const history = await eventually(async () => {
+      const h = ok(await py.history(trigger.trigger_id));
+      return h.length && h[0].status === "created" ? h : undefined;
+    }, "the agent trigger to fire");
+    expect(history).toHaveLength(1);
+    expect(ok(await cluster.api(`/intents/${history[0].intent_id}`)).title).toBe("Onboard watch-1");
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 

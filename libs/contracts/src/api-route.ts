@@ -98,8 +98,10 @@ export type ApiTag =
   | "Vaults"
   | "Identity"
   | "Verifiable logs"
-  | "Tracing"
-  | "Triggers";
+  | "Triggers"
+  | "Plans"
+  | "Workflows"
+  | "Tracing";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

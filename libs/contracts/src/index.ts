@@ -18,6 +18,8 @@ export * from "./suspension";
 export * from "./portfolios";
 export * from "./json-safety";
 export * from "./tasks";
+export * from "./plans";
+export * from "./workflows";
 export * from "./system-events";
 export * from "./memory";
 export * from "./federation";

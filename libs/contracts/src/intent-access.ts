@@ -10,6 +10,7 @@ import { attachmentCommands } from "./attachments";
 import { retryCommands } from "./retries";
 import { costsCommands } from "./costs";
 import { taskCommands } from "./tasks";
+import { planCommands } from "./plans";
 import { channelsCommands } from "./channels";
 import { memoryCommands } from "./memory";
 import { verifiableLogCommands } from "./verifiable-logs";
@@ -29,13 +30,14 @@ import { tracingCommands } from "./tracing";
  *
  * - `needs` + `from`: the permission, and where the intent is found:
  *   `intent_id` the input's intent_id; `body.intent_id` the body's; `task_id` the task's intent;
+ *   `plan_id` the plan's intent;
  *   `trace_id` the intent the trace was started on;
  *   `resource` the serving service reads the resource (a channel, a message, a memory entry) and
  *   checks the intent it belongs to.
  * - `open`: no permission of the intent is needed, and why.
  */
 export type IntentAccessRule =
-  | { readonly needs: IntentPermission; readonly from: "intent_id" | "body.intent_id" | "task_id" | "trace_id" | "resource" }
+  | { readonly needs: IntentPermission; readonly from: "intent_id" | "body.intent_id" | "task_id" | "plan_id" | "trace_id" | "resource" }
   | { readonly open: string };
 
 type RulesOf<G extends Record<string, CommandDef>> = { readonly [K in keyof G]: IntentAccessRule };
@@ -141,6 +143,15 @@ const tasks: RulesOf<typeof taskCommands> = {
   held: SERVICE,
 };
 
+// RFC 0012 with RFC-0011: planning an intent's work is admin, like creating its tasks; reading is read.
+const plans: RulesOf<typeof planCommands> = {
+  create: admin,
+  decompose: admin,
+  get: { needs: "read", from: "plan_id" },
+  list: read,
+  update: { needs: "admin", from: "plan_id" },
+};
+
 const channels: RulesOf<typeof channelsCommands> = {
   create: write,
   list: read,
@@ -223,6 +234,7 @@ export const intentAccessRules = [
   [retryCommands, retries],
   [costsCommands, costs],
   [taskCommands, tasks],
+  [planCommands, plans],
   [channelsCommands, channels],
   [memoryCommands, memory],
   [verifiableLogCommands, verifiableLogs],

@@ -21,6 +21,21 @@ export const INTENT_SUSPENDED = "intent_suspended";
 export const MAX_TASK_JSON_BYTES = 64 * 1024;
 export const MAX_TASK_ERROR_CHARS = 10_000;
 export const MAX_TASK_DEPENDENCIES = 100;
+export const MAX_TASK_CAPABILITIES = 50;
+
+/**
+ * A task's priority (RFC 0012 1.1 shows "normal"; the client sends any word it is given and reads
+ * "normal" when absent). A short lower-case word; the server orders nothing by it.
+ */
+export const TaskPriority = z
+  .string()
+  .trim()
+  .min(1, "priority must not be empty")
+  .max(32)
+  .regex(/^[a-z][a-z0-9_-]*$/, "priority is a lower-case word such as low, normal, high or critical")
+  .openapi({ description: "low, normal, high, critical, ... (RFC 0012); default normal" });
+/** A capability an agent must have to take the task (RFC 0012 1.1 capabilities_required). */
+export const Capability = z.string().trim().min(1, "a capability must not be empty").max(100);
 
 const boundedJson = (field: string) =>
   JsonObject.refine((value) => Buffer.byteLength(JSON.stringify(value)) <= MAX_TASK_JSON_BYTES, {
@@ -53,7 +68,21 @@ export const Task = z
     name: z.string().openapi({ description: "the same as title (the clients' name)" }),
     description: z.string().nullable(),
     parent_task_id: Uuid.nullable(),
+    plan_id: Uuid.nullable().openapi({ description: "the plan the task belongs to (RFC 0012), or null" }),
     depends_on: z.array(Uuid),
+    priority: z.string(),
+    capabilities_required: z.array(z.string()),
+    metadata: JsonObject,
+    io_contract: z
+      .object({
+        workflow_id: Uuid,
+        phase_name: z.string(),
+        inputs: z.record(z.string(), z.string()),
+        outputs: z.record(z.string(), z.unknown()).nullable(),
+        static_inputs: JsonObject,
+      })
+      .nullable()
+      .openapi({ description: "a workflow phase's I/O contract (RFC 0024, docs/workflows.md): inputs wired at claim, outputs checked at completion; null for other tasks" }),
     status: TaskStatus,
     assigned_agent: z.string().nullable(),
     previous_agent: z.string().nullable().openapi({ description: "the agent that last held the task before it was reassigned" }),
@@ -83,6 +112,10 @@ const TaskFields = {
   description: z.string().max(20_000).nullable().optional(),
   parent_task_id: Uuid.nullable().optional(),
   depends_on: z.array(Uuid).max(MAX_TASK_DEPENDENCIES).default([]),
+  plan_id: Uuid.nullable().optional().openapi({ description: "a plan of the same intent; the task joins the plan's tasks (RFC 0012)" }),
+  priority: TaskPriority.default("normal"),
+  capabilities_required: z.array(Capability).max(MAX_TASK_CAPABILITIES).default([]),
+  metadata: boundedJson("metadata").default({}),
   assigned_agent: AgentId.nullable().optional(),
   memory_policy: MemoryPolicy.default(DEFAULT_MEMORY_POLICY),
   retry_policy: TaskRetryPolicy.nullable().optional(),
@@ -162,13 +195,13 @@ const TaskRef = z.object({ task_id: Uuid });
 export const UnknownTasks = z.object({ unknown: z.array(z.string()) });
 
 /** The task moves share one code path (services/intents task moves) and so one list of refusals. */
-const TASK_MOVE_ERRORS = ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "TASK_NOT_FOUND", "TASK_SUSPENDED", "VERSION_MISMATCH"] as const;
+const TASK_MOVE_ERRORS = ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"] as const;
 
 export const taskCommands = {
-  create: command("intents", "tasks.create", z.object({ intent_id: Uuid, body: CreateTaskBody }), Task, ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE"]),
+  create: command("intents", "tasks.create", z.object({ intent_id: Uuid, body: CreateTaskBody }), Task, ["INTENT_CLOSED", "INTENT_NOT_FOUND", "INVALID_PLAN_TRANSITION", "UNKNOWN_PLAN_REFERENCE", "UNKNOWN_TASK_REFERENCE"]),
   get: command("intents", "tasks.get", TaskRef, Task, ["TASK_NOT_FOUND"]),
   list: command("intents", "tasks.list", z.object({ intent_id: Uuid, query: ListTasksQuery }), z.union([TaskPage, z.array(Task)]), ["INTENT_NOT_FOUND"]),
-  patch: command("intents", "tasks.patch", TaskRef.merge(IfMatch).extend({ body: PatchTaskBody }), Task, ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "PRECONDITION_REQUIRED", "TASK_NOT_FOUND", "TASK_SUSPENDED", "VERSION_MISMATCH"]),
+  patch: command("intents", "tasks.patch", TaskRef.merge(IfMatch).extend({ body: PatchTaskBody }), Task, ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "PRECONDITION_REQUIRED", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"]),
   claim: command("intents", "tasks.claim", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody }), Task, TASK_MOVE_ERRORS),
   start: command("intents", "tasks.start", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody }), Task, TASK_MOVE_ERRORS),
   complete: command("intents", "tasks.complete", TaskRef.merge(IfMatch).extend({ body: CompleteTaskBody }), Task, TASK_MOVE_ERRORS),
@@ -189,7 +222,20 @@ export const taskCommands = {
 const base = { task_id: Uuid, status: TaskStatus, version: z.number().int() };
 const agentField = { agent_id: z.string().nullable() };
 export const taskEvents = {
-  created: { type: "task.created", payload: z.object({ ...base, title: z.string(), parent_task_id: Uuid.nullable(), depends_on: z.array(Uuid), assigned_agent: z.string().nullable(), memory_policy: MemoryPolicy }) },
+  created: {
+    type: "task.created",
+    payload: z.object({
+      ...base,
+      title: z.string(),
+      parent_task_id: Uuid.nullable(),
+      depends_on: z.array(Uuid),
+      assigned_agent: z.string().nullable(),
+      memory_policy: MemoryPolicy,
+      plan_id: Uuid.nullable().optional(),
+      priority: z.string().optional(),
+      capabilities_required: z.array(z.string()).optional(),
+    }),
+  },
   claimed: { type: "task.claimed", payload: z.object({ ...base, ...agentField }) },
   started: { type: "task.started", payload: z.object({ ...base, ...agentField, attempt: z.number().int() }) },
   /** Consumed by channels (close task-scoped channels) and memory (archive, then delete working memory). */

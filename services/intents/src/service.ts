@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { graphCommands, tracingCommands, aclCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { graphCommands, tracingCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -32,6 +32,8 @@ import { listCosts, recordCost, setBudget } from "./costs/handlers";
 import { IntentAccessGuard } from "./acl/guard";
 import { AclExpirySweeper } from "./acl/sweeper";
 import { approveAccessRequest, checkAccess, checkAccessMany, createAccessRequest, denyAccessRequest, getAcl, grantAccess, listAccessRequests, revokeAccess, setAcl } from "./acl/handlers";
+import { createWorkflow, getWorkflow, listWorkflows, triggerWorkflow } from "./workflows/handlers";
+import { createPlan, decomposeTask, getPlan, listPlans, updatePlan } from "./plans/handlers";
 import { cancelTask, claimTask, completeTask, createTask, failTask, getTask, listTasks, patchTask, startTask, unknownTasksOf } from "./tasks/handlers";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
@@ -179,6 +181,19 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     fail: (input, caller) => failTask(ctx, input.task_id, input.if_match, input.body, caller),
     cancel: (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller),
     held: (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids),
+  });
+  serve(planCommands, {
+    create: (input, caller) => createPlan(ctx, input.intent_id, input.body, caller),
+    decompose: (input, caller) => decomposeTask(ctx, input.intent_id, input.body, caller),
+    get: (input) => getPlan(ctx, input.plan_id, input.intent_id),
+    list: (input) => listPlans(ctx, input.intent_id),
+    update: (input, caller) => updatePlan(ctx, input.plan_id, input.if_match, input.body, caller),
+  });
+  serve(workflowCommands, {
+    create: (input, caller) => createWorkflow(ctx, input.body, caller),
+    get: (input) => getWorkflow(ctx, input.workflow_id),
+    list: (input) => listWorkflows(ctx, input.query),
+    trigger: (input, caller) => triggerWorkflow(ctx, input.workflow_id, input.body, caller),
   });
   serve(verifiableLogCommands, {
     verify: (input) => verifyLog(ctx, input.intent_id),

@@ -8,7 +8,6 @@ import {
   isoTimestamp,
   triggerEventTypes,
   type EventCondition,
-  type IntentEvent,
   type ScheduleCondition,
   type TriggerFiredPayload,
 } from "@intentmesh/contracts";
@@ -17,7 +16,7 @@ import type { Tx } from "@intentmesh/db";
 import { Sweeper } from "@intentmesh/service";
 import { SERVICE_CALLER, type TriggersContext } from "./context";
 import { firings, outbox, triggers } from "./db/schema";
-import { afterFiring, eventFacts, eventMatches, isOneTime, mayOpenAnother, render } from "./domain/rules";
+import { afterFiring, eventFacts, eventMatches, isOneTime, mayOpenAnother, render, type ObservedEvent } from "./domain/rules";
 import { findTrigger, type FiringRow, type TriggerRow } from "./handlers/triggers";
 
 /** How many due triggers one claim transaction takes, and how many pending firings one dispatch. */
@@ -176,7 +175,9 @@ export async function dispatchPending(ctx: TriggersContext, only?: string): Prom
       for (const [i, result] of results.entries()) {
         const { firings: firing, triggers: row } = batch[i]!;
         if (result.status === "fulfilled") {
-          await tx.update(firings).set({ status: "created", intentOpen: true }).where(eq(firings.id, firing.id));
+          // A retry after a crash may find its intent already ended (its status_changed passed while the firing was pending).
+          const open = result.value.status !== "completed" && result.value.status !== "abandoned";
+          await tx.update(firings).set({ status: "created", intentOpen: open }).where(eq(firings.id, firing.id));
           const payload: TriggerFiredPayload = {
             trigger_id: row.id,
             trigger_name: row.name,
@@ -231,27 +232,28 @@ export async function fireManually(ctx: TriggersContext, triggerId: string) {
 }
 
 /**
- * What an intent event means for triggers, in the consumer's transaction (idempotent with the
- * inbox row): an intent of a firing that ended frees its place (and lets a queued firing go, §6
+ * What an event means for triggers, in the consumer's transaction (idempotent with the inbox
+ * row): an intent of a firing that ended frees its place (and lets a queued firing go, §6
  * queue); every enabled event trigger it matches (§3.1) fires, once per event (unique index),
  * with the cascade depth of the intent it happened on (§3.3: past MAX_TRIGGER_DEPTH suppressed).
+ * An agent's lifecycle event (no intent) reaches the global triggers only, at depth 1.
  */
-export async function onIntentEvent(ctx: TriggersContext, tx: Tx, event: IntentEvent): Promise<number> {
+export async function onIntentEvent(ctx: TriggersContext, tx: Tx, event: ObservedEvent): Promise<number> {
   const now = ctx.clock.now();
   let pending = 0;
-  if (event.event_type === "status_changed" && (event.payload.to === "completed" || event.payload.to === "abandoned")) {
+  if (event.intent_id && event.event_type === "status_changed" && (event.payload.to === "completed" || event.payload.to === "abandoned")) {
     const closed = await tx.update(firings).set({ intentOpen: false }).where(and(eq(firings.intentId, event.intent_id), eq(firings.intentOpen, true))).returning({ triggerId: firings.triggerId });
     for (const { triggerId } of closed) pending += await releaseQueued(tx, triggerId, now);
   }
   const candidates = await tx
     .select()
     .from(triggers)
-    .where(and(eq(triggers.enabled, true), isNull(triggers.deletedAt), eq(triggers.type, "event"), or(isNull(triggers.intentId), eq(triggers.intentId, event.intent_id))));
+    .where(and(eq(triggers.enabled, true), isNull(triggers.deletedAt), eq(triggers.type, "event"), event.intent_id ? or(isNull(triggers.intentId), eq(triggers.intentId, event.intent_id)) : isNull(triggers.intentId)));
   // A trigger answers the events that happened once it existed (a replay of older ones fires nothing).
   const at = Date.parse(event.created_at);
   const matching = candidates.filter((row) => at >= row.createdAt.getTime() && eventMatches(row.condition as EventCondition, event));
   if (!matching.length) return pending;
-  const [parent] = await tx.select({ depth: firings.depth, chain: firings.chain }).from(firings).where(eq(firings.intentId, event.intent_id)).limit(1);
+  const [parent] = event.intent_id ? await tx.select({ depth: firings.depth, chain: firings.chain }).from(firings).where(eq(firings.intentId, event.intent_id)).limit(1) : [];
   for (const candidate of matching) {
     const [row] = await tx.select().from(triggers).where(eq(triggers.id, candidate.id)).for("update");
     if (!row || !row.enabled || row.deletedAt) continue;

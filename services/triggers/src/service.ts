@@ -36,7 +36,7 @@ export async function startTriggersService(options: TriggersServiceOptions): Pro
     name: "triggers",
     ...options,
     migrationsFolder: MIGRATIONS_FOLDER,
-    streams: [systemEventStream, streams.intents],
+    streams: [systemEventStream, streams.intents, streams.registry],
     outbox,
   });
   let scheduler: TriggerScheduler | undefined;

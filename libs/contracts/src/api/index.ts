@@ -17,6 +17,8 @@ import { aclRoutes } from "./acl";
 import { vaultRoutes } from "./vault";
 import { verifiableLogRoutes } from "./verifiable-logs";
 import { triggersRoutes } from "./triggers";
+import { plansRoutes } from "./plans";
+import { workflowsRoutes } from "./workflows";
 import { tracingRoutes } from "./tracing";
 
 /**
@@ -34,6 +36,8 @@ const catalogue = [
   ...costsRoutes,
   ...tasksRoutes,
   ...suspensionRoutes,
+  ...plansRoutes,
+  ...workflowsRoutes,
   ...governanceRoutes,
   ...memoryRoutes,
   ...channelsRoutes,

@@ -69,6 +69,17 @@ export async function readTaskAccessFacts(query: Query, taskId: string, caller: 
   return rows[0] ? toFacts(rows[0]) : undefined;
 }
 
+/** The access facts of the intent a plan belongs to; undefined when the plan does not exist. */
+export async function readPlanAccessFacts(query: Query, planId: string, caller: Caller): Promise<AccessFacts | undefined> {
+  const rows = await query<RawFacts>(
+    "acl_plan_facts",
+    `select i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, ${ENTRIES_OF_CALLER("$2", "$3", "$4")}
+     from intents.plans p join intents.intents i on i.id = p.intent_id where p.id = $1`,
+    [planId, ...identity(caller)],
+  );
+  return rows[0] ? toFacts(rows[0]) : undefined;
+}
+
 /** The same for the intent a trace was started on (RFC-0020); undefined when the trace does not exist. */
 export async function readTraceAccessFacts(query: Query, traceId: string, caller: Caller): Promise<AccessFacts | undefined> {
   const rows = await query<RawFacts>(

@@ -1,3 +1,4 @@
+import { assertIoTypes } from "../workflows/rules";
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, type Intent, intentEventTypes, intentsCommands, isoTimestamp, type ListIntentsQuery } from "@intentmesh/contracts";
@@ -15,6 +16,8 @@ import { assertGraphAccess, lockGraphOfNewIntent } from "../graph/handlers";
 export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string, parentChecked = false): Promise<Intent> {
   const reserved = Object.keys(body.state).filter((key) => (RESERVED_STATE_KEYS as readonly string[]).includes(key));
   if (reserved.length) throw errors.validation(`state.${reserved[0]} is managed by the server and cannot be set at creation`);
+  // state._io_types holds named workflow types (spec 2.1, RFC 0024): checked where it is written.
+  assertIoTypes(body.state);
   const now = ctx.clock.now();
   const at = isoTimestamp(now);
   const intent: Intent = {

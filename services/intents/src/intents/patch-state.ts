@@ -3,6 +3,7 @@ import { assertStateWithinLimit } from "../kernel/state-size";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntentForWrite } from "../kernel/statements";
 import { applyStatePatches } from "./state-patch";
+import { assertIoTypes } from "../workflows/rules";
 import { assertLeasesAllowWrite } from "../leases/rules";
 import { assertAgentMayWork } from "../costs/budget";
 import { adoptSuspension } from "../suspension/handlers";
@@ -40,6 +41,8 @@ export async function patchState(ctx: IntentsContext, intentId: string, ifMatch:
     if (intent.governance_policy) await enforceGovernance(ctx, intentId, intent.governance_policy, { kind: "state" }, caller);
     assertLeasesAllowWrite(leases, intent.status, caller.actor, patches.map((p) => p.path), now);
     const state = applyStatePatches(intent.state, patches);
+    // state._io_types holds named workflow types (spec 2.1, RFC 0024): checked when a write changes it.
+    if (JSON.stringify(state._io_types) !== JSON.stringify(intent.state._io_types)) assertIoTypes(state);
     assertStateWithinLimit(intentId, state);
     const written = await commitChangeStatement(
       ctx.query,

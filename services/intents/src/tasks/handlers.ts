@@ -19,7 +19,9 @@ import { TERMINAL_STATUSES } from "../intents/status";
 import { assertTaskTransition, initialTaskStatus, TASK_HELD_STATUSES } from "./task-status";
 import { assertMayClaimTask, assertMayMoveTask, assertMayPatchTask } from "./task-access";
 import { heldByAgent, taskEvent, toTask, type TaskChange, type TaskRow } from "./store";
-import { changeTask, planTransition, type Move } from "./moves";
+import { appendTaskToPlan, planTakingTask } from "../plans/effects";
+import { checkCompletionOutputs } from "../workflows/effects";
+import { assertDependenciesMet, changeTask, planTransition, waitsOnDependencies, type Move } from "./moves";
 
 /** The task commands (im.intents.tasks.*): create, read, list, PATCH and the actions. docs/tasks.md. */
 
@@ -47,6 +49,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
         missing,
       });
     }
+    const plan = body.plan_id ? await planTakingTask(tx, intentId, body.plan_id) : null;
     const [row] = await tx
       .insert(tasks)
       .values({
@@ -56,6 +59,10 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
         description: body.description ?? null,
         parentTaskId: body.parent_task_id ?? null,
         dependsOn,
+        planId: body.plan_id ?? null,
+        priority: body.priority,
+        capabilitiesRequired: [...new Set(body.capabilities_required)],
+        metadata: body.metadata,
         status: initialTaskStatus(dependsOn.map((id) => statusOf.get(id)!)),
         assignedAgent: body.assigned_agent ?? null,
         memoryPolicy: body.memory_policy,
@@ -81,7 +88,11 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
           depends_on: created.dependsOn,
           assigned_agent: created.assignedAgent,
           memory_policy: created.memoryPolicy,
+          plan_id: created.planId,
+          priority: created.priority,
+          capabilities_required: created.capabilitiesRequired,
         }),
+        ...(plan ? await appendTaskToPlan(tx, plan, created.id, caller.actor, now) : []),
       ],
       now,
     );
@@ -145,6 +156,8 @@ const singleEvent = (move: Move) => ({ change: move.change, events: (row: TaskRo
 
 export function claimTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, caller: Caller): Promise<Task> {
   return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx, checkedAgent) => {
+    // A task waiting on its dependencies says so (RFC 0012 1.2), naming the unfinished ones.
+    if (waitsOnDependencies(task)) await assertDependenciesMet(tx, task);
     // A task already taken is a conflict (409) before it is anyone's permission question: the loser of a race learns it lost.
     if (task.status !== "ready") assertTaskTransition(task.id, task.status as TaskStatus, "claimed");
     assertMayClaimTask(task, caller, task.assignedAgent ?? caller.actor);
@@ -155,6 +168,7 @@ export function claimTask(ctx: IntentsContext, taskId: string, ifMatch: number |
 export function startTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, caller: Caller): Promise<Task> {
   return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
     assertMayMoveTask(task, caller, "start");
+    if (waitsOnDependencies(task)) await assertDependenciesMet(tx, task);
     if (task.status !== "claimed") assertTaskTransition(task.id, task.status as TaskStatus, task.status === "blocked" ? "claimed" : "running");
     return singleEvent(await planTransition("running", { task, intentStatus, caller, now: ctx.clock.now(), tx }));
   });
@@ -202,6 +216,8 @@ export function patchTask(ctx: IntentsContext, taskId: string, ifMatch: number |
     if (body.error !== undefined) fields.error = body.error;
     if (body.blocked_reason !== undefined && to !== "blocked") fields.blockedReason = body.blocked_reason;
     if (!to) {
+      // A completed workflow phase's recorded output stays within its contract (RFC 0024 3.3).
+      if (from === "completed" && body.output !== undefined) await checkCompletionOutputs(tx, task, body.output);
       if (reassigning) fields.assignedAgent = body.assigned_agent ?? null;
       const changed = Object.keys(body).filter((k) => k !== "status");
       return {

@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -7,7 +7,9 @@ import { tasks } from "../db/schema-tasks";
 import { retryPolicies } from "../db/schema-records";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
-import { assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
+import { assertDependenciesDone, assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
+import { planEffectsOfTaskChange } from "../plans/effects";
+import { checkCompletionOutputs, claimInputs } from "../workflows/effects";
 import { decideAfterFailure, type RetryRules } from "../failures/retry-delay";
 import { agentWorkRefusal } from "../agents/agent-status";
 import { readTask, readTaskUnlocked, taskEvent, toTask, unblocked, unblockEvent, updateTask, type TaskChange, type TaskRow } from "./store";
@@ -50,6 +52,8 @@ interface TransitionContext {
 export async function planTransition(to: TaskStatus, t: TransitionContext): Promise<Move> {
   const { task, caller, now } = t;
   const from = task.status as TaskStatus;
+  // A task waiting on unfinished dependencies says so first (RFC 0012 1.2), naming them.
+  if ((to === "ready" || to === "claimed" || to === "running") && waitsOnDependencies(task)) await assertDependenciesMet(t.tx, task);
   assertTaskTransition(task.id, from, to);
   const agentOf = (row: TaskRow) => row.assignedAgent;
   const base = (row: TaskRow) => ({ task_id: row.id, status: row.status as TaskStatus, version: row.version });
@@ -78,8 +82,12 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
         const refusal = await agentWorkRefusal(t.tx, agent);
         if (refusal) throw refusal;
       }
+      // A workflow phase's inputs resolve now, or the claim is refused (RFC 0024 3.1).
+      // (A task unblocked back to the claim it held resolved them when it was claimed.)
+      const heldBefore = from === "blocked" && (task.blockedFrom === "claimed" || task.blockedFrom === "running");
+      const input = heldBefore ? null : await claimInputs(t.tx, task);
       return {
-        change: { status: to, assignedAgent: agent, claimedAt: now, ...(from === "blocked" ? unblocked : {}) },
+        change: { status: to, assignedAgent: agent, claimedAt: now, ...(from === "blocked" ? unblocked : {}), ...(input ? { input } : {}) },
         event: (row) => (from === "blocked" ? unblockEvent(row, from, caller.actor, t.reason ?? "unblocked") : taskEvent("claimed", caller.actor, { ...base(row), agent_id: agentOf(row) })),
       };
     }
@@ -90,6 +98,8 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
         event: (row) => taskEvent("started", caller.actor, { ...base(row), agent_id: agentOf(row), attempt: row.attempt }),
       };
     case "completed":
+      // A workflow phase's declared outputs are checked before it completes (RFC 0024 3.3).
+      await checkCompletionOutputs(t.tx, task, (t.output !== undefined ? t.output : task.output) ?? null);
       return {
         change: { status: to, completedAt: now, ...(t.output !== undefined ? { output: t.output } : {}) },
         event: (row) => taskEvent("completed", caller.actor, { ...base(row), agent_id: agentOf(row), memory_policy: row.memoryPolicy }),
@@ -146,6 +156,17 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
   }
 }
 
+/** A task that has not been ready yet: pending, or blocked while pending. */
+export const waitsOnDependencies = (task: TaskRow) => task.dependsOn.length > 0 && (task.status === "pending" || (task.status === "blocked" && task.blockedFrom === "pending"));
+
+/** RFC 0012 1.2: TASK_DEPENDENCIES_PENDING (409) unless every dependency of the task is completed or skipped. */
+export async function assertDependenciesMet(tx: Tx, task: TaskRow): Promise<void> {
+  if (!task.dependsOn.length) return;
+  const rows = await tx.select({ id: tasks.id, status: tasks.status }).from(tasks).where(inArray(tasks.id, task.dependsOn));
+  const statusOf = new Map(rows.map((r) => [r.id, r.status as TaskStatus]));
+  // In the order the task lists them; one deleted meanwhile counts as unfinished.
+  assertDependenciesDone(task.id, task.dependsOn.map((id) => ({ id, status: statusOf.get(id) ?? "cancelled" })));
+}
 
 /**
  * The retry policy that governs a task: its own, else its intent's (spec 2.8). Returns when the
@@ -205,6 +226,8 @@ export async function changeTask(
     const row = await updateTask(tx, task, plan.change, now);
     const newEvents = plan.events(row);
     if (row.status !== task.status && DEPENDENCY_DONE_STATUSES.includes(row.status as TaskStatus)) newEvents.push(...(await readyDependents(tx, row, now)));
+    // Its plan follows in the same transaction (completed when all its tasks are done, on_failure on a failure).
+    if (row.status !== task.status) newEvents.push(...(await planEffectsOfTaskChange(tx, row, now)));
     if (newEvents.length) await appendToLog(tx, intentId, newEvents, now);
     return row;
   });

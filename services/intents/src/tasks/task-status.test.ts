@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AppError, TASK_STATUSES, type TaskStatus } from "@intentmesh/contracts";
-import { assertTaskTransition, initialTaskStatus, TASK_TRANSITIONS, unblockTarget } from "./task-status";
+import { assertDependenciesDone, assertTaskTransition, initialTaskStatus, TASK_TRANSITIONS, unblockTarget, unmetDependencies } from "./task-status";
 
 /** The table written out as the pairs it allows: a change to the table must change this list too. */
 const ALLOWED: [TaskStatus, TaskStatus][] = [
@@ -89,5 +89,24 @@ describe("unblocking", () => {
     expect(unblockTarget(null)).toBe("ready");
     expect(unblockTarget("completed")).toBe("ready");
     expect(unblockTarget("blocked")).toBe("ready");
+  });
+});
+
+describe("dependencies gate claiming (RFC 0012 1.2)", () => {
+  it("passes when every dependency is completed or skipped", () => {
+    expect(() => assertDependenciesDone("t", [{ id: "a", status: "completed" }, { id: "b", status: "skipped" }])).not.toThrow();
+    expect(unmetDependencies([])).toEqual([]);
+  });
+  it("refuses with TASK_DEPENDENCIES_PENDING naming each unfinished dependency and its status", () => {
+    for (const status of ["pending", "ready", "claimed", "running", "blocked", "failed", "cancelled"] as const) {
+      let thrown: unknown;
+      try {
+        assertDependenciesDone("t", [{ id: "a", status: "completed" }, { id: "b", status }]);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toMatchObject({ code: "TASK_DEPENDENCIES_PENDING", details: { task_id: "t", pending_dependencies: [{ task_id: "b", status }] } });
+      expect((thrown as Error).message).toContain(`b is ${status}`);
+    }
   });
 });

@@ -64,3 +64,23 @@ export function initialTaskStatus(dependencyStatuses: readonly TaskStatus[]): Ta
 export function unblockTarget(blockedFrom: TaskStatus | null): TaskStatus {
   return blockedFrom && blockedFrom !== "blocked" && isTaskTransitionAllowed("blocked", blockedFrom) ? blockedFrom : "ready";
 }
+
+/** The dependencies of a task that are not done yet (neither completed nor skipped). */
+export function unmetDependencies(dependencies: readonly { id: string; status: TaskStatus }[]): { id: string; status: TaskStatus }[] {
+  return dependencies.filter((d) => !DEPENDENCY_DONE_STATUSES.includes(d.status));
+}
+
+/**
+ * RFC 0012 1.2: a task becomes ready (and so may be claimed or started) only when every task it
+ * depends on is completed (or skipped). Throws TASK_DEPENDENCIES_PENDING (409) naming the ones
+ * that are not, with their statuses.
+ */
+export function assertDependenciesDone(taskId: string, dependencies: readonly { id: string; status: TaskStatus }[]): void {
+  const unmet = unmetDependencies(dependencies);
+  if (!unmet.length) return;
+  throw appError(
+    "TASK_DEPENDENCIES_PENDING",
+    `task ${taskId} waits on ${unmet.length} unfinished ${unmet.length === 1 ? "dependency" : "dependencies"} (${unmet.map((d) => `${d.id} is ${d.status}`).join(", ")}); it can be claimed once they are completed`,
+    { task_id: taskId, pending_dependencies: unmet.map((d) => ({ task_id: d.id, status: d.status })) },
+  );
+}

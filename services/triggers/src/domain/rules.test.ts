@@ -94,6 +94,14 @@ describe("event matching (§3)", () => {
     expect(eventMatches({ event: "lease.claimed" }, event("state_patched", {}))).toBe(false);
   });
 
+  it("answers agent lifecycle events by the RFC's agent names (§3.2)", () => {
+    const lifecycle = (reason: string, previous_status: string, new_status: string) => ({ id: "e2", intent_id: null, event_type: "agent.lifecycle", actor: "registry", payload: { agent_id: "a-1", reason, previous_status, new_status } });
+    expect(eventMatches({ event: "agent.registered" }, lifecycle("registered", "registering", "active"))).toBe(true);
+    expect(eventMatches({ event: "agent.registered" }, lifecycle("heartbeat_timeout", "active", "unhealthy"))).toBe(false);
+    expect(eventMatches({ event: "agent.dead", filter: { agent_id: "a-*" } }, lifecycle("heartbeat_timeout", "unhealthy", "dead"))).toBe(true);
+    expect(eventMatches({ event: "agent.status_changed", filter: { from_status: "active", to_status: "draining" } }, lifecycle("drain_initiated", "active", "draining"))).toBe(true);
+  });
+
   it("matches every filter key, exact or glob, with the RFC's derived keys", () => {
     const e = event("status_changed", { from: "active", to: "completed", reason: "billing.done", meta: { region: "eu-west" } });
     expect(eventMatches({ event: "intent.state_changed", filter: { to_state: "completed" } }, e)).toBe(true);

@@ -1,5 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
-import { EventCondition, ScheduleCondition, errors, type IntentEvent } from "@intentmesh/contracts";
+import { EventCondition, ScheduleCondition, errors } from "@intentmesh/contracts";
 import type { z } from "zod";
 
 /**
@@ -94,12 +94,23 @@ export function globMatch(pattern: string, value: string): boolean {
 }
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+/** An event a trigger may answer: an intent's (IM_INTENTS) or an agent's lifecycle (IM_REGISTRY, intent_id null). */
+export interface ObservedEvent {
+  id: string;
+  intent_id: string | null;
+  event_type: string;
+  actor: string;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+
 /**
  * The names an event answers to: its own event type, and the RFC's name for it (§3.2), so
  * `intent.created`, `intent.state_changed`, `intent.resolved` (completed), `intent.failed`
- * (abandoned), `lease.claimed`, `lease.expired` and `trigger.fired` all work.
+ * (abandoned), `lease.claimed`, `lease.expired`, `trigger.fired`, `agent.registered`,
+ * `agent.status_changed` and `agent.dead` all work.
  */
-export function eventNames(event: Pick<IntentEvent, "event_type" | "payload">): string[] {
+export function eventNames(event: Pick<ObservedEvent, "event_type" | "payload">): string[] {
   const names = [event.event_type];
   const p = event.payload;
   switch (event.event_type) {
@@ -117,23 +128,33 @@ export function eventNames(event: Pick<IntentEvent, "event_type" | "payload">): 
     case "lease_released":
       if (p.reason === "expired") names.push("lease.expired");
       break;
+    case "agent.lifecycle":
+      names.push("agent.status_changed");
+      if (p.reason === "registered" || p.reason === "re_registered") names.push("agent.registered");
+      if (p.new_status === "dead") names.push("agent.dead");
+      break;
   }
   return names;
 }
 
 /** What a filter is matched against: the payload, plus the RFC's keys (§3.2) derived from it. */
-export function eventFacts(event: Pick<IntentEvent, "id" | "intent_id" | "event_type" | "actor" | "payload">): Record<string, unknown> {
+export function eventFacts(event: Pick<ObservedEvent, "id" | "intent_id" | "event_type" | "actor" | "payload">): Record<string, unknown> {
   const p = event.payload;
-  const facts: Record<string, unknown> = { ...p, intent_id: event.intent_id, event_id: event.id, event_type: event.event_type, actor: event.actor };
+  const facts: Record<string, unknown> = { ...p, event_id: event.id, event_type: event.event_type, actor: event.actor };
+  if (event.intent_id) facts.intent_id = event.intent_id;
   if (event.event_type === "status_changed") {
     facts.from_state = p.from;
     facts.to_state = p.to;
+  }
+  if (event.event_type === "agent.lifecycle") {
+    facts.from_status = p.previous_status;
+    facts.to_status = p.new_status;
   }
   return facts;
 }
 
 /** §3.1: the event is one the condition listens for, and every filter key matches (a string value may be a glob; a dotted key reaches into objects). */
-export function eventMatches(condition: EventCondition, event: Pick<IntentEvent, "id" | "intent_id" | "event_type" | "actor" | "payload">): boolean {
+export function eventMatches(condition: EventCondition, event: Pick<ObservedEvent, "id" | "intent_id" | "event_type" | "actor" | "payload">): boolean {
   if (!eventNames(event).some((name) => globMatch(condition.event, name))) return false;
   if (!condition.filter) return true;
   const facts = eventFacts(event);

@@ -164,7 +164,7 @@ export async function updateTrigger(ctx: TriggersContext, triggerId: string, ifM
     const condition = body.condition ? (parseCondition(row.type as TriggerType, body.condition) as Record<string, unknown>) : row.condition;
     const enabled = body.enabled ?? row.enabled;
     const reschedule = body.condition !== undefined || (enabled && !row.enabled);
-    const nextFireAt = !enabled ? null : reschedule ? scheduleFrom(row.type, enabled, condition, now, now) : row.nextFireAt;
+    const nextFireAt = !enabled ? null : reschedule ? scheduleFrom(row.type, enabled, condition, now, row.createdAt) : row.nextFireAt;
     const [updated] = await tx
       .update(triggers)
       .set({

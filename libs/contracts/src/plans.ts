@@ -1,0 +1,207 @@
+import { z } from "./zod";
+import { JsonObject, Timestamp, Uuid } from "./common";
+import { command, IfMatch } from "./command";
+import { TaskStatus } from "./tasks";
+
+/**
+ * Plans (RFC 0012 2): an execution strategy over an intent's tasks: their order, checkpoints,
+ * conditions, what happens on failure, and progress computed from the tasks' states. Created
+ * the way the Python client (POST /plans {intent_id, tasks[], ...}) and the MCP server
+ * (POST /intents/{id}/plans {title, steps[]}, POST /intents/{id}/plans/decompose) call it.
+ * docs/plans.md explains the model and each decision.
+ */
+
+export const PLAN_STATES = ["draft", "active", "paused", "completed", "failed", "cancelled"] as const;
+export const PlanState = z.enum(PLAN_STATES);
+export type PlanState = z.infer<typeof PlanState>;
+
+/** What the plan does when one of its tasks fails for good (the client's PlanFailureAction). */
+export const PLAN_FAILURE_ACTIONS = ["pause_and_escalate", "notify", "fail"] as const;
+export const PlanFailureAction = z.enum(PLAN_FAILURE_ACTIONS);
+export type PlanFailureAction = z.infer<typeof PlanFailureAction>;
+
+export const MAX_PLAN_TASKS = 200;
+export const MAX_PLAN_CHECKPOINTS = 50;
+export const MAX_PLAN_CONDITIONS = 100;
+export const MAX_PLAN_JSON_BYTES = 64 * 1024;
+export const MAX_DECOMPOSE_CHARS = 20_000;
+export const MAX_DECOMPOSE_DEPTH = 10;
+
+const Label = z.string().trim().min(1).max(200);
+
+/** A checkpoint (RFC 0012 2.3; the client's Checkpoint.to_dict): kept and answered, not enforced (docs/plans.md). */
+export const PlanCheckpoint = z
+  .object({
+    id: Label.optional(),
+    name: Label,
+    after_task: Label.optional(),
+    after: Label.optional().openapi({ description: "alias of after_task (the RFC's YAML)" }),
+    requires_approval: z.boolean().default(true),
+    approvers: z.array(Label).max(50).default([]),
+    timeout_hours: z.number().int().min(0).max(24 * 366).nullable().optional(),
+    on_timeout: z.enum(["escalate", "auto_approve", "fail"]).default("escalate"),
+    status: z.string().trim().min(1).max(50).default("pending"),
+    approved_by: Label.nullable().optional(),
+    approved_at: Timestamp.nullable().optional(),
+  })
+  .strict()
+  .openapi("PlanCheckpoint");
+export type PlanCheckpoint = z.output<typeof PlanCheckpoint>;
+
+/** A condition (RFC 0012 2.4; the client's PlanCondition): kept and answered, not evaluated (docs/plans.md). */
+export const PlanCondition = z
+  .object({
+    id: Label.optional(),
+    task_id: Label,
+    when: z.string().trim().min(1).max(2000),
+    otherwise: z.string().trim().min(1).max(50).default("skip"),
+  })
+  .strict()
+  .openapi("PlanCondition");
+export type PlanCondition = z.output<typeof PlanCondition>;
+
+/** A step of the MCP server's create_plan: becomes a task of the plan, in order. */
+export const PlanStep = z
+  .object({
+    title: z.string().trim().min(1, "a step's title must not be empty").max(500),
+    description: z.string().max(20_000).optional(),
+    depends_on: z
+      .array(z.string().trim().min(1).max(500))
+      .max(100)
+      .default([])
+      .openapi({ description: "earlier steps of the same plan by title, or tasks of the intent by id" }),
+  })
+  .strict()
+  .openapi("PlanStep");
+export type PlanStep = z.output<typeof PlanStep>;
+
+const boundedJson = (field: string) =>
+  JsonObject.refine((value) => Buffer.byteLength(JSON.stringify(value)) <= MAX_PLAN_JSON_BYTES, { message: `${field} must be at most ${MAX_PLAN_JSON_BYTES} bytes of JSON` });
+
+const PlanFields = {
+  title: z.string().trim().min(1, "title must not be empty").max(500).optional(),
+  tasks: z.array(Uuid).max(MAX_PLAN_TASKS).optional().openapi({ description: "ids of existing tasks of the intent, in plan order" }),
+  checkpoints: z.array(PlanCheckpoint).max(MAX_PLAN_CHECKPOINTS).optional(),
+  conditions: z.array(PlanCondition).max(MAX_PLAN_CONDITIONS).optional(),
+  on_failure: PlanFailureAction.optional(),
+  on_complete: z.string().trim().min(1).max(50).optional(),
+  metadata: boundedJson("metadata").optional(),
+};
+
+/** POST /plans (the Python client, intent_id in the body) and POST /intents/{id}/plans (the MCP server). */
+export const CreatePlanBody = z
+  .object({
+    ...PlanFields,
+    steps: z.array(PlanStep).max(MAX_PLAN_TASKS).optional().openapi({ description: "the MCP server's steps: each becomes a new task of the plan, in order" }),
+    state: z.enum(["draft", "active"]).optional().openapi({ description: "draft (the default) or active; a plan created with steps starts active" }),
+    created_by: z.string().trim().min(1).max(200).optional().openapi({ description: "a label the MCP server sends; the plan records the caller" }),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    const count = (body.tasks?.length ?? 0) + (body.steps?.length ?? 0);
+    if (count > MAX_PLAN_TASKS) ctx.addIssue({ code: "custom", path: ["steps"], message: `a plan holds at most ${MAX_PLAN_TASKS} tasks` });
+  })
+  .openapi("CreatePlan");
+export type CreatePlanBody = z.output<typeof CreatePlanBody>;
+
+/** PATCH /plans/{id} (If-Match required): the client's update_plan kwargs. `tasks` replaces the list. */
+export const PatchPlanBody = z
+  .object({ ...PlanFields, state: PlanState.optional() })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, { message: "send at least one field to change" })
+  .openapi("PatchPlan");
+export type PatchPlanBody = z.output<typeof PatchPlanBody>;
+
+/** POST /intents/{id}/plans/decompose: the MCP server's openintent_decompose_task. */
+export const DecomposeBody = z
+  .object({
+    task_description: z.string().trim().min(1, "task_description must not be empty").max(MAX_DECOMPOSE_CHARS),
+    max_depth: z.number().int().min(1).max(MAX_DECOMPOSE_DEPTH).default(3),
+    requested_by: z.string().trim().min(1).max(200).optional().openapi({ description: "a label the MCP server sends; the plan records the caller" }),
+  })
+  .strict()
+  .openapi("DecomposeTask");
+export type DecomposeBody = z.output<typeof DecomposeBody>;
+
+/** A task of the plan that waits on a suspended intent (RFC 0012 9, RFC 0026). */
+export const SuspendedTask = z
+  .object({ task_id: Uuid, intent_id: Uuid, suspended_since: Timestamp.nullable(), expires_at: Timestamp.nullable() })
+  .openapi("SuspendedTask");
+
+/** Progress, computed from the tasks' states when the plan is read. */
+export const PlanProgress = z
+  .object({
+    total: z.number().int(),
+    by_status: z.record(TaskStatus, z.number().int()),
+    done: z.number().int().openapi({ description: "completed + skipped" }),
+    percent_complete: z.number().openapi({ description: "done / total x 100, rounded to 2 places; 0 for an empty plan" }),
+    suspended_tasks: z.array(SuspendedTask),
+  })
+  .openapi("PlanProgress");
+export type PlanProgress = z.infer<typeof PlanProgress>;
+
+export const PlanStepView = z
+  .object({ task_id: Uuid, title: z.string(), status: TaskStatus, depends_on: z.array(Uuid), parent_task_id: Uuid.nullable(), assigned_agent: z.string().nullable() })
+  .openapi("PlanStepView");
+
+export const Plan = z
+  .object({
+    id: Uuid,
+    plan_id: Uuid.openapi({ description: "the same as id" }),
+    intent_id: Uuid,
+    title: z.string().nullable(),
+    version: z.number().int(),
+    state: PlanState,
+    tasks: z.array(Uuid).openapi({ description: "the plan's tasks, in plan order" }),
+    steps: z.array(PlanStepView).openapi({ description: "the tasks with their current status, in plan order" }),
+    checkpoints: z.array(z.record(z.string(), z.unknown())),
+    conditions: z.array(z.record(z.string(), z.unknown())),
+    on_failure: PlanFailureAction,
+    on_complete: z.string(),
+    metadata: JsonObject,
+    progress: PlanProgress,
+    created_by: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi("Plan");
+export type Plan = z.infer<typeof Plan>;
+
+const PlanRef = z.object({ plan_id: Uuid, intent_id: Uuid.optional() });
+
+const PLAN_CREATE_ERRORS = ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"] as const;
+
+export const planCommands = {
+  create: command("intents", "plans.create", z.object({ intent_id: Uuid, body: CreatePlanBody }), Plan, PLAN_CREATE_ERRORS),
+  decompose: command("intents", "plans.decompose", z.object({ intent_id: Uuid, body: DecomposeBody }), Plan, ["INTENT_CLOSED", "INTENT_NOT_FOUND"]),
+  get: command("intents", "plans.get", PlanRef, Plan, ["PLAN_NOT_FOUND"]),
+  list: command("intents", "plans.list", z.object({ intent_id: Uuid }), z.array(Plan), ["INTENT_NOT_FOUND"]),
+  update: command(
+    "intents",
+    "plans.update",
+    z.object({ plan_id: Uuid }).merge(IfMatch).extend({ body: PatchPlanBody }),
+    Plan,
+    ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"],
+  ),
+} as const;
+
+/**
+ * The plan event catalogue (RFC 0012 7): names and payloads, written to the intent's log
+ * (im.evt.intent.<intent_id>.<event_type>). Every payload carries plan_id, state (after the
+ * change) and version.
+ */
+const base = { plan_id: Uuid, state: PlanState, version: z.number().int() };
+export const planEvents = {
+  created: { type: "plan.created", payload: z.object({ ...base, task_count: z.number().int(), title: z.string().nullable() }) },
+  /** Fields changed without a change of state (tasks, checkpoints, conditions, ...). */
+  updated: { type: "plan.updated", payload: z.object({ ...base, changed: z.array(z.string()) }) },
+  activated: { type: "plan.activated", payload: z.object({ ...base, from: PlanState }) },
+  paused: { type: "plan.paused", payload: z.object({ ...base, from: PlanState, reason: z.string(), task_id: Uuid.nullable() }) },
+  resumed: { type: "plan.resumed", payload: z.object({ ...base, from: PlanState }) },
+  completed: { type: "plan.completed", payload: z.object({ ...base, from: PlanState, tasks_completed: z.number().int(), tasks_skipped: z.number().int(), duration_ms: z.number().int() }) },
+  failed: { type: "plan.failed", payload: z.object({ ...base, from: PlanState, failed_task_id: Uuid.nullable(), error: z.string().nullable() }) },
+  cancelled: { type: "plan.cancelled", payload: z.object({ ...base, from: PlanState }) },
+} as const;
+export type PlanEventKey = keyof typeof planEvents;
+export type PlanEventPayload<K extends PlanEventKey> = z.input<(typeof planEvents)[K]["payload"]>;
+export const PLAN_EVENT_TYPES = Object.values(planEvents).map((e) => e.type);
