@@ -27,8 +27,21 @@ interface Ctx {
   triggerId: string;
   eventId: string;
   traceId: string;
+  workflowId: string;
+  planId: string;
   publicKey: string;
 }
+
+/** A workflow of one phase (docs/workflows.md), as a model would write it for create_workflow. */
+const WORKFLOW_YAML = `
+info:
+  name: Walk
+workflow:
+  only:
+    title: The only phase
+    outputs:
+      done: boolean
+`;
 
 interface Row {
   /** The client.ts method. */
@@ -81,13 +94,21 @@ const rows: Row[] = [
   { method: "broadcastOnChannel", http: "POST", template: "/channels/{id}/messages", path: (c) => `/channels/${c.channelId}/messages`, body: (c) => ({ sender: c.agent, message_type: "broadcast", payload: { all: 1 } }) },
   { method: "getChannelMessages", http: "GET", template: "/channels/{id}/messages", path: (c) => `/channels/${c.channelId}/messages?limit=10` },
   // Workflows (RFC-0011 of the MCP server), plans (RFC-0012)
-  { method: "createWorkflow", http: "POST", template: "/workflows", path: () => "/workflows", body: (c) => ({ name: "wf", yaml_spec: "name: wf\n", description: "", created_by: c.agent }), landsWith: LANDS_27 },
-  { method: "triggerWorkflow", http: "POST", template: "/workflows/{id}/trigger", path: () => "/workflows/wf-1/trigger", body: (c) => ({ inputs: {}, triggered_by: c.agent }), landsWith: LANDS_27 },
-  { method: "getWorkflow", http: "GET", template: "/workflows/{id}", path: () => "/workflows/wf-1", landsWith: LANDS_27 },
+  {
+    method: "createWorkflow",
+    http: "POST",
+    template: "/workflows",
+    path: () => "/workflows",
+    body: (c) => ({ name: "wf", yaml_spec: WORKFLOW_YAML, description: "", created_by: c.agent }),
+    keep: (r, c) => void (c.workflowId = r.body.id),
+    landsWith: LANDS_27,
+  },
+  { method: "triggerWorkflow", http: "POST", template: "/workflows/{id}/trigger", path: (c) => `/workflows/${c.workflowId}/trigger`, body: (c) => ({ inputs: {}, triggered_by: c.agent }), landsWith: LANDS_27 },
+  { method: "getWorkflow", http: "GET", template: "/workflows/{id}", path: (c) => `/workflows/${c.workflowId}`, landsWith: LANDS_27 },
   { method: "listWorkflows", http: "GET", template: "/workflows", path: () => "/workflows?limit=10&offset=0", landsWith: LANDS_27 },
-  { method: "createPlan", http: "POST", template: "/intents/{id}/plans", path: (c) => `/intents/${c.intentId}/plans`, body: (c) => ({ title: "plan", steps: [{ title: "one" }], created_by: c.agent }), landsWith: LANDS_27 },
+  { method: "createPlan", http: "POST", template: "/intents/{id}/plans", path: (c) => `/intents/${c.intentId}/plans`, body: (c) => ({ title: "plan", steps: [{ title: "one" }], created_by: c.agent }), keep: (r, c) => void (c.planId = r.body.id), landsWith: LANDS_27 },
   { method: "decomposeTask", http: "POST", template: "/intents/{id}/plans/decompose", path: (c) => `/intents/${c.intentId}/plans/decompose`, body: (c) => ({ task_description: "do it", max_depth: 3, requested_by: c.agent }), landsWith: LANDS_27 },
-  { method: "getPlan", http: "GET", template: "/intents/{id}/plans/{id}", path: (c) => `/intents/${c.intentId}/plans/00000000-0000-4000-8000-000000000000`, landsWith: LANDS_27 },
+  { method: "getPlan", http: "GET", template: "/intents/{id}/plans/{id}", path: (c) => `/intents/${c.intentId}/plans/${c.planId}`, landsWith: LANDS_27 },
   // Governance (RFC-0013)
   { method: "setCoordinator", http: "POST", template: "/intents/{id}/coordinator", path: (c) => `/intents/${c.intentId}/coordinator`, body: (c) => ({ coordinator_id: c.agent, governance_policy: "default", set_by: c.agent }), landsWith: LANDS_26 },
   { method: "recordDecision", http: "POST", template: "/intents/{id}/decisions", path: (c) => `/intents/${c.intentId}/decisions`, body: (c) => ({ decision_type: "choice", rationale: "because", outcome: {}, decided_by: c.agent }), landsWith: LANDS_26 },
