@@ -175,6 +175,20 @@ describe("RFC-0020 tracing, as the official MCP server calls it", () => {
     expect((await getTrace(intent.id, traceId)).body.span_count).toBe(0);
   });
 
+  it("started_by and linked_by are labels, but never a registered agent of another key", async () => {
+    const owned = uniqueTag("owned");
+    expect((await cluster.api("/agents", { key: "other", body: { agent_id: owned } })).status).toBe(201);
+    const intent = await createIntent(cluster, {}, "agent");
+    const before = (await allEvents(cluster, intent.id)).length;
+    expectError(await cluster.api(`/intents/${intent.id}/traces`, { key: "agent", body: { trace_name: "x", started_by: owned } }), 403, "AGENT_NOT_BOUND");
+    const traceId = (await startTrace(intent.id, "tracer")).body.trace_id as string;
+    expectError(await cluster.api(`/traces/${traceId}/spans`, { key: "agent", body: { spans: [span("a")], linked_by: owned } }), 403, "AGENT_NOT_BOUND");
+    expect(await allEvents(cluster, intent.id)).toHaveLength(before + 1);
+    // A free label, and the default: the acting agent.
+    expect((await cluster.api(`/intents/${intent.id}/traces`, { key: "agent", body: { trace_name: "x", started_by: "a-person" } })).body.started_by).toBe("a-person");
+    expect((await cluster.api(`/traces/${traceId}/spans`, { key: "agent", headers: { "X-Agent-ID": "actor-1" }, body: { spans: [span("b")] } })).body.spans[0].linked_by).toBe("actor-1");
+  });
+
   it("follows the intent's access-control list: another principal of a closed intent may neither start, read nor link", async () => {
     const intent = await createIntent(cluster, { acl: { default_policy: "closed" } }, "agent");
     const traceId = (await startTrace(intent.id, "owner")).body.trace_id as string;
