@@ -44,7 +44,7 @@ await runMain("intentmesh", async () => {
   const shownHost = config.HOST === "0.0.0.0" ? "127.0.0.1" : config.HOST;
   logger.info(
     { url: `http://${shownHost}:${config.PORT}`, database: database.kind, nats: redactUrl(config.NATS_URL) },
-    `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs)`,
+    `intentmesh is up: http://${shownHost}:${config.PORT}/api/v1 (docs at /docs, the operator console at /console)`,
   );
   stopOnSignals(logger, [() => gateway.stop(), ...running.reverse().map((service) => () => service.stop()), () => bus.close(), () => database.close(), stopTracing]);
 });

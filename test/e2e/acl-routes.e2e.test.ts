@@ -202,6 +202,27 @@ const samples: Record<string, Sample> = {
       return { params: { dependency_id: other.id }, ifMatch: String(added.version) };
     },
   },
+  coordinatorsCreateLease: { prepare: async (w) => ({ body: { agent_id: "probe", intent_id: w.intentId } }), ok: 201 },
+  coordinatorsListForIntent: {},
+  decisionsCreateRecord: {
+    prepare: async (w) => {
+      await ok(await admin("/coordinators", { body: { agent_id: "probe", intent_id: w.intentId } }), "coordinator lease");
+      return { body: { coordinator_id: "probe", intent_id: w.intentId, decision_type: "plan_created", summary: "s", rationale: "r" } };
+    },
+    ok: 201,
+  },
+  decisionsListRecords: {},
+  decisionsRecord: { body: { decision_type: "arbitration", outcome: "o", reasoning: "r" }, ok: 201 },
+  decisionsList: {},
+  escalationsCreate: { body: { reason: "stuck" }, ok: 201 },
+  escalationsList: { prepare: async (w) => ({ query: `intent_id=${w.intentId}` }) },
+  escalationsResolve: {
+    prepare: async (w) => {
+      const escalation = await ok(await admin(`/intents/${w.intentId}/escalations`, { headers: { "X-Agent-ID": "requester" }, body: { reason: "stuck" } }), "escalation");
+      return { params: { escalation_id: escalation.id }, body: { resolution: "go on" } };
+    },
+  },
+  arbitrationRequest: { body: { reason: "disagreement" }, ok: 201 },
   aclGet: {},
   aclSet: { body: { default_policy: "closed", entries: [{ principal_id: "coordinator", principal_type: "user", permission: "admin" }] } },
   aclGrant: { body: { principal_id: "someone", permission: "read" }, ok: 201 },

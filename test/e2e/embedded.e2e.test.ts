@@ -30,6 +30,22 @@ describe("the cluster on its embedded database", () => {
     expect(await cluster.intents.relay.backlog()).toBe(0);
   });
 
+  it("serves intent graphs (uuid[] with its GIN index, recursive walks, the advisory lock) and coordinator leases", async () => {
+    const root = (await cluster.api("/intents", { body: { title: "root" } })).body;
+    const a = (await cluster.api(`/intents/${root.id}/children`, { body: { title: "a" } })).body;
+    const b = (await cluster.api(`/intents/${root.id}/children`, { body: { title: "b", depends_on: [a.id] } })).body;
+    const deep = (await cluster.api(`/intents/${a.id}/children`, { body: { title: "deep" } })).body;
+    expect((await cluster.api(`/intents/${root.id}/descendants`)).body.descendants.map((i: { id: string }) => i.id).sort()).toEqual([a.id, b.id, deep.id].sort());
+    expect((await cluster.api(`/intents/${deep.id}/ancestors`)).body.ancestors.map((i: { id: string }) => i.id)).toEqual([a.id, root.id]);
+    expect((await cluster.api(`/intents/${a.id}/dependents`)).body.dependents.map((i: { id: string }) => i.id)).toEqual([b.id]);
+    const cycle = await cluster.api(`/intents/${a.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: b.id } });
+    expect(cycle.status).toBe(409);
+    expect(cycle.body.code).toBe("DEPENDENCY_CYCLE");
+    const lease = await cluster.api("/coordinators", { body: { agent_id: "embedded-coordinator", intent_id: root.id } });
+    expect(lease.status).toBe(201);
+    expect((await cluster.api(`/intents/${root.id}/coordinators`)).body.map((l: { id: string }) => l.id)).toEqual([lease.body.id]);
+  });
+
   it("runs the agent lifecycle: registration, silence, death, and the dead agent's leases expired", async () => {
     const agentId = "embedded-agent";
     const registered = await cluster.api("/agents", { body: { agent_id: agentId, heartbeat_config: { interval_seconds: 1, unhealthy_after_seconds: 2, dead_after_seconds: 4 } }, key: "agent" });

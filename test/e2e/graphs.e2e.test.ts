@@ -215,7 +215,8 @@ describe("dependencies", () => {
 
     const added = await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: y.id } });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
-    expect(added.body).toMatchObject({ id: x.id, version: 2, depends_on: [y.id] });
+    // x was active and y is not completed: x is blocked (RFC-0002), in the same version.
+    expect(added.body).toMatchObject({ id: x.id, version: 2, depends_on: [y.id], status: "blocked" });
     expect(added.headers.get("etag")).toBe('"2"');
     expectError(await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: y.id } }), 409, "DEPENDENCY_EXISTS");
     expectError(await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: UNKNOWN_ID } }), 404, "DEPENDENCY_NOT_FOUND");
@@ -224,16 +225,17 @@ describe("dependencies", () => {
     expectError(await cluster.api(`/intents/${x.id}/dependencies/${y.id}`, { method: "DELETE" }), 428, "PRECONDITION_REQUIRED");
     const removed = await cluster.api(`/intents/${x.id}/dependencies/${y.id}`, { method: "DELETE", headers: { "If-Match": "2" } });
     expect(removed.status, JSON.stringify(removed.body)).toBe(200);
-    expect(removed.body).toMatchObject({ version: 3, depends_on: [] });
+    expect(removed.body).toMatchObject({ version: 3, depends_on: [], status: "active" });
 
     const events = (await allEvents(cluster, x.id)).map((e) => [e.event_type, e.payload]);
-    expect(events.slice(1, 3)).toEqual([
+    expect(events.slice(1)).toEqual([
       ["dependency_added", { dependency_id: y.id, depends_on: [y.id], version: 2 }],
+      ["status_changed", { from: "active", to: "blocked", reason: "dependencies_incomplete", version: 2, incomplete_dependencies: [y.id] }],
       ["dependency_removed", { dependency_id: y.id, depends_on: [], version: 3 }],
+      ["status_changed", { from: "blocked", to: "active", reason: "dependencies_completed", version: 3 }],
+      // Removing the only dependency, which was not completed, leaves x with none pending: ready.
+      ["intent.ready", { dependency_id: y.id, cause: "dependency_removed", depends_on: [], status: "active" }],
     ]);
-    // Removing the only dependency, which was not completed, leaves x with none pending: ready.
-    expect(events[3]?.[0]).toBe("intent.ready");
-    expect(events).toHaveLength(4);
   });
 
   it("refuses a dependency that would close a cycle (itself, two, three intents) with 409, writing nothing", async () => {
@@ -271,21 +273,63 @@ describe("dependencies", () => {
 });
 
 describe("status rules", () => {
-  it("an intent completes only after its dependencies; a parent only after its children are closed", async () => {
+  it("draft -> active with a dependency not completed lands in blocked; a blocked one stays blocked (409); it unblocks when the dependency completes", async () => {
     const parent = await createIntent(cluster, { title: "parent" });
     const first = await child(parent.id, "first");
     const second = await child(parent.id, "second", [first.id]);
-    expect((await setStatus(second.id, "active")).status).toBe(200);
-    const early = await setStatus(second.id, "completed");
-    expectError(early, 409, "GRAPH_INCOMPLETE");
-    expect(early.body.details).toEqual({ intent_id: second.id, incomplete_dependencies: [first.id], open_children: [] });
+    const activated = await setStatus(second.id, "active");
+    expect(activated.status, JSON.stringify(activated.body)).toBe(200);
+    expect(activated.body).toMatchObject({ status: "blocked", version: 2 });
+    const again = await setStatus(second.id, "active");
+    expectError(again, 409, "GRAPH_INCOMPLETE");
+    expect(again.body.details).toEqual({ intent_id: second.id, incomplete_dependencies: [first.id], open_children: [] });
+    // A parent completes only after its children are closed.
     const parentEarly = await setStatus(parent.id, "completed");
     expectError(parentEarly, 409, "GRAPH_INCOMPLETE");
     expect(parentEarly.body.details.open_children).toEqual([first.id, second.id]);
 
     await complete(first.id);
+    await vi.waitFor(async () => expect((await get(second.id)).status).toBe("active"), { timeout: 5000, interval: 50 });
+    const moves = (await allEvents(cluster, second.id)).filter((e) => e.event_type === "status_changed").map((e) => e.payload);
+    expect(moves).toEqual([
+      { from: "draft", to: "blocked", reason: "dependencies_incomplete", version: 2, incomplete_dependencies: [first.id] },
+      { from: "blocked", to: "active", reason: "dependencies_completed", version: 3 },
+    ]);
     await complete(second.id);
     await complete(parent.id);
+  });
+
+  it("created active with a dependency not completed, an intent is created blocked; adding one to an active intent blocks it; removing it unblocks", async () => {
+    const upstream = await createIntent(cluster, { title: "upstream" });
+    const created = await createIntent(cluster, { title: "dependent", status: "active", depends_on: [upstream.id] });
+    expect(created.status).toBe("blocked");
+    expect((await allEvents(cluster, created.id))[0].payload.status).toBe("blocked");
+    const done = await createIntent(cluster, { title: "done" });
+    await complete(done.id);
+    expect((await createIntent(cluster, { title: "free", status: "active", depends_on: [done.id] })).status).toBe("active");
+    // A manual block is not the server's: completing the dependency does not lift it.
+    const manual = await createIntent(cluster, { title: "manual", status: "active" });
+    expect((await setStatus(manual.id, "blocked")).status).toBe(200);
+    const x = await createIntent(cluster, { title: "x" });
+    const add = await cluster.api(`/intents/${manual.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: x.id } });
+    expect(add.body.status).toBe("blocked");
+    await complete(x.id);
+    await vi.waitFor(async () => expect((await allEvents(cluster, manual.id)).some((e) => e.event_type === "intent.ready")).toBe(true), { timeout: 5000, interval: 50 });
+    expect((await get(manual.id)).status).toBe("blocked");
+  });
+
+  it("a child created while its parent completes: exactly one of the two succeeds, every time", async () => {
+    for (let round = 0; round < 8; round++) {
+      const parent = await createIntent(cluster, { title: `parent ${round}` });
+      const [made, completed] = await Promise.all([
+        cluster.api(`/intents/${parent.id}/children`, { body: childBody(parent.id, "late child") }),
+        setStatus(parent.id, "completed"),
+      ]);
+      const outcome = [made.status, completed.status];
+      expect([[201, 409], [409, 200]], JSON.stringify([made.body, completed.body])).toContainEqual(outcome);
+      if (made.status === 201) expect(completed.body.code).toBe("GRAPH_INCOMPLETE");
+      else expect(made.body.code).toBe("PARENT_CLOSED");
+    }
   });
 
   it("an abandoned child does not hold its parent; an abandoned dependency holds its dependent", async () => {
@@ -293,7 +337,8 @@ describe("status rules", () => {
     const dropped = await child(parent.id, "dropped");
     expect((await setStatus(dropped.id, "abandoned")).status).toBe(200);
     const dependent = await createIntent(cluster, { title: "dependent", status: "active", depends_on: [dropped.id] });
-    expectError(await setStatus(dependent.id, "completed"), 409, "GRAPH_INCOMPLETE");
+    expect(dependent.status).toBe("blocked");
+    expectError(await setStatus(dependent.id, "active"), 409, "GRAPH_INCOMPLETE");
     expect((await setStatus(parent.id, "completed")).status).toBe(200);
   });
 
@@ -342,6 +387,9 @@ describe("status rules", () => {
         { timeout: 5000, interval: 50 },
       );
       expect((await allEvents(cluster, d.id)).filter((e) => e.event_type === "intent.ready")).toHaveLength(1);
+      // Created active while a and b were open, d was blocked; it is unblocked once.
+      expect((await allEvents(cluster, d.id)).filter((e) => e.event_type === "status_changed").map((e) => [e.payload.from, e.payload.to])).toEqual([["blocked", "active"]]);
+      expect((await get(d.id)).status).toBe("active");
     }
   });
 });

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import type { ManualClock } from "@intentmesh/contracts";
 import type { Server } from "node:http";
 import { connectBus, type Bus } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
@@ -81,4 +82,51 @@ describe("two replicas of the gateway and of the intents service", () => {
     const lastTask = Math.max(...log.flatMap((e, n) => (e.event_type === "task.completed" ? [n] : [])));
     expect(log.indexOf(completed[0])).toBe(lastTask + 1);
   });
+
+  it("intent graphs: concurrent dependency additions through both replicas that would close cycles: exactly one of each pair wins", async () => {
+    const api = (path: string, init: { body?: unknown; headers?: Record<string, string> } = {}, second = false) =>
+      second
+        ? fetch(`${secondUrl}/api/v1${path}`, { method: "POST", headers: { "X-API-Key": TEST_KEYS.admin, "Content-Type": "application/json", ...init.headers }, body: JSON.stringify(init.body) }).then(async (r) => ({ status: r.status, body: await r.json() }))
+        : cluster.api(path, init);
+    for (let round = 0; round < 6; round++) {
+      const x = (await cluster.api("/intents", { body: { title: "x" } })).body;
+      const y = (await cluster.api("/intents", { body: { title: "y" } })).body;
+      const results = await Promise.all([
+        api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: y.id } }),
+        api(`/intents/${y.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: x.id } }, true),
+      ]);
+      expect(results.map((r) => r.status).sort(), JSON.stringify(results.map((r) => r.body))).toEqual([200, 409]);
+    }
+  });
+
+  it("coordinators: agents dying together fail their leases over exactly once each, with two intents replicas consuming the deaths", async () => {
+    const intents: string[] = [];
+    const holders: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const holder = `replica-coord-${i}-${cluster.namespace}`;
+      expect((await cluster.api("/agents", { body: { agent_id: holder, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" })).status).toBe(201);
+      const intent = (await cluster.api("/intents", { body: { title: `coordinated ${i}`, status: "active" } })).body;
+      const lease = await cluster.api("/coordinators", { key: null, headers: { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": holder }, body: { agent_id: holder, intent_id: intent.id, heartbeat_interval_seconds: 3600, failover_candidates: [`standby-${i}`] } });
+      expect(lease.status, JSON.stringify(lease.body)).toBe(201);
+      intents.push(intent.id);
+      holders.push(holder);
+    }
+    (cluster.clock as ManualClock).advance(61_000);
+    await cluster.registry.sweeper.sweep();
+    for (const [i, intentId] of intents.entries()) {
+      await vi.waitFor(
+        async () => {
+          const leases = (await cluster.api(`/intents/${intentId}/coordinators`)).body;
+          expect(leases.map((l: any) => [l.agent_id, l.status])).toEqual([
+            [`standby-${i}`, "active"],
+            [holders[i], "failed_over"],
+          ]);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      const events = (await cluster.api(`/intents/${intentId}/events?limit=100`)).body.events.filter((e: any) => e.event_type === "coordinator.failed_over");
+      expect(events).toHaveLength(1);
+    }
+  });
 });
+

@@ -83,6 +83,8 @@ export interface RouteAccess {
 export type ApiTag =
   | "Intents"
   | "Intent graphs"
+  | "Coordinators"
+  | "Escalations"
   | "Leases"
   | "Agents"
   | "Attachments"

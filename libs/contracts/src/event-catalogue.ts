@@ -192,6 +192,14 @@ const AccessRequestDeniedPayload = z.object({ request_id: Id, ...Principal, reas
 
 // Intent graphs (RFC-0002).
 const DependencyChangedPayload = z.object({ dependency_id: Id, depends_on: z.array(Id), version: Version }).passthrough();
+// Coordinators (RFC-0013).
+const CoordinatorAssignedPayload = z.object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), expires_at: z.string() }).passthrough();
+const CoordinatorFailedOverPayload = z
+  .object({ old_lease_id: Id, old_coordinator_id: Id, new_lease_id: Id.nullable(), new_coordinator_id: Id.nullable(), reason: z.enum(["expired", "agent_dead"]) })
+  .passthrough();
+const CoordinatorDecisionPayload = z
+  .object({ coordinator_id: Id, decision_type: Id, summary: z.string(), rationale: z.string(), outcome: z.string().nullable(), lease_id: Id.nullable() })
+  .passthrough();
 const IntentReadyPayload = z.object({ dependency_id: Id, cause: z.enum(["dependency_completed", "dependency_removed"]), depends_on: z.array(Id), status: z.string() }).passthrough();
 
 // Distributed tracing (RFC-0020).
@@ -204,6 +212,9 @@ const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodTy
   [intentEventTypes.dependencyAdded, DependencyChangedPayload],
   [intentEventTypes.dependencyRemoved, DependencyChangedPayload],
   [intentEventTypes.ready, IntentReadyPayload],
+  [intentEventTypes.coordinatorAssigned, CoordinatorAssignedPayload],
+  [intentEventTypes.coordinatorFailedOver, CoordinatorFailedOverPayload],
+  [intentEventTypes.coordinatorDecision, CoordinatorDecisionPayload],
   [intentEventTypes.accessGranted, AccessGrantedPayload],
   [intentEventTypes.accessRevoked, AccessEntryEndedPayload],
   [intentEventTypes.accessExpired, AccessEntryEndedPayload],

@@ -53,6 +53,11 @@ export const intentEventTypes = {
    * one not completed) left every dependency completed; announced once per such moment.
    */
   ready: "intent.ready",
+  // Coordinators (RFC-0013): the RFC's names (section 10); the clients' enum knows
+  // coordinator.decision and coordinator.failed_over, not coordinator.assigned.
+  coordinatorAssigned: "coordinator.assigned",
+  coordinatorFailedOver: "coordinator.failed_over",
+  coordinatorDecision: "coordinator.decision",
   // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.
   /** A trace was started on the intent (POST /intents/{id}/traces). */
   traceStarted: "intent.trace_started",

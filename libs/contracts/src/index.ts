@@ -6,6 +6,8 @@ export * from "./caller";
 export * from "./keyset-cursor";
 export * from "./intents";
 export * from "./graphs";
+export * from "./coordinators";
+export * from "./escalations";
 export * from "./budget";
 export * from "./costs";
 export * from "./command";

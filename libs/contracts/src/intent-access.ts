@@ -3,6 +3,8 @@ import type { ErrorCode } from "./error-catalogue";
 import { aclCommands, type IntentPermission } from "./acl";
 import { intentsCommands } from "./subjects";
 import { graphCommands } from "./graphs";
+import { coordinatorCommands } from "./coordinators";
+import { escalationCommands } from "./escalations";
 import { governanceCommands, governancePolicyCommands } from "./governance";
 import { portfoliosCommands } from "./portfolios";
 import { suspensionCommands, suspensionRequestCommands } from "./suspension";
@@ -83,6 +85,31 @@ const graphs: RulesOf<typeof graphCommands> = {
   ready: read,
   blocked: read,
   graph: read,
+};
+
+// RFC-0013: taking the coordinator lease of an intent and recording decisions on it write to it;
+// a lease read by its id is checked against its intent in the handler (read); a heartbeat is the
+// holder's alone (NOT_LEASE_HOLDER otherwise), whatever the ACL says since.
+const coordinators: RulesOf<typeof coordinatorCommands> = {
+  createLease: { needs: "write", from: "body.intent_id" },
+  getLease: { open: "the handler checks read on the lease's intent" },
+  listLeases: read,
+  heartbeat: { open: "only the holder may send it (checked in the handler)" },
+  createDecisionRecord: { needs: "write", from: "body.intent_id" },
+  listDecisionRecords: read,
+  recordDecision: write,
+  listDecisions: read,
+  holder: SERVICE,
+  coordinates: SERVICE,
+};
+
+// Escalations and arbitration are approval requests (spec 4.6): asking is writing to the intent,
+// resolving is deciding an approval (admin); a list shows the escalations of intents one may read.
+const escalations: RulesOf<typeof escalationCommands> = {
+  escalate: write,
+  list: readResource,
+  resolve: { needs: "admin", from: "resource" },
+  arbitrate: write,
 };
 
 const acl: RulesOf<typeof aclCommands> = {
@@ -224,6 +251,8 @@ const tracing: RulesOf<typeof tracingCommands> = { start: write, get: read, link
 export const intentAccessRules = [
   [intentsCommands, intents],
   [graphCommands, graphs],
+  [coordinatorCommands, coordinators],
+  [escalationCommands, escalations],
   [aclCommands, acl],
   [governancePolicyCommands, governancePolicy],
   [governanceCommands, governance],

@@ -1,4 +1,4 @@
-import { appError, AppError, type Caller, errors, type Intent, intentsCommands, registryCommands } from "@intentmesh/contracts";
+import { appError, AppError, coordinatorCommands, errors, intentsCommands, registryCommands, type Caller, type Intent } from "@intentmesh/contracts";
 import type { ChannelsContext } from "./context";
 import { viewerOf, type Viewer } from "./domain/rules";
 import type { ChannelRow } from "./mapping";
@@ -46,13 +46,20 @@ export async function assertChannelAccess(_ctx: ChannelsContext, caller: Caller,
   return viewer;
 }
 
-/** Rule 7: the channel's creator, the intent's coordinators (coordinator keys) and admins change it. */
-export function assertMayChange(caller: Caller, channel: ChannelRow): void {
+/**
+ * Rule 7: the channel's creator, the intent's coordinators and admins change it. The intent's
+ * coordinators are the coordinator and admin keys, and the agent holding the intent's live
+ * coordinator lease (RFC-0013, docs/coordinators.md): asked of the intents service only when
+ * neither the role nor the creator already decided.
+ */
+export async function assertMayChange(ctx: ChannelsContext, caller: Caller, channel: ChannelRow): Promise<void> {
   const viewer = viewerOf(caller);
   if (viewer.coordinator) return;
   const who = viewer.agentId ?? caller.actor;
   if (who === channel.createdBy) return;
-  throw errors.forbidden(`only the creator of channel ${channel.name}, a coordinator or an admin may change it`, { channel_id: channel.id, created_by: channel.createdBy });
+  const holder = await ctx.client.request(coordinatorCommands.holder, caller, { intent_id: channel.intentId });
+  if (holder.agent_id !== null && holder.agent_id === who) return;
+  throw errors.forbidden(`only the creator of channel ${channel.name}, the intent's coordinator or an admin may change it`, { channel_id: channel.id, created_by: channel.createdBy });
 }
 
 /** How long an agent's role_id is reused for role addressing before the registry is asked again. */

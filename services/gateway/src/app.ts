@@ -19,6 +19,7 @@ import { channelFrame, streamChannel } from "./channel-sse";
 import { cors } from "./cors";
 import { mountPublicFederationRoutes } from "./federation-public";
 import { createMcp, MCP_LIVE_PATH, MCP_PATH, mcpBody, mcpMethodNotAllowed, type McpOptions } from "./mcp";
+import { mountConsole } from "./console";
 
 export const VERSION = "0.1.0";
 export const API_PREFIXES = ["/api/v1", "/v1"];
@@ -34,6 +35,8 @@ export interface GatewayOptions {
   federation?: boolean;
   /** Browser origins allowed by CORS (CORS_ORIGINS); none: CORS off. */
   corsOrigins?: string[];
+  /** Where the console's built files are (default packages/console/dist). */
+  consoleDir?: string;
   /**
    * TEST-ONLY: what the gateway does with the error codes its routes answer. `record` sees every
    * one; `strict` turns a code the route does not declare (libs/contracts/src/api) into a 500, so
@@ -142,6 +145,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       version: VERSION,
       api: API_PREFIXES[0],
       docs: "/docs",
+      console: "/console/",
       openapi: "/openapi.json",
       discovery: "/.well-known/openintent.json",
       mcp: MCP_PATH,
@@ -158,6 +162,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const openapi = buildOpenApi(apiRoutes, VERSION);
   app.get("/openapi.json", (_req, res) => void res.json(openapi));
   app.use("/docs", swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: "intentmesh API" }));
+  // The operator console's static files (public) and its GET /console/session (docs/console.md).
+  mountConsole(app, keys, options.consoleDir);
   app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
   // Federation's documents (anonymous: did:web resolution) and the signed requests of other servers (a federation key, then the signature).
   mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES, keys);

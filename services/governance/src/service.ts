@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { governanceCommands as commands, suspensionRequestCommands, streams, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
+import { escalationCommands, governanceCommands as commands, suspensionRequestCommands, streams, systemEventStream, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { IntentAccessChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -8,7 +8,8 @@ import type { Logger } from "@intentmesh/telemetry";
 import type { GovernanceContext } from "./context";
 import { outbox } from "./db/schema";
 import { respond, suspend } from "./handlers/suspension";
-import { createApproval, decideApproval, getApproval, grantedApprovals, listApprovals } from "./handlers/approvals";
+import { createApproval, decideApproval, getApproval, grantedApprovals, listApprovals, toApproval } from "./handlers/approvals";
+import { escalate, escalationIntents, listEscalations, requestArbitration, resolveEscalation } from "./handlers/escalations";
 import { engagementDecision } from "./handlers/engagement";
 import { SuspensionTimer } from "./timer";
 import { startSuspensionTracker } from "./tracker";
@@ -67,12 +68,25 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     createApproval: (input, caller) => createApproval(ctx, input.intent_id, input.body, caller),
     getApproval: (input) => getApproval(ctx, input.intent_id, input.approval_id),
     listApprovals: (input) => listApprovals(ctx, input.intent_id, input.query),
-    approve: (input, caller) => decideApproval(ctx, input, "approved", caller),
-    deny: (input, caller) => decideApproval(ctx, input, "denied", caller),
+    approve: async (input, caller) => toApproval(await decideApproval(ctx, input, "approved", caller)),
+    deny: async (input, caller) => toApproval(await decideApproval(ctx, input, "denied", caller)),
     serverConfig: async () => ({ protocol_version: "0.1", suspension: { default_retry_policy: ctx.defaultRetryPolicy } }),
     grantedApprovals: (input) => grantedApprovals(ctx, input.intent_id, input.action),
     decideEngagement: (input, caller) => engagementDecision(ctx, input.intent_id, input.body, caller),
   }));
+  core.serve(
+    escalationCommands,
+    access.wrap(
+      escalationCommands,
+      {
+        escalate: (input, caller) => escalate(ctx, input.intent_id, input.body, caller),
+        list: (input, caller) => listEscalations(ctx, input.query, caller, (intentId) => access.assert(caller, intentId, "read")),
+        resolve: (input, caller) => resolveEscalation(ctx, input.escalation_id, input.body, caller),
+        arbitrate: (input, caller) => requestArbitration(ctx, input.intent_id, input.body, caller),
+      },
+      (command, input: { query?: { intent_id?: string }; escalation_id?: string }) => escalationIntents(ctx, command, input),
+    ),
+  );
   const tracker = await startSuspensionTracker(ctx, core.bus);
   const running = core.launch({ workers: [timer], running: [tracker] });
   return { ctx, relay, timer, stop: running.stop };

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { graphCommands, tracingCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { graphCommands, tracingCommands, coordinatorCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -17,6 +17,7 @@ import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGov
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
 import { getTrace, linkSpans, startTrace } from "./tracing/handlers";
 import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
+import { coordinatorOf, intentsCoordinatedFor, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
 import { startReadinessProjection, type ReadinessProjection } from "./graph/projection";
 import { patchState } from "./intents/patch-state";
 import { transitionStatus } from "./intents/transition";
@@ -120,6 +121,18 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     start: (input, caller) => startTrace(ctx, input.intent_id, input.body, caller),
     get: (input) => getTrace(ctx, input.intent_id, input.trace_id),
     linkSpans: (input, caller) => linkSpans(ctx, input.trace_id, input.body, caller),
+  });
+  serve(coordinatorCommands, {
+    createLease: (input, caller) => createCoordinatorLease(ctx, input.body, caller),
+    getLease: (input, caller) => getCoordinatorLease(ctx, input.lease_id, caller),
+    listLeases: (input) => listCoordinatorLeases(ctx, input.intent_id),
+    heartbeat: (input, caller) => coordinatorHeartbeat(ctx, input.lease_id, caller),
+    createDecisionRecord: (input, caller) => createDecisionRecord(ctx, input.body, caller),
+    listDecisionRecords: (input) => listDecisionRecords(ctx, input.intent_id, input.query.limit),
+    recordDecision: (input, caller) => recordDecision(ctx, input.intent_id, input.body, caller),
+    listDecisions: (input) => listDecisions(ctx, input.intent_id, input.query.limit),
+    holder: (input) => coordinatorOf(ctx, input.intent_id),
+    coordinates: (input) => intentsCoordinatedFor(ctx, input.coordinator, input.agent_id),
   });
   serve(aclCommands, {
     get: (input) => getAcl(ctx, input.intent_id),

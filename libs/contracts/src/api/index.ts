@@ -2,6 +2,8 @@ import type { ApiRoute } from "../api-route";
 import type { z } from "../zod";
 import { intentsRoutes } from "./intents";
 import { graphRoutes } from "./graphs";
+import { coordinatorRoutes } from "./coordinators";
+import { escalationRoutes } from "./escalations";
 import { agentRoutes } from "./registry";
 import { attachmentsRoutes } from "./attachments";
 import { retriesRoutes } from "./retries";
@@ -29,6 +31,8 @@ import { tracingRoutes } from "./tracing";
 const catalogue = [
   ...intentsRoutes,
   ...graphRoutes,
+  ...coordinatorRoutes,
+  ...escalationRoutes,
   ...agentRoutes,
   ...attachmentsRoutes,
   ...retriesRoutes,

@@ -96,7 +96,7 @@ export async function getChannel(ctx: ChannelsContext, channelId: string, caller
 export async function patchChannel(ctx: ChannelsContext, channelId: string, body: PatchChannelBody, caller: Caller): Promise<Channel> {
   const existing = await findChannel(ctx, channelId);
   await assertChannelAccess(ctx, caller, existing);
-  assertMayChange(caller, existing);
+  await assertMayChange(ctx, caller, existing);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     const [current] = await tx.select().from(channels).where(eq(channels.id, channelId)).for("update");
@@ -130,7 +130,7 @@ export async function patchChannel(ctx: ChannelsContext, channelId: string, body
 export async function deleteChannel(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<{ status: "closed"; channel_id: string }> {
   const existing = await findChannel(ctx, channelId);
   await assertChannelAccess(ctx, caller, existing);
-  assertMayChange(caller, existing);
+  await assertMayChange(ctx, caller, existing);
   await ctx.db.transaction(async (tx) => {
     await tx.delete(messages).where(eq(messages.channelId, channelId));
     await tx.delete(channels).where(eq(channels.id, channelId));

@@ -51,8 +51,12 @@ export const approvals = governanceSchema.table(
     decidedAt: ts("decided_at"),
     decisionNotes: text("decision_notes"),
     createdAt: ts("created_at").notNull(),
+    /** Escalations (action `escalation`, RFC-0013): how pressing it is, and the resolution a human gave. */
+    priority: text("priority"),
+    urgency: text("urgency"),
+    resolution: text("resolution"),
   },
-  (t) => [index("approvals_intent_idx").on(t.intentId, t.createdAt)],
+  (t) => [index("approvals_intent_idx").on(t.intentId, t.createdAt), index("approvals_action_idx").on(t.action, t.createdAt)],
 );
 
 export const outbox = outboxTable(governanceSchema);

@@ -6,7 +6,7 @@ import type { GovernanceContext } from "../context";
 import { approvals, outbox } from "../db/schema";
 import { governanceEvent, governanceEventTypes } from "../system-events";
 
-type ApprovalRow = typeof approvals.$inferSelect;
+export type ApprovalRow = typeof approvals.$inferSelect;
 
 export interface Approval {
   id: string;
@@ -22,7 +22,7 @@ export interface Approval {
   decision_notes: string | null;
 }
 
-function toApproval(row: ApprovalRow): Approval {
+export function toApproval(row: ApprovalRow): Approval {
   return {
     id: row.id,
     intent_id: row.intentId,
@@ -62,7 +62,7 @@ export async function createApproval(ctx: GovernanceContext, intentId: string, b
   return toApproval(row!);
 }
 
-async function findApproval(ctx: GovernanceContext, intentId: string, approvalId: string): Promise<ApprovalRow> {
+export async function findApproval(ctx: GovernanceContext, intentId: string, approvalId: string): Promise<ApprovalRow> {
   const [row] = await ctx.db.select().from(approvals).where(and(eq(approvals.id, approvalId), eq(approvals.intentId, intentId)));
   if (!row) throw errors.notFound("approval", approvalId);
   return row;
@@ -92,7 +92,9 @@ export async function decideApproval(
   input: { intent_id: string; approval_id: string; body: DecideApprovalBody },
   decision: "approved" | "denied",
   caller: Caller,
-): Promise<Approval> {
+  /** An escalation's resolution (escalations.ts), written with the decision. */
+  resolution?: string,
+): Promise<ApprovalRow> {
   const current = await findApproval(ctx, input.intent_id, input.approval_id);
   if (current.requesterPrincipal === caller.principal || current.requestedBy === caller.actor) {
     throw appError("SELF_APPROVAL", "an approval is decided by someone other than its requester", { requested_by: current.requestedBy });
@@ -102,7 +104,7 @@ export async function decideApproval(
   const decided = await ctx.db.transaction(async (tx) => {
     const [row] = await tx
       .update(approvals)
-      .set({ status: decision, decidedBy: caller.principal, decidedAt: now, decisionNotes: notes })
+      .set({ status: decision, decidedBy: caller.principal, decidedAt: now, decisionNotes: notes, ...(resolution === undefined ? {} : { resolution }) })
       .where(and(eq(approvals.id, input.approval_id), eq(approvals.status, "pending")))
       .returning();
     if (!row) return null;
@@ -124,7 +126,7 @@ export async function decideApproval(
     throw appError("APPROVAL_NOT_PENDING", `approval ${again.id} is already ${again.status}`, { status: again.status, decided_by: again.decidedBy });
   }
   ctx.published();
-  return toApproval(decided);
+  return decided;
 }
 
 /** For the intents service's completion_mode check: how many approvals of `action` were granted on the intent. */

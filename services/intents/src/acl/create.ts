@@ -41,6 +41,8 @@ export async function insertIntentWithAcl(
       eventSeq: 0,
       createdAt: now,
       updatedAt: now,
+      // RFC-0002: created active with a dependency not completed, the intent is blocked by the server (graph/handlers.ts).
+      blockedReason: intent.status === "blocked" ? "dependencies" : null,
       parentIntentId: intent.parent_intent_id,
       dependsOn: intent.depends_on,
       ...(acl ? { aclPolicy: acl.default_policy, aclDefault: acl.default_permission, aclOwner: caller.principal, aclVersion: 1 } : {}),

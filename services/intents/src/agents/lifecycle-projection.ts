@@ -8,6 +8,7 @@ import { agentStatus } from "../db/schema-agents";
 import { appendToLog, lockIntent } from "../kernel/event-log";
 import { expiryEvent } from "../leases/handlers";
 import { releaseTasksOf } from "../tasks/effects";
+import { failOverCoordinatorsOf } from "../coordinators/handlers";
 
 
 /**
@@ -39,6 +40,8 @@ export async function startAgentLifecycleProjection(bus: Bus, db: Database, cloc
       // touched, so a second delivery changes nothing.
       const acquiredBy = applied ? undefined : new Date(lifecycle.timestamp);
       if (lifecycle.new_status === "dead") await expireLeasesOf(tx, event.agent_id, "agent_dead", clock.now(), acquiredBy);
+      // Coordinator failover (spec 3.4, RFC-0013 5.2): its coordinator leases go to their next candidates.
+      if (lifecycle.new_status === "dead" || lifecycle.new_status === "deregistered") await failOverCoordinatorsOf(tx, event.agent_id, clock.now(), acquiredBy);
       if (lifecycle.new_status === "deregistered") await expireLeasesOf(tx, event.agent_id, "agent_deregistered", clock.now(), acquiredBy);
       // Its claimed and running tasks become ready for another agent (4.9), the same way exactly once.
       if (lifecycle.new_status === "dead" || lifecycle.new_status === "deregistered") {

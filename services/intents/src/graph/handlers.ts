@@ -51,19 +51,27 @@ export async function assertGraphAccess(ctx: IntentsContext, intent: Intent, cal
 
 /**
  * In the creating transaction: the parent exists and is open (locked FOR SHARE until the child
- * commits, so it cannot complete meanwhile), every dependency exists (FOR KEY SHARE). A new
- * intent has no dependents yet, so its dependencies cannot close a cycle.
+ * commits, so it cannot complete meanwhile), every dependency exists (FOR SHARE: none completes
+ * unseen before this commits). A new intent has no dependents yet, so its dependencies cannot
+ * close a cycle. RFC-0002: created `active` with a dependency not completed, it is created
+ * `blocked` instead (blocked_reason dependencies; `intent` and its intent_created payload say so).
  */
-export async function lockGraphOfNewIntent(tx: Tx, intent: Intent): Promise<void> {
+export async function lockGraphOfNewIntent(tx: Tx, intent: Intent, created: NewEvent): Promise<void> {
   if (intent.parent_intent_id) {
     const [parent] = rowsOf<{ status: string }>(await tx.execute(sql`select status from intents.intents where id = ${intent.parent_intent_id} for share`));
     if (!parent) throw appError("INTENT_NOT_FOUND", `parent intent ${intent.parent_intent_id} was not found`, { resource: "intent", id: intent.parent_intent_id });
     assertParentOpen(intent.parent_intent_id, parent.status);
   }
   if (intent.depends_on.length) {
-    const found = new Set(rowsOf<{ id: string }>(await tx.execute(sql`select id from intents.intents where id = any(${toUuidArray(intent.depends_on)}) for key share`)).map((r) => r.id));
+    const found = new Map(
+      rowsOf<{ id: string; status: string }>(await tx.execute(sql`select id, status from intents.intents where id = any(${toUuidArray(intent.depends_on)}) order by id for share`)).map((r) => [r.id, r.status]),
+    );
     const missing = intent.depends_on.find((id) => !found.has(id));
     if (missing) throw dependencyNotFound(missing);
+    if (intent.status === "active" && [...found.values()].some((status) => status !== "completed")) {
+      intent.status = "blocked";
+      (created.payload as Record<string, unknown>).status = "blocked";
+    }
   }
 }
 
@@ -138,17 +146,19 @@ export async function getGraph(ctx: IntentsContext, intentId: string, query: Gra
 
 /** Locks the intent's row, honouring If-Match; 404 / 409 VERSION_MISMATCH otherwise. */
 async function lockForDependencies(tx: Tx, intentId: string, ifMatch: number) {
-  const [row] = rowsOf<{ version: number; status: string; depends_on: string[] }>(
-    await tx.execute(sql`select version, status, depends_on from intents.intents where id = ${intentId} for update`),
+  const [row] = rowsOf<{ version: number; status: string; blocked_reason: string | null; depends_on: string[] }>(
+    await tx.execute(sql`select version, status, blocked_reason, depends_on from intents.intents where id = ${intentId} for update`),
   );
   if (!row) throw errors.notFound("intent", intentId);
   if (row.version !== ifMatch) throw errors.versionMismatch("intent", intentId, row.version, ifMatch);
   return row;
 }
 
-async function writeDependencies(tx: Tx, intentId: string, dependsOn: string[], now: Date): Promise<RawIntent> {
+/** depends_on replaced, version + 1; with `status`, the server's dependency block set (blocked) or lifted (active) too. */
+async function writeDependencies(tx: Tx, intentId: string, dependsOn: string[], now: Date, status?: "blocked" | "active"): Promise<RawIntent> {
+  const statusChange = status ? sql`, status = ${status}, blocked_reason = ${status === "blocked" ? DEPENDENCIES_BLOCK : null}` : sql``;
   const [row] = rowsOf<RawIntent>(
-    await tx.execute(sql`update intents.intents set depends_on = ${toUuidArray(dependsOn)}, version = version + 1, updated_at = ${now}
+    await tx.execute(sql`update intents.intents set depends_on = ${toUuidArray(dependsOn)}, version = version + 1, updated_at = ${now} ${statusChange}
       where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
   );
   return row!;
@@ -169,11 +179,16 @@ export async function addDependency(ctx: IntentsContext, intentId: string, ifMat
     await lockDependencyGraph(tx);
     const current = await lockForDependencies(tx, intentId, ifMatch);
     assertDependencyAddable(intentId, dependencyId, current.depends_on);
-    const [dependency] = rowsOf<{ id: string }>(await tx.execute(sql`select id from intents.intents where id = ${dependencyId}`));
+    const [dependency] = rowsOf<{ id: string; status: string }>(await tx.execute(sql`select id, status from intents.intents where id = ${dependencyId} for share`));
     if (!dependency) throw dependencyNotFound(dependencyId);
     if (await closesCycle(tx, intentId, dependencyId)) throw cycle(intentId, dependencyId);
-    const row = await writeDependencies(tx, intentId, [...current.depends_on, dependencyId], now);
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.dependencyAdded, actor: caller.actor, payload: { dependency_id: dependencyId, depends_on: row.depends_on, version: Number(row.version) } }], now);
+    // RFC-0002 "active → blocked (if dependency becomes incomplete)".
+    const blocks = current.status === "active" && dependency.status !== "completed";
+    const row = await writeDependencies(tx, intentId, [...current.depends_on, dependencyId], now, blocks ? "blocked" : undefined);
+    const version = Number(row.version);
+    const events: NewEvent[] = [{ eventType: intentEventTypes.dependencyAdded, actor: caller.actor, payload: { dependency_id: dependencyId, depends_on: row.depends_on, version } }];
+    if (blocks) events.push({ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "active", to: "blocked", reason: "dependencies_incomplete", version, incomplete_dependencies: [dependencyId] } });
+    await appendToLog(tx, intentId, events, now);
     return row;
   });
   ctx.published();
@@ -197,9 +212,13 @@ export async function removeDependency(ctx: IntentsContext, intentId: string, if
     const statuses = new Map(
       rowsOf<{ id: string; status: string }>(await tx.execute(sql`select id, status from intents.intents where id = any(${toUuidArray(current.depends_on)})`)).map((r) => [r.id, r.status]),
     );
-    const row = await writeDependencies(tx, intentId, remaining, now);
-    const events: NewEvent[] = [{ eventType: intentEventTypes.dependencyRemoved, actor: caller.actor, payload: { dependency_id: dependencyId, depends_on: remaining, version: Number(row.version) } }];
-    const becameReady = statuses.get(dependencyId) !== "completed" && remaining.every((id) => statuses.get(id) === "completed") && !isClosed(row.status);
+    const becameReady = statuses.get(dependencyId) !== "completed" && remaining.every((id) => statuses.get(id) === "completed") && !isClosed(current.status);
+    // RFC-0002 auto-unblock: the server's dependency block lifts with the last dependency not completed.
+    const unblocks = becameReady && current.status === "blocked" && current.blocked_reason === DEPENDENCIES_BLOCK;
+    const row = await writeDependencies(tx, intentId, remaining, now, unblocks ? "active" : undefined);
+    const version = Number(row.version);
+    const events: NewEvent[] = [{ eventType: intentEventTypes.dependencyRemoved, actor: caller.actor, payload: { dependency_id: dependencyId, depends_on: remaining, version } }];
+    if (unblocks) events.push({ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "blocked", to: "active", reason: "dependencies_completed", version } });
     if (becameReady) {
       events.push({ eventType: intentEventTypes.ready, actor: caller.actor, payload: { dependency_id: dependencyId, cause: "dependency_removed", depends_on: remaining, status: row.status } });
     }
@@ -212,8 +231,55 @@ export async function removeDependency(ctx: IntentsContext, intentId: string, if
 
 // ---------------------------------------------------------------- status
 
-/** The completion gate (RFC-0002), asked by POST /intents/{id}/status before it completes an intent. */
-export async function assertMayComplete(ctx: IntentsContext, intentId: string): Promise<void> {
-  const gate = await selectGraphGate(ctx.db, intentId);
-  assertGraphComplete(intentId, gate.incompleteDependencies, gate.openChildren);
+/** Why the server blocked an intent: a dependency not completed (RFC-0002); cleared when it unblocks. */
+export const DEPENDENCIES_BLOCK = "dependencies";
+
+/**
+ * POST /intents/{id}/status to `active` for an intent with dependencies (RFC-0002 "draft → active
+ * (if no unmet dependencies, else → blocked)"): in one transaction, the intent's row locked at the
+ * If-Match version and its dependencies FOR SHARE (so none completes unseen until this commits,
+ * and the readiness consumer then finds the intent blocked and unblocks it). With a dependency not
+ * completed a draft intent becomes `blocked` (blocked_reason dependencies, status_changed reason
+ * dependencies_incomplete); a blocked one stays blocked: 409 GRAPH_INCOMPLETE.
+ */
+export async function activateInGraph(ctx: IntentsContext, intentId: string, ifMatch: number, from: string, reason: string | null, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction(async (tx) => {
+    const current = await lockForDependencies(tx, intentId, ifMatch);
+    const unmet = rowsOf<{ id: string }>(
+      await tx.execute(sql`select id from intents.intents where id = any(${toUuidArray(current.depends_on)}) and status <> 'completed' order by id for share`),
+    ).map((r) => r.id);
+    if (unmet.length && from === "blocked") assertGraphComplete(intentId, unmet, []);
+    const to = unmet.length ? "blocked" : "active";
+    const [written] = rowsOf<RawIntent>(
+      await tx.execute(sql`update intents.intents set status = ${to}, blocked_reason = ${unmet.length ? DEPENDENCIES_BLOCK : null}, version = version + 1, updated_at = ${now}
+        where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
+    );
+    const payload = { from, to, reason: unmet.length ? "dependencies_incomplete" : reason, version: Number(written!.version), ...(unmet.length ? { incomplete_dependencies: unmet } : {}) };
+    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload }], now);
+    return written!;
+  });
+  return rawToIntent(row);
+}
+
+/**
+ * POST /intents/{id}/status to `completed`, with the completion gate (RFC-0002) decided and the
+ * change written in one transaction: the intent's row is locked at the If-Match version first, so
+ * a child being created under it (which holds the row FOR SHARE) either committed before the gate
+ * reads the children, or waits and then finds the parent completed (PARENT_CLOSED).
+ */
+export async function completeInGraph(ctx: IntentsContext, intentId: string, ifMatch: number, from: string, reason: string | null, caller: Caller): Promise<Intent> {
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction(async (tx) => {
+    await lockForDependencies(tx, intentId, ifMatch);
+    const gate = await selectGraphGate(tx, intentId);
+    assertGraphComplete(intentId, gate.incompleteDependencies, gate.openChildren);
+    const [written] = rowsOf<RawIntent>(
+      await tx.execute(sql`update intents.intents set status = 'completed', blocked_reason = null, version = version + 1, updated_at = ${now}
+        where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
+    );
+    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from, to: "completed", reason, version: Number(written!.version) } }], now);
+    return written!;
+  });
+  return rawToIntent(row);
 }

@@ -5,7 +5,8 @@ import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { inbox } from "../db/schema";
-import { appendToLog } from "../kernel/event-log";
+import { appendToLog, type NewEvent } from "../kernel/event-log";
+import { DEPENDENCIES_BLOCK } from "./handlers";
 import { toUuidArray } from "./statements";
 import { StatusChangedEvent } from "../portfolios/projection";
 
@@ -59,9 +60,9 @@ export async function announceReadyDependents(tx: Tx, completedId: string, actor
       order by id for update`),
   ).map((r) => r.id);
   if (!locked.length) return [];
-  const dependents = rowsOf<{ id: string; status: string; depends_on: string[]; ready: boolean; announced: boolean }>(
+  const dependents = rowsOf<{ id: string; status: string; blocked_reason: string | null; depends_on: string[]; ready: boolean; announced: boolean }>(
     await tx.execute(sql`
-      select i.id, i.status, i.depends_on,
+      select i.id, i.status, i.blocked_reason, i.depends_on,
         not exists (select 1 from intents.intents x where x.id = any(i.depends_on) and x.status <> 'completed') as ready,
         coalesce((select max(e.sequence) filter (where e.event_type = ${intentEventTypes.ready})
                     > coalesce(max(e.sequence) filter (where e.event_type = ${intentEventTypes.dependencyAdded}), 0)
@@ -73,13 +74,23 @@ export async function announceReadyDependents(tx: Tx, completedId: string, actor
   );
   const announced: string[] = [];
   for (const dependent of dependents) {
-    if (!dependent.ready || dependent.announced) continue;
-    await appendToLog(
-      tx,
-      dependent.id,
-      [{ eventType: intentEventTypes.ready, actor, payload: { dependency_id: completedId, cause: "dependency_completed", depends_on: dependent.depends_on, status: dependent.status } }],
-      at,
-    );
+    if (!dependent.ready) continue;
+    const events: NewEvent[] = [];
+    let status = dependent.status;
+    // RFC-0002 auto-unblock: the server's block (blocked_reason dependencies) lifts when the last dependency completes.
+    if (status === "blocked" && dependent.blocked_reason === DEPENDENCIES_BLOCK) {
+      const [row] = rowsOf<{ version: number }>(
+        await tx.execute(sql`update intents.intents set status = 'active', blocked_reason = null, version = version + 1, updated_at = ${at}
+          where id = ${dependent.id} returning version`),
+      );
+      status = "active";
+      events.push({ eventType: intentEventTypes.statusChanged, actor, payload: { from: "blocked", to: "active", reason: "dependencies_completed", version: Number(row!.version) } });
+    }
+    if (!dependent.announced) {
+      events.push({ eventType: intentEventTypes.ready, actor, payload: { dependency_id: completedId, cause: "dependency_completed", depends_on: dependent.depends_on, status } });
+    }
+    if (!events.length) continue;
+    await appendToLog(tx, dependent.id, events, at);
     announced.push(dependent.id);
   }
   return announced;

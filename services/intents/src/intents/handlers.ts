@@ -42,7 +42,7 @@ export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, 
   const created = { eventType: intentEventTypes.created, actor: caller.actor, payload: announced };
   try {
     // With an ACL the intent is never open: both commit in one transaction (acl/create.ts).
-    if (inGraph) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now, (tx) => lockGraphOfNewIntent(tx, intent));
+    if (inGraph) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now, (tx) => lockGraphOfNewIntent(tx, intent, created));
     else if (body.acl) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now);
     else await insertIntent(ctx.query, intent, created, now);
   } catch (error) {

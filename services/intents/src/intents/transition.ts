@@ -6,7 +6,7 @@ import { assertTransition } from "./status";
 import { assertAgentMayWork } from "../costs/budget";
 import { cancelByAbandon, suspendByStatus } from "../suspension/handlers";
 import { enforceGovernance } from "../governance/handlers";
-import { assertMayComplete } from "../graph/handlers";
+import { activateInGraph, completeInGraph } from "../graph/handlers";
 
 /** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
@@ -24,8 +24,18 @@ export async function transitionStatus(ctx: IntentsContext, intentId: string, if
   if (body.status === "suspended_awaiting_input" && from === "active") return suspendByStatus(ctx, intentId, ifMatch, body.reason ?? null, caller);
   if (body.status === "abandoned" && from === "suspended_awaiting_input") return cancelByAbandon(ctx, intentId, ifMatch, body.reason ?? null, caller);
   assertTransition(from, body.status);
-  // RFC-0002: dependencies completed and children closed first (graph/rules.ts).
-  if (body.status === "completed") await assertMayComplete(ctx, intentId);
+  // RFC-0002: dependencies completed and children closed first (graph/rules.ts), decided with the write.
+  if (body.status === "completed") {
+    const completed = await completeInGraph(ctx, intentId, ifMatch, from, body.reason ?? null, caller);
+    ctx.published();
+    return completed;
+  }
+  // RFC-0002: an intent with dependencies not completed is blocked instead of active.
+  if (body.status === "active" && current.depends_on?.length) {
+    const activated = await activateInGraph(ctx, intentId, ifMatch, from, body.reason ?? null, caller);
+    ctx.published();
+    return activated;
+  }
   // Conditional on the version read: a concurrent change turns this into a 409.
   const written = await commitChangeStatement(
     ctx.query,

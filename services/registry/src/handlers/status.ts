@@ -1,6 +1,8 @@
 import { eq } from "drizzle-orm";
 import {
   agentEventTypes,
+  coordinatorCommands,
+  isCoordinatorOrAdmin,
   DEFAULT_DRAIN_TIMEOUT_SECONDS,
   errors,
   isoTimestamp,
@@ -29,8 +31,9 @@ export async function changeAgentStatus(ctx: RegistryContext, agentId: string, i
   if (ifMatch === null) throw errors.preconditionRequired("agent status");
   if (body.status === "deregistered") return deregisterAgent(ctx, agentId, ifMatch, caller);
   const now = ctx.clock.now();
+  const coordinated = await coordinatesAgent(ctx, agentId, caller);
   const row = await ctx.db.transaction(async (tx) => {
-    const agent = await lockAgent(tx, agentId, ifMatch, caller);
+    const agent = await lockAgent(tx, agentId, ifMatch, caller, coordinated);
     const from = agent.status as AgentStatus;
     assertRequestedTransition(agentId, from, body.status);
     const timeout = body.drain_timeout_seconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
@@ -65,8 +68,9 @@ export async function changeAgentStatus(ctx: RegistryContext, agentId: string, i
 export async function deregisterAgent(ctx: RegistryContext, agentId: string, ifMatch: number | null, caller: Caller): Promise<Agent> {
   const now = ctx.clock.now();
   let changed = false;
+  const coordinated = await coordinatesAgent(ctx, agentId, caller);
   const row = await ctx.db.transaction(async (tx) => {
-    const agent = await lockAgent(tx, agentId, ifMatch, caller);
+    const agent = await lockAgent(tx, agentId, ifMatch, caller, coordinated);
     const from = agent.status as AgentStatus;
     if (from === "deregistered") return agent;
     changed = true;
@@ -77,11 +81,22 @@ export async function deregisterAgent(ctx: RegistryContext, agentId: string, ifM
   return toAgent(row);
 }
 
+/**
+ * Spec 5.3 "its coordinator": besides the coordinator role, the agent holding the live coordinator
+ * lease (RFC-0013) of an intent the agent is assigned to. Asked of the intents service before the
+ * transaction, and only for callers the role rules do not already admit as coordinators.
+ */
+async function coordinatesAgent(ctx: RegistryContext, agentId: string, caller: Caller): Promise<boolean> {
+  if (isCoordinatorOrAdmin(caller) || caller.actor === agentId) return false;
+  const { intent_ids } = await ctx.client.request(coordinatorCommands.coordinates, caller, { coordinator: caller.actor, agent_id: agentId });
+  return intent_ids.length > 0;
+}
+
 /** Locks the agent row: 404 when unknown, 403 when the caller may not manage it, 409 on a stale If-Match. */
-async function lockAgent(tx: Tx, agentId: string, ifMatch: number | null, caller: Caller): Promise<AgentRow> {
+async function lockAgent(tx: Tx, agentId: string, ifMatch: number | null, caller: Caller, coordinated: boolean): Promise<AgentRow> {
   const [agent] = await tx.select().from(agents).where(eq(agents.agentId, agentId)).for("update");
   if (!agent) throw errors.notFound("agent", agentId);
-  assertMayManage(agentId, agent.ownerPrincipal, caller);
+  if (!coordinated) assertMayManage(agentId, agent.ownerPrincipal, caller);
   if (ifMatch !== null && ifMatch !== agent.version) throw errors.versionMismatch("agent", agentId, agent.version, ifMatch);
   return agent;
 }

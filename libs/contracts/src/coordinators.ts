@@ -1,0 +1,172 @@
+import { z } from "./zod";
+import { ActorId, AgentId, boundedJsonObject, JsonObject, pageLimit, Timestamp, Uuid } from "./common";
+import { command, IntentRef } from "./command";
+
+/**
+ * Coordinator leases and decision records (RFC-0013; docs/coordinators.md), at the paths and in
+ * the shapes the official Python client calls them (CLIENTS.md section 7). A coordinator lease
+ * makes one agent the coordinator of one intent: one holder at a time, kept by heartbeats, ended
+ * on the server clock, handed to the next candidate when the holder dies.
+ */
+
+export const COORDINATOR_TYPES = ["llm", "human", "composite", "system"] as const;
+/** What a lease answers: `active` (heartbeats on time), `unresponsive` (two intervals without one; another may take over), `failed_over` (ended). */
+export const COORDINATOR_STATUSES = ["active", "unresponsive", "failed_over"] as const;
+/** The RFC's decision types (section 4.2), which the client's DecisionType enum holds. */
+export const DECISION_TYPES = [
+  "plan_created",
+  "plan_modified",
+  "task_assigned",
+  "task_delegated",
+  "escalation_initiated",
+  "escalation_resolved",
+  "checkpoint_evaluated",
+  "failure_handled",
+  "guardrail_approached",
+  "coordinator_handoff",
+] as const;
+
+export const MAX_FAILOVER_CANDIDATES = 10;
+export const MAX_HEARTBEAT_INTERVAL_SECONDS = 3600;
+
+export const CreateCoordinatorLeaseBody = z
+  .object({
+    /** The coordinator: the caller's acting agent (bound to its key). */
+    agent_id: AgentId,
+    intent_id: Uuid.openapi({ description: "the intent it coordinates (portfolio scope is not served)" }),
+    role: z.literal("coordinator").optional(),
+    scope: z.literal("intent", { error: "only intent scope is served; a portfolio's coordinator is not" }).default("intent"),
+    coordinator_type: z.enum(COORDINATOR_TYPES).default("llm"),
+    supervisor_id: ActorId.nullable().optional(),
+    guardrails: boundedJsonObject().nullable().optional().openapi({ description: "RFC-0013 guardrails, stored and answered as given" }),
+    heartbeat_interval_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS).default(60),
+    failover_candidates: z
+      .array(AgentId)
+      .max(MAX_FAILOVER_CANDIDATES)
+      .default([])
+      .openapi({ description: "agents that take over, in order, when the holder dies (ours; RFC-0013 5.2 'a configured failover pool')" }),
+    metadata: boundedJsonObject().default({}),
+  })
+  .strict()
+  .openapi("CreateCoordinatorLease");
+export type CreateCoordinatorLeaseBody = z.infer<typeof CreateCoordinatorLeaseBody>;
+
+export const CoordinatorLease = z
+  .object({
+    id: Uuid,
+    intent_id: Uuid,
+    portfolio_id: z.null(),
+    agent_id: z.string(),
+    role: z.literal("coordinator"),
+    supervisor_id: z.string().nullable(),
+    coordinator_type: z.enum(COORDINATOR_TYPES),
+    scope: z.literal("intent"),
+    status: z.enum(COORDINATOR_STATUSES),
+    guardrails: JsonObject.nullable(),
+    heartbeat_interval_seconds: z.number().int(),
+    failover_candidates: z.array(z.string()),
+    last_heartbeat: Timestamp,
+    granted_at: Timestamp,
+    expires_at: Timestamp.openapi({ description: "two heartbeat intervals after the last heartbeat" }),
+    ended_at: Timestamp.nullable(),
+    end_reason: z.enum(["expired", "agent_dead"]).nullable(),
+    predecessor_id: Uuid.nullable(),
+    version: z.number().int(),
+    metadata: JsonObject,
+  })
+  .passthrough()
+  .openapi("CoordinatorLease");
+export type CoordinatorLease = z.infer<typeof CoordinatorLease>;
+
+export const CoordinatorLeaseList = z.array(CoordinatorLease).openapi("CoordinatorLeaseList");
+
+/** POST /decisions (create_decision_record): a coordinator's decision record (RFC-0013 4.1). */
+export const CreateDecisionRecordBody = z
+  .object({
+    coordinator_id: ActorId.openapi({ description: "the coordinator: its agent id or its lease id" }),
+    intent_id: Uuid,
+    decision_type: z.enum(DECISION_TYPES),
+    summary: z.string().min(1).max(2000),
+    rationale: z.string().max(20_000),
+    alternatives_considered: z.array(boundedJsonObject()).max(50).default([]),
+    confidence: z.number().min(0).max(1).nullable().optional(),
+    metadata: boundedJsonObject().optional(),
+  })
+  .strict()
+  .openapi("CreateDecisionRecord");
+export type CreateDecisionRecordBody = z.infer<typeof CreateDecisionRecordBody>;
+
+/** POST /intents/{id}/decisions (record_decision): the client sends outcome and `reasoning`. */
+export const RecordDecisionBody = z
+  .object({
+    decision_type: z.string().min(1).max(100),
+    outcome: z.string().max(2000),
+    reasoning: z.string().max(20_000),
+    /** The RFC's and the reference's name for reasoning; both given must agree. */
+    rationale: z.string().max(20_000).optional(),
+    decided_by: ActorId.optional(),
+  })
+  .strict()
+  .refine((body) => body.rationale === undefined || body.rationale === body.reasoning, { message: "rationale and reasoning differ; send one", path: ["rationale"] })
+  .openapi("RecordDecision");
+export type RecordDecisionBody = z.infer<typeof RecordDecisionBody>;
+
+/**
+ * One decision, in both shapes the client parses: DecisionRecord (coordinator_id, summary,
+ * rationale, timestamp) and Decision (decision_maker_id, outcome, reasoning, created_at). It is
+ * the intent's `coordinator.decision` event: `id` is the event's id.
+ */
+export const DecisionView = z
+  .object({
+    id: Uuid,
+    type: z.literal("coordinator.decision"),
+    intent_id: Uuid,
+    coordinator_id: z.string(),
+    decision_maker_id: z.string(),
+    lease_id: Uuid.nullable(),
+    decision_type: z.string(),
+    summary: z.string(),
+    rationale: z.string(),
+    reasoning: z.string(),
+    outcome: z.string().nullable(),
+    alternatives_considered: z.array(JsonObject),
+    confidence: z.number().nullable(),
+    timestamp: Timestamp,
+    created_at: Timestamp,
+    sequence: z.number().int(),
+  })
+  .passthrough()
+  .openapi("Decision");
+export type DecisionView = z.infer<typeof DecisionView>;
+
+export const DecisionRecordList = z.array(DecisionView).openapi("DecisionRecordList");
+export const DecisionList = z.object({ decisions: z.array(DecisionView), has_more: z.boolean() }).passthrough().openapi("DecisionList");
+export const DecisionListQuery = z.object({ limit: pageLimit(50, 500) });
+
+const LeaseRef = z.object({ lease_id: Uuid });
+
+/** The intent's live coordinator, for the rules that give "the intent's coordinator" rights (channels 4.7 rule 7). */
+export const CoordinatorHolder = z.object({ intent_id: Uuid, agent_id: z.string().nullable(), lease_id: Uuid.nullable() }).passthrough();
+
+export const coordinatorCommands = {
+  createLease: command("intents", "coordinators.create", z.object({ body: CreateCoordinatorLeaseBody }), CoordinatorLease, [
+    "COORDINATOR_LEASE_HELD",
+    "INTENT_NOT_FOUND",
+  ]),
+  getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND"]),
+  listLeases: command("intents", "coordinators.list", IntentRef, CoordinatorLeaseList, ["INTENT_NOT_FOUND"]),
+  heartbeat: command("intents", "coordinators.heartbeat", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "NOT_LEASE_HOLDER"]),
+  createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
+  listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
+  recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
+  listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
+  /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
+  coordinates: command(
+    "intents",
+    "coordinators.coordinates",
+    z.object({ coordinator: z.string().min(1).max(200), agent_id: z.string().min(1).max(200) }),
+    z.object({ intent_ids: z.array(Uuid) }).passthrough(),
+  ),
+  /** Asked by services: who holds the intent's live coordinator lease (nulls when none). */
+  holder: command("intents", "coordinators.holder", IntentRef, CoordinatorHolder),
+} as const;

@@ -1,0 +1,142 @@
+import { useEffect, useState } from "preact/hooks";
+import type { Intentmesh, ResponseOf } from "@intentmesh/sdk";
+import { reportError, reportOk } from "./health";
+import { mapLimit } from "./util";
+
+export type Intent = ResponseOf<"intentsGet">;
+export type Approval = ResponseOf<"governanceGetApproval">;
+
+export interface SuspensionRecord {
+  id: string;
+  question: string;
+  response_type: "choice" | "confirm" | "text" | "form";
+  choices?: { value: string; label: string; description?: string }[];
+  context?: Record<string, unknown>;
+  suspended_at: string;
+  expires_at: string | null;
+  resolution?: string;
+}
+
+export type InboxItem =
+  | { kind: "suspension"; key: string; intent: Intent; record: SuspensionRecord; asker: string | null }
+  | { kind: "approval"; key: string; intent: Intent; approval: Approval };
+
+/** Intents that may hold pending approvals: every one not yet completed or abandoned. */
+const OPEN_STATUSES = "draft,active,blocked,suspended_awaiting_input";
+export const INBOX_POLL_MS = 3000;
+/** The most intents one read follows pages to (500 a page); beyond it the inbox says it is partial. */
+const MAX_INTENTS = 5000;
+
+/** Every intent of these statuses, page after page, up to MAX_INTENTS. */
+export async function listAll(client: Intentmesh, status: string): Promise<{ intents: Intent[]; partial: boolean }> {
+  const intents: Intent[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await client.ops.intentsList({ query: { status, limit: 500, ...(after ? { after } : {}) } });
+    intents.push(...page.intents);
+    if (!page.has_more || !page.next_cursor) return { intents, partial: false };
+    if (intents.length >= MAX_INTENTS) return { intents, partial: true };
+    after = page.next_cursor;
+  }
+}
+
+/**
+ * The inbox: every suspension awaiting input and every pending approval the operator may read.
+ * The SSE streams are per aggregate (one intent's log), and a browser keeps at most six
+ * connections to one origin over HTTP/1.1, so the inbox cannot follow every open intent's stream;
+ * it reads the lists every few seconds instead (docs/console.md), and at once after an answer.
+ */
+class InboxStore {
+  items: InboxItem[] = [];
+  loaded = false;
+  /** More intents than one read follows: some items may be missing. */
+  partial = false;
+  private client: Intentmesh | null = null;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private running: Promise<void> | null = null;
+  private readonly askers = new Map<string, string | null>();
+  private readonly listeners = new Set<() => void>();
+
+  start(client: Intentmesh): void {
+    this.stop();
+    this.client = client;
+    void this.refresh();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.client = null;
+    this.items = [];
+    this.loaded = false;
+    this.notify();
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  /** Reads the inbox now (after an answer, or on the poll). */
+  refresh(): Promise<void> {
+    if (this.running) return this.running;
+    this.running = this.read().finally(() => {
+      this.running = null;
+      clearTimeout(this.timer);
+      if (this.client) this.timer = setTimeout(() => void this.refresh(), INBOX_POLL_MS);
+    });
+    return this.running;
+  }
+
+  /** Takes an answered item away at once, before the next read confirms it. */
+  drop(key: string): void {
+    this.items = this.items.filter((item) => item.key !== key);
+    this.notify();
+  }
+
+  private async read(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    try {
+      const [suspended, open] = await Promise.all([listAll(client, "suspended_awaiting_input"), listAll(client, OPEN_STATUSES)]);
+      const suspensions = await mapLimit(suspended.intents, 4, async (intent): Promise<InboxItem | null> => {
+        const record = intent.state._suspension as SuspensionRecord | undefined;
+        if (!record || typeof record !== "object" || record.resolution) return null;
+        return { kind: "suspension", key: `s:${record.id}`, intent, record, asker: await this.askerOf(client, intent.id, record.id) };
+      });
+      const approvals = await mapLimit(open.intents, 4, async (intent) => {
+        const page = await client.ops.governanceListApprovals({ intent_id: intent.id, query: { status: "pending" } });
+        return page.approvals.map((approval): InboxItem => ({ kind: "approval", key: `a:${approval.id}`, intent, approval }));
+      });
+      if (this.client !== client) return;
+      const waiting = (item: InboxItem) => (item.kind === "suspension" ? (item.record.expires_at ?? "9999") : "9999" + item.approval.created_at);
+      this.items = [...suspensions.filter((item): item is InboxItem => item !== null), ...approvals.flat()].sort((a, b) => waiting(a).localeCompare(waiting(b)));
+      this.loaded = true;
+      this.partial = suspended.partial || open.partial;
+      reportOk();
+      this.notify();
+    } catch (error) {
+      reportError(error);
+    }
+  }
+
+  /** The agent that asked: the actor of the intent's last intent.suspended event (read once per suspension). */
+  private async askerOf(client: Intentmesh, intentId: string, suspensionId: string): Promise<string | null> {
+    if (this.askers.has(suspensionId)) return this.askers.get(suspensionId)!;
+    const page = await client.ops.intentsListEvents({ intent_id: intentId, query: { event_type: "intent.suspended", tail: "true", limit: 1 } });
+    const asker = page.events[0]?.actor ?? null;
+    this.askers.set(suspensionId, asker);
+    return asker;
+  }
+
+  private notify(): void {
+    this.listeners.forEach((listener) => listener());
+  }
+}
+
+export const inbox = new InboxStore();
+
+export function useInbox(): { items: InboxItem[]; loaded: boolean; partial: boolean } {
+  const [, setTick] = useState(0);
+  useEffect(() => inbox.subscribe(() => setTick((n) => n + 1)), []);
+  return { items: inbox.items, loaded: inbox.loaded, partial: inbox.partial };
+}

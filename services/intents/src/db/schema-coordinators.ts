@@ -1,0 +1,42 @@
+import { sql } from "drizzle-orm";
+import { boolean, index, integer, jsonb, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { intentsSchema } from "./schema";
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
+/**
+ * Coordinator leases (RFC-0013, docs/coordinators.md). One row per grant; `holds` marks the one
+ * lease of an intent that is its coordinator (live, or past its expiry and not yet taken over):
+ * the partial unique index grants it, never a check followed by an insert. Past `expires_at`
+ * (two heartbeat intervals after the last heartbeat) the lease is `unresponsive` on the server
+ * clock: another agent may take it, and until one does the holder's heartbeat revives it.
+ */
+export const coordinatorLeases = intentsSchema.table(
+  "coordinator_leases",
+  {
+    id: uuid("id").primaryKey(),
+    intentId: uuid("intent_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    supervisorId: text("supervisor_id"),
+    coordinatorType: text("coordinator_type").notNull(),
+    guardrails: jsonb("guardrails").$type<Record<string, unknown>>(),
+    metadata: jsonb("metadata").$type<Record<string, unknown>>().notNull(),
+    heartbeatIntervalSeconds: integer("heartbeat_interval_seconds").notNull(),
+    /** Agents that take over, in order, when the holder dies. */
+    failoverCandidates: text("failover_candidates").array().notNull().default(sql`'{}'::text[]`),
+    holds: boolean("holds").notNull(),
+    grantedAt: ts("granted_at").notNull(),
+    lastHeartbeat: ts("last_heartbeat").notNull(),
+    expiresAt: ts("expires_at").notNull(),
+    endedAt: ts("ended_at"),
+    /** expired (taken over after it went unresponsive), agent_dead (its agent died: failover). */
+    endReason: text("end_reason"),
+    predecessorId: uuid("predecessor_id"),
+    version: integer("version").notNull(),
+  },
+  (t) => [
+    uniqueIndex("coordinator_leases_holder_idx").on(t.intentId).where(sql`holds`),
+    index("coordinator_leases_intent_idx").on(t.intentId, t.grantedAt),
+    index("coordinator_leases_agent_idx").on(t.agentId).where(sql`holds`),
+  ],
+);

@@ -1,0 +1,279 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ManualClock } from "@intentmesh/contracts";
+import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
+import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
+import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
+
+/**
+ * Coordinator leases and decision records (RFC-0013, docs/coordinators.md), driven as the
+ * official Python client drives them: create_coordinator_lease (POST /coordinators with its
+ * kwargs), get_coordinator_lease, list_coordinator_leases (a bare list), coordinator_heartbeat
+ * (no body), create_decision_record (POST /decisions), list_decision_records
+ * (GET /intents/{id}/coordinator-decisions, a bare list), record_decision and get_decisions.
+ */
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await startTestCluster();
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const clock = () => cluster.clock as ManualClock;
+const advance = (seconds: number) => clock().advance(seconds * 1000);
+/** The agent key acting as `agentId` (bound to it on first use: unregistered agents are labels). */
+const as = (agentId: string) => ({ key: null, headers: { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": agentId } });
+
+const take = (intentId: string, agentId: string, extra: Record<string, unknown> = {}) =>
+  cluster.api("/coordinators", { ...as(agentId), body: { agent_id: agentId, intent_id: intentId, coordinator_type: "llm", scope: "intent", heartbeat_interval_seconds: 30, ...extra } });
+const beat = (leaseId: string, agentId: string) => cluster.api(`/coordinators/${leaseId}/heartbeat`, { ...as(agentId), method: "POST", headers: { ...as(agentId).headers, "Content-Type": "application/json" } });
+const decide = (intentId: string, agentId: string, summary: string, coordinatorId = agentId) =>
+  cluster.api("/decisions", { ...as(agentId), body: { coordinator_id: coordinatorId, intent_id: intentId, decision_type: "plan_created", summary, rationale: `because ${summary}` } });
+
+describe("coordinator leases", () => {
+  it("one holder per intent: the client's create, get, list and heartbeat; a second agent gets a 409 the client reads as a lease conflict", async () => {
+    const intent = await createIntent(cluster);
+    const a = uniqueTag("coord");
+    const b = uniqueTag("coord");
+    const created = await take(intent.id, a, { supervisor_id: "lead", guardrails: { max_budget_usd: 50, requires_plan_review: true }, metadata: { model: "m" } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const lease = created.body;
+    const t = clock().now().getTime();
+    expect(lease).toMatchObject({
+      intent_id: intent.id,
+      portfolio_id: null,
+      agent_id: a,
+      role: "coordinator",
+      supervisor_id: "lead",
+      coordinator_type: "llm",
+      scope: "intent",
+      status: "active",
+      guardrails: { max_budget_usd: 50, requires_plan_review: true },
+      heartbeat_interval_seconds: 30,
+      version: 1,
+      metadata: { model: "m" },
+      ended_at: null,
+    });
+    expect(Date.parse(lease.expires_at)).toBe(t + 60_000);
+    expect(lease.expires_at).toMatch(/\+00:00$/);
+
+    const second = await take(intent.id, b);
+    expectError(second, 409, "COORDINATOR_LEASE_HELD");
+    expect(JSON.stringify(second.body).toLowerCase()).toContain("lease");
+    expect(second.body.existing_lease).toMatchObject({ id: lease.id, agent_id: a });
+
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body).toMatchObject({ id: lease.id, status: "active" });
+    const listed = await cluster.api(`/intents/${intent.id}/coordinators`);
+    expect(Array.isArray(listed.body)).toBe(true);
+    expect(listed.body.map((l: any) => l.id)).toEqual([lease.id]);
+
+    advance(20);
+    const beaten = await beat(lease.id, a);
+    expect(beaten.status, JSON.stringify(beaten.body)).toBe(200);
+    expect(Date.parse(beaten.body.expires_at)).toBe(clock().now().getTime() + 60_000);
+    expect(beaten.body.version).toBe(2);
+    expectError(await beat(lease.id, b), 403, "NOT_LEASE_HOLDER");
+    expectError(await beat(UNKNOWN_ID, a), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    expectError(await cluster.api(`/coordinators/${UNKNOWN_ID}`), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    expectError(await take(UNKNOWN_ID, b), 404, "INTENT_NOT_FOUND");
+
+    const events = (await allEvents(cluster, intent.id)).filter((e) => e.event_type.startsWith("coordinator."));
+    expect(events.map((e) => [e.event_type, e.payload.lease_id, e.payload.coordinator_id])).toEqual([["coordinator.assigned", lease.id, a]]);
+  });
+
+  it("the agent_id must be the caller's own agent: a registered agent of another key is refused", async () => {
+    const intent = await createIntent(cluster);
+    const mine = uniqueTag("coord");
+    expect((await cluster.api("/agents", { body: { agent_id: mine }, key: "agent" })).status).toBe(201);
+    const other = await cluster.api("/coordinators", { key: "other", body: { agent_id: mine, intent_id: intent.id } });
+    expectError(other, 403, "AGENT_NOT_BOUND");
+    expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body).toEqual([]);
+  });
+
+  it("expires on the server clock: unresponsive after two intervals, taken over by another agent (coordinator.failed_over), the old holder's heartbeat then refused", async () => {
+    const intent = await createIntent(cluster);
+    const a = uniqueTag("coord");
+    const b = uniqueTag("coord");
+    const first = (await take(intent.id, a)).body;
+    advance(59.999);
+    expectError(await take(intent.id, b), 409, "COORDINATOR_LEASE_HELD");
+    advance(0.001);
+    expect((await cluster.api(`/coordinators/${first.id}`)).body.status).toBe("unresponsive");
+    // Unresponsive, not yet taken over: the holder's heartbeat revives it.
+    expect((await beat(first.id, a)).body.status).toBe("active");
+    advance(60);
+    const second = await take(intent.id, b);
+    expect(second.status, JSON.stringify(second.body)).toBe(201);
+    expect(second.body).toMatchObject({ agent_id: b, status: "active", predecessor_id: first.id });
+    expect((await cluster.api(`/coordinators/${first.id}`)).body).toMatchObject({ status: "failed_over", end_reason: "expired" });
+    expectError(await beat(first.id, a), 409, "COORDINATOR_LEASE_ENDED");
+    const events = (await allEvents(cluster, intent.id)).filter((e) => e.event_type.startsWith("coordinator."));
+    expect(events.map((e) => e.event_type)).toEqual(["coordinator.assigned", "coordinator.failed_over", "coordinator.assigned"]);
+    expect(events[1].payload).toEqual({ old_lease_id: first.id, old_coordinator_id: a, new_lease_id: second.body.id, new_coordinator_id: b, reason: "expired" });
+    expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body.map((l: any) => l.id)).toEqual([second.body.id, first.id]);
+  });
+
+  it("concurrent grants on one intent: exactly one agent gets it", async () => {
+    const intent = await createIntent(cluster);
+    const agents = Array.from({ length: 6 }, () => uniqueTag("race"));
+    const results = await Promise.all(agents.map((agent) => take(intent.id, agent)));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 409).every((r) => r.body.code === "COORDINATOR_LEASE_HELD")).toBe(true);
+    expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body).toHaveLength(1);
+  });
+});
+
+describe("the intent's coordinator in the existing rules", () => {
+  it("channels rule 7: the agent holding the intent's coordinator lease may change a channel it did not create; another agent may not", async () => {
+    const intent = await createIntent(cluster);
+    const creator = uniqueTag("creator");
+    const holder = uniqueTag("coord");
+    const other = uniqueTag("other");
+    const channel = await cluster.api(`/intents/${intent.id}/channels`, { ...as(creator), body: { name: "plan", members: [creator] } });
+    expect(channel.status, JSON.stringify(channel.body)).toBe(201);
+    const change = (agent: string) => cluster.api(`/channels/${channel.body.id}`, { ...as(agent), method: "PATCH", body: { members: [creator, holder] } });
+    expectError(await change(holder), 403, "FORBIDDEN");
+    expect((await take(intent.id, holder)).status).toBe(201);
+    const changed = await change(holder);
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body.members).toEqual([creator, holder]);
+    expectError(await change(other), 403, "FORBIDDEN");
+    // Once the lease is no longer live, the right goes with it.
+    advance(61);
+    expectError(await change(holder), 403, "FORBIDDEN");
+  });
+});
+
+describe("the agent's coordinator (spec 5.3)", () => {
+  it("the holder of the coordinator lease of an intent an agent is assigned to may drain it; others may not", async () => {
+    const intent = await createIntent(cluster);
+    const worker = uniqueTag("worker");
+    expect((await cluster.api("/agents", { body: { agent_id: worker }, key: "agent" })).status).toBe(201);
+    const coordinator = uniqueTag("coord");
+    const bystander = uniqueTag("other");
+    const asOther = (agent: string) => ({ key: null, headers: { "X-API-Key": TEST_KEYS.other, "X-Agent-ID": agent } });
+    const drain = async (agent: string) => {
+      const current = (await cluster.api(`/agents/${worker}`)).body;
+      return cluster.api(`/agents/${worker}/status`, { ...asOther(agent), method: "PATCH", headers: { ...asOther(agent).headers, "If-Match": String(current.version) }, body: { status: "draining" } });
+    };
+    expect((await cluster.api("/coordinators", { ...asOther(coordinator), body: { agent_id: coordinator, intent_id: intent.id } })).status).toBe(201);
+    // Not assigned yet: the lease gives no right over the worker.
+    expectError(await drain(coordinator), 403, "FORBIDDEN");
+    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: worker } })).status).toBe(201);
+    expectError(await drain(bystander), 403, "FORBIDDEN");
+    const drained = await drain(coordinator);
+    expect(drained.status, JSON.stringify(drained.body)).toBe(200);
+    expect(drained.body.status).toBe("draining");
+  });
+});
+
+describe("failover when the holder dies (spec 3.4, RFC-0013 5.2)", () => {
+  const sweep = () => cluster.registry.sweeper.sweep();
+  async function register(): Promise<string> {
+    const id = uniqueTag("coord");
+    const res = await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return id;
+  }
+
+  it("the registry's dead transition hands the lease to the next candidate not dead, exactly once; decisions answered 201 are each recorded once", async () => {
+    const intent = await createIntent(cluster);
+    // The first candidate is dead already (the intents service has seen it): it is passed over.
+    const deadCandidate = await register();
+    advance(61);
+    await sweep();
+    await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, deadCandidate)).toBe("dead"), { timeout: 10_000, interval: 50 });
+    const holder = await register();
+    const successor = uniqueTag("standby");
+    const lease = (await take(intent.id, holder, { heartbeat_interval_seconds: 3600, failover_candidates: [deadCandidate, successor] })).body;
+    expect(lease.status).toBe("active");
+    advance(61);
+    // The holder keeps deciding while the registry declares it dead.
+    const decisions = Array.from({ length: 12 }, (_, i) => decide(intent.id, holder, `step ${i}`));
+    await sweep();
+    const answered = await Promise.all(decisions);
+    expect(answered.every((r) => r.status === 201 || r.status === 403), JSON.stringify(answered.map((r) => r.body))).toBe(true);
+
+    const events = async () => (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.failed_over");
+    await vi.waitFor(async () => expect(await events()).toHaveLength(1), { timeout: 5000, interval: 50 });
+    const [failover] = await events();
+    expect(failover.payload).toMatchObject({ old_lease_id: lease.id, old_coordinator_id: holder, new_coordinator_id: successor, reason: "agent_dead" });
+    const leases = (await cluster.api(`/intents/${intent.id}/coordinators`)).body;
+    expect(leases.map((l: any) => [l.agent_id, l.status])).toEqual([
+      [successor, "active"],
+      [holder, "failed_over"],
+    ]);
+    expect(leases[0]).toMatchObject({ predecessor_id: lease.id, failover_candidates: [], heartbeat_interval_seconds: 3600 });
+    expect(leases[1].end_reason).toBe("agent_dead");
+
+    // After the failover the dead holder's decisions are refused, the successor's recorded.
+    expectError(await decide(intent.id, holder, "late"), 403, "NOT_LEASE_HOLDER");
+    expect((await decide(intent.id, successor, "resume")).status).toBe(201);
+    const recorded = (await cluster.api(`/intents/${intent.id}/coordinator-decisions?limit=100`)).body as any[];
+    const accepted = answered.filter((r) => r.status === 201).map((r) => r.body.id);
+    expect(recorded.slice(0, -1).map((d) => d.id).sort()).toEqual([...accepted].sort());
+    expect(recorded[recorded.length - 1]).toMatchObject({ summary: "resume", coordinator_id: successor });
+    expect(new Set(recorded.map((d) => d.id)).size).toBe(recorded.length);
+    expect(recorded.filter((d) => d.summary !== "resume").every((d) => d.coordinator_id === holder)).toBe(true);
+
+    // A redelivered death changes nothing: the successor keeps the lease.
+    await sweep();
+    expect((await events()).length).toBe(1);
+  });
+});
+
+describe("decision records", () => {
+  it("create_decision_record by the holder; list_decision_records (bare list); record_decision and get_decisions in the client's Decision shape", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder)).body;
+    expectError(await decide(intent.id, uniqueTag("intruder"), "no"), 403, "NOT_LEASE_HOLDER");
+    expectError(await decide(intent.id, holder, "wrong name", "someone-else"), 403, "NOT_LEASE_HOLDER");
+
+    const record = await cluster.api("/decisions", {
+      ...as(holder),
+      body: {
+        coordinator_id: lease.id,
+        intent_id: intent.id,
+        decision_type: "task_assigned",
+        summary: "gave the analysis to agent-7",
+        rationale: "only agent-7 has analytics",
+        alternatives_considered: [{ description: "agent-3", rejected_reason: "busy" }],
+        confidence: 0.85,
+      },
+    });
+    expect(record.status, JSON.stringify(record.body)).toBe(201);
+    expect(record.body).toMatchObject({
+      type: "coordinator.decision",
+      intent_id: intent.id,
+      coordinator_id: holder,
+      lease_id: lease.id,
+      decision_type: "task_assigned",
+      summary: "gave the analysis to agent-7",
+      rationale: "only agent-7 has analytics",
+      alternatives_considered: [{ description: "agent-3", rejected_reason: "busy" }],
+      confidence: 0.85,
+    });
+    expect(record.body.timestamp).toMatch(/\+00:00$/);
+
+    const decided = await cluster.api(`/intents/${intent.id}/decisions`, { headers: { "X-Agent-ID": "lead" }, body: { decision_type: "arbitration", outcome: "agent-7 keeps it", reasoning: "it was first" } });
+    expect(decided.status, JSON.stringify(decided.body)).toBe(201);
+    // Decision.from_dict reads id, intent_id, decision_maker_id, decision_type, outcome, reasoning, created_at.
+    expect(decided.body).toMatchObject({ intent_id: intent.id, decision_maker_id: "lead", decision_type: "arbitration", outcome: "agent-7 keeps it", reasoning: "it was first" });
+    expectError(await cluster.api(`/intents/${intent.id}/decisions`, { headers: { "X-Agent-ID": "lead" }, body: { decision_type: "x", outcome: "o", reasoning: "r", decided_by: "someone" } }), 400, "AGENT_MISMATCH");
+    expectError(await cluster.api(`/intents/${intent.id}/decisions`, { body: { decision_type: "x", outcome: "o", reasoning: "r", rationale: "other" } }), 400, "VALIDATION_FAILED");
+
+    const records = await cluster.api(`/intents/${intent.id}/coordinator-decisions?limit=50`);
+    expect(Array.isArray(records.body)).toBe(true);
+    expect(records.body.map((d: any) => d.id)).toEqual([record.body.id, decided.body.id]);
+    const listed = await cluster.api(`/intents/${intent.id}/decisions`);
+    expect(listed.body).toMatchObject({ has_more: false });
+    expect(listed.body.decisions.map((d: any) => d.id)).toEqual([record.body.id, decided.body.id]);
+    expect(listed.body.decisions[0]).toMatchObject({ decision_maker_id: holder, reasoning: "only agent-7 has analytics", created_at: record.body.timestamp });
+    // Each decision is the intent's coordinator.decision event (the client's EventType knows it).
+    const events = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.decision");
+    expect(events.map((e) => e.id)).toEqual([record.body.id, decided.body.id]);
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/decisions`), 404, "INTENT_NOT_FOUND");
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/coordinator-decisions`), 404, "INTENT_NOT_FOUND");
+  });
+});
