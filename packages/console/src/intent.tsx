@@ -12,7 +12,7 @@ type Task = Extract<TaskList, { tasks: unknown }>["tasks"][number];
 type Lease = ResponseOf<"intentsListLeases">["leases"][number];
 type Costs = ResponseOf<"costsList">;
 type Attachment = ResponseOf<"attachmentsList">["attachments"][number];
-type Channel = ResponseOf<"channelsList">["channels"][number];
+type Channel = ResponseOf<"channelsList">[number];
 type ChannelMessage = ResponseOf<"channelsListMessages">[number];
 type Approval = ResponseOf<"governanceListApprovals">["approvals"][number];
 
@@ -76,8 +76,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         ops.attachmentsList({ intent_id: id, query: {} }),
         ops.channelsList({ intent_id: id, query: {} }).then((page) =>
           Promise.all(
-            // The route answers a JSON array (its page in headers) though the SDK types the page object.
-            (Array.isArray(page) ? (page as Channel[]) : page.channels).map(async (channel) => ({
+            page.map(async (channel: Channel) => ({
               channel,
               messages: await ops.channelsListMessages({ channel_id: channel.id, query: { limit: 20 } }).catch((error: Error) => error.message),
             })),

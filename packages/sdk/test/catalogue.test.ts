@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { describe, expect, it } from "vitest";
-import { apiRoutes, type OperationId } from "@intentmesh/contracts";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { apiRoutes, type OperationId, type ResponseOf } from "@intentmesh/contracts";
 import { createClient, routes } from "../src/index";
 import { renderRoutesModule } from "../scripts/routes-module";
 
@@ -103,3 +103,12 @@ export type TypeChecks = [
   // @ts-expect-error a path parameter is required
   Expect<Equal<RequestOf<"intentsGet">, {}>>,
 ];
+
+describe("response types", () => {
+  it("type a page whose cursor travels in headers as the array the route answers (channelsList)", () => {
+    expectTypeOf<ResponseOf<"channelsList">>().toBeArray();
+    expectTypeOf<ResponseOf<"channelsList">[number]["name"]>().toEqualTypeOf<string>();
+    // Other lists keep their page object.
+    expectTypeOf<ResponseOf<"attachmentsList">>().toHaveProperty("attachments");
+  });
+});

@@ -59,12 +59,18 @@ export const apiRoutes: readonly ApiRoute[] = catalogue;
 export type OperationId = (typeof catalogue)[number]["operationId"];
 /** The catalogue entry of one operation, with its literal types. */
 export type RouteOf<Id extends OperationId> = Extract<(typeof catalogue)[number], { operationId: Id }>;
-/** What a success of the operation answers: the route's own branch, else its command's output. */
+/**
+ * What a success of the operation answers (as routeResponse does at run time): the route's own
+ * branch; else, for a page whose cursor travels in headers, the output's items array; else its
+ * command's output.
+ */
 export type ResponseOf<Id extends OperationId> = RouteOf<Id> extends { response: infer R extends z.ZodType }
   ? z.output<R>
-  : RouteOf<Id> extends { command: { output: infer O extends z.ZodType } }
-    ? z.output<O>
-    : unknown;
+  : RouteOf<Id> extends { command: { output: infer O extends z.ZodType }; pageInHeaders: { items: infer K extends string } }
+    ? z.output<O> extends Record<K, infer Items> ? Items : never
+    : RouteOf<Id> extends { command: { output: infer O extends z.ZodType } }
+      ? z.output<O>
+      : unknown;
 
 /** One operation by its id. */
 export const routeById = <Id extends OperationId>(operationId: Id): RouteOf<Id> => apiRoutes.find((route) => route.operationId === operationId) as RouteOf<Id>;
