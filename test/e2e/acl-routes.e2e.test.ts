@@ -34,6 +34,7 @@ interface World {
   suspensionId(): Promise<string>;
   entryId(): Promise<string>;
   requestId(): Promise<string>;
+  traceId(): Promise<string>;
   version(): Promise<number>;
 }
 
@@ -228,6 +229,9 @@ const samples: Record<string, Sample> = {
   aclRevoke: { prepare: async (w) => ({ params: { entry_id: await w.entryId() } }), ok: 204 },
   accessRequestApprove: { prepare: async (w) => ({ params: { request_id: await w.requestId() }, body: {} }) },
   accessRequestDeny: { prepare: async (w) => ({ params: { request_id: await w.requestId() }, body: {} }) },
+  tracesStart: { body: { trace_name: "probe" }, ok: 201 },
+  tracesGet: { prepare: async (w) => ({ params: { trace_id: await w.traceId() } }) },
+  tracesLinkSpans: { prepare: async (w) => ({ params: { trace_id: await w.traceId() }, body: { spans: [{ span_id: "s1", operation: "probe" }] } }) },
   triggersCreateScoped: { body: { name: "probe", trigger_type: "state_change", condition: { to_state: "completed" }, action: { title: "probe" } }, ok: 201 },
   triggersListScoped: {},
   triggersDeleteScoped: {
@@ -287,6 +291,7 @@ function newWorld(intentId: string): World {
       return suspended.state._suspension.id as string;
     }),
     entryId: once(async () => (await ok(await admin(`/intents/${intentId}/acl/entries`, { body: { principal_id: "someone", permission: "read" } }), "entry")).id),
+    traceId: once(async () => (await ok(await admin(`/intents/${intentId}/traces`, { body: { trace_name: "fixture" } }), "trace")).trace_id as string),
     requestId: once(async () => (await ok(await cluster.api(`/intents/${intentId}/access-requests`, { key: "agent", headers: { "X-Agent-ID": "asker" }, body: { principal_id: "asker" } }), "request")).id),
   };
   return world;

@@ -63,6 +63,9 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
     namespace: "compliance",
   },
   triggersUpdate: { name: "Daily review (paused)", enabled: false, condition: { interval_seconds: 3600 }, deduplication: "queue", max_concurrent: null, namespace: null },
+  // RFC-0020 tracing, as the MCP server sends it (mcp-server/src/client.ts startTrace, linkSpans).
+  tracesStart: { trace_name: "research run", parent_trace_id: "0af7651916cd43dd8448eb211c80319c", metadata: { model: "m1" }, started_by: "writer-1" },
+  tracesLinkSpans: { spans: [{ span_id: "span-1", operation: "search", status: "ok" }, { span_id: "span-2", parent_span_id: "span-1", operation: "fetch" }], linked_by: "writer-1" },
   triggersCreateScoped: { name: "on done", trigger_type: "state_change", condition: { to_state: "completed" }, action: { type: "notify", title: "Follow up" }, created_by: "lead" },
   // RFC-0014 vaults, credentials, grants, tools; RFC-0018 identity.
   vaultsCreate: { owner_id: "lead", name: "payments" },

@@ -75,7 +75,7 @@ export interface RouteAccess {
   /** The body field, if any, that names the acting agent: bound to the calling key like X-Agent-ID. */
   actingAgentField?: "agent_id" | "sender";
   /** Body fields naming who did something: free labels, but a registered agent's name must be the caller's. */
-  claimsIdentity?: readonly ("actor" | "created_by")[];
+  claimsIdentity?: readonly ("actor" | "created_by" | "started_by" | "linked_by")[];
   /** Registration: an X-Agent-ID naming the agent being registered is not bound yet. */
   registersAgent?: boolean;
 }
@@ -102,7 +102,8 @@ export type ApiTag =
   | "Verifiable logs"
   | "Triggers"
   | "Plans"
-  | "Workflows";
+  | "Workflows"
+  | "Tracing";
 
 /** Gateway-side wait for a federation dispatch: the service's 10-second outbound deadline plus its own bus round trips. */
 export const FEDERATION_BUS_TIMEOUT_MS = 20_000;

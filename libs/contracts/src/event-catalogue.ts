@@ -202,7 +202,13 @@ const CoordinatorDecisionPayload = z
   .passthrough();
 const IntentReadyPayload = z.object({ dependency_id: Id, cause: z.enum(["dependency_completed", "dependency_removed"]), depends_on: z.array(Id), status: z.string() }).passthrough();
 
+// Distributed tracing (RFC-0020).
+const TraceStartedPayload = z.object({ trace_id: z.string(), trace_name: z.string(), parent_trace_id: z.string().nullable(), started_by: z.string() }).passthrough();
+const SpansLinkedPayload = z.object({ trace_id: z.string(), span_ids: z.array(z.string()), linked_by: z.string(), span_count: z.number().int() }).passthrough();
+
 const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
+  [intentEventTypes.traceStarted, TraceStartedPayload],
+  [intentEventTypes.spansLinked, SpansLinkedPayload],
   [intentEventTypes.dependencyAdded, DependencyChangedPayload],
   [intentEventTypes.dependencyRemoved, DependencyChangedPayload],
   [intentEventTypes.ready, IntentReadyPayload],

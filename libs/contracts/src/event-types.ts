@@ -58,6 +58,11 @@ export const intentEventTypes = {
   coordinatorAssigned: "coordinator.assigned",
   coordinatorFailedOver: "coordinator.failed_over",
   coordinatorDecision: "coordinator.decision",
+  // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.
+  /** A trace was started on the intent (POST /intents/{id}/traces). */
+  traceStarted: "intent.trace_started",
+  /** Spans were linked to one of the intent's traces (POST /traces/{trace_id}/spans); only the newly linked ones are named. */
+  spansLinked: "intent.spans_linked",
 } as const;
 export type IntentEventType = (typeof intentEventTypes)[keyof typeof intentEventTypes];
 

@@ -216,7 +216,7 @@ export const governanceCommands = {
   getApproval: command("governance", "approvals.get", ApprovalRef, Approval, ["APPROVAL_NOT_FOUND", "INTENT_NOT_FOUND"]),
   listApprovals: command("governance", "approvals.list", IntentRef.extend({ query: ListApprovalsQuery }), ApprovalList, ["INTENT_NOT_FOUND"]),
   approve: command("governance", "approvals.approve", ApprovalRef.extend({ body: DecideApprovalBody }), Approval, ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING", "INTENT_NOT_FOUND", "SELF_APPROVAL"]),
-  deny: command("governance", "approvals.deny", ApprovalRef.extend({ body: DecideApprovalBody }), Approval, ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING", "INTENT_NOT_FOUND"]),
+  deny: command("governance", "approvals.deny", ApprovalRef.extend({ body: DecideApprovalBody }), Approval, ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING", "INTENT_NOT_FOUND", "SELF_APPROVAL"]),
   decideEngagement: command("governance", "engagement.decide", IntentRef.extend({ body: EngagementSignals }), EngagementDecisionSchema, ["INTENT_NOT_FOUND"]),
   /** GET /server/config (no key): {protocol_version, suspension: {default_retry_policy}}, the clients' retry cascade level 3. */
   serverConfig: command("governance", "server_config", z.object({}), ServerConfig),

@@ -26,6 +26,7 @@ export * from "./system-events";
 export * from "./memory";
 export * from "./federation";
 export * from "./verifiable-logs";
+export * from "./tracing";
 export * from "./governance";
 export * from "./derived-uuid";
 export * from "./did-key";

@@ -17,6 +17,7 @@ import { channelsCommands } from "./channels";
 import { memoryCommands } from "./memory";
 import { verifiableLogCommands } from "./verifiable-logs";
 import { triggersCommands } from "./triggers";
+import { tracingCommands } from "./tracing";
 
 /**
  * What each command needs of an intent's access-control list (RFC-0011, docs/access-control.md):
@@ -32,12 +33,13 @@ import { triggersCommands } from "./triggers";
  * - `needs` + `from`: the permission, and where the intent is found:
  *   `intent_id` the input's intent_id; `body.intent_id` the body's; `task_id` the task's intent;
  *   `plan_id` the plan's intent;
+ *   `trace_id` the intent the trace was started on;
  *   `resource` the serving service reads the resource (a channel, a message, a memory entry) and
  *   checks the intent it belongs to.
  * - `open`: no permission of the intent is needed, and why.
  */
 export type IntentAccessRule =
-  | { readonly needs: IntentPermission; readonly from: "intent_id" | "body.intent_id" | "task_id" | "plan_id" | "resource" }
+  | { readonly needs: IntentPermission; readonly from: "intent_id" | "body.intent_id" | "task_id" | "plan_id" | "trace_id" | "resource" }
   | { readonly open: string };
 
 type RulesOf<G extends Record<string, CommandDef>> = { readonly [K in keyof G]: IntentAccessRule };
@@ -241,6 +243,10 @@ const triggers: RulesOf<typeof triggersCommands> = {
   deleteScoped: write,
 };
 
+// RFC-0020: trace data is subject to the same access control as other event data (Security
+// Considerations): starting a trace and linking spans write to the intent, reading needs read.
+const tracing: RulesOf<typeof tracingCommands> = { start: write, get: read, linkSpans: { needs: "write", from: "trace_id" } };
+
 /** The command groups and their rules, in the catalogue's order. */
 export const intentAccessRules = [
   [intentsCommands, intents],
@@ -262,6 +268,7 @@ export const intentAccessRules = [
   [memoryCommands, memory],
   [verifiableLogCommands, verifiableLogs],
   [triggersCommands, triggers],
+  [tracingCommands, tracing],
 ] as const;
 
 const bySubject: ReadonlyMap<string, IntentAccessRule> = new Map(

@@ -3,7 +3,7 @@ import { defineService } from "@intentmesh/service";
 import { documented } from "@intentmesh/telemetry";
 import { startIntentsService } from "./service";
 
-/** The intents service: intents, state, events, leases, tasks, plans, workflows, portfolios, costs, governance policy. */
+/** The intents service: intents, state, events, leases, tasks, plans, workflows, portfolios, costs, governance policy, traces (RFC-0020). */
 export const intentsService = defineService({
   name: "intents",
   env: z.object({

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { graphCommands, coordinatorCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { graphCommands, tracingCommands, coordinatorCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -15,6 +15,7 @@ import { beginSuspension, endSuspension } from "./suspension/handlers";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolios/projection";
 import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./governance/handlers";
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
+import { getTrace, linkSpans, startTrace } from "./tracing/handlers";
 import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
 import { coordinatorOf, intentsCoordinatedFor, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
 import { startReadinessProjection, type ReadinessProjection } from "./graph/projection";
@@ -115,6 +116,11 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     ready: (input, caller) => listGraph(ctx, "ready", input.intent_id, input.query, caller),
     blocked: (input, caller) => listGraph(ctx, "blocked", input.intent_id, input.query, caller),
     graph: (input, caller) => getGraph(ctx, input.intent_id, input.query, caller),
+  });
+  serve(tracingCommands, {
+    start: (input, caller) => startTrace(ctx, input.intent_id, input.body, caller),
+    get: (input) => getTrace(ctx, input.intent_id, input.trace_id),
+    linkSpans: (input, caller) => linkSpans(ctx, input.trace_id, input.body, caller),
   });
   serve(coordinatorCommands, {
     createLease: (input, caller) => createCoordinatorLease(ctx, input.body, caller),

@@ -21,6 +21,7 @@ import { verifiableLogRoutes } from "./verifiable-logs";
 import { triggersRoutes } from "./triggers";
 import { plansRoutes } from "./plans";
 import { workflowsRoutes } from "./workflows";
+import { tracingRoutes } from "./tracing";
 
 /**
  * The REST API as data: every operation behind an API key, each area in its own module. The
@@ -49,6 +50,7 @@ const catalogue = [
   ...vaultRoutes,
   ...verifiableLogRoutes,
   ...triggersRoutes,
+  ...tracingRoutes,
 ] as const satisfies readonly ApiRoute[];
 
 export const apiRoutes: readonly ApiRoute[] = catalogue;

@@ -194,4 +194,7 @@ export const routes = {
   triggersCreateScoped: {"method":"POST","path":"/intents/{intent_id}/triggers","body":"body","status":201},
   triggersListScoped: {"method":"GET","path":"/intents/{intent_id}/triggers","status":200},
   triggersDeleteScoped: {"method":"DELETE","path":"/intents/{intent_id}/triggers/{trigger_id}","status":200},
+  tracesStart: {"method":"POST","path":"/intents/{intent_id}/traces","body":"body","status":201},
+  tracesGet: {"method":"GET","path":"/intents/{intent_id}/traces/{trace_id}","status":200},
+  tracesLinkSpans: {"method":"POST","path":"/traces/{trace_id}/spans","body":"body","status":200},
 } as const satisfies Record<OperationId, RouteSpec>;

@@ -2,7 +2,7 @@ import { intentAccessOf, permissionNeeded, type Caller, type Clock, type Command
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { CommandGroup, HandlersOf } from "@intentmesh/service";
 import { assertPermission, bypassesAcl } from "./rules";
-import { readAccessFacts, readPlanAccessFacts, readTaskAccessFacts } from "./statements";
+import { readAccessFacts, readPlanAccessFacts, readTaskAccessFacts, readTraceAccessFacts } from "./statements";
 
 type Query = DatabaseHandle["query"];
 type Located = Extract<IntentAccessRule, { needs: unknown }>;
@@ -44,7 +44,7 @@ export class IntentAccessGuard {
     return wrapped as HandlersOf<G>;
   }
 
-  /** 403 INTENT_ACCESS_DENIED unless the caller holds what the rule needs; an absent intent or task is left to the handler's 404. */
+  /** 403 INTENT_ACCESS_DENIED unless the caller holds what the rule needs; an absent intent, task or trace is left to the handler's 404. */
   private async require(rule: Located, input: Record<string, unknown>, caller: Caller): Promise<void> {
     if (bypassesAcl(caller)) return;
     const facts =
@@ -52,6 +52,8 @@ export class IntentAccessGuard {
         ? await readTaskAccessFacts(this.query, String(input.task_id), caller)
         : rule.from === "plan_id"
           ? await readPlanAccessFacts(this.query, String(input.plan_id), caller)
+        : rule.from === "trace_id"
+          ? await readTraceAccessFacts(this.query, String(input.trace_id), caller)
           : await readAccessFacts(this.query, String(rule.from === "body.intent_id" ? (input.body as Record<string, unknown>).intent_id : input.intent_id), caller);
     if (!facts) return;
     assertPermission(facts.intentId, facts.head, facts.entries, caller, rule.needs, this.clock.now());

@@ -80,6 +80,17 @@ export async function readPlanAccessFacts(query: Query, planId: string, caller: 
   return rows[0] ? toFacts(rows[0]) : undefined;
 }
 
+/** The same for the intent a trace was started on (RFC-0020); undefined when the trace does not exist. */
+export async function readTraceAccessFacts(query: Query, traceId: string, caller: Caller): Promise<AccessFacts | undefined> {
+  const rows = await query<RawFacts>(
+    "acl_trace_facts",
+    `select i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, ${ENTRIES_OF_CALLER("$2", "$3", "$4")}
+     from intents.traces t join intents.intents i on i.id = t.intent_id where t.trace_id = $1`,
+    [traceId, ...identity(caller)],
+  );
+  return rows[0] ? toFacts(rows[0]) : undefined;
+}
+
 /**
  * The facts of many (intent, caller) pairs in one statement: what acl.check_many reads. Answers
  * in the order asked; undefined where the intent does not exist.

@@ -106,6 +106,8 @@ export const events = intentsSchema.table(
   (t) => [
     uniqueIndex("events_intent_sequence_idx").on(t.intentId, t.sequence),
     index("events_intent_type_idx").on(t.intentId, t.eventType, t.sequence),
+    // RFC-0020: a trace's events on one intent (GET /intents/{id}/traces/{trace_id}).
+    index("events_intent_trace_idx").on(t.intentId, t.traceId, t.sequence).where(sql`${t.traceId} is not null`),
   ],
 );
 
