@@ -162,7 +162,13 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     const intent = await createIntent(cluster, { constraints: { budget: { max_total_cents: 100, alert_threshold_percent: 50 } }, state: { n: 1 } });
     const agent = await agentHeaders(cluster, "vlog-agent", "agent");
     // The one-statement hot paths: append, state patch, status change.
-    expect((await append(intent.id, { note: "ünïcode ✓", list: [1, 2.5, -0, 1e21, 1e-7, { z: 1, a: 2 }] })).status).toBe(201);
+    const first = await append(intent.id, { note: "ünïcode ✓", list: [1, 2.5, -0, 1e21, 1e-7, { z: 1, a: 2 }] });
+    expect(first.status).toBe(201);
+    // With the optional fields the hot path hashes around (trace_id sorts after sequence, parent_event_id before payload).
+    const traced = await cluster.api(`/intents/${intent.id}/events`, {
+      body: { event_type: "comment", payload: { quote: 'say "hi"\n\u0001' }, trace_id: "0af7651916cd43dd8448eb211c80319c", parent_event_id: first.body.id },
+    });
+    expect(traced.status, JSON.stringify(traced.body)).toBe(201);
     const patched = await cluster.api(`/intents/${intent.id}/state`, { body: { patches: [{ op: "set", path: "/n", value: 0.1 }] }, headers: { "If-Match": "1" } });
     expect(patched.status).toBe(200);
     // The transaction path: an assignment and a lease.
