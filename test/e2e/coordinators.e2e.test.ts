@@ -262,17 +262,22 @@ describe("decision records", () => {
     expect(decided.body).toMatchObject({ intent_id: intent.id, decision_maker_id: "lead", decision_type: "arbitration", outcome: "agent-7 keeps it", reasoning: "it was first" });
     expectError(await cluster.api(`/intents/${intent.id}/decisions`, { headers: { "X-Agent-ID": "lead" }, body: { decision_type: "x", outcome: "o", reasoning: "r", decided_by: "someone" } }), 400, "AGENT_MISMATCH");
     expectError(await cluster.api(`/intents/${intent.id}/decisions`, { body: { decision_type: "x", outcome: "o", reasoning: "r", rationale: "other" } }), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${intent.id}/decisions`, { body: { decision_type: "x", outcome: "o" } }), 400, "VALIDATION_FAILED");
+    // The official MCP server's record_decision: an object outcome and `rationale`.
+    const mcp = await cluster.api(`/intents/${intent.id}/decisions`, { headers: { "X-Agent-ID": "lead" }, body: { decision_type: "routing", rationale: "cheapest", outcome: { agent: "agent-7", cost: 3 }, decided_by: "lead" } });
+    expect(mcp.status, JSON.stringify(mcp.body)).toBe(201);
+    expect(mcp.body).toMatchObject({ decision_type: "routing", outcome: { agent: "agent-7", cost: 3 }, reasoning: "cheapest", rationale: "cheapest", summary: "routing" });
 
     const records = await cluster.api(`/intents/${intent.id}/coordinator-decisions?limit=50`);
     expect(Array.isArray(records.body)).toBe(true);
-    expect(records.body.map((d: any) => d.id)).toEqual([record.body.id, decided.body.id]);
+    expect(records.body.map((d: any) => d.id)).toEqual([record.body.id, decided.body.id, mcp.body.id]);
     const listed = await cluster.api(`/intents/${intent.id}/decisions`);
     expect(listed.body).toMatchObject({ has_more: false });
-    expect(listed.body.decisions.map((d: any) => d.id)).toEqual([record.body.id, decided.body.id]);
+    expect(listed.body.decisions.map((d: any) => d.id)).toEqual([record.body.id, decided.body.id, mcp.body.id]);
     expect(listed.body.decisions[0]).toMatchObject({ decision_maker_id: holder, reasoning: "only agent-7 has analytics", created_at: record.body.timestamp });
     // Each decision is the intent's coordinator.decision event (the client's EventType knows it).
     const events = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.decision");
-    expect(events.map((e) => e.id)).toEqual([record.body.id, decided.body.id]);
+    expect(events.map((e) => e.id)).toEqual([record.body.id, decided.body.id, mcp.body.id]);
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/decisions`), 404, "INTENT_NOT_FOUND");
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/coordinator-decisions`), 404, "INTENT_NOT_FOUND");
   });

@@ -118,11 +118,6 @@ const rows: Row[] = [
   { method: "setCoordinator", http: "POST", template: "/intents/{id}/coordinator", path: (c) => `/intents/${c.intentId}/coordinator`, body: (c) => ({ coordinator_id: c.agent, governance_policy: "default", set_by: c.agent }), landsWith: LANDS_26 },
   { method: "recordDecision", http: "POST", template: "/intents/{id}/decisions", path: (c) => `/intents/${c.intentId}/decisions`, body: (c) => ({ decision_type: "choice", rationale: "because", outcome: {}, decided_by: c.agent }),
     landsWith: LANDS_26,
-    gap: {
-      status: 400,
-      code: "VALIDATION_FAILED",
-      why: "OPEN GAP (reported to the lead): the decisions route takes the Python client's {outcome: string, reasoning}; the MCP server sends {outcome: object, rationale}. When the route accepts it, this row fails: delete this gap",
-    },
   },
   { method: "getArbitration", http: "GET", template: "/intents/{id}/arbitration", path: (c) => `/intents/${c.intentId}/arbitration`, landsWith: LANDS_26 },
   { method: "escalateToHuman", http: "POST", template: "/intents/{id}/escalations", path: (c) => `/intents/${c.intentId}/escalations`, body: (c) => ({ reason: "stuck", priority: "medium", urgency: "medium", context: {}, escalated_by: c.agent }), landsWith: LANDS_26 },

@@ -96,18 +96,23 @@ export const CreateDecisionRecordBody = z
   .openapi("CreateDecisionRecord");
 export type CreateDecisionRecordBody = z.infer<typeof CreateDecisionRecordBody>;
 
-/** POST /intents/{id}/decisions (record_decision): the client sends outcome and `reasoning`. */
+/**
+ * POST /intents/{id}/decisions (record_decision): the Python client sends a text `outcome` and
+ * `reasoning`; the official MCP server an object `outcome` and `rationale` (the RFC's name). Both
+ * are read; the reasoning is stored once, under both names in the answer.
+ */
 export const RecordDecisionBody = z
   .object({
     decision_type: z.string().min(1).max(100),
-    outcome: z.string().max(2000),
-    reasoning: z.string().max(20_000),
+    outcome: z.union([z.string().max(2000), boundedJsonObject(16 * 1024)]),
+    reasoning: z.string().max(20_000).optional(),
     /** The RFC's and the reference's name for reasoning; both given must agree. */
     rationale: z.string().max(20_000).optional(),
     decided_by: ActorId.optional(),
   })
   .strict()
-  .refine((body) => body.rationale === undefined || body.rationale === body.reasoning, { message: "rationale and reasoning differ; send one", path: ["rationale"] })
+  .refine((body) => body.reasoning !== undefined || body.rationale !== undefined, { message: "reasoning (or rationale) is required", path: ["reasoning"] })
+  .refine((body) => body.rationale === undefined || body.reasoning === undefined || body.rationale === body.reasoning, { message: "rationale and reasoning differ; send one", path: ["rationale"] })
   .openapi("RecordDecision");
 export type RecordDecisionBody = z.infer<typeof RecordDecisionBody>;
 
@@ -128,7 +133,7 @@ export const DecisionView = z
     summary: z.string(),
     rationale: z.string(),
     reasoning: z.string(),
-    outcome: z.string().nullable(),
+    outcome: z.union([z.string(), JsonObject]).nullable(),
     alternatives_considered: z.array(JsonObject),
     confidence: z.number().nullable(),
     timestamp: Timestamp,

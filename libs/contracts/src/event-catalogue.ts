@@ -198,7 +198,7 @@ const CoordinatorFailedOverPayload = z
   .object({ old_lease_id: Id, old_coordinator_id: Id, new_lease_id: Id.nullable(), new_coordinator_id: Id.nullable(), reason: z.enum(["expired", "agent_dead"]) })
   .passthrough();
 const CoordinatorDecisionPayload = z
-  .object({ coordinator_id: Id, decision_type: Id, summary: z.string(), rationale: z.string(), outcome: z.string().nullable(), lease_id: Id.nullable() })
+  .object({ coordinator_id: Id, decision_type: Id, summary: z.string(), rationale: z.string(), outcome: z.union([z.string(), z.object({}).passthrough()]).nullable(), lease_id: Id.nullable() })
   .passthrough();
 const IntentReadyPayload = z.object({ dependency_id: Id, cause: z.enum(["dependency_completed", "dependency_removed"]), depends_on: z.array(Id), status: z.string() }).passthrough();
 
