@@ -27,18 +27,15 @@
  *   graph_mid            GET /intents/{depth 19, first}/graph (51 nodes + their upstream dependencies)
  *   add_remove_dependency POST then DELETE /intents/{depth 20 leaf}/dependencies (the cycle check walks its upstream)
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import os from "node:os";
-import path from "node:path";
 import pg from "pg";
 import { CLUSTER_SERVICES } from "@intentmesh/contracts";
-import { BENCH_DIR, freePort, startNode, stopAll, waitForServices } from "./lib/processes";
+import { waitForServices } from "./lib/processes";
+import { startBenchCluster } from "./lib/cluster";
 import { percentile } from "./lib/sse-fanout";
 
 const iterations = Number(process.env.BENCH_ITERATIONS || 200);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
-const natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222";
-const LOG_DIR = path.join(BENCH_DIR, "results", "logs");
 
 const DEPTH = 20;
 const FAN_OUT = 50;
@@ -102,26 +99,9 @@ async function seed(db: pg.Client, rows: Row[]) {
 }
 
 async function main() {
-  const namespace = `benchgraph${randomBytes(4).toString("hex")}`;
-  const dbName = `im_bench_graph_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${dbName}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${dbName}`;
-  const apiKey = `bench_${randomBytes(24).toString("base64url")}`;
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const common = { NATS_URL: natsUrl, DATABASE_URL: dbUrl.toString(), BUS_NAMESPACE: namespace, LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: undefined };
-  const children = CLUSTER_SERVICES.map((name) => startNode({ name: `graph-${name}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR }));
-  const gateway = startNode({
-    name: "graph-gateway",
-    script: "services/gateway/src/main.ts",
-    env: { ...common, API_KEYS: JSON.stringify([{ key: apiKey, principal: "bench", roles: ["admin"] }]), PORT: String(port), HOST: "127.0.0.1" },
-    logDir: LOG_DIR,
-  });
-  const headers = { "content-type": "application/json", "x-api-key": apiKey };
-  const db = new pg.Client({ connectionString: dbUrl.toString() });
+  const cluster = await startBenchCluster("graph");
+  const { base, headers, services: children, gateway } = cluster;
+  const db = new pg.Client({ connectionString: cluster.databaseUrl });
   try {
     await waitForServices(base, [...CLUSTER_SERVICES], [...children, gateway]);
     const load = os.loadavg()[0]!.toFixed(2);
@@ -195,9 +175,7 @@ async function main() {
     );
   } finally {
     await db.end().catch(() => undefined);
-    await stopAll();
-    await admin.query(`drop database if exists ${dbName} with (force)`).catch(() => undefined);
-    await admin.end();
+    await cluster.stop();
   }
 }
 

@@ -5,54 +5,31 @@
  *                 query matches 1 in 20 of them, returns the first 100).
  * A fresh database and bus namespace; intents, registry, memory and the gateway as processes.
  */
-import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
 import { CLUSTER_SERVICES } from "@intentmesh/contracts";
-import { BENCH_DIR, freePort, startNode, stopAll, waitForServices } from "./lib/processes";
+import { BENCH_DIR, waitForServices } from "./lib/processes";
+import { startBenchCluster } from "./lib/cluster";
 import { CpuMeter, pidsByCommand, type CpuReport } from "./lib/cpu";
 import { percentile } from "./lib/sse-fanout";
 
 const seconds = Number(process.env.BENCH_SECONDS || 10);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const connections = Number(process.env.BENCH_CONNECTIONS || 32);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
-const natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222";
-const LOG_DIR = path.join(BENCH_DIR, "results", "logs");
 const TAGS = Array.from({ length: 20 }, (_, i) => `tag${i}`);
 const QUERY_ENTRIES = 10_000;
 /** BENCH_SCENARIOS=memory_write runs the writes only (the query scenarios need their 10,000 seeded entries). */
 const runQueries = !process.env.BENCH_SCENARIOS || process.env.BENCH_SCENARIOS.split(",").includes("memory_query");
 
 async function main() {
-  const namespace = `benchmem${randomBytes(4).toString("hex")}`;
-  const dbName = `im_bench_mem_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${dbName}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${dbName}`;
-  const apiKey = `bench_${randomBytes(24).toString("base64url")}`;
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const common = { NATS_URL: natsUrl, DATABASE_URL: dbUrl.toString(), BUS_NAMESPACE: namespace, LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: undefined };
   // Every service of the cluster: the gateway's /readyz waits for each of them.
   // BENCH_PROFILE=1: the gateway, memory and registry write V8 CPU profiles to bench/results/profiles/memory-<time>/<name>.
   const profileDir = path.join(BENCH_DIR, "results", "profiles", `memory-${Date.now()}`);
   const profFlags = (name: string) => (process.env.BENCH_PROFILE === "1" && ["gateway", "memory", "registry"].includes(name) ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profileDir, name)}`] : []);
-  const children = CLUSTER_SERVICES.map((name) =>
-    startNode({ name: `mem-${name}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR, nodeFlags: profFlags(name) }),
-  );
-  const gateway = startNode({
-    name: "mem-gateway",
-    script: "services/gateway/src/main.ts",
-    env: { ...common, API_KEYS: JSON.stringify([{ key: apiKey, principal: "bench", roles: ["admin"] }]), PORT: String(port), HOST: "127.0.0.1" },
-    logDir: LOG_DIR,
-    nodeFlags: profFlags("gateway"),
-  });
-  const headers = { "content-type": "application/json", "x-api-key": apiKey };
+  const cluster = await startBenchCluster("mem", profFlags);
+  const { base, headers, services: children, gateway } = cluster;
   try {
     await waitForServices(base, ["intents", "registry", "memory"], [...children, gateway]);
     const load = os.loadavg()[0]!.toFixed(2);
@@ -107,7 +84,7 @@ async function main() {
     // The steady state a query meets: statistics that know the table's 10,000 new rows, as
     // autovacuum makes them within a minute of a bulk load. Right after the load, the planner
     // would still plan for the empty table it last analyzed.
-    const seeded = new pg.Client({ connectionString: dbUrl.toString() });
+    const seeded = new pg.Client({ connectionString: cluster.databaseUrl });
     await seeded.connect();
     await seeded.query("analyze memory.entries");
     await seeded.end();
@@ -136,9 +113,7 @@ async function main() {
     };
     console.log(JSON.stringify(report, null, 2));
   } finally {
-    await stopAll();
-    await admin.query(`drop database if exists ${dbName} with (force)`).catch(() => undefined);
-    await admin.end();
+    await cluster.stop();
   }
 }
 
