@@ -17,7 +17,11 @@ type ChannelMessage = ResponseOf<"channelsListMessages">[number];
 type Approval = ResponseOf<"governanceListApprovals">["approvals"][number];
 
 /** What the page reads beside the intent; each part on its own, so one refused read leaves the others. */
+/** An intent as the graph lists show it. */
+type Related = ResponseOf<"graphChildren">["children"][number];
+
 interface Extras {
+  graph: { parent: Related | null; children: Related[]; dependencies: Related[]; dependents: Related[] } | string;
   attachments: Attachment[] | string;
   channels: { channel: Channel; messages: ChannelMessage[] | string }[] | string;
   policy: unknown;
@@ -72,7 +76,19 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
       }
     };
     const readExtras = async (): Promise<Extras> => {
-      const [attachments, channels, policy, approvals] = await Promise.allSettled([
+      const [graph, attachments, channels, policy, approvals] = await Promise.allSettled([
+        // RFC-0002: its parent (the nearest ancestor), its children, what it depends on, what depends on it.
+        Promise.all([
+          ops.graphAncestors({ intent_id: id, query: { limit: 1 } }),
+          ops.graphChildren({ intent_id: id, query: { limit: 100 } }),
+          ops.graphDependencies({ intent_id: id, query: { limit: 100 } }),
+          ops.graphDependents({ intent_id: id, query: { limit: 100 } }),
+        ]).then(([ancestors, children, dependencies, dependents]) => ({
+          parent: ancestors.ancestors[0] ?? null,
+          children: children.children,
+          dependencies: dependencies.dependencies,
+          dependents: dependents.dependents,
+        })),
         ops.attachmentsList({ intent_id: id, query: {} }),
         ops.channelsList({ intent_id: id, query: {} }).then((page) =>
           Promise.all(
@@ -86,6 +102,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         ops.governanceListApprovals({ intent_id: id, query: {} }),
       ]);
       return {
+        graph: graph.status === "fulfilled" ? graph.value : refusal(graph),
         attachments: attachments.status === "fulfilled" ? attachments.value.attachments : refusal(attachments),
         channels: channels.status === "fulfilled" ? channels.value : refusal(channels),
         policy: policy.status === "fulfilled" ? policy.value : refusal(policy),
@@ -259,6 +276,21 @@ function ExtrasView({ extras }: { extras: Extras }) {
           </ul>
         )}
       </section>
+      <section aria-labelledby="graph-title">
+        <h2 id="graph-title">Graph</h2>
+        {refused(extras.graph) ? (
+          <p class="muted">{extras.graph}</p>
+        ) : !extras.graph.parent && [extras.graph.children, extras.graph.dependencies, extras.graph.dependents].every((list) => list.length === 0) ? (
+          <p class="empty">No parent, children or dependencies.</p>
+        ) : (
+          <dl class="graph">
+            {extras.graph.parent && <RelatedList label="Parent" items={[extras.graph.parent]} />}
+            <RelatedList label="Children" items={extras.graph.children} />
+            <RelatedList label="Depends on" items={extras.graph.dependencies} />
+            <RelatedList label="Needed by" items={extras.graph.dependents} />
+          </dl>
+        )}
+      </section>
       <section aria-labelledby="policy-title">
         <h2 id="policy-title">Governance policy</h2>
         {refused(extras.policy) ? <p class="muted">{extras.policy}</p> : <JsonView value={extras.policy} />}
@@ -309,6 +341,25 @@ function ExtrasView({ extras }: { extras: Extras }) {
         )}
       </section>
     </div>
+  );
+}
+
+/** One relation of the graph: links to the related intents with their status. */
+function RelatedList({ label, items }: { label: string; items: Related[] }) {
+  if (items.length === 0) return null;
+  return (
+    <>
+      <dt>{label}</dt>
+      <dd>
+        <ul class="plain">
+          {items.map((item) => (
+            <li key={item.id}>
+              <a href={`#/intents/${item.id}`}>{item.title}</a> <span class={`status ${item.status}`}>{item.status}</span>
+            </li>
+          ))}
+        </ul>
+      </dd>
+    </>
   );
 }
 

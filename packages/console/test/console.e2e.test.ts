@@ -204,6 +204,31 @@ describe("an intent's page", () => {
   });
 });
 
+describe("an intent's page, in its graph", () => {
+  it("shows its parent, its children and its dependencies as links (RFC-0002)", async () => {
+    const admin = client("admin");
+    const parent = await createIntent(cluster, { title: "Launch plan" });
+    const data = await createIntent(cluster, { title: "Data pull" });
+    const child = await admin.ops.graphCreateChild({ intent_id: parent.id, body: { title: "Write the brief", depends_on: [data.id] } });
+    await admin.ops.graphCreateChild({ intent_id: child.id, body: { title: "Outline" } });
+    const { context, page } = await signedIn("operator");
+    await page.goto(`${cluster.baseUrl}/console/#/intents/${child.id}`);
+    await page.getByRole("heading", { name: "Write the brief" }).waitFor();
+    const graph = page.getByRole("region", { name: "Graph" });
+    await expect.poll(() => graph.textContent()).toContain("Launch plan");
+    const text = await graph.textContent();
+    expect(text).toContain("Parent");
+    expect(text).toContain("Outline");
+    expect(text).toContain("Depends on");
+    expect(text).toContain("Data pull");
+    await graph.getByRole("link", { name: "Data pull" }).click();
+    await page.getByRole("heading", { name: "Data pull" }).waitFor();
+    await expect.poll(() => page.getByRole("region", { name: "Graph" }).textContent()).toContain("Needed by");
+    expect(await page.getByRole("region", { name: "Graph" }).textContent()).toContain("Write the brief");
+    await context.close();
+  });
+});
+
 describe("an intent's page, suspended", () => {
   it("shows the question the intent waits on and answers it there; the agent's wait ends with that answer", async () => {
     const intent = await createIntent(cluster, { title: "Pricing page" });
