@@ -1,12 +1,9 @@
-import { ACCESS_CHECKS_PER_REQUEST, type AccessVerdicts, aclCommands, appError, AppError, type Caller, intentAccessOf, type IntentPermission } from "@intentmesh/contracts";
+import { ACCESS_CHECKS_PER_REQUEST, aclCommands, AppError, type Caller, intentAccessOf, type IntentPermission } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { CommandGroup, HandlersOf } from "./service-core";
+import { TurnBatchedChecks } from "./turn-batched-checks";
 
-interface PendingCheck {
-  check: { intent_id: string; permission: IntentPermission; caller: Caller };
-  resolve(): void;
-  reject(error: unknown): void;
-}
+type AccessCheck = { intent_id: string; permission: IntentPermission; caller: Caller };
 
 /**
  * Access-control checks (RFC-0011, docs/access-control.md) of what a service does on behalf of a
@@ -19,24 +16,21 @@ interface PendingCheck {
  * binds it, on every replica.
  */
 export class IntentAccessChecks {
-  private pending: PendingCheck[] = [];
-  private scheduled = false;
+  private readonly checks: TurnBatchedChecks<AccessCheck>;
 
-  constructor(
-    private readonly client: BusClient,
-    private readonly maxPerRequest = ACCESS_CHECKS_PER_REQUEST,
-  ) {}
+  constructor(client: BusClient, maxPerRequest = ACCESS_CHECKS_PER_REQUEST) {
+    this.checks = new TurnBatchedChecks<AccessCheck>(
+      ({ caller, intent_id, permission }) => client.request(aclCommands.check, caller, { intent_id, permission }),
+      // The request's own caller is the first check's: each verdict uses its own check's caller.
+      (checks) => client.request(aclCommands.checkMany, checks[0]!.caller, { checks }),
+      maxPerRequest,
+      "access check",
+    );
+  }
 
   /** Resolves when the caller holds `permission` on the intent; rejects with 403 INTENT_ACCESS_DENIED (or 404) otherwise. */
   assert(caller: Caller, intentId: string, permission: IntentPermission): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ check: { intent_id: intentId, permission, caller }, resolve, reject });
-      if (this.pending.length >= this.maxPerRequest) this.send();
-      else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.send());
-      }
-    });
+    return this.checks.ask({ intent_id: intentId, permission, caller });
   }
 
   /**
@@ -67,36 +61,6 @@ export class IntentAccessChecks {
       };
     }
     return wrapped as HandlersOf<G>;
-  }
-
-  private send(): void {
-    this.scheduled = false;
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length === 1) this.sendOne(batch[0]!);
-    else if (batch.length > 1) void this.sendMany(batch);
-  }
-
-  private sendOne(pending: PendingCheck): void {
-    const { caller, intent_id, permission } = pending.check;
-    this.client.request(aclCommands.check, caller, { intent_id, permission }).then(() => pending.resolve(), pending.reject);
-  }
-
-  private async sendMany(batch: PendingCheck[]): Promise<void> {
-    let verdicts: AccessVerdicts;
-    try {
-      // The request's own caller is the first check's: each verdict uses its own check's caller.
-      verdicts = await this.client.request(aclCommands.checkMany, batch[0]!.check.caller, { checks: batch.map((p) => p.check) });
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-      return;
-    }
-    batch.forEach((pending, i) => {
-      const verdict = verdicts.results[i];
-      if (verdict && "allowed" in verdict) pending.resolve();
-      else if (verdict) pending.reject(AppError.fromWire(verdict.error));
-      else pending.reject(appError("INTERNAL_ERROR", "the access check answered fewer verdicts than it was asked"));
-    });
   }
 }
 
