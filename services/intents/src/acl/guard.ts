@@ -2,7 +2,7 @@ import { intentAccessOf, permissionNeeded, type Caller, type Clock, type Command
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { CommandGroup, HandlersOf } from "@intentmesh/service";
 import { assertPermission, bypassesAcl } from "./rules";
-import { readAccessFacts, readPlanAccessFacts, readTaskAccessFacts, readTraceAccessFacts } from "./statements";
+import { readAccessFacts, readOwnedAccessFacts } from "./statements";
 
 type Query = DatabaseHandle["query"];
 type Located = Extract<IntentAccessRule, { needs: unknown }>;
@@ -48,13 +48,9 @@ export class IntentAccessGuard {
   private async require(rule: Located, input: Record<string, unknown>, caller: Caller): Promise<void> {
     if (bypassesAcl(caller)) return;
     const facts =
-      rule.from === "task_id"
-        ? await readTaskAccessFacts(this.query, String(input.task_id), caller)
-        : rule.from === "plan_id"
-          ? await readPlanAccessFacts(this.query, String(input.plan_id), caller)
-        : rule.from === "trace_id"
-          ? await readTraceAccessFacts(this.query, String(input.trace_id), caller)
-          : await readAccessFacts(this.query, String(rule.from === "body.intent_id" ? (input.body as Record<string, unknown>).intent_id : input.intent_id), caller);
+      rule.from === "task_id" || rule.from === "plan_id" || rule.from === "trace_id"
+        ? await readOwnedAccessFacts(this.query, rule.from, String(input[rule.from]), caller)
+        : await readAccessFacts(this.query, String(rule.from === "body.intent_id" ? (input.body as Record<string, unknown>).intent_id : input.intent_id), caller);
     if (!facts) return;
     assertPermission(facts.intentId, facts.head, facts.entries, caller, rule.needs, this.clock.now());
   }

@@ -58,36 +58,21 @@ export async function readAccessFacts(query: Query, intentId: string, caller: Ca
   return rows[0] ? toFacts(rows[0]) : undefined;
 }
 
-/** The same for the intent a task belongs to; undefined when the task does not exist. */
-export async function readTaskAccessFacts(query: Query, taskId: string, caller: Caller): Promise<AccessFacts | undefined> {
-  const rows = await query<RawFacts>(
-    "acl_task_facts",
-    `select i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, ${ENTRIES_OF_CALLER("$2", "$3", "$4")}
-     from intents.tasks t join intents.intents i on i.id = t.intent_id where t.id = $1`,
-    [taskId, ...identity(caller)],
-  );
-  return rows[0] ? toFacts(rows[0]) : undefined;
-}
+/**
+ * The resources whose intent decides access to them (intent-access.ts `from`), and how the
+ * statement finds that intent: a task's, a plan's, a trace's (RFC-0020).
+ */
+const OWNED_BY_INTENT = {
+  task_id: { name: "acl_task_facts", from: "intents.tasks r join intents.intents i on i.id = r.intent_id where r.id = $1" },
+  plan_id: { name: "acl_plan_facts", from: "intents.plans r join intents.intents i on i.id = r.intent_id where r.id = $1" },
+  trace_id: { name: "acl_trace_facts", from: "intents.traces r join intents.intents i on i.id = r.intent_id where r.trace_id = $1" },
+} as const;
+export type OwnedResource = keyof typeof OWNED_BY_INTENT;
 
-/** The access facts of the intent a plan belongs to; undefined when the plan does not exist. */
-export async function readPlanAccessFacts(query: Query, planId: string, caller: Caller): Promise<AccessFacts | undefined> {
-  const rows = await query<RawFacts>(
-    "acl_plan_facts",
-    `select i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, ${ENTRIES_OF_CALLER("$2", "$3", "$4")}
-     from intents.plans p join intents.intents i on i.id = p.intent_id where p.id = $1`,
-    [planId, ...identity(caller)],
-  );
-  return rows[0] ? toFacts(rows[0]) : undefined;
-}
-
-/** The same for the intent a trace was started on (RFC-0020); undefined when the trace does not exist. */
-export async function readTraceAccessFacts(query: Query, traceId: string, caller: Caller): Promise<AccessFacts | undefined> {
-  const rows = await query<RawFacts>(
-    "acl_trace_facts",
-    `select i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, ${ENTRIES_OF_CALLER("$2", "$3", "$4")}
-     from intents.traces t join intents.intents i on i.id = t.intent_id where t.trace_id = $1`,
-    [traceId, ...identity(caller)],
-  );
+/** The access facts of the intent a task, plan or trace belongs to; undefined when the resource does not exist. */
+export async function readOwnedAccessFacts(query: Query, resource: OwnedResource, id: string, caller: Caller): Promise<AccessFacts | undefined> {
+  const { name, from } = OWNED_BY_INTENT[resource];
+  const rows = await query<RawFacts>(name, `select i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, ${ENTRIES_OF_CALLER("$2", "$3", "$4")} from ${from}`, [id, ...identity(caller)]);
   return rows[0] ? toFacts(rows[0]) : undefined;
 }
 
