@@ -1,10 +1,9 @@
 import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { createTestDatabase } from "../../../test/support/backends";
+import { migrationsUpTo } from "../../../test/support/migrations";
 import { MIGRATIONS_FOLDER } from "../src/service";
 import { MIGRATIONS_FOLDER as REGISTRY_MIGRATIONS } from "../../registry/src/service";
 
@@ -18,15 +17,6 @@ let before: string;
 let registryBefore: string;
 
 /** A service's migrations folder as it was up to entry `lastIdx` of its journal. */
-function migrationsUpTo(folder: string, lastIdx: number): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "im-migrations-"));
-  fs.mkdirSync(path.join(dir, "meta"));
-  const journal = JSON.parse(fs.readFileSync(path.join(folder, "meta/_journal.json"), "utf8"));
-  journal.entries = journal.entries.filter((e: { idx: number }) => e.idx <= lastIdx);
-  fs.writeFileSync(path.join(dir, "meta/_journal.json"), JSON.stringify(journal));
-  for (const entry of journal.entries) fs.copyFileSync(path.join(folder, `${entry.tag}.sql`), path.join(dir, `${entry.tag}.sql`));
-  return dir;
-}
 
 beforeAll(async () => {
   testDb = await createTestDatabase(inject("databaseUrl"));
