@@ -72,7 +72,11 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         setExtras(await readExtras());
       } catch (error) {
         if ((error as { status?: number }).status === 404) setMissing("No such intent, or your key may not read it.");
-        else reportError(error);
+        else {
+          reportError(error);
+          // A read that failed (the server busy or down) is tried again: the page recovers by itself.
+          if (!stop.signal.aborted) timer = setTimeout(() => void readAll(), 1000);
+        }
       }
     };
     const readExtras = async (): Promise<Extras> => {
