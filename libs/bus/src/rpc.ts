@@ -293,6 +293,19 @@ export class BusClient {
     const version = header(msg.headers, REPLY_VERSION_HEADER);
     return { body: msg.data, version: version ? Number(version) : undefined };
   }
+
+  /**
+   * Publishes a hint on core NATS (no stream, no acknowledgement): something a reader may want to
+   * read again, never a fact it must not miss. A publish that fails (NATS away) is dropped; the
+   * readers of hints read everything again when they reconnect.
+   */
+  hint(subject: string, payload: unknown): void {
+    try {
+      this.bus.nc.publish(this.bus.subject(subject), encoder.encode(JSON.stringify(payload)));
+    } catch {
+      /* a hint is best effort by definition */
+    }
+  }
 }
 
 const header = (hdrs: MsgHdrs | undefined, name: string) => hdrs?.get(name) || undefined;

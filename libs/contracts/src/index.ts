@@ -35,6 +35,7 @@ export * from "./channels";
 export * from "./vault";
 export * from "./triggers";
 export * from "./event-catalogue";
+export * from "./inbox";
 export * from "./error-catalogue";
 export * from "./acl";
 export * from "./intent-access";

@@ -23,7 +23,13 @@ export type InboxItem =
 
 /** Intents that may hold pending approvals: every one not yet completed or abandoned. */
 const OPEN_STATUSES = "draft,active,blocked,suspended_awaiting_input";
-export const INBOX_POLL_MS = 3000;
+/**
+ * The inbox follows GET /subscribe/inbox and reads again on each hint; this slow read is the net
+ * under it, for a hint lost while the stream reconnected.
+ */
+export const INBOX_SAFETY_READ_MS = 30_000;
+/** Hints that arrive together (a burst of suspensions) make one read. */
+const HINT_COALESCE_MS = 150;
 /** The most intents one read follows pages to (500 a page); beyond it the inbox says it is partial. */
 const MAX_INTENTS = 5000;
 
@@ -42,9 +48,9 @@ export async function listAll(client: Intentmesh, status: string): Promise<{ int
 
 /**
  * The inbox: every suspension awaiting input and every pending approval the operator may read.
- * The SSE streams are per aggregate (one intent's log), and a browser keeps at most six
- * connections to one origin over HTTP/1.1, so the inbox cannot follow every open intent's stream;
- * it reads the lists every few seconds instead (docs/console.md), and at once after an answer.
+ * It follows the inbox stream (one connection, hints about intents whose waiting items changed)
+ * and reads the lists again on each hint, on each (re)connection of the stream, at once after an
+ * answer, and every INBOX_SAFETY_READ_MS whatever happens (docs/console.md).
  */
 class InboxStore {
   items: InboxItem[] = [];
@@ -53,7 +59,11 @@ class InboxStore {
   partial = false;
   private client: Intentmesh | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private hinted: ReturnType<typeof setTimeout> | undefined;
+  private stream: AbortController | null = null;
   private running: Promise<void> | null = null;
+  /** A read was asked while one ran: what it read may be older than the hint, so one more follows. */
+  private again = false;
   private readonly askers = new Map<string, string | null>();
   private readonly listeners = new Set<() => void>();
 
@@ -61,10 +71,14 @@ class InboxStore {
     this.stop();
     this.client = client;
     void this.refresh();
+    this.follow(client);
   }
 
   stop(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.hinted);
+    this.stream?.abort();
+    this.stream = null;
     this.client = null;
     this.items = [];
     this.loaded = false;
@@ -76,15 +90,41 @@ class InboxStore {
     return () => void this.listeners.delete(listener);
   }
 
-  /** Reads the inbox now (after an answer, or on the poll). */
+  /** Reads the inbox now (after an answer, a hint, a reconnection, or on the safety read). */
   refresh(): Promise<void> {
-    if (this.running) return this.running;
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
     this.running = this.read().finally(() => {
       this.running = null;
       clearTimeout(this.timer);
-      if (this.client) this.timer = setTimeout(() => void this.refresh(), INBOX_POLL_MS);
+      if (!this.client) return;
+      if (this.again) {
+        this.again = false;
+        void this.refresh();
+      } else this.timer = setTimeout(() => void this.refresh(), INBOX_SAFETY_READ_MS);
     });
     return this.running;
+  }
+
+  /** Follows the inbox stream until stop(); the SDK reconnects it by itself, and each connection reads the inbox again. */
+  private follow(client: Intentmesh): void {
+    const controller = new AbortController();
+    this.stream = controller;
+    const onHint = () => {
+      clearTimeout(this.hinted);
+      this.hinted = setTimeout(() => void this.refresh(), HINT_COALESCE_MS);
+    };
+    void (async () => {
+      let connections = 0;
+      try {
+        // The first connection follows the first read (start); every later one may have missed hints.
+        for await (const _hint of client.subscribeInbox({ signal: controller.signal, onConnect: () => void (connections++ > 0 && onHint()) })) onHint();
+      } catch {
+        // Refused (a role without the inbox): the safety read still keeps the list.
+      }
+    })();
   }
 
   /** Takes an answered item away at once, before the next read confirms it. */

@@ -20,6 +20,8 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // The screenshots of docs/console.md are refreshed with UPDATE_SCREENSHOTS=1; an ordinary run writes
 // them under .data so that `pnpm test` leaves the working tree as it found it.
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? path.resolve(__dirname, "../../../docs/console") : path.resolve(__dirname, "../../../.data/console-screenshots");
+// Shorter than the inbox's 30 s safety read: an item asked after sign-in can only arrive in time
+// through the inbox stream (GET /subscribe/inbox).
 const INBOX_WAIT = { timeout: 15_000 };
 
 let cluster: TestCluster;

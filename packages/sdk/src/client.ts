@@ -2,7 +2,8 @@ import { routes } from "./generated/routes";
 import type { RouteSpec } from "./route-spec";
 import { IntentmeshError, OutcomeUnknownError, abortError, type ErrorBody } from "./errors";
 import { replaySafety } from "./replay";
-import { openStream, type StreamKind, type StreamOptions, type StreamMessage } from "./sse";
+import { openInboxStream, openStream, type StreamKind, type StreamOptions, type StreamMessage } from "./sse";
+import type { InboxHint } from "@intentmesh/contracts";
 import type { ApiResult, CallOptions, OperationId, Operations, RequestOf, ResponseOf } from "./types";
 
 export interface RetryPolicy {
@@ -40,6 +41,8 @@ export interface Intentmesh {
   send<Id extends OperationId>(operationId: Id, request: RequestOf<Id>, options?: CallOptions): Promise<ApiResult<Id>>;
   /** A live stream of an intent's, portfolio's, agent's or channel's events (see sse.ts). */
   subscribe<K extends StreamKind>(kind: K, id: string, options?: StreamOptions): AsyncIterableIterator<StreamMessage<K>>;
+  /** The operators' inbox hints (GET /subscribe/inbox): read the inbox again in `onConnect` and after each hint. */
+  subscribeInbox(options?: Omit<StreamOptions, "from" | "agentId">): AsyncIterableIterator<InboxHint>;
   /** The same client acting as another agent (X-Agent-ID). */
   as(agentId: string): Intentmesh;
   readonly options: Readonly<ClientOptions>;
@@ -153,6 +156,8 @@ export function createClient(options: ClientOptions): Intentmesh {
         headers: () => headersFor({ agentId: streamOptions?.agentId }),
         fetch: fetchImpl,
       }),
+    subscribeInbox: (streamOptions) =>
+      openInboxStream({ ...streamOptions, client, url: `${base}${API_PREFIX}`, headers: () => headersFor(undefined), fetch: fetchImpl }),
     as: (agentId) => createClient({ ...options, agentId }),
     options: Object.freeze({ ...options }),
   };

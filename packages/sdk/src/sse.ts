@@ -1,4 +1,4 @@
-import type { AgentEvent, IntentEvent, Message, PortfolioEvent } from "@intentmesh/contracts";
+import type { AgentEvent, InboxHint, IntentEvent, Message, PortfolioEvent } from "@intentmesh/contracts";
 import { IntentmeshError, abortError, type ErrorBody } from "./errors";
 import type { Intentmesh } from "./client";
 
@@ -68,14 +68,37 @@ const FATAL = new Set([400, 401, 403, 404, 410]);
  * gateway replays what was missed, so the consumer sees every event once, in order.
  */
 export async function* openStream<K extends StreamKind>(kind: K, id: string, options: InternalOptions): AsyncIterableIterator<StreamMessage<K>> {
-  const signal = options.signal;
   let lastEventId: string | undefined;
   try {
     lastEventId = await startingPoint(kind, id, options);
   } catch (error) {
-    if (signal?.aborted) return;
+    if (options.signal?.aborted) return;
     throw error;
   }
+  for await (const frame of followFrames(`/subscribe/${kind}/${encodeURIComponent(id)}`, `the ${kind} stream of ${id}`, lastEventId, options)) {
+    yield { event: frame.event ?? "message", id: frame.id, data: JSON.parse(frame.data) as StreamData<K> };
+  }
+}
+
+/**
+ * The operators' inbox stream (GET /subscribe/inbox): a hint each time an intent's waiting items
+ * (suspensions awaiting input, pending approvals) may have changed. Hints carry no id and are not
+ * replayed: read the inbox again in `onConnect`, which runs on every (re)connection.
+ */
+export async function* openInboxStream(options: InternalOptions): AsyncIterableIterator<InboxHint> {
+  for await (const frame of followFrames("/subscribe/inbox", "the inbox stream", undefined, options)) {
+    if (frame.event === "inbox") yield JSON.parse(frame.data) as InboxHint;
+  }
+}
+
+/**
+ * The data frames of one SSE path, reconnecting by itself: after a dropped connection or a server
+ * restart it waits, connects again with Last-Event-ID set to the last id it yielded (when the
+ * frames carry ids), so the gateway replays what was missed.
+ */
+async function* followFrames(path: string, label: string, resumeFrom: string | undefined, options: InternalOptions): AsyncGenerator<SseFrame & { data: string }> {
+  const signal = options.signal;
+  let lastEventId = resumeFrom;
   let serverRetryMs: number | undefined;
   let failures = 0;
   const maxAttempts = options.reconnect?.maxAttempts ?? Number.POSITIVE_INFINITY;
@@ -88,9 +111,9 @@ export async function* openStream<K extends StreamKind>(kind: K, id: string, opt
     try {
       const headers: Record<string, string> = { ...options.headers(), Accept: "text/event-stream" };
       if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
-      const res = await options.fetch(`${options.url}/subscribe/${kind}/${encodeURIComponent(id)}`, { headers, signal: controller.signal });
+      const res = await options.fetch(`${options.url}${path}`, { headers, signal: controller.signal });
       if (res.status !== 200 || !res.body) {
-        const failure = await streamError(res, kind);
+        const failure = await streamError(res, label);
         if (FATAL.has(res.status)) throw failure;
         lost = failure;
       } else {
@@ -100,9 +123,9 @@ export async function* openStream<K extends StreamKind>(kind: K, id: string, opt
           if (frame.data === undefined) continue;
           failures = 0;
           if (frame.id !== undefined) lastEventId = frame.id;
-          yield { event: frame.event ?? "message", id: frame.id, data: JSON.parse(frame.data) as StreamData<K> };
+          yield frame as SseFrame & { data: string };
         }
-        lost = new IntentmeshError("NETWORK_ERROR", `the ${kind} stream of ${id} ended`, 0);
+        lost = new IntentmeshError("NETWORK_ERROR", `${label} ended`, 0);
       }
     } catch (error) {
       if (signal?.aborted) return;
@@ -145,14 +168,14 @@ async function startingPoint(kind: StreamKind, id: string, options: InternalOpti
   }
 }
 
-async function streamError(res: Response, kind: string): Promise<IntentmeshError> {
+async function streamError(res: Response, label: string): Promise<IntentmeshError> {
   let body: ErrorBody | undefined;
   try {
     body = (await res.json()) as ErrorBody;
   } catch {
     /* no JSON */
   }
-  return new IntentmeshError((body?.code ?? "INVALID_RESPONSE") as IntentmeshError["code"], body?.message ?? `the ${kind} stream answered ${res.status}`, res.status, body);
+  return new IntentmeshError((body?.code ?? "INVALID_RESPONSE") as IntentmeshError["code"], body?.message ?? `${label} answered ${res.status}`, res.status, body);
 }
 
 export interface SseFrame {

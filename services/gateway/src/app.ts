@@ -16,6 +16,7 @@ import { EventFeed } from "./event-feed";
 import { busEventSource, streamEvents, streamIntentEvents } from "./sse";
 import { agentStreamFrame } from "./client-frames";
 import { channelFrame, streamChannel } from "./channel-sse";
+import { InboxFeed, streamInbox } from "./inbox-sse";
 import { cors } from "./cors";
 import { mountPublicFederationRoutes } from "./federation-public";
 import { createMcp, MCP_LIVE_PATH, MCP_PATH, mcpBody, mcpMethodNotAllowed, type McpOptions } from "./mcp";
@@ -128,6 +129,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   await ensureStream(bus, channelStream);
   const channelFeed = new EventFeed(bus, channelStream.name, channelStream.subjects[0], 3, logger, (event) => channelFrame(event as unknown as Message));
   await channelFeed.start();
+  const inboxFeed = new InboxFeed(bus, logger);
+  inboxFeed.start();
 
   const app = express();
   app.disable("x-powered-by");
@@ -279,6 +282,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const source = busEventSource(client, req.caller!, registryCommands.listEvents, agentSubjectToken(agentId), { agent_id: agentId });
     return streamEvents(req, res, { kind: "agents", feed: agentFeed, source, pingMs, logger });
   });
+  // The inbox (docs/console.md): hints about the intents whose waiting items changed, each only
+  // to subscribers who may read that intent. Open to every role the other streams are: an agent's
+  // key sees the inbox (without the answers) in the console too.
+  api.get("/subscribe/inbox", bound, (req, res) => streamInbox(req, res, { bus: client, feed: inboxFeed, pingMs, logger }));
   api.get(["/subscribe/channels/:channelId", "/channels/:channelId/subscribe"], bound, (req, res) => streamChannel(req, res, { bus: client, feed: channelFeed, intentFeed: feed, pingMs, logger }));
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
@@ -314,6 +321,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       await portfolioFeed.stop();
       await agentFeed.stop();
       await channelFeed.stop();
+      inboxFeed.stop();
       await Promise.all(
         servers.map(
           (server) =>

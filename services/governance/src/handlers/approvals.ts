@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, type SQL } from "drizzle-orm";
-import { appError, type APPROVAL_STATUSES, type Caller, type CreateApprovalBody, type DecideApprovalBody, errors, intentsCommands, isoTimestamp } from "@intentmesh/contracts";
+import { APPROVAL_REQUESTED, appError, type APPROVAL_STATUSES, type InboxHint, inboxNoticeSubject, type Caller, type CreateApprovalBody, type DecideApprovalBody, errors, intentsCommands, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import type { GovernanceContext } from "../context";
 import { approvals, outbox } from "../db/schema";
@@ -59,7 +59,13 @@ export async function createApproval(ctx: GovernanceContext, intentId: string, b
       createdAt: ctx.clock.now(),
     })
     .returning();
+  announceApproval(ctx, intentId);
   return toApproval(row!);
+}
+
+/** After a new approval's row committed: operators' inboxes read the intent again (libs/contracts inbox.ts). */
+export function announceApproval(ctx: GovernanceContext, intentId: string): void {
+  ctx.client.hint(inboxNoticeSubject(intentId), { intent_id: intentId, cause: APPROVAL_REQUESTED } satisfies InboxHint);
 }
 
 export async function findApproval(ctx: GovernanceContext, intentId: string, approvalId: string): Promise<ApprovalRow> {

@@ -16,7 +16,7 @@ import {
 } from "@intentmesh/contracts";
 import type { GovernanceContext } from "../context";
 import { approvals } from "../db/schema";
-import { decideApproval, type ApprovalRow } from "./approvals";
+import { announceApproval, decideApproval, type ApprovalRow } from "./approvals";
 
 /**
  * Escalations to a human and arbitration requests (RFC-0013, RFC-0004; docs/coordinators.md):
@@ -64,6 +64,7 @@ async function insertRequest(ctx: GovernanceContext, intentId: string, caller: C
     .insert(approvals)
     .values({ id: randomUUID(), intentId, requesterPrincipal: caller.principal, status: "pending", createdAt: ctx.clock.now(), resolution: null, ...values })
     .returning();
+  announceApproval(ctx, intentId);
   return row!;
 }
 
