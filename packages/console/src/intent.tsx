@@ -15,6 +15,7 @@ type Attachment = ResponseOf<"attachmentsList">["attachments"][number];
 type Channel = ResponseOf<"channelsList">[number];
 type ChannelMessage = ResponseOf<"channelsListMessages">[number];
 type Approval = ResponseOf<"governanceListApprovals">["approvals"][number];
+type Plan = ResponseOf<"plansList">[number];
 
 /** What the page reads beside the intent; each part on its own, so one refused read leaves the others. */
 /** An intent as the graph lists show it. */
@@ -26,6 +27,7 @@ interface Extras {
   channels: { channel: Channel; messages: ChannelMessage[] | string }[] | string;
   policy: unknown;
   approvals: Approval[] | string;
+  plans: Plan[] | string;
 }
 
 const refusal = (result: PromiseSettledResult<unknown>): string => {
@@ -80,7 +82,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
       }
     };
     const readExtras = async (): Promise<Extras> => {
-      const [graph, attachments, channels, policy, approvals] = await Promise.allSettled([
+      const [graph, attachments, channels, policy, approvals, plans] = await Promise.allSettled([
         // RFC-0002: its parent (the nearest ancestor), its children, what it depends on, what depends on it.
         Promise.all([
           ops.graphAncestors({ intent_id: id, query: { limit: 1 } }),
@@ -104,6 +106,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         ),
         ops.governancePolicyGet({ intent_id: id }),
         ops.governanceListApprovals({ intent_id: id, query: {} }),
+        ops.plansList({ intent_id: id }),
       ]);
       return {
         graph: graph.status === "fulfilled" ? graph.value : refusal(graph),
@@ -111,6 +114,7 @@ export function IntentPage({ session, id }: { session: Session; id: string }) {
         channels: channels.status === "fulfilled" ? channels.value : refusal(channels),
         policy: policy.status === "fulfilled" ? policy.value : refusal(policy),
         approvals: approvals.status === "fulfilled" ? approvals.value.approvals : refusal(approvals),
+        plans: plans.status === "fulfilled" ? plans.value : refusal(plans),
       };
     };
     reread.current = () => {
@@ -280,6 +284,16 @@ function ExtrasView({ extras }: { extras: Extras }) {
           </ul>
         )}
       </section>
+      <section aria-labelledby="plans-title">
+        <h2 id="plans-title">Plans</h2>
+        {refused(extras.plans) ? (
+          <p class="muted">{extras.plans}</p>
+        ) : extras.plans.length === 0 ? (
+          <p class="empty">No plans.</p>
+        ) : (
+          extras.plans.map((plan) => <PlanView key={plan.id} plan={plan} />)
+        )}
+      </section>
       <section aria-labelledby="graph-title">
         <h2 id="graph-title">Graph</h2>
         {refused(extras.graph) ? (
@@ -345,6 +359,42 @@ function ExtrasView({ extras }: { extras: Extras }) {
         )}
       </section>
     </div>
+  );
+}
+
+/**
+ * One plan (RFC-0012): its state, its progress as the server computes it from the tasks (done of
+ * total, the tasks waiting on a suspended intent), its steps in plan order, and its checkpoints.
+ */
+function PlanView({ plan }: { plan: Plan }) {
+  const { progress } = plan;
+  const name = plan.title ?? `Plan ${plan.id.slice(0, 8)}`;
+  return (
+    <article class="plan" aria-label={`Plan ${name}`}>
+      <h3>
+        {name} <span class={`status ${plan.state}`}>{plan.state}</span>
+      </h3>
+      <p>
+        <progress max={Math.max(progress.total, 1)} value={progress.done} aria-label={`${name} progress`} /> {progress.done} of {progress.total} done ({progress.percent_complete}%)
+        {progress.suspended_tasks.length > 0 && <span class="status suspended_awaiting_input"> {progress.suspended_tasks.length} waiting on an answer</span>}
+      </p>
+      <ol class="plain">
+        {plan.steps.map((step) => (
+          <li key={step.task_id}>
+            <span class={`status ${step.status}`}>{step.status}</span> {step.title} <span class="muted">{step.assigned_agent ?? ""}</span>
+          </li>
+        ))}
+      </ol>
+      {plan.checkpoints.length > 0 && (
+        <ul class="plain" aria-label={`Checkpoints of ${name}`}>
+          {plan.checkpoints.map((checkpoint, index) => (
+            <li key={String(checkpoint.id ?? index)}>
+              checkpoint <strong>{String(checkpoint.name ?? checkpoint.id ?? index)}</strong> <span class="muted">{String(checkpoint.status ?? "pending")}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </article>
   );
 }
 

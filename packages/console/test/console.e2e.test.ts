@@ -231,6 +231,31 @@ describe("an intent's page, in its graph", () => {
   });
 });
 
+describe("an intent's plans", () => {
+  it("shows a plan's steps and progress (RFC-0012), and the progress moves when a task completes", async () => {
+    const admin = client("admin", uniqueTag("planner"));
+    const intent = await createIntent(cluster, { title: "Quarterly report" });
+    const gather = await admin.ops.tasksCreate({ intent_id: intent.id, body: { title: "Gather numbers" } });
+    const write = await admin.ops.tasksCreate({ intent_id: intent.id, body: { title: "Write summary", depends_on: [gather.id] } });
+    await admin.ops.plansCreate({ body: { intent_id: intent.id, title: "Report plan", tasks: [gather.id, write.id], state: "active" } });
+    const { context, page } = await signedIn("operator");
+    await page.goto(`${cluster.baseUrl}/console/#/intents/${intent.id}`);
+    await page.getByRole("heading", { name: "Quarterly report" }).waitFor();
+    const plan = page.getByRole("article", { name: "Plan Report plan" });
+    await plan.waitFor();
+    expect(await plan.textContent()).toContain("0 of 2 done");
+    expect(await plan.textContent()).toContain("Gather numbers");
+    expect(await plan.textContent()).toContain("Write summary");
+
+    for (const step of ["tasksClaim", "tasksStart"] as const) await admin.ops[step]({ task_id: gather.id, body: {} });
+    await admin.ops.tasksComplete({ task_id: gather.id, body: { output: {} } });
+    // The page follows the intent's stream: task.completed makes it read the plan again.
+    await expect.poll(() => plan.textContent(), { timeout: 10_000 }).toContain("1 of 2 done (50%)");
+    await shot(page, "intent-plan");
+    await context.close();
+  });
+});
+
 describe("an intent's page, suspended", () => {
   it("shows the question the intent waits on and answers it there; the agent's wait ends with that answer", async () => {
     const intent = await createIntent(cluster, { title: "Pricing page" });
