@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, IntentmeshError, type InboxHint, type Intentmesh } from "@intentmesh/sdk";
+import { IntentmeshError, type InboxHint, type Intentmesh } from "@intentmesh/sdk";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 
 /**
@@ -17,7 +17,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const client = (key: keyof typeof TEST_KEYS, agentId?: string): Intentmesh => createClient({ baseUrl: cluster.baseUrl, apiKey: TEST_KEYS[key], agentId, retry: { baseDelayMs: 10 } });
+const client = (key: keyof typeof TEST_KEYS, agentId?: string): Intentmesh => cluster.sdk(key, agentId);
 
 /** Follows a key's inbox stream; resolves once the stream is connected. */
 async function follow(key: keyof typeof TEST_KEYS): Promise<InboxHint[]> {

@@ -19,6 +19,7 @@ import { KeyRing } from "../../services/vault/src/crypto/envelope";
 import type { IdentitySettings, ToolProxySettings } from "../../services/vault/src/context";
 import { ApiKeys } from "../../services/gateway/src/api-keys";
 import { createTestDatabase, testNamespace } from "./backends";
+import { createClient, type Intentmesh } from "@intentmesh/sdk";
 import { eventsOffCatalogue } from "./event-check";
 
 export const TEST_KEYS = {
@@ -48,6 +49,13 @@ export interface TestCluster extends RunningServices {
   namespace: string;
   /** fetch against the gateway with a key (admin by default) and JSON handling. */
   api(path: string, init?: ApiInit): Promise<ApiResponse>;
+  /**
+   * The typed client (packages/sdk) against the gateway with a test key (admin by default), acting
+   * as `agentId` when given: requests and answers typed by the route catalogue, errors thrown as
+   * IntentmeshError with the status and code. End-to-end tests use it rather than `api`, whose
+   * bodies are `any`, except where a test sends what the types forbid on purpose.
+   */
+  sdk(key?: keyof typeof TEST_KEYS, agentId?: string): Intentmesh;
   stop(): Promise<void>;
 }
 
@@ -173,6 +181,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     clock,
     namespace,
     api,
+    sdk: (key = "admin", agentId) => createClient({ baseUrl, apiKey: TEST_KEYS[key], agentId, retry: { baseDelayMs: 10 } }),
     stop: async () => {
       // Every event this test wrote must be what the event catalogue promises its readers.
       const offCatalogue = await eventsOffCatalogue(database).catch(() => []);
