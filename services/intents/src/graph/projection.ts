@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { JsMsg } from "@nats-io/jetstream";
 import { intentEvents, intentEventTypes } from "@intentmesh/contracts";
-import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
+import { eventOn, newEvent, subscribe, type Bus } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { inbox } from "../db/schema";
@@ -80,10 +80,10 @@ export async function announceReadyDependents(tx: Tx, completedId: string, actor
           where id = ${dependent.id} returning version`),
       );
       status = "active";
-      events.push({ eventType: intentEventTypes.statusChanged, actor, payload: { from: "blocked", to: "active", reason: "dependencies_completed", version: Number(row!.version) } });
+      events.push(newEvent(intentEvents.statusChanged, actor, { from: "blocked", to: "active", reason: "dependencies_completed", version: Number(row!.version) }));
     }
     if (!dependent.announced) {
-      events.push({ eventType: intentEventTypes.ready, actor, payload: { dependency_id: completedId, cause: "dependency_completed", depends_on: dependent.depends_on, status } });
+      events.push(newEvent(intentEvents.ready, actor, { dependency_id: completedId, cause: "dependency_completed", depends_on: dependent.depends_on, status }));
     }
     if (!events.length) continue;
     await appendToLog(tx, dependent.id, events, at);
