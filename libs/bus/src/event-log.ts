@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { isoTimestamp, SCHEMA_HEADER, type JsonObject } from "@intentmesh/contracts";
+import { isoTimestamp, SCHEMA_HEADER, type EventDefinition, type EventPayload, type JsonObject } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { enqueue, type OutboxTable } from "./outbox";
 
@@ -13,6 +13,21 @@ export interface NewEvent {
   /** Tracing links a client may give an event it appends (RFC-0020 of the clients; spec part 6 propagates trace_id). */
   traceId?: string | null;
   parentEventId?: string | null;
+}
+
+/**
+ * An event of a catalogued definition, ready for writeEventLog: the name comes from the
+ * definition and the payload must have its schema's shape, so a writer cannot misspell the one
+ * or get the other wrong (it does not compile). The payload is not parsed again at run time (hot
+ * paths); the test cluster checks every written event against its schema (event-check.ts).
+ */
+export function newEvent<D extends EventDefinition>(
+  definition: D,
+  actor: string,
+  payload: EventPayload<D>,
+  extra: Pick<NewEvent, "id" | "traceId" | "parentEventId"> = {},
+): NewEvent & { eventType: D["name"] } {
+  return { ...extra, eventType: definition.name, actor, payload: payload as JsonObject };
 }
 
 /** The optional tracing fields of an event's wire form: present only when set, as the clients write them. */

@@ -6,3 +6,4 @@ export * from "./outbox";
 export * from "./consumer";
 export * from "./event-log";
 export * from "./system-events";
+export * from "./subscribe";

@@ -1,4 +1,5 @@
-import { SYSTEM_EVENT_SCHEMA, SCHEMA_HEADER, systemEventMsgId, systemEventSubject, type SystemEvent } from "@intentmesh/contracts";
+import { randomUUID } from "node:crypto";
+import { SYSTEM_EVENT_SCHEMA, SCHEMA_HEADER, isoTimestamp, systemEventMsgId, systemEventSubject, type EventDefinition, type EventPayload, type SystemEvent, type SystemEventSource } from "@intentmesh/contracts";
 import type { Queryable } from "@intentmesh/db";
 import { enqueue, type OutboxMessage, type OutboxTable } from "./outbox";
 
@@ -18,5 +19,28 @@ export function systemEventMessage(event: SystemEvent): OutboxMessage {
     msgId: systemEventMsgId(event.source, event.id),
     payload: event,
     headers: { [SCHEMA_HEADER]: SYSTEM_EVENT_SCHEMA },
+  };
+}
+
+/** A system event's definition: catalogued with system: true (event-catalogue.ts systemEvents). */
+type SystemEventDefinition = EventDefinition & { system: true };
+
+/**
+ * A system event of a catalogued definition: the name from the definition, the payload of its
+ * schema's shape (checked at compile time; the intents service checks it again when it appends).
+ */
+export function newSystemEvent<D extends SystemEventDefinition>(
+  definition: D,
+  event: { source: SystemEventSource; intentId: string; actor: string; payload: EventPayload<D>; at: Date; id?: string; traceId?: string | null },
+): SystemEvent & { event_type: D["name"] } {
+  return {
+    id: event.id ?? randomUUID(),
+    source: event.source,
+    intent_id: event.intentId,
+    event_type: definition.name,
+    actor: event.actor,
+    payload: event.payload as Record<string, unknown>,
+    ...(event.traceId !== undefined ? { trace_id: event.traceId } : {}),
+    occurred_at: isoTimestamp(event.at),
   };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { eventCatalogue, findEvent, isSystemIntentEventType, systemEventPayloadSchema, systemIntentEventTypes } from "./event-catalogue";
 import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
-import { federationEventTypes } from "./federation";
+import { federationEventTypes } from "./event-catalogue";
 
 const memoryData = { entry_id: "e1", namespace: "ns", key: "k", memory_type: "working", version: 2, previous_version: 1, tags: ["a"] };
 const memoryEvent = { agent_id: "agent-1", intent_id: "i1", task_id: null, data: memoryData };

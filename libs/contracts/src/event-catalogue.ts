@@ -1,9 +1,11 @@
 import { z } from "./zod";
 import type { ZodType } from "zod";
-import { agentEventTypes, intentEventTypes, portfolioEventTypes } from "./event-types";
-import { federationEventTypes } from "./federation";
+import { defineEvent, eventNames, type EventDefinition, type EventLog } from "./event-definition";
+import { agentEvents, intentEvents, portfolioEvents } from "./event-types";
+import { taskEvents } from "./tasks";
+import { planEvents } from "./plans";
 import { ToolInvokedPayload } from "./vault";
-import { TriggerFiredPayload, triggerEventTypes } from "./triggers";
+import { TriggerFiredPayload } from "./triggers";
 
 /**
  * The event catalogue: every event type the server writes, with its payload schema and the logs
@@ -18,24 +20,7 @@ import { TriggerFiredPayload, triggerEventTypes } from "./triggers";
  * every event it wrote against these when it stops (test/support/event-check.ts).
  */
 
-export type EventLog = "intent" | "portfolio" | "agent";
-
-export interface EventDefinition {
-  name: string;
-  /** Which logs (and so which SSE streams / im.evt.<aggregate> subjects) carry it. */
-  logs: readonly EventLog[];
-  payload: ZodType;
-  /** Written by another service and appended to an intent's log through the system-event path (system-events.ts). */
-  system: boolean;
-  description: string;
-}
-
-/** The payload schema of an event the server writes itself; a name without one is a mistake caught at load. */
-function pinned(schemas: ReadonlyMap<string, ZodType>, name: string): ZodType {
-  const schema = schemas.get(name);
-  if (!schema) throw new Error(`event ${name} has no payload schema in the event catalogue`);
-  return schema;
-}
+export { defineEvent, eventNames, type EventData, type EventDefinition, type EventLog, type EventName, type EventPayload } from "./event-definition";
 
 const Id = z.string().min(1);
 const Tags = z.array(z.string());
@@ -134,248 +119,101 @@ const FederationDispatchFailedPayload = z
   })
   .passthrough();
 
-const define = (name: string, logs: readonly EventLog[], payload: ZodType, description: string, system = false): EventDefinition => ({
-  name,
-  logs,
-  payload,
-  system,
-  description,
-});
+/** A system event: written by another service, appended to an intent's log (system-events.ts). */
+const systemEvent = <const Name extends string, Schema extends ZodType, const Log extends EventLog>(name: Name, logs: readonly Log[], payload: Schema, description: string) =>
+  defineEvent({ name, logs, payload, description, system: true });
 
-// Pinned payloads of the intents service's own events: what every writer of the type (handlers,
-// the SQL hot paths, sweepers, projections) puts there. Extra fields a writer adds for a case
-// (suspension_id, budget, renewal) pass through; the named ones are always there. The test
-// cluster checks every event of every test against these when it stops (test/support/cluster.ts).
-const Version = z.number().int().positive();
-const StatusChangedPayload = z
-  .object({ from: z.string(), to: z.string(), reason: z.string().nullable(), version: Version })
-  .passthrough();
-const StatePatchedPayload = z.object({ patches: z.array(z.object({ op: z.string(), path: z.string() }).passthrough()), version: Version }).passthrough();
-const LeaseAcquiredPayload = z.object({ lease_id: Id, agent_id: Id, scope: z.string(), expires_at: z.string() }).passthrough();
-const LeaseReleasedPayload = z
-  .object({ lease_id: Id, agent_id: Id, scope: z.string(), reason: z.enum(["released", "expired", "agent_dead", "agent_deregistered", "fallback"]) })
-  .passthrough();
-const AgentAssignmentPayload = z.object({ agent_id: Id }).passthrough();
-const SuspendedPayload = z.object({ suspension: z.object({ id: Id }).passthrough(), version: Version }).passthrough();
-
-const IntentCreatedPayload = z.object({ title: z.string(), created_by: z.string(), status: z.string(), version: Version }).passthrough();
-const AttachmentAddedPayload = z.object({ attachment_id: Id, filename: z.string(), mime_type: z.string(), size: z.number().int().nonnegative(), uploaded_by: z.string() }).passthrough();
-const AttachmentRemovedPayload = z.object({ attachment_id: Id, filename: z.string() }).passthrough();
-const BudgetUpdatedPayload = z.object({ budget: z.object({}).passthrough(), previous: z.object({}).passthrough().nullable(), version: Version }).passthrough();
-const BudgetAlertPayload = z.object({ scope: z.string(), threshold_percent: z.number(), limit_cents: z.number(), spent_cents: z.number() }).passthrough();
-const FallbackTriggeredPayload = z
-  .object({ failed_agent_id: Id, fallback_agent_id: Id, failure_id: Id, scopes: z.array(z.string()), leases: z.array(z.object({}).passthrough()) })
-  .passthrough();
-const ResumedPayload = z.object({ intent_id: Id, suspension_id: Id, resolution: z.string(), version: Version }).passthrough();
-const SuspensionExpiredPayload = z.object({ suspension_id: Id, resolution: z.literal("expired"), status: z.string(), version: Version }).passthrough();
-
-// Access control (RFC-0011): who, at which level, and the ACL version the change made.
-const AclVersion = z.number().int().positive();
-const Principal = { principal_id: z.string(), principal_type: z.string() };
-const AccessGrantedPayload = z.union([
-  z.object({ action: z.literal("grant"), entry_id: Id, ...Principal, permission: z.string(), expires_at: z.string().nullable(), acl_version: AclVersion }).passthrough(),
-  z
-    .object({
-      action: z.literal("acl_set"),
-      default_policy: z.string(),
-      default_permission: z.string(),
-      entries: z.array(z.object({ entry_id: Id, ...Principal, permission: z.string(), expires_at: z.string().nullable() }).passthrough()),
-      removed_entry_ids: z.array(Id),
-      acl_version: AclVersion,
-    })
-    .passthrough(),
-]);
-const AccessEntryEndedPayload = z.object({ entry_id: Id, ...Principal, permission: z.string(), acl_version: AclVersion }).passthrough();
-const AccessRequestedPayload = z.object({ request_id: Id, ...Principal, requested_permission: z.string(), capabilities: z.array(z.string()), reason: z.string() }).passthrough();
-const AccessRequestApprovedPayload = z.object({ request_id: Id, ...Principal, permission: z.string(), entry_id: Id, expires_at: z.string().nullable(), acl_version: AclVersion }).passthrough();
-const AccessRequestDeniedPayload = z.object({ request_id: Id, ...Principal, reason: z.string().nullable() }).passthrough();
-
-// Intent graphs (RFC-0002).
-const DependencyChangedPayload = z.object({ dependency_id: Id, depends_on: z.array(Id), version: Version }).passthrough();
-// Coordinators (RFC-0013).
-const CoordinatorAssignedPayload = z.object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), expires_at: z.string() }).passthrough();
-const CoordinatorFailedOverPayload = z
-  .object({ old_lease_id: Id, old_coordinator_id: Id, new_lease_id: Id.nullable(), new_coordinator_id: Id.nullable(), reason: z.enum(["expired", "agent_dead"]) })
-  .passthrough();
-const CoordinatorDecisionPayload = z
-  .object({ coordinator_id: Id, decision_type: Id, summary: z.string(), rationale: z.string(), outcome: z.union([z.string(), z.object({}).passthrough()]).nullable(), lease_id: Id.nullable() })
-  .passthrough();
-const IntentReadyPayload = z.object({ dependency_id: Id, cause: z.enum(["dependency_completed", "dependency_removed"]), depends_on: z.array(Id), status: z.string() }).passthrough();
-
-// Distributed tracing (RFC-0020).
-const TraceStartedPayload = z.object({ trace_id: z.string(), trace_name: z.string(), parent_trace_id: z.string().nullable(), started_by: z.string() }).passthrough();
-const SpansLinkedPayload = z.object({ trace_id: z.string(), span_ids: z.array(z.string()), linked_by: z.string(), span_count: z.number().int() }).passthrough();
-
-const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
-  [intentEventTypes.traceStarted, TraceStartedPayload],
-  [intentEventTypes.spansLinked, SpansLinkedPayload],
-  [intentEventTypes.dependencyAdded, DependencyChangedPayload],
-  [intentEventTypes.dependencyRemoved, DependencyChangedPayload],
-  [intentEventTypes.ready, IntentReadyPayload],
-  [intentEventTypes.coordinatorAssigned, CoordinatorAssignedPayload],
-  [intentEventTypes.coordinatorFailedOver, CoordinatorFailedOverPayload],
-  [intentEventTypes.coordinatorDecision, CoordinatorDecisionPayload],
-  [intentEventTypes.accessGranted, AccessGrantedPayload],
-  [intentEventTypes.accessRevoked, AccessEntryEndedPayload],
-  [intentEventTypes.accessExpired, AccessEntryEndedPayload],
-  [intentEventTypes.accessRequested, AccessRequestedPayload],
-  [intentEventTypes.accessRequestApproved, AccessRequestApprovedPayload],
-  [intentEventTypes.accessRequestDenied, AccessRequestDeniedPayload],
-  [intentEventTypes.created, IntentCreatedPayload],
-  [intentEventTypes.attachmentAdded, AttachmentAddedPayload],
-  [intentEventTypes.attachmentRemoved, AttachmentRemovedPayload],
-  [intentEventTypes.budgetUpdated, BudgetUpdatedPayload],
-  [intentEventTypes.budgetAlert, BudgetAlertPayload],
-  [intentEventTypes.fallbackTriggered, FallbackTriggeredPayload],
-  [intentEventTypes.resumed, ResumedPayload],
-  [intentEventTypes.suspensionExpired, SuspensionExpiredPayload],
-  [intentEventTypes.statusChanged, StatusChangedPayload],
-  [intentEventTypes.statePatched, StatePatchedPayload],
-  [intentEventTypes.leaseAcquired, LeaseAcquiredPayload],
-  [intentEventTypes.leaseReleased, LeaseReleasedPayload],
-  [intentEventTypes.agentAssigned, AgentAssignmentPayload],
-  [intentEventTypes.agentUnassigned, AgentAssignmentPayload],
-  [intentEventTypes.suspended, SuspendedPayload],
-]);
-
-const PortfolioCreatedPayload = z.object({ name: z.string(), created_by: z.string(), version: Version }).passthrough();
-const PortfolioUpdatedPayload = z.object({ changes: z.union([z.array(z.unknown()), z.object({}).passthrough()]), version: Version }).passthrough();
-const MembershipPayload = z.object({ intent_id: Id, intent_status: z.string(), status: z.string(), version: Version }).passthrough();
-const MemberStatusPayload = z.object({ intent_id: Id, intent_event_id: Id, intent_sequence: z.number().int(), from: z.string(), to: z.string(), status: z.string() }).passthrough();
-const MemberSuspensionPayload = z.object({ intent_id: Id, suspension_id: Id.nullable(), status: z.string() }).passthrough();
-const PortfolioStatusPayload = z.object({ from: z.string(), to: z.string() }).passthrough();
-
-const pinnedPortfolioPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
-  [portfolioEventTypes.created, PortfolioCreatedPayload],
-  [portfolioEventTypes.updated, PortfolioUpdatedPayload],
-  [portfolioEventTypes.memberAdded, MembershipPayload],
-  [portfolioEventTypes.memberRemoved, MembershipPayload],
-  [portfolioEventTypes.memberStatusChanged, MemberStatusPayload],
-  [portfolioEventTypes.memberSuspended, MemberSuspensionPayload],
-  [portfolioEventTypes.memberResumed, MemberSuspensionPayload],
-  [portfolioEventTypes.statusChanged, PortfolioStatusPayload],
-]);
-
-// The registry's own events (agent.lifecycle is part 6's shape).
-const pinnedAgentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodType>([
-  [
-    agentEventTypes.lifecycle,
-    z
-      .object({
-        type: z.literal(agentEventTypes.lifecycle),
-        agent_id: Id,
-        previous_status: z.string(),
-        new_status: z.string(),
-        reason: z.string(),
-        timestamp: z.string(),
-        version: z.number().int(),
-      })
-      .passthrough(),
-  ],
-  [agentEventTypes.warning, z.object({ agent_id: Id, warning: z.string(), message: z.string() }).passthrough()],
-  [agentEventTypes.command, z.object({ agent_id: Id }).passthrough()],
-]);
-
-/** Intent events the registry projects onto the agent's own log under the same name. */
-const projectedToAgents: ReadonlySet<string> = new Set([agentEventTypes.assigned, agentEventTypes.unassigned]);
-
-/** Events the owning service (intents, registry) writes itself. Payloads not pinned yet (step 2). */
-const ownEvents: EventDefinition[] = [
-  ...Object.values(intentEventTypes).map((name) =>
-    define(
-      name,
-      projectedToAgents.has(name) ? ["intent", "agent"] : ["intent"],
-      pinned(pinnedIntentPayloads, name),
-      "written by the intents service",
-    ),
-  ),
-  ...Object.values(portfolioEventTypes).map((name) => define(name, ["portfolio"], pinned(pinnedPortfolioPayloads, name), "written by the intents service")),
-  ...[agentEventTypes.lifecycle, agentEventTypes.warning, agentEventTypes.command].map((name) =>
-    define(name, ["agent"], pinned(pinnedAgentPayloads, name), "written by the registry"),
-  ),
-];
-
-/** Events other services put into an intent's log (system-events.ts). */
-export const systemIntentEventTypes = {
-  channelMessage: "channel_message",
-  memoryCreated: "memory.created",
-  memoryUpdated: "memory.updated",
-  memoryDeleted: "memory.deleted",
-  memoryArchived: "memory.archived",
-  memoryEvicted: "memory.evicted",
-  memoryExpired: "memory.expired",
-  approvalGranted: "governance.approval_granted",
-  approvalDenied: "governance.approval_denied",
-  policySet: "governance.policy_set",
-  policyRemoved: "governance.policy_removed",
-  engagementDecision: "engagement.decision",
-  suspensionRenotified: "intent.suspension_renotified",
-  suspensionEscalated: "intent.suspension_escalated",
-  toolInvoked: "tool.invoked",
-  triggerFired: triggerEventTypes.fired,
-  ...federationEventTypes,
+const MEMORY_ENTRY = "a memory operation; the value is never included (spec part 6)";
+/**
+ * Memory events (spec part 6) go to the intent log when a task or intent context exists,
+ * otherwise to the agent's stream.
+ */
+export const memoryEvents = {
+  created: systemEvent("memory.created", ["intent", "agent"], MemoryEntryEventPayload, MEMORY_ENTRY),
+  updated: systemEvent("memory.updated", ["intent", "agent"], MemoryEntryEventPayload, MEMORY_ENTRY),
+  deleted: systemEvent("memory.deleted", ["intent", "agent"], MemoryEntryEventPayload, MEMORY_ENTRY),
+  archived: systemEvent("memory.archived", ["intent", "agent"], MemoryArchivedPayload, "working memory snapshotted at task end (spec part 6)"),
+  evicted: systemEvent("memory.evicted", ["intent", "agent"], MemoryEntryEventPayload, MEMORY_ENTRY),
+  expired: systemEvent("memory.expired", ["intent", "agent"], MemoryEntryEventPayload, MEMORY_ENTRY),
 } as const;
-export type SystemIntentEventType = (typeof systemIntentEventTypes)[keyof typeof systemIntentEventTypes];
+export const memoryEventTypes = eventNames(memoryEvents);
+export type MemoryEventType = (typeof memoryEventTypes)[keyof typeof memoryEventTypes];
 
-const s = systemIntentEventTypes;
-const systemEvents: EventDefinition[] = [
-  define(s.channelMessage, ["intent"], ChannelMessagePayload, "a message on an audited channel (spec part 6)", true),
-  // Memory events go to the intent log when a task or intent context exists, otherwise to the agent's stream (spec part 6).
-  ...[s.memoryCreated, s.memoryUpdated, s.memoryDeleted, s.memoryEvicted, s.memoryExpired].map((name) =>
-    define(name, ["intent", "agent"], MemoryEntryEventPayload, "a memory operation; the value is never included (spec part 6)", true),
+// The spec shows no payload for these: the shapes below are what the governance and intents services write.
+const ApprovalDecidedPayload = z
+  .object({ approval_id: Id, action: z.string(), decision: z.enum(["approved", "denied"]), requested_by: z.string(), decided_by: z.string() })
+  .passthrough();
+export const governanceEvents = {
+  approvalGranted: systemEvent("governance.approval_granted", ["intent"], ApprovalDecidedPayload, "an approval decided"),
+  approvalDenied: systemEvent("governance.approval_denied", ["intent"], ApprovalDecidedPayload, "an approval decided"),
+  policySet: systemEvent(
+    "governance.policy_set",
+    ["intent"],
+    z.object({ governance_policy: z.object({}).passthrough(), version: z.number().int().positive() }).passthrough(),
+    "the governance policy set",
   ),
-  define(s.memoryArchived, ["intent", "agent"], MemoryArchivedPayload, "working memory snapshotted at task end (spec part 6)", true),
-  // The spec shows no payload for these: the shapes below are what the governance and intents services write.
-  ...[s.approvalGranted, s.approvalDenied].map((name) =>
-    define(
-      name,
-      ["intent"],
-      z.object({ approval_id: Id, action: z.string(), decision: z.enum(["approved", "denied"]), requested_by: z.string(), decided_by: z.string() }).passthrough(),
-      "an approval decided",
-      true,
-    ),
-  ),
-  define(s.policySet, ["intent"], z.object({ governance_policy: z.object({}).passthrough(), version: z.number().int().positive() }).passthrough(), "the governance policy set", true),
-  define(s.policyRemoved, ["intent"], z.object({ version: z.number().int().positive() }).passthrough(), "the governance policy removed", true),
-  define(
-    s.engagementDecision,
+  policyRemoved: systemEvent("governance.policy_removed", ["intent"], z.object({ version: z.number().int().positive() }).passthrough(), "the governance policy removed"),
+  engagementDecision: systemEvent(
+    "engagement.decision",
     ["intent"],
     // The official clients' SDK appends engagement.decision itself with fields of its own; `mode` is what both write.
     z.object({ mode: z.string() }).passthrough(),
     "an engagement decision (the governance service's, with should_ask, rationale and signals, or a client's own)",
-    true,
   ),
-  define(
-    s.suspensionRenotified,
+  suspensionRenotified: systemEvent(
+    "intent.suspension_renotified",
     ["intent"],
     z.object({ suspension_id: Id, attempt: z.number().int().positive(), max_attempts: z.number().int().positive(), strategy: z.string() }).passthrough(),
     "a suspension re-notification attempt",
-    true,
   ),
-  define(
-    s.suspensionEscalated,
+  suspensionEscalated: systemEvent(
+    "intent.suspension_escalated",
     ["intent"],
     z.object({ suspension_id: Id, after_attempt: z.number().int(), attempt: z.number().int(), channel: z.string() }).passthrough(),
     "a suspension escalation step",
-    true,
   ),
-  define(s.toolInvoked, ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material", true),
-  define(s.triggerFired, ["intent"], TriggerFiredPayload, "the intent was created by a trigger firing (RFC-0017 §3.2, §5.2 lineage)", true),
-  define(s.dispatched, ["intent"], FederationDispatchedPayload, "an intent was dispatched to a peer server", true),
-  define(s.received, ["intent"], FederationReceivedPayload, "an intent was created from a peer's dispatch", true),
-  define(s.callback, ["intent"], FederationCallbackPayload, "a peer reported a change of the dispatched intent", true),
-  define(s.budgetWarning, ["intent"], FederationCallbackPayload, "a peer's callback said budget_warning", true),
-  define(s.completed, ["intent"], FederationCallbackPayload, "a peer's callback said completed", true),
-  define(s.failed, ["intent"], z.union([FederationDispatchFailedPayload, FederationCallbackPayload]), "the dispatch failed, or a peer's callback said failed", true),
-];
+} as const;
+
+/** Event types the federation service writes into intent logs (through the system-event path). */
+export const federationEvents = {
+  dispatched: systemEvent("federation.dispatched", ["intent"], FederationDispatchedPayload, "an intent was dispatched to a peer server"),
+  received: systemEvent("federation.received", ["intent"], FederationReceivedPayload, "an intent was created from a peer's dispatch"),
+  callback: systemEvent("federation.callback", ["intent"], FederationCallbackPayload, "a peer reported a change of the dispatched intent"),
+  budgetWarning: systemEvent("federation.budget_warning", ["intent"], FederationCallbackPayload, "a peer's callback said budget_warning"),
+  completed: systemEvent("federation.completed", ["intent"], FederationCallbackPayload, "a peer's callback said completed"),
+  failed: systemEvent("federation.failed", ["intent"], z.union([FederationDispatchFailedPayload, FederationCallbackPayload]), "the dispatch failed, or a peer's callback said failed"),
+} as const;
+export const federationEventTypes = eventNames(federationEvents);
+export type FederationEventType = (typeof federationEventTypes)[keyof typeof federationEventTypes];
+
+/** Every event other services put into an intent's log (system-events.ts), by the keys of systemIntentEventTypes. */
+export const systemEvents = {
+  channelMessage: systemEvent("channel_message", ["intent"], ChannelMessagePayload, "a message on an audited channel (spec part 6)"),
+  memoryCreated: memoryEvents.created,
+  memoryUpdated: memoryEvents.updated,
+  memoryDeleted: memoryEvents.deleted,
+  memoryArchived: memoryEvents.archived,
+  memoryEvicted: memoryEvents.evicted,
+  memoryExpired: memoryEvents.expired,
+  ...governanceEvents,
+  toolInvoked: systemEvent("tool.invoked", ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material"),
+  triggerFired: systemEvent("trigger.fired", ["intent"], TriggerFiredPayload, "the intent was created by a trigger firing (RFC-0017 §3.2, §5.2 lineage)"),
+  ...federationEvents,
+} as const satisfies Record<string, EventDefinition>;
+export const systemIntentEventTypes = eventNames(systemEvents);
+export type SystemIntentEventType = (typeof systemIntentEventTypes)[keyof typeof systemIntentEventTypes];
+export const triggerEventTypes = { fired: systemEvents.triggerFired.name } as const;
+
+/** Every definition of some groups, each once (a definition may be listed in two groups). */
+const distinct = (...groups: Record<string, EventDefinition>[]): EventDefinition[] => [...new Set(groups.flatMap((group) => Object.values(group)))];
 
 /**
  * Every event, keyed by log and name. agent_assigned / agent_unassigned are written on both an
  * intent's and an agent's log, so one name may appear under two logs.
  */
-export const eventCatalogue: readonly EventDefinition[] = [...ownEvents, ...systemEvents];
+export const eventCatalogue: readonly EventDefinition[] = distinct(intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents);
 
-const systemByName: ReadonlyMap<string, EventDefinition> = new Map(systemEvents.map((definition) => [definition.name, definition]));
+const systemByName: ReadonlyMap<string, EventDefinition> = new Map(Object.values(systemEvents).map((definition) => [definition.name, definition]));
 
 /** True when another service may put an event of this name into an intent's log. */
 export const isSystemIntentEventType = (name: string): boolean => systemByName.has(name);

@@ -1,3 +1,7 @@
+import { defineEvent, eventNames, type EventDefinition, type EventLog } from "./event-definition";
+import * as P from "./event-payloads";
+
+
 /**
  * The catalogue of event type names: every name the server writes to a log is spelled once,
  * here, and every writer, projection, test and document takes it from here.
@@ -13,57 +17,65 @@
  * Names become NATS subject tokens (im.evt.<aggregate>.<id>.<event_type>).
  */
 
+const INTENTS = "written by the intents service";
+/** An event the intents service writes on one of its logs. */
+const intentsEvent = <const Name extends string, Schema extends P.Schema, const Log extends EventLog>(name: Name, logs: readonly Log[], payload: Schema) =>
+  defineEvent({ name, logs, payload, description: INTENTS });
+
 /** Events on an intent's log. */
-export const intentEventTypes = {
-  created: "intent_created",
-  statePatched: "state_patched",
-  statusChanged: "status_changed",
-  agentAssigned: "agent_assigned",
-  agentUnassigned: "agent_unassigned",
-  leaseAcquired: "lease_acquired",
+export const intentEvents = {
+  created: intentsEvent("intent_created", ["intent"], P.IntentCreatedPayload),
+  statePatched: intentsEvent("state_patched", ["intent"], P.StatePatchedPayload),
+  statusChanged: intentsEvent("status_changed", ["intent"], P.StatusChangedPayload),
+  /** Also on the agent's own log: the registry projects it there (assignment-projection.ts). */
+  agentAssigned: intentsEvent("agent_assigned", ["intent", "agent"], P.AgentAssignmentPayload),
+  agentUnassigned: intentsEvent("agent_unassigned", ["intent", "agent"], P.AgentAssignmentPayload),
+  leaseAcquired: intentsEvent("lease_acquired", ["intent"], P.LeaseAcquiredPayload),
   /**
    * Every end of a lease: released by its holder, a coordinator or an admin, expired by its TTL,
    * or ended by its agent's death or deregistration (spec part 6 "lease expiry events"), or
    * handed to a fallback agent. `payload.reason` says which: released, expired, agent_dead,
    * agent_deregistered, fallback. The clients' enum has no lease_expired.
    */
-  leaseReleased: "lease_released",
-  attachmentAdded: "attachment_added",
-  attachmentRemoved: "intent.attachment_removed",
-  budgetAlert: "budget_alert",
-  budgetUpdated: "intent.budget_updated",
-  fallbackTriggered: "fallback_triggered",
-  suspended: "intent.suspended",
-  resumed: "intent.resumed",
-  suspensionExpired: "intent.suspension_expired",
+  leaseReleased: intentsEvent("lease_released", ["intent"], P.LeaseReleasedPayload),
+  attachmentAdded: intentsEvent("attachment_added", ["intent"], P.AttachmentAddedPayload),
+  attachmentRemoved: intentsEvent("intent.attachment_removed", ["intent"], P.AttachmentRemovedPayload),
+  budgetAlert: intentsEvent("budget_alert", ["intent"], P.BudgetAlertPayload),
+  budgetUpdated: intentsEvent("intent.budget_updated", ["intent"], P.BudgetUpdatedPayload),
+  fallbackTriggered: intentsEvent("fallback_triggered", ["intent"], P.FallbackTriggeredPayload),
+  suspended: intentsEvent("intent.suspended", ["intent"], P.SuspendedPayload),
+  resumed: intentsEvent("intent.resumed", ["intent"], P.ResumedPayload),
+  suspensionExpired: intentsEvent("intent.suspension_expired", ["intent"], P.SuspensionExpiredPayload),
   // Access control (RFC-0011): the RFC's names, which the clients' EventType enum knows.
   /** An entry granted (POST /acl/entries), or the whole list replaced (PUT /acl: payload.action acl_set). */
-  accessGranted: "access_granted",
-  accessRevoked: "access_revoked",
+  accessGranted: intentsEvent("access_granted", ["intent"], P.AccessGrantedPayload),
+  accessRevoked: intentsEvent("access_revoked", ["intent"], P.AccessEntryEndedPayload),
   /** A time-limited entry reached its expires_at (the expiry sweeper). */
-  accessExpired: "access_expired",
-  accessRequested: "access_requested",
-  accessRequestApproved: "access_request_approved",
-  accessRequestDenied: "access_request_denied",
+  accessExpired: intentsEvent("access_expired", ["intent"], P.AccessEntryEndedPayload),
+  accessRequested: intentsEvent("access_requested", ["intent"], P.AccessRequestedPayload),
+  accessRequestApproved: intentsEvent("access_request_approved", ["intent"], P.AccessRequestApprovedPayload),
+  accessRequestDenied: intentsEvent("access_request_denied", ["intent"], P.AccessRequestDeniedPayload),
   // Intent graphs (RFC-0002): the clients' names for dependency changes; `intent.ready` is ours.
-  dependencyAdded: "dependency_added",
-  dependencyRemoved: "dependency_removed",
+  dependencyAdded: intentsEvent("dependency_added", ["intent"], P.DependencyChangedPayload),
+  dependencyRemoved: intentsEvent("dependency_removed", ["intent"], P.DependencyChangedPayload),
   /**
    * On a dependent's log: the completion of one of its dependencies (or the removal of the last
    * one not completed) left every dependency completed; announced once per such moment.
    */
-  ready: "intent.ready",
+  ready: intentsEvent("intent.ready", ["intent"], P.IntentReadyPayload),
   // Coordinators (RFC-0013): the RFC's names (section 10); the clients' enum knows
   // coordinator.decision and coordinator.failed_over, not coordinator.assigned.
-  coordinatorAssigned: "coordinator.assigned",
-  coordinatorFailedOver: "coordinator.failed_over",
-  coordinatorDecision: "coordinator.decision",
+  coordinatorAssigned: intentsEvent("coordinator.assigned", ["intent"], P.CoordinatorAssignedPayload),
+  coordinatorFailedOver: intentsEvent("coordinator.failed_over", ["intent"], P.CoordinatorFailedOverPayload),
+  coordinatorDecision: intentsEvent("coordinator.decision", ["intent"], P.CoordinatorDecisionPayload),
   // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.
   /** A trace was started on the intent (POST /intents/{id}/traces). */
-  traceStarted: "intent.trace_started",
+  traceStarted: intentsEvent("intent.trace_started", ["intent"], P.TraceStartedPayload),
   /** Spans were linked to one of the intent's traces (POST /traces/{trace_id}/spans); only the newly linked ones are named. */
-  spansLinked: "intent.spans_linked",
-} as const;
+  spansLinked: intentsEvent("intent.spans_linked", ["intent"], P.SpansLinkedPayload),
+} as const satisfies Record<string, EventDefinition>;
+/** The names of intentEvents by key, derived (a name is spelled once, above). */
+export const intentEventTypes = eventNames(intentEvents);
 export type IntentEventType = (typeof intentEventTypes)[keyof typeof intentEventTypes];
 
 /**
@@ -78,28 +90,31 @@ export const ACCESS_NARROWING_EVENTS: ReadonlySet<string> = new Set([
 ]);
 
 /** Events on a portfolio's log. */
-export const portfolioEventTypes = {
-  created: "portfolio_created",
-  updated: "portfolio.updated",
-  memberAdded: "added_to_portfolio",
-  memberRemoved: "removed_from_portfolio",
-  memberStatusChanged: "portfolio.member_status_changed",
-  memberSuspended: "portfolio.member_suspended",
-  memberResumed: "portfolio.member_resumed",
-  statusChanged: "portfolio.status_changed",
-} as const;
+export const portfolioEvents = {
+  created: intentsEvent("portfolio_created", ["portfolio"], P.PortfolioCreatedPayload),
+  updated: intentsEvent("portfolio.updated", ["portfolio"], P.PortfolioUpdatedPayload),
+  memberAdded: intentsEvent("added_to_portfolio", ["portfolio"], P.MembershipPayload),
+  memberRemoved: intentsEvent("removed_from_portfolio", ["portfolio"], P.MembershipPayload),
+  memberStatusChanged: intentsEvent("portfolio.member_status_changed", ["portfolio"], P.MemberStatusPayload),
+  memberSuspended: intentsEvent("portfolio.member_suspended", ["portfolio"], P.MemberSuspensionPayload),
+  memberResumed: intentsEvent("portfolio.member_resumed", ["portfolio"], P.MemberSuspensionPayload),
+  statusChanged: intentsEvent("portfolio.status_changed", ["portfolio"], P.PortfolioStatusPayload),
+} as const satisfies Record<string, EventDefinition>;
+export const portfolioEventTypes = eventNames(portfolioEvents);
 
+const REGISTRY = "written by the registry";
 /** Events on an agent's own log (the registry). */
-export const agentEventTypes = {
-  lifecycle: "agent.lifecycle",
+export const agentEvents = {
+  lifecycle: defineEvent({ name: "agent.lifecycle", logs: ["agent"], payload: P.AgentLifecycleEventPayload, description: REGISTRY }),
   /** A warning the server raises about the agent (drain timed out with work in progress). */
-  warning: "agent.warning",
+  warning: defineEvent({ name: "agent.warning", logs: ["agent"], payload: P.AgentWarningPayload, description: REGISTRY }),
   /** A command queued for the agent; delivered with its next heartbeat. */
-  command: "agent.command",
+  command: defineEvent({ name: "agent.command", logs: ["agent"], payload: P.AgentCommandPayload, description: REGISTRY }),
   /** Projected from the intents' agent_assigned / agent_unassigned: the agent learns of its work. */
-  assigned: "agent_assigned",
-  unassigned: "agent_unassigned",
-} as const;
+  assigned: intentEvents.agentAssigned,
+  unassigned: intentEvents.agentUnassigned,
+} as const satisfies Record<string, EventDefinition>;
+export const agentEventTypes = eventNames(agentEvents);
 
 /**
  * Names the spec gives to events a later service will emit (channels): reserved now so no client

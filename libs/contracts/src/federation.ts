@@ -8,17 +8,6 @@ import { command } from "./command";
  * The bodies of the SPEC are "not shown"; docs/federation.md fixes them.
  */
 
-/** Event types the federation service writes into intent logs (through the system-event path). */
-export const federationEventTypes = {
-  dispatched: "federation.dispatched",
-  received: "federation.received",
-  callback: "federation.callback",
-  budgetWarning: "federation.budget_warning",
-  completed: "federation.completed",
-  failed: "federation.failed",
-} as const;
-export type FederationEventType = (typeof federationEventTypes)[keyof typeof federationEventTypes];
-
 export const TRUST_POLICIES = ["open", "allowlist", "trustless"] as const;
 export const TrustPolicy = z.enum(TRUST_POLICIES);
 export type TrustPolicy = z.infer<typeof TrustPolicy>;

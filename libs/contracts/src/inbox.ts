@@ -1,6 +1,6 @@
 import { z } from "./zod";
-import { intentEventTypes } from "./event-types";
-import { systemIntentEventTypes } from "./event-catalogue";
+import { intentEvents } from "./event-types";
+import { governanceEvents } from "./event-catalogue";
 
 /**
  * The operators' inbox (GET /subscribe/inbox, docs/console.md): every suspension awaiting input
@@ -12,11 +12,11 @@ import { systemIntentEventTypes } from "./event-catalogue";
 
 /** Intent events after which an intent's waiting items differ. */
 export const INBOX_EVENT_TYPES = [
-  intentEventTypes.suspended,
-  intentEventTypes.resumed,
-  intentEventTypes.suspensionExpired,
-  systemIntentEventTypes.approvalGranted,
-  systemIntentEventTypes.approvalDenied,
+  intentEvents.suspended.name,
+  intentEvents.resumed.name,
+  intentEvents.suspensionExpired.name,
+  governanceEvents.approvalGranted.name,
+  governanceEvents.approvalDenied.name,
 ] as const;
 
 /**

@@ -30,17 +30,6 @@ export const DEFAULT_EPISODIC_CAPACITY = 1000;
 export const MEMORY_BATCH_MAX = 100;
 export const MEMORY_TAGS_MAX = 50;
 
-/** Names of the memory events (spec part 6). */
-export const memoryEventTypes = {
-  created: "memory.created",
-  updated: "memory.updated",
-  deleted: "memory.deleted",
-  archived: "memory.archived",
-  evicted: "memory.evicted",
-  expired: "memory.expired",
-} as const;
-export type MemoryEventType = (typeof memoryEventTypes)[keyof typeof memoryEventTypes];
-
 /** `task_lifetime`, or `duration:<ISO 8601 duration>` such as `duration:PT1H` or `duration:P1DT12H`. */
 export const TTL_PATTERN = /^(task_lifetime|duration:P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?)$/;
 

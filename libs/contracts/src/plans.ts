@@ -1,4 +1,6 @@
 import { z } from "./zod";
+import type { ZodType } from "zod";
+import { defineEvent, type EventDefinition, type EventPayload } from "./event-definition";
 import { JsonObject, Timestamp, Uuid } from "./common";
 import { command, IfMatch } from "./command";
 import { TaskStatus } from "./tasks";
@@ -191,17 +193,20 @@ export const planCommands = {
  * change) and version.
  */
 const base = { plan_id: Uuid, state: PlanState, version: z.number().int() };
+/** A plan event: written by the intents service on the intent's log. */
+const planEvent = <const Name extends `plan.${string}`, Schema extends ZodType>(name: Name, payload: Schema) =>
+  defineEvent({ name, logs: ["intent"], payload, description: "a plan changed (RFC-0012 §7, docs/plans.md); written by the intents service" });
 export const planEvents = {
-  created: { type: "plan.created", payload: z.object({ ...base, task_count: z.number().int(), title: z.string().nullable() }) },
+  created: planEvent("plan.created", z.object({ ...base, task_count: z.number().int(), title: z.string().nullable() })),
   /** Fields changed without a change of state (tasks, checkpoints, conditions, ...). */
-  updated: { type: "plan.updated", payload: z.object({ ...base, changed: z.array(z.string()) }) },
-  activated: { type: "plan.activated", payload: z.object({ ...base, from: PlanState }) },
-  paused: { type: "plan.paused", payload: z.object({ ...base, from: PlanState, reason: z.string(), task_id: Uuid.nullable() }) },
-  resumed: { type: "plan.resumed", payload: z.object({ ...base, from: PlanState }) },
-  completed: { type: "plan.completed", payload: z.object({ ...base, from: PlanState, tasks_completed: z.number().int(), tasks_skipped: z.number().int(), duration_ms: z.number().int() }) },
-  failed: { type: "plan.failed", payload: z.object({ ...base, from: PlanState, failed_task_id: Uuid.nullable(), error: z.string().nullable() }) },
-  cancelled: { type: "plan.cancelled", payload: z.object({ ...base, from: PlanState }) },
-} as const;
+  updated: planEvent("plan.updated", z.object({ ...base, changed: z.array(z.string()) })),
+  activated: planEvent("plan.activated", z.object({ ...base, from: PlanState })),
+  paused: planEvent("plan.paused", z.object({ ...base, from: PlanState, reason: z.string(), task_id: Uuid.nullable() })),
+  resumed: planEvent("plan.resumed", z.object({ ...base, from: PlanState })),
+  completed: planEvent("plan.completed", z.object({ ...base, from: PlanState, tasks_completed: z.number().int(), tasks_skipped: z.number().int(), duration_ms: z.number().int() })),
+  failed: planEvent("plan.failed", z.object({ ...base, from: PlanState, failed_task_id: Uuid.nullable(), error: z.string().nullable() })),
+  cancelled: planEvent("plan.cancelled", z.object({ ...base, from: PlanState })),
+} as const satisfies Record<string, EventDefinition>;
 export type PlanEventKey = keyof typeof planEvents;
-export type PlanEventPayload<K extends PlanEventKey> = z.input<(typeof planEvents)[K]["payload"]>;
-export const PLAN_EVENT_TYPES = Object.values(planEvents).map((e) => e.type);
+export type PlanEventPayload<K extends PlanEventKey> = EventPayload<(typeof planEvents)[K]>;
+export const PLAN_EVENT_TYPES = Object.values(planEvents).map((e) => e.name);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { intentEventFilter, intentEventMsgId, intentEventSubject } from "./subjects";
 import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
-import { federationEventTypes } from "./federation";
+import { federationEventTypes } from "./event-catalogue";
 
 describe("isReservedEventType", () => {
   it.each(["intent_created", "intent.suspended", "intent.resumed", "lease_acquired", "lease.expired", "budget_alert", "state_patched", "added_to_portfolio", "agent_assigned", "channel_message", "task.created"])(

@@ -1,4 +1,6 @@
 import { z } from "./zod";
+import type { ZodType } from "zod";
+import { defineEvent, type EventDefinition, type EventPayload } from "./event-definition";
 import { AgentId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
 import { command, IfMatch } from "./command";
 import { PutRetryPolicyBody } from "./retries";
@@ -221,10 +223,11 @@ export const taskCommands = {
  */
 const base = { task_id: Uuid, status: TaskStatus, version: z.number().int() };
 const agentField = { agent_id: z.string().nullable() };
+/** A task event: written by the intents service on the intent's log. */
+const taskEvent = <const Name extends `task.${string}`, Schema extends ZodType>(name: Name, payload: Schema) =>
+  defineEvent({ name, logs: ["intent"], payload, description: "a task changed (docs/tasks.md); written by the intents service" });
 export const taskEvents = {
-  created: {
-    type: "task.created",
-    payload: z.object({
+  created: taskEvent("task.created", z.object({
       ...base,
       title: z.string(),
       parent_task_id: Uuid.nullable(),
@@ -234,29 +237,25 @@ export const taskEvents = {
       plan_id: Uuid.nullable().optional(),
       priority: z.string().optional(),
       capabilities_required: z.array(z.string()).optional(),
-    }),
-  },
-  claimed: { type: "task.claimed", payload: z.object({ ...base, ...agentField }) },
-  started: { type: "task.started", payload: z.object({ ...base, ...agentField, attempt: z.number().int() }) },
+    })),
+  claimed: taskEvent("task.claimed", z.object({ ...base, ...agentField })),
+  started: taskEvent("task.started", z.object({ ...base, ...agentField, attempt: z.number().int() })),
   /** Consumed by channels (close task-scoped channels) and memory (archive, then delete working memory). */
-  completed: { type: "task.completed", payload: z.object({ ...base, ...agentField, memory_policy: MemoryPolicy }) },
-  failed: { type: "task.failed", payload: z.object({ ...base, ...agentField, error: z.string().nullable(), error_code: z.string().nullable(), memory_policy: MemoryPolicy }) },
-  blocked: { type: "task.blocked", payload: z.object({ ...base, from: TaskStatus, blocked_reason: z.string(), suspended_intent_id: Uuid.nullable() }) },
-  unblocked: { type: "task.unblocked", payload: z.object({ ...base, from: TaskStatus, reason: z.string() }) },
-  cancelled: { type: "task.cancelled", payload: z.object({ ...base, from: TaskStatus, reason: z.string().nullable(), memory_policy: MemoryPolicy }) },
+  completed: taskEvent("task.completed", z.object({ ...base, ...agentField, memory_policy: MemoryPolicy })),
+  failed: taskEvent("task.failed", z.object({ ...base, ...agentField, error: z.string().nullable(), error_code: z.string().nullable(), memory_policy: MemoryPolicy })),
+  blocked: taskEvent("task.blocked", z.object({ ...base, from: TaskStatus, blocked_reason: z.string(), suspended_intent_id: Uuid.nullable() })),
+  unblocked: taskEvent("task.unblocked", z.object({ ...base, from: TaskStatus, reason: z.string() })),
+  cancelled: taskEvent("task.cancelled", z.object({ ...base, from: TaskStatus, reason: z.string().nullable(), memory_policy: MemoryPolicy })),
   /** A coordinator decided the task need not run; its dependents may become ready. */
-  skipped: { type: "task.skipped", payload: z.object({ ...base, from: TaskStatus, reason: z.string().nullable() }) },
+  skipped: taskEvent("task.skipped", z.object({ ...base, from: TaskStatus, reason: z.string().nullable() })),
   /** Fields changed without a status change (output, error, blocked_reason, assigned_agent). */
-  updated: { type: "task.updated", payload: z.object({ ...base, changed: z.array(z.string()) }) },
+  updated: taskEvent("task.updated", z.object({ ...base, changed: z.array(z.string()) })),
   /** The task is ready again: a retry after a failure, a retry asked by a coordinator, or its agent died (reason agent_dead). */
-  retrying: {
-    type: "task.retrying",
-    payload: z.object({ ...base, from: TaskStatus, reason: z.string(), previous_agent: z.string().nullable(), attempt: z.number().int(), retry_at: Timestamp.nullable() }),
-  },
-} as const;
+  retrying: taskEvent("task.retrying", z.object({ ...base, from: TaskStatus, reason: z.string(), previous_agent: z.string().nullable(), attempt: z.number().int(), retry_at: Timestamp.nullable() })),
+} as const satisfies Record<string, EventDefinition>;
 export type TaskEventKey = keyof typeof taskEvents;
-export type TaskEventPayload<K extends TaskEventKey> = z.input<(typeof taskEvents)[K]["payload"]>;
+export type TaskEventPayload<K extends TaskEventKey> = EventPayload<(typeof taskEvents)[K]>;
 /** The task event names, for filters and docs. */
-export const TASK_EVENT_TYPES = Object.values(taskEvents).map((e) => e.type);
+export const TASK_EVENT_TYPES = Object.values(taskEvents).map((e) => e.name);
 /** The events that end a task: other services consume them (docs/subjects.md). */
-export const TASK_END_EVENT_TYPES = [taskEvents.completed.type, taskEvents.failed.type, taskEvents.cancelled.type] as const;
+export const TASK_END_EVENT_TYPES = [taskEvents.completed.name, taskEvents.failed.name, taskEvents.cancelled.name] as const;

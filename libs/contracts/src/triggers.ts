@@ -255,4 +255,3 @@ export const TriggerFiredPayload = z
   .passthrough();
 export type TriggerFiredPayload = z.infer<typeof TriggerFiredPayload>;
 
-export const triggerEventTypes = { fired: "trigger.fired" } as const;

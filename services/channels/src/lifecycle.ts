@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { AgentEvent, AgentLifecyclePayload, IntentEvent, TASK_END_EVENT_TYPES, agentEventTypes, intentEventTypes, streams } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { TASK_END_EVENT_TYPES, agentEvents, intentEvents, taskEvents } from "@intentmesh/contracts";
+import { eventFamilyOn, eventOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { SYSTEM_SENDER, type ChannelsContext } from "./context";
 import { channels, inbox, messages } from "./db/schema";
@@ -18,39 +18,27 @@ const UNREAD = ["pending", "delivered"];
  */
 export async function startLifecycleConsumers(bus: Bus, ctx: ChannelsContext) {
   const common = { db: ctx.db, inbox, logger: ctx.logger, afterCommit: () => ctx.published() };
-  const intentEnds = await startDurableConsumer(bus, {
+  const intentEnds = await subscribe(bus, eventOn(intentEvents.statusChanged, "intent"), {
     ...common,
-    stream: streams.intents.name,
     durable: "channels-intent-status",
-    filterSubject: `im.evt.intent.*.${intentEventTypes.statusChanged}`,
-    parse: (data) => IntentEvent.parse(data),
     handle: async (tx, event) => {
-      const to = String(event.payload.to ?? "");
+      const { to } = event.payload;
       if (to === "completed" || to === "abandoned") await closeChannels(tx, eq(channels.intentId, event.intent_id), ctx.clock.now(), true);
     },
   });
-  const taskEnds = await startDurableConsumer(bus, {
+  // The whole task family under one filter (the durable's filter since it was created); only the ends close channels.
+  const taskEnds = await subscribe(bus, eventFamilyOn(taskEvents, "intent", "task."), {
     ...common,
-    stream: streams.intents.name,
     durable: "channels-task-ends",
-    filterSubject: "im.evt.intent.*.task.>",
-    parse: (data) => IntentEvent.parse(data),
     handle: async (tx, event) => {
-      const taskId = typeof event.payload.task_id === "string" ? event.payload.task_id : null;
-      if (taskId && (TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) await closeChannels(tx, eq(channels.taskId, taskId), ctx.clock.now(), false);
+      if ((TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) await closeChannels(tx, eq(channels.taskId, event.payload.task_id), ctx.clock.now(), false);
     },
   });
-  const departures = await startDurableConsumer(bus, {
+  const departures = await subscribe(bus, eventOn(agentEvents.lifecycle, "agent"), {
     ...common,
-    stream: streams.registry.name,
     durable: "channels-agent-departures",
-    filterSubject: `im.evt.agent.*.${agentEventTypes.lifecycle}`,
-    parse: (data) => {
-      const event = AgentEvent.parse(data);
-      return { agentId: event.agent_id, lifecycle: AgentLifecyclePayload.parse(event.payload) };
-    },
-    handle: async (tx, { agentId, lifecycle }) => {
-      if (lifecycle.new_status === "deregistered") await agentDeparted(ctx, tx, agentId);
+    handle: async (tx, event) => {
+      if (event.payload.new_status === "deregistered") await agentDeparted(ctx, tx, event.agent_id);
     },
   });
   return {

@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { DeliverPolicy } from "@nats-io/jetstream";
-import { IntentEvent, intentEventTypes, streams, type Clock, isoTimestamp } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { intentEventTypes, type Clock, isoTimestamp } from "@intentmesh/contracts";
+import { eventsOfLog, subscribe, type Bus } from "@intentmesh/bus";
 import type { Database } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import { inbox, outgoingCallbacks, receivedDispatches } from "./db/schema";
@@ -26,15 +26,12 @@ export function callbackTypeOf(event: { event_type: string; payload: Record<stri
  * events from before federation existed concern no received intent.
  */
 export async function startCallbackProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onQueued: () => void) {
-  return startDurableConsumer(bus, {
-    stream: streams.intents.name,
+  return subscribe(bus, eventsOfLog("intent"), {
     durable: "federation-callbacks",
-    filterSubject: "im.evt.intent.>",
     deliverPolicy: DeliverPolicy.New,
     db,
     inbox,
     logger,
-    parse: (data) => IntentEvent.parse(data),
     handle: async (tx, event) => {
       const type = callbackTypeOf(event);
       if (!type) return;

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { ACCESS_NARROWING_EVENTS, appError, channelsCommands, type Message } from "@intentmesh/contracts";
+import { ACCESS_NARROWING_EVENTS, appError, channelsCommands, systemEvents, type Message } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import { metrics, type Logger } from "@intentmesh/telemetry";
 import type { EventFeed } from "./event-feed";
@@ -14,7 +14,8 @@ export interface ChannelSseOptions {
 }
 
 /** A channel_message frame: the full message (4.7 rule 11); the SSE id is its sequence in the channel. */
-export const channelFrame = (message: Message) => `event: channel_message\nid: ${message.sequence}\ndata: ${JSON.stringify({ ...message, event_type: "channel_message" })}\n\n`;
+const CHANNEL_MESSAGE = systemEvents.channelMessage.name;
+export const channelFrame = (message: Message) => `event: ${CHANNEL_MESSAGE}\nid: ${message.sequence}\ndata: ${JSON.stringify({ ...message, event_type: CHANNEL_MESSAGE })}\n\n`;
 
 /**
  * GET /subscribe/channels/{id}: the channel's messages as `channel_message` frames, to those who

@@ -1,16 +1,12 @@
-import { isoTimestamp, type SystemEvent } from "@intentmesh/contracts";
+import { governanceEvents, type EventPayload, type SystemEvent } from "@intentmesh/contracts";
+import { newSystemEvent } from "@intentmesh/bus";
 
 export { derivedUuid } from "@intentmesh/contracts";
 
-export function governanceEvent(id: string, intentId: string, eventType: string, actor: string, payload: Record<string, unknown>, at: Date): SystemEvent {
-  return { id, source: "governance", intent_id: intentId, event_type: eventType, actor, payload, occurred_at: isoTimestamp(at) };
-}
+/** One of this service's events (spec part 6), as defined in the event catalogue. */
+type GovernanceEventDefinition = (typeof governanceEvents)[keyof typeof governanceEvents];
 
-/** Event names of this service (spec part 6); the event catalogue (issue 11) lists them too. */
-export const governanceEventTypes = {
-  renotified: "intent.suspension_renotified",
-  escalated: "intent.suspension_escalated",
-  approvalGranted: "governance.approval_granted",
-  approvalDenied: "governance.approval_denied",
-  engagementDecision: "engagement.decision",
-} as const;
+/** A system event of this service: the name from its definition, the payload of its schema's shape. */
+export function governanceEvent<D extends GovernanceEventDefinition>(definition: D, id: string, intentId: string, actor: string, payload: EventPayload<D>, at: Date): SystemEvent {
+  return newSystemEvent(definition, { id, source: "governance", intentId, actor, payload, at });
+}

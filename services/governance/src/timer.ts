@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
-import { isAppError, suspensionCommands, type SuspensionRecord, isoTimestamp } from "@intentmesh/contracts";
+import { governanceEvents, isAppError, suspensionCommands, type SuspensionRecord, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import { Sweeper } from "@intentmesh/service";
 import type { GovernanceContext } from "./context";
 import { outbox } from "./db/schema";
 import { dueStep } from "./domain/schedule";
-import { derivedUuid, governanceEvent, governanceEventTypes } from "./system-events";
+import { derivedUuid, governanceEvent } from "./system-events";
 
 interface DueRow {
   suspension_id: string;
@@ -79,7 +79,7 @@ export class SuspensionTimer extends Sweeper {
       }
       const policy = row.record.retry_policy!;
       const events = [
-        governanceEvent(derivedUuid(`${row.suspension_id}:renotified:${step.attempt}`), row.intent_id, governanceEventTypes.renotified, "system", {
+        governanceEvent(governanceEvents.suspensionRenotified, derivedUuid(`${row.suspension_id}:renotified:${step.attempt}`), row.intent_id, "system", {
           suspension_id: row.suspension_id,
           attempt: step.attempt,
           max_attempts: policy.max_attempts,
@@ -89,7 +89,7 @@ export class SuspensionTimer extends Sweeper {
           expires_at: row.record.expires_at,
         }, now),
         ...step.escalations.map((escalation, i) =>
-          governanceEvent(derivedUuid(`${row.suspension_id}:escalated:${attempt}:${i}`), row.intent_id, governanceEventTypes.escalated, "system", {
+          governanceEvent(governanceEvents.suspensionEscalated, derivedUuid(`${row.suspension_id}:escalated:${attempt}:${i}`), row.intent_id, "system", {
             suspension_id: row.suspension_id,
             after_attempt: escalation.after_attempt,
             attempt: step.attempt,

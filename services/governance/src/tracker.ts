@@ -1,5 +1,5 @@
-import { intentEventSubject, intentEventTypes, IntentEvent, SuspensionRecord, streams, z } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { SuspensionRecord, intentEvents } from "@intentmesh/contracts";
+import { eventFamilyOn, eventOn, subscribe, type Bus, type TypedEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { GovernanceContext } from "./context";
 import { inbox } from "./db/schema";
@@ -15,41 +15,42 @@ import { endTracking, trackSuspension } from "./tracking";
 export const TRACKER_DURABLE = "governance-suspensions";
 export const CANCEL_TRACKER_DURABLE = "governance-suspension-cancels";
 
-const SuspensionEvent = IntentEvent.extend({ payload: z.record(z.string(), z.unknown()) });
-type SuspensionEvent = z.infer<typeof SuspensionEvent>;
+/** The suspension events of an intent's log (the family intent.* on subjects `…<id>.intent.<name>`). */
+const suspensionLifecycle = [intentEvents.suspended, intentEvents.resumed, intentEvents.suspensionExpired];
+type SuspensionEvent = TypedEvent<"intent", (typeof suspensionLifecycle)[number] | typeof intentEvents.statusChanged>;
 
 export async function applySuspensionEvent(tx: Tx, event: SuspensionEvent, now: Date): Promise<void> {
-  const payload = event.payload;
   switch (event.event_type) {
-    case intentEventTypes.suspended: {
-      const record = SuspensionRecord.safeParse(payload.suspension);
+    case intentEvents.suspended.name: {
+      const record = SuspensionRecord.safeParse(event.payload.suspension);
       if (record.success) await trackSuspension(tx, event.intent_id, record.data, now);
       return;
     }
-    case intentEventTypes.resumed:
-      if (typeof payload.suspension_id === "string") await endTracking(tx, payload.suspension_id, payload.resolution === "cancelled" ? "cancelled" : "responded", now);
+    case intentEvents.resumed.name:
+      await endTracking(tx, event.payload.suspension_id, event.payload.resolution === "cancelled" ? "cancelled" : "responded", now);
       return;
-    case intentEventTypes.suspensionExpired:
-      if (typeof payload.suspension_id === "string") await endTracking(tx, payload.suspension_id, "expired", now);
+    case intentEvents.suspensionExpired.name:
+      await endTracking(tx, event.payload.suspension_id, "expired", now);
       return;
-    case intentEventTypes.statusChanged:
-      if (payload.resolution === "cancelled" && typeof payload.suspension_id === "string") await endTracking(tx, payload.suspension_id, "cancelled", now);
+    case intentEvents.statusChanged.name: {
+      const { resolution, suspension_id: suspensionId } = event.payload;
+      if (resolution === "cancelled" && typeof suspensionId === "string") await endTracking(tx, suspensionId, "cancelled", now);
       return;
+    }
   }
 }
 
 export async function startSuspensionTracker(ctx: GovernanceContext, bus: Bus): Promise<{ stop(): Promise<void> }> {
   const common = {
-    stream: streams.intents.name,
     db: ctx.db,
     inbox,
-    parse: (data: unknown) => SuspensionEvent.parse(data),
     handle: (tx: Tx, event: SuspensionEvent) => applySuspensionEvent(tx, event, ctx.clock.now()),
     logger: ctx.logger,
   };
-  // intent.suspended, intent.resumed, intent.suspension_expired are subjects `…<id>.intent.<name>`.
-  const lifecycle = await startDurableConsumer(bus, { ...common, durable: TRACKER_DURABLE, filterSubject: intentEventSubject("*", "intent.>") });
-  const cancels = await startDurableConsumer(bus, { ...common, durable: CANCEL_TRACKER_DURABLE, filterSubject: intentEventSubject("*", intentEventTypes.statusChanged) });
+  // The durable's filter has always been the whole intent.* family; its other members
+  // (intent.ready, intent.budget_updated, ...) are acknowledged unapplied.
+  const lifecycle = await subscribe(bus, eventFamilyOn(suspensionLifecycle, "intent", "intent."), { ...common, durable: TRACKER_DURABLE });
+  const cancels = await subscribe(bus, eventOn(intentEvents.statusChanged, "intent"), { ...common, durable: CANCEL_TRACKER_DURABLE });
   return {
     stop: async () => {
       await lifecycle.stop();

@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
-import { AppError, IntentEvent, LIMITS, TASK_END_EVENT_TYPES, memoryEventTypes, streams, taskCommands, type MemoryPolicy } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { AppError, LIMITS, memoryEventTypes, taskCommands, taskEvents } from "@intentmesh/contracts";
+import { eventFamilyOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { entries, inbox, tasks } from "./db/schema";
 import { SERVICE_CALLER, type MemoryContext } from "./context";
@@ -18,24 +18,19 @@ import { splitSnapshot } from "./domain/archive";
  *   (or the guardrail memory_archive_required), then deleted, with entries of ttl task_lifetime.
  */
 export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommit?: () => void) {
-  return startDurableConsumer(bus, {
-    stream: streams.intents.name,
+  return subscribe(bus, eventFamilyOn(taskEvents, "intent", "task."), {
     durable: "memory-task-events",
-    filterSubject: "im.evt.intent.*.task.>",
     db: ctx.db,
     inbox,
     logger: ctx.logger,
-    parse: (data) => IntentEvent.parse(data),
     handle: async (tx, event) => {
-      const taskId = String(event.payload.task_id ?? "");
-      if (!taskId || !(TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) return;
-      const policy = (event.payload.memory_policy ?? {}) as Partial<MemoryPolicy>;
+      if (event.event_type !== taskEvents.completed.name && event.event_type !== taskEvents.failed.name && event.event_type !== taskEvents.cancelled.name) return;
+      const { task_id: taskId, memory_policy: policy, status, version } = event.payload;
       // The end carries its version, so a refresh answered before the end (an older version)
       // cannot mark the task running again.
-      const endVersion = Number.isSafeInteger(event.payload.version) ? Number(event.payload.version) : 0;
       await tx
         .update(tasks)
-        .set({ ended: true, status: String(event.payload.status ?? event.event_type), version: sql`greatest(${tasks.version}, ${endVersion})` })
+        .set({ ended: true, status, version: sql`greatest(${tasks.version}, ${version})` })
         .where(eq(tasks.taskId, taskId));
       await endTaskMemory(ctx, tx, taskId, event.intent_id, policy.archive_on_completion !== false || Boolean(ctx.guardrails.memory_archive_required), event.actor);
     },

@@ -1,6 +1,8 @@
 import { eq, sql } from "drizzle-orm";
-import { AGENT_EVENT_SCHEMA, agentEventMsgId, agentEventSubject, agentEventTypes, isoTimestamp, type AgentEvent } from "@intentmesh/contracts";
-import { writeEventLog, type EventLogSpec, type NewEvent } from "@intentmesh/bus";
+import { AGENT_EVENT_SCHEMA, agentEventMsgId, agentEventSubject, agentEvents as agentEventDefinitions, isoTimestamp, type AgentEvent } from "@intentmesh/contracts";
+
+const lifecycle = agentEventDefinitions.lifecycle;
+import { writeEventLog, type EventLogSpec, type NewEvent, newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { agentEvents, agents, outbox } from "./db/schema";
 import type { Transition } from "./domain/lifecycle";
@@ -11,19 +13,15 @@ export type NewAgentEvent = NewEvent;
 
 /** The agent.lifecycle event of part 6: type, agent_id, previous_status, new_status, reason, timestamp (and the new version). */
 export function lifecycleEvent(agentId: string, transition: Transition, version: number, at: Date, actor: string): NewAgentEvent {
-  return {
-    eventType: agentEventTypes.lifecycle,
-    actor,
-    payload: {
-      type: agentEventTypes.lifecycle,
-      agent_id: agentId,
-      previous_status: transition.from,
-      new_status: transition.to,
-      reason: transition.reason,
-      timestamp: isoTimestamp(at),
-      version,
-    },
-  };
+  return newEvent(lifecycle, actor, {
+    type: lifecycle.name,
+    agent_id: agentId,
+    previous_status: transition.from,
+    new_status: transition.to,
+    reason: transition.reason,
+    timestamp: isoTimestamp(at),
+    version,
+  });
 }
 
 /** The events of a run of transitions starting at `fromVersion`: each one increments the version. */
@@ -73,7 +71,7 @@ export async function commitAgentChange(
   newEvents: NewAgentEvent[],
   at: Date,
 ): Promise<{ row: AgentRow; events: AgentEvent[] }> {
-  const transitions = newEvents.filter((e) => e.eventType === agentEventTypes.lifecycle).length;
+  const transitions = newEvents.filter((e) => e.eventType === lifecycle.name).length;
   const [row] = await tx
     .update(agents)
     .set({

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
-import { agentEventTypes, IntentEvent, intentEventTypes, streams, type Clock } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { agentEvents, intentEvents, type Clock } from "@intentmesh/contracts";
+import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Database } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import { agents, inbox } from "./db/schema";
@@ -16,21 +16,18 @@ import { commitAgentChange } from "./agent-log";
  */
 export async function startAssignmentProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
   const kinds = [
-    { type: intentEventTypes.agentAssigned, projected: agentEventTypes.assigned, durable: "registry-agent-assigned-v2" },
-    { type: intentEventTypes.agentUnassigned, projected: agentEventTypes.unassigned, durable: "registry-agent-unassigned-v2" },
+    { source: intentEvents.agentAssigned, projected: agentEvents.assigned, durable: "registry-agent-assigned-v2" },
+    { source: intentEvents.agentUnassigned, projected: agentEvents.unassigned, durable: "registry-agent-unassigned-v2" },
   ];
   const consumers = await Promise.all(
     kinds.map((kind) =>
-      startDurableConsumer(bus, {
-        stream: streams.intents.name,
+      subscribe(bus, eventOn(kind.source, "intent"), {
         durable: kind.durable,
-        filterSubject: `im.evt.intent.*.${kind.type}`,
         db,
         inbox,
         logger,
-        parse: (data) => IntentEvent.parse(data),
         handle: async (tx, event) => {
-          const agentId = String(event.payload.agent_id ?? "");
+          const agentId = event.payload.agent_id;
           const [agent] = await tx.select({ agentId: agents.agentId }).from(agents).where(eq(agents.agentId, agentId)).for("update");
           if (!agent) return;
           await commitAgentChange(
@@ -39,7 +36,7 @@ export async function startAssignmentProjection(bus: Bus, db: Database, clock: C
             {},
             [
               {
-                eventType: kind.projected,
+                eventType: kind.projected.name,
                 actor: event.actor,
                 payload: { agent_id: agentId, intent_id: event.intent_id, role: event.payload.role ?? null, intent_event_id: event.id },
               },

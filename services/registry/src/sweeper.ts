@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
-import { AGENT_EVENT_SCHEMA, agentEventTypes, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller, isoTimestamp } from "@intentmesh/contracts";
-import { buildEvents, sqlEventInserts } from "@intentmesh/bus";
+import { AGENT_EVENT_SCHEMA, intentsCommands, SCHEMA_HEADER, type AgentEvent, type AgentStatus, type Caller, isoTimestamp, agentEvents } from "@intentmesh/contracts";
+import { buildEvents, sqlEventInserts, newEvent } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import { Sweeper } from "@intentmesh/service";
 import type { RegistryContext } from "./context";
@@ -115,11 +115,7 @@ export class AgentSweeper extends Sweeper {
       }
       const outcome = drainOutcome({ ...agent, status }, now, count);
       if (outcome.warning) {
-        extra.push({
-          eventType: agentEventTypes.warning,
-          actor: SYSTEM.actor,
-          payload: { agent_id: agent.agentId, warning: "drain_timeout", message: `drain timed out with ${count} lease(s) still held; they expire now`, leases_held: count },
-        });
+        extra.push(newEvent(agentEvents.warning, SYSTEM.actor, { agent_id: agent.agentId, warning: "drain_timeout", message: `drain timed out with ${count} lease(s) still held; they expire now`, leases_held: count }));
       }
       if (outcome.transition) steps = [outcome.transition];
     } else {

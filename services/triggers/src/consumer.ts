@@ -1,5 +1,5 @@
-import { AgentEvent, IntentEvent, agentEventTypes, streams } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { agentEvents } from "@intentmesh/contracts";
+import { eventOn, eventsOfLog, subscribe, type Bus } from "@intentmesh/bus";
 import type { TriggersContext } from "./context";
 import { inbox } from "./db/schema";
 import { endsIntent, onIntentEvent } from "./firing";
@@ -11,12 +11,9 @@ import { endsIntent, onIntentEvent } from "./firing";
  */
 export async function startEventConsumer(bus: Bus, ctx: TriggersContext) {
   const common = { db: ctx.db, inbox, logger: ctx.logger, afterCommit: () => ctx.dispatchSoon() };
-  const intentEvents = await startDurableConsumer(bus, {
+  const intentEvents = await subscribe(bus, eventsOfLog("intent"), {
     ...common,
-    stream: streams.intents.name,
     durable: "triggers-intent-events",
-    filterSubject: "im.evt.intent.>",
-    parse: (data) => IntentEvent.parse(data),
     // Most events end no intent and match no event trigger: acknowledged without a transaction.
     skip: async (event) => !endsIntent(event) && !(await ctx.eventTriggers.couldMatch(event)),
     handle: async (tx, event) => {
@@ -24,12 +21,9 @@ export async function startEventConsumer(bus: Bus, ctx: TriggersContext) {
     },
   });
   // RFC-0017 §3.2 agent.registered, agent.status_changed, agent.dead: the registry's lifecycle events.
-  const agentEvents = await startDurableConsumer(bus, {
+  const lifecycleEvents = await subscribe(bus, eventOn(agentEvents.lifecycle, "agent"), {
     ...common,
-    stream: streams.registry.name,
     durable: "triggers-agent-lifecycle",
-    filterSubject: `im.evt.agent.*.${agentEventTypes.lifecycle}`,
-    parse: (data) => AgentEvent.parse(data),
     skip: async (event) => !(await ctx.eventTriggers.couldMatch({ ...event, intent_id: null })),
     handle: async (tx, event) => {
       await onIntentEvent(ctx, tx, { ...event, intent_id: null });
@@ -38,7 +32,7 @@ export async function startEventConsumer(bus: Bus, ctx: TriggersContext) {
   return {
     stop: async () => {
       await intentEvents.stop();
-      await agentEvents.stop();
+      await lifecycleEvents.stop();
     },
   };
 }

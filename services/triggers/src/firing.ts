@@ -5,13 +5,14 @@ import {
   derivedUuid,
   intentsCommands,
   isAppError,
+  intentEvents,
   isoTimestamp,
-  triggerEventTypes,
+  systemEvents,
   type EventCondition,
   type ScheduleCondition,
   type TriggerFiredPayload,
 } from "@intentmesh/contracts";
-import { enqueueSystemEvents } from "@intentmesh/bus";
+import { enqueueSystemEvents, newSystemEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { Sweeper } from "@intentmesh/service";
 import { SERVICE_CALLER, type TriggersContext } from "./context";
@@ -191,7 +192,7 @@ export async function dispatchPending(ctx: TriggersContext, only?: string): Prom
             ...(row.action ? { action: row.action } : {}),
           };
           await enqueueSystemEvents(tx, outbox, [
-            { id: derivedUuid(`trigger-fired:${firing.id}`), source: "triggers", intent_id: result.value.id, event_type: triggerEventTypes.fired, actor: "system:triggers", payload, occurred_at: isoTimestamp(now) },
+            newSystemEvent(systemEvents.triggerFired, { id: derivedUuid(`trigger-fired:${firing.id}`), source: "triggers", intentId: result.value.id, actor: "system:triggers", payload, at: now }),
           ]);
         } else if (isFinal(result.reason)) {
           await tx.update(firings).set({ status: "failed", reason: `the intent could not be created: ${(result.reason as Error).message}`.slice(0, 1000) }).where(eq(firings.id, firing.id));
@@ -240,7 +241,7 @@ export async function fireManually(ctx: TriggersContext, triggerId: string) {
  */
 /** An intent's move to completed or abandoned: it frees the place its trigger's firing held (deduplication). */
 export const endsIntent = (event: ObservedEvent): event is ObservedEvent & { intent_id: string } =>
-  event.intent_id !== null && event.event_type === "status_changed" && (event.payload.to === "completed" || event.payload.to === "abandoned");
+  event.intent_id !== null && event.event_type === intentEvents.statusChanged.name && (event.payload.to === "completed" || event.payload.to === "abandoned");
 
 export async function onIntentEvent(ctx: TriggersContext, tx: Tx, event: ObservedEvent): Promise<number> {
   const now = ctx.clock.now();

@@ -1,6 +1,6 @@
 import { and, eq, ne, sql } from "drizzle-orm";
-import { AgentEvent, AgentLifecyclePayload, agentEventTypes, streams, vaultEventTypes } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { agentEvents, vaultEventTypes } from "@intentmesh/contracts";
+import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { VaultContext } from "./context";
 import { agentStatuses, grants, inbox } from "./db/schema";
@@ -16,19 +16,13 @@ import { writeVaultEvents } from "./events";
  * registry's commit order); the record version is not an order, a re-registration resets it.
  */
 export async function startAgentProjection(bus: Bus, ctx: VaultContext) {
-  return startDurableConsumer(bus, {
+  return subscribe(bus, eventOn(agentEvents.lifecycle, "agent"), {
     db: ctx.db,
     inbox,
     logger: ctx.logger,
     afterCommit: () => ctx.published(),
-    stream: streams.registry.name,
     durable: "vault-agent-lifecycle",
-    filterSubject: `im.evt.agent.*.${agentEventTypes.lifecycle}`,
-    parse: (data) => {
-      const event = AgentEvent.parse(data);
-      return { agentId: event.agent_id, lifecycle: AgentLifecyclePayload.parse(event.payload) };
-    },
-    handle: async (tx, { agentId, lifecycle }) => applyLifecycle(ctx, tx, agentId, lifecycle.new_status, lifecycle.version),
+    handle: async (tx, event) => applyLifecycle(ctx, tx, event.agent_id, event.payload.new_status, event.payload.version),
   });
 }
 

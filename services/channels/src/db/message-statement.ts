@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { channelMessageSubject, isoTimestamp, SCHEMA_HEADER, SYSTEM_EVENT_SCHEMA, systemEventMsgId, systemEventSubject, type Message, type MessageType, type SystemEvent } from "@intentmesh/contracts";
-import { traceCarrier } from "@intentmesh/bus";
+import { channelMessageSubject, isoTimestamp, SCHEMA_HEADER, SYSTEM_EVENT_SCHEMA, systemEventMsgId, systemEventSubject, systemEvents, type Message, type MessageType } from "@intentmesh/contracts";
+import { newSystemEvent, traceCarrier } from "@intentmesh/bus";
 import { rowsOf, withParams, type DatabaseHandle, type Tx } from "@intentmesh/db";
 
 /**
@@ -67,20 +67,19 @@ function prepare(out: OutgoingMessage, now: Date) {
     created_at: isoTimestamp(now),
     expires_at: out.expiresAt ? isoTimestamp(out.expiresAt) : null,
     read_at: null,
-    event_type: "channel_message",
+    event_type: systemEvents.channelMessage.name,
   };
   const [prefix, suffix] = JSON.stringify(message).split(String(SEQUENCE_MARK)) as [string, string];
   const traceId = typeof out.metadata.trace_id === "string" && /^[^\s]{1,200}$/.test(out.metadata.trace_id) ? out.metadata.trace_id : null;
-  const audit: SystemEvent = {
+  const audit = newSystemEvent(systemEvents.channelMessage, {
     id,
     source: "channels",
-    intent_id: out.intentId,
-    event_type: "channel_message",
+    intentId: out.intentId,
     actor: out.sender,
     payload: { channel_id: out.channelId, channel_name: out.channelName, message_id: id, message_type: out.type, to: out.to, payload: out.payload },
-    trace_id: traceId,
-    occurred_at: isoTimestamp(now),
-  };
+    traceId,
+    at: now,
+  });
   const trace = traceCarrier();
   const params = [
     out.channelId,
@@ -98,7 +97,7 @@ function prepare(out: OutgoingMessage, now: Date) {
     prefix,
     suffix,
     JSON.stringify(trace),
-    systemEventSubject(out.intentId, "channel_message"),
+    systemEventSubject(out.intentId, systemEvents.channelMessage.name),
     systemEventMsgId("channels", id),
     JSON.stringify(audit),
     JSON.stringify({ ...trace, [SCHEMA_HEADER]: SYSTEM_EVENT_SCHEMA }),

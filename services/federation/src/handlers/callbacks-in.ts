@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { errors, federationEventTypes, parseJsonStrict, type SignedRequest } from "@intentmesh/contracts";
+import { errors, federationEvents, parseJsonStrict, type SignedRequest } from "@intentmesh/contracts";
 import { enqueueSystemEvents, validationError } from "@intentmesh/bus";
 import type { FederationContext } from "../context";
 import { dispatches, incomingCallbacks, outbox } from "../db/schema";
@@ -11,9 +11,9 @@ import { assertEnabled } from "./guards";
 
 /** Which further event a callback adds to the origin intent's log, beside federation.callback. */
 const FOLLOW_UP = {
-  completed: federationEventTypes.completed,
-  failed: federationEventTypes.failed,
-  budget_warning: federationEventTypes.budgetWarning,
+  completed: federationEvents.completed,
+  failed: federationEvents.failed,
+  budget_warning: federationEvents.budgetWarning,
 } as const;
 
 /**
@@ -50,7 +50,7 @@ export async function receiveCallback(ctx: FederationContext, dispatchId: string
       remote_event: callback.event,
       signer: signature.keyid,
     };
-    const events = [federationEvent(row.intentId, federationEventTypes.callback, row.targetDid, payload, now)];
+    const events = [federationEvent(row.intentId, federationEvents.callback, row.targetDid, payload, now)];
     const followUp = FOLLOW_UP[callback.event_type as keyof typeof FOLLOW_UP];
     if (followUp) events.push(federationEvent(row.intentId, followUp, row.targetDid, payload, now));
     await enqueueSystemEvents(tx, outbox, events);

@@ -1,6 +1,6 @@
 import crypto, { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { AppError, federationEventTypes, intentsCommands, type Caller, type DispatchBody, isoTimestamp } from "@intentmesh/contracts";
+import { AppError, federationEvents, intentsCommands, type Caller, type DispatchBody, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import { guardedFetch } from "@intentmesh/ssrf";
 import type { FederationContext } from "../context";
@@ -160,7 +160,7 @@ async function accept(ctx: FederationContext, row: DispatchRow, envelope: Envelo
   await ctx.db.transaction(async (tx) => {
     await tx.update(dispatches).set({ status: "accepted", answer, remoteIntentId, lastError: null, updatedAt: now }).where(eq(dispatches.dispatchId, row.dispatchId));
     await enqueueSystemEvents(tx, outbox, [
-      federationEvent(envelope.intent_id, federationEventTypes.dispatched, caller.actor, {
+      federationEvent(envelope.intent_id, federationEvents.dispatched, caller.actor, {
         dispatch_id: row.dispatchId,
         target_server: envelope.target_server,
         target_did: row.targetDid,
@@ -185,7 +185,7 @@ async function fail(ctx: FederationContext, row: DispatchRow, envelope: Envelope
   await ctx.db.transaction(async (tx) => {
     await tx.update(dispatches).set({ status: "failed", lastError: failure, updatedAt: now }).where(eq(dispatches.dispatchId, row.dispatchId));
     await enqueueSystemEvents(tx, outbox, [
-      federationEvent(envelope.intent_id, federationEventTypes.failed, caller.actor, {
+      federationEvent(envelope.intent_id, federationEvents.failed, caller.actor, {
         dispatch_id: row.dispatchId,
         stage: "dispatch",
         target_server: envelope.target_server,

@@ -1,7 +1,7 @@
 import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { derivedUuid, errors, federationEventTypes, intentsCommands, parseJsonStrict, type SignedRequest } from "@intentmesh/contracts";
+import { derivedUuid, errors, federationEvents, intentsCommands, parseJsonStrict, type SignedRequest } from "@intentmesh/contracts";
 import { enqueueSystemEvents, validationError } from "@intentmesh/bus";
 import type { FederationContext } from "../context";
 import { composeGovernance, delegationScope, narrowDelegation } from "../domain";
@@ -90,7 +90,7 @@ export async function receive(ctx: FederationContext, request: SignedRequest) {
     await ctx.db.transaction(async (tx) => {
       await tx.update(receivedDispatches).set({ status: "accepted", localIntentId: intent.id, answer }).where(eq(receivedDispatches.id, row.id));
       await enqueueSystemEvents(tx, outbox, [
-        federationEvent(intent.id, federationEventTypes.received, envelope.source_did, {
+        federationEvent(intent.id, federationEvents.received, envelope.source_did, {
           dispatch_id: envelope.dispatch_id,
           source_server: source,
           source_did: envelope.source_did,

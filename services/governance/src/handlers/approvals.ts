@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, type SQL } from "drizzle-orm";
-import { APPROVAL_REQUESTED, appError, type APPROVAL_STATUSES, type InboxHint, inboxNoticeSubject, type Caller, type CreateApprovalBody, type DecideApprovalBody, errors, intentsCommands, isoTimestamp } from "@intentmesh/contracts";
+import { APPROVAL_REQUESTED, appError, type APPROVAL_STATUSES, type InboxHint, inboxNoticeSubject, type Caller, type CreateApprovalBody, type DecideApprovalBody, errors, governanceEvents, intentsCommands, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import type { GovernanceContext } from "../context";
 import { approvals, outbox } from "../db/schema";
-import { governanceEvent, governanceEventTypes } from "../system-events";
+import { governanceEvent } from "../system-events";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
 
@@ -114,12 +114,12 @@ export async function decideApproval(
       .where(and(eq(approvals.id, input.approval_id), eq(approvals.status, "pending")))
       .returning();
     if (!row) return null;
-    const eventType = decision === "approved" ? governanceEventTypes.approvalGranted : governanceEventTypes.approvalDenied;
+    const definition = decision === "approved" ? governanceEvents.approvalGranted : governanceEvents.approvalDenied;
     await enqueueSystemEvents(tx, outbox, [
       governanceEvent(
+        definition,
         randomUUID(),
         row.intentId,
-        eventType,
         caller.actor,
         { approval_id: row.id, action: row.action, decision, requested_by: row.requestedBy, decided_by: caller.principal, reason: notes },
         now,

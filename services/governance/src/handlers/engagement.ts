@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { intentsCommands, type Caller, type EngagementDecision, type EngagementSignals } from "@intentmesh/contracts";
+import { governanceEvents, intentsCommands, type Caller, type EngagementDecision, type EngagementSignals } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import type { GovernanceContext } from "../context";
 import { outbox } from "../db/schema";
 import { decideEngagement } from "../domain/engagement";
-import { governanceEvent, governanceEventTypes } from "../system-events";
+import { governanceEvent } from "../system-events";
 
 /** POST /intents/{id}/engagement: the decision of spec 4.5, logged as engagement.decision {mode, should_ask, rationale, signals}. */
 export async function engagementDecision(ctx: GovernanceContext, intentId: string, signals: EngagementSignals, caller: Caller): Promise<EngagementDecision> {
@@ -12,7 +12,7 @@ export async function engagementDecision(ctx: GovernanceContext, intentId: strin
   const decision = decideEngagement(signals);
   await ctx.db.transaction(async (tx) => {
     await enqueueSystemEvents(tx, outbox, [
-      governanceEvent(randomUUID(), intentId, governanceEventTypes.engagementDecision, caller.actor, { ...decision }, ctx.clock.now()),
+      governanceEvent(governanceEvents.engagementDecision, randomUUID(), intentId, caller.actor, { ...decision }, ctx.clock.now()),
     ]);
   });
   ctx.published();

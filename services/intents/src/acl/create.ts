@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { intentEventTypes, isoTimestamp, type Caller, type Intent, type SetAclBody } from "@intentmesh/contracts";
+import { isoTimestamp, type Caller, type Intent, type SetAclBody, intentEvents } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
 import { aclEntries } from "../db/schema-acl";
 import { appendToLog, type NewEvent } from "../kernel/event-log";
 import { assertExpiryAhead } from "./rules";
+import { newEvent } from "@intentmesh/bus";
 
 /**
  * POST /intents with `acl`: the intent, its ACL (owner: the creating key's principal) and its
@@ -69,18 +70,14 @@ export async function insertIntentWithAcl(
           )
           .returning()
       : [];
-    const aclSet: NewEvent = {
-      eventType: intentEventTypes.accessGranted,
-      actor: caller.actor,
-      payload: {
-        action: "acl_set",
-        default_policy: acl.default_policy,
-        default_permission: acl.default_permission,
-        entries: rows.map((row) => ({ entry_id: row.id, principal_id: row.principalId, principal_type: row.principalType, permission: row.permission, expires_at: row.expiresAt ? isoTimestamp(row.expiresAt) : null })),
-        removed_entry_ids: [],
-        acl_version: 1,
-      },
-    };
+    const aclSet: NewEvent = newEvent(intentEvents.accessGranted, caller.actor, {
+      action: "acl_set",
+      default_policy: acl.default_policy,
+      default_permission: acl.default_permission,
+      entries: rows.map((row) => ({ entry_id: row.id, principal_id: row.principalId, principal_type: row.principalType, permission: row.permission, expires_at: row.expiresAt ? isoTimestamp(row.expiresAt) : null })),
+      removed_entry_ids: [],
+      acl_version: 1,
+    });
     await appendToLog(tx, intent.id, [created, aclSet], now);
   });
 }

@@ -4,7 +4,6 @@ import {
   AppError,
   appError,
   errors,
-  intentEventTypes,
   isoTimestamp,
   MAX_ACCESS_REQUESTS_LISTED,
   MAX_ACL_ENTRIES,
@@ -21,6 +20,7 @@ import {
   type SetAclBody,
   type AccessVerdicts,
   type IntentAccessCheck,
+  intentEvents,
 } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -29,6 +29,7 @@ import { accessRequests, aclEntries } from "../db/schema-acl";
 import { appendToLog, type NewEvent } from "../kernel/event-log";
 import { assertExpiryAhead, assertPermission, assertRequestsForItself, entryIsLive, permissionOf } from "./rules";
 import { inList, readAccessFacts, readManyAccessFacts } from "./statements";
+import { newEvent } from "@intentmesh/bus";
 
 /** Pending requests one intent may hold: each is an event and a row a principal without access can make. */
 export const MAX_PENDING_ACCESS_REQUESTS = 500;
@@ -154,18 +155,14 @@ export async function setAcl(ctx: IntentsContext, intentId: string, body: SetAcl
       tx,
       intentId,
       [
-        {
-          eventType: intentEventTypes.accessGranted,
-          actor: caller.actor,
-          payload: {
-            action: "acl_set",
-            default_policy: body.default_policy,
-            default_permission: body.default_permission,
-            entries: entries.map(entryFacts),
-            removed_entry_ids: removed.map((row) => row.id),
-            acl_version: locked.version,
-          },
-        },
+        newEvent(intentEvents.accessGranted, caller.actor, {
+          action: "acl_set",
+          default_policy: body.default_policy,
+          default_permission: body.default_permission,
+          entries: entries.map(entryFacts),
+          removed_entry_ids: removed.map((row) => row.id),
+          acl_version: locked.version,
+        }),
       ],
       now,
     );
@@ -213,7 +210,7 @@ export async function grantAccess(ctx: IntentsContext, intentId: string, body: G
     const locked = await lockAcl(tx, intentId);
     await assertRoomForEntry(tx, intentId, body.principal_type, body.principal_id);
     const row = await upsertEntry(tx, intentId, body, caller, now);
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.accessGranted, actor: caller.actor, payload: { action: "grant", ...entryFacts(row), acl_version: locked.version } }], now);
+    await appendToLog(tx, intentId, [newEvent(intentEvents.accessGranted, caller.actor, { action: "grant", ...entryFacts(row), acl_version: locked.version })], now);
     return row;
   });
   ctx.published();
@@ -231,7 +228,7 @@ export async function revokeAccess(ctx: IntentsContext, intentId: string, entryI
       .returning();
     if (!row) throw appError("ACL_ENTRY_NOT_FOUND", `intent ${intentId} has no access-control entry ${entryId}`, { intent_id: intentId, entry_id: entryId });
     const { expires_at: _expires, ...facts } = entryFacts(row);
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.accessRevoked, actor: caller.actor, payload: { ...facts, acl_version: locked.version } }], now);
+    await appendToLog(tx, intentId, [newEvent(intentEvents.accessRevoked, caller.actor, { ...facts, acl_version: locked.version })], now);
   });
   ctx.published();
   return { revoked: true as const, entry_id: entryId };
@@ -243,11 +240,7 @@ export async function createAccessRequest(ctx: IntentsContext, intentId: string,
   const now = ctx.clock.now();
   const request = await ctx.db.transaction(async (tx) => {
     const id = randomUUID();
-    const event: NewEvent = {
-      eventType: intentEventTypes.accessRequested,
-      actor: caller.actor,
-      payload: { request_id: id, principal_id: body.principal_id, principal_type: body.principal_type, requested_permission: body.requested_permission, capabilities: body.capabilities, reason: body.reason },
-    };
+    const event: NewEvent = newEvent(intentEvents.accessRequested, caller.actor, { request_id: id, principal_id: body.principal_id, principal_type: body.principal_type, requested_permission: body.requested_permission, capabilities: body.capabilities, reason: body.reason });
     // The log's sequence is taken first: it locks the intent's row (404 for none), so the count below is exact.
     await appendToLog(tx, intentId, [event], now);
     const [pending] = await tx
@@ -349,11 +342,7 @@ export async function approveAccessRequest(ctx: IntentsContext, intentId: string
       tx,
       intentId,
       [
-        {
-          eventType: intentEventTypes.accessRequestApproved,
-          actor: decidedBy,
-          payload: { request_id: requestId, principal_id: pending.principalId, principal_type: pending.principalType, permission, entry_id: entry.id, expires_at: entryFacts(entry).expires_at, acl_version: locked.version },
-        },
+        newEvent(intentEvents.accessRequestApproved, decidedBy, { request_id: requestId, principal_id: pending.principalId, principal_type: pending.principalType, permission, entry_id: entry.id, expires_at: entryFacts(entry).expires_at, acl_version: locked.version }),
       ],
       now,
     );
@@ -376,7 +365,7 @@ export async function denyAccessRequest(ctx: IntentsContext, intentId: string, r
     await appendToLog(
       tx,
       intentId,
-      [{ eventType: intentEventTypes.accessRequestDenied, actor: decidedBy, payload: { request_id: requestId, principal_id: pending.principalId, principal_type: pending.principalType, reason: body.reason ?? null } }],
+      [newEvent(intentEvents.accessRequestDenied, decidedBy, { request_id: requestId, principal_id: pending.principalId, principal_type: pending.principalType, reason: body.reason ?? null })],
       now,
     );
     return row!;

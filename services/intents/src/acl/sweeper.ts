@@ -1,9 +1,10 @@
 import { sql } from "drizzle-orm";
-import { intentEventTypes, isoTimestamp } from "@intentmesh/contracts";
+import { isoTimestamp, intentEvents } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
 import { Sweeper } from "@intentmesh/service";
 import type { IntentsContext } from "../kernel/context";
 import { appendToLog } from "../kernel/event-log";
+import { newEvent } from "@intentmesh/bus";
 
 interface ExpiredEntry {
   id: string;
@@ -72,17 +73,13 @@ export class AclExpirySweeper extends Sweeper {
         await appendToLog(
           tx,
           intentId,
-          expired.map((entry) => ({
-            eventType: intentEventTypes.accessExpired,
-            actor: "system",
-            payload: {
-              entry_id: entry.id,
-              principal_id: entry.principal_id,
-              principal_type: entry.principal_type,
-              permission: entry.permission,
-              expires_at: isoTimestamp(entry.expires_at),
-              acl_version: version.get(intentId)!,
-            },
+          expired.map((entry) => newEvent(intentEvents.accessExpired, "system", {
+            entry_id: entry.id,
+            principal_id: entry.principal_id,
+            principal_type: entry.principal_type,
+            permission: entry.permission,
+            expires_at: isoTimestamp(entry.expires_at),
+            acl_version: version.get(intentId)!,
           })),
           now,
         );

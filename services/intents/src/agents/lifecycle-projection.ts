@@ -1,6 +1,6 @@
 import { and, eq, lte, sql } from "drizzle-orm";
-import { AgentEvent, AgentLifecyclePayload, agentEventTypes, streams, type Clock } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { agentEvents, type Clock } from "@intentmesh/contracts";
+import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Database, Tx } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import { inbox, leases } from "../db/schema";
@@ -20,18 +20,13 @@ import { failOverCoordinatorsOf } from "../coordinators/handlers";
  * Effects and the inbox row commit together, so a redelivered event changes nothing twice.
  */
 export async function startAgentLifecycleProjection(bus: Bus, db: Database, clock: Clock, logger: Logger, onCommitted: () => void) {
-  return startDurableConsumer(bus, {
-    stream: streams.registry.name,
+  return subscribe(bus, eventOn(agentEvents.lifecycle, "agent"), {
     durable: "intents-agent-lifecycle",
-    filterSubject: `im.evt.agent.*.${agentEventTypes.lifecycle}`,
     db,
     inbox,
     logger,
-    parse: (data) => {
-      const event = AgentEvent.parse(data);
-      return { event, lifecycle: AgentLifecyclePayload.parse(event.payload) };
-    },
-    handle: async (tx, { event, lifecycle }) => {
+    handle: async (tx, event) => {
+      const lifecycle = event.payload;
       const applied = await recordStatus(tx, event.agent_id, lifecycle.new_status, event.sequence, clock.now());
       // In order, an end expires every lease the agent holds. It is carried out too when a newer
       // event has already moved the status on (a death redelivered after the re-registration that

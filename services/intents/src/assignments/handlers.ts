@@ -1,12 +1,13 @@
-import { appError } from "@intentmesh/contracts";
+import { appError, intentEvents } from "@intentmesh/contracts";
 import { and, asc, eq } from "drizzle-orm";
 import { enforceGovernance } from "../governance/handlers";
 import type { GovernancePolicy } from "@intentmesh/contracts";
-import { intentEventTypes, type Assignment, type Caller } from "@intentmesh/contracts";
+import { type Assignment, type Caller } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { assignments } from "../db/schema";
 import { appendToLog, assertIntentExists, lockIntent } from "../kernel/event-log";
 import { toAssignment } from "../kernel/mapping";
+import { newEvent } from "@intentmesh/bus";
 
 /**
  * POST /intents/{id}/agents: assigns an agent. Assigning an agent already assigned with the same
@@ -33,7 +34,7 @@ export async function assignAgent(
       .values({ intentId, agentId: body.agent_id, role, assignedBy: caller.actor, assignedAt: now })
       .onConflictDoUpdate({ target: [assignments.intentId, assignments.agentId], set: { role, assignedBy: caller.actor, assignedAt: now } })
       .returning();
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.agentAssigned, actor: caller.actor, payload: { agent_id: body.agent_id, role } }], now);
+    await appendToLog(tx, intentId, [newEvent(intentEvents.agentAssigned, caller.actor, { agent_id: body.agent_id, role })], now);
     changed = true;
     return toAssignment(row!);
   });
@@ -58,7 +59,7 @@ export async function unassignAgent(ctx: IntentsContext, intentId: string, ifMat
       .where(and(eq(assignments.intentId, intentId), eq(assignments.agentId, agentId)))
       .returning();
     if (!row) throw appError("ASSIGNMENT_NOT_FOUND", `agent ${agentId} is not assigned to intent ${intentId}`, { agent_id: agentId });
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.agentUnassigned, actor: caller.actor, payload: { agent_id: agentId } }], now);
+    await appendToLog(tx, intentId, [newEvent(intentEvents.agentUnassigned, caller.actor, { agent_id: agentId })], now);
     return toAssignment(row);
   });
   ctx.published();

@@ -1,13 +1,14 @@
-import { appError } from "@intentmesh/contracts";
+import { appError, intentEvents } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "../governance/handlers";
 import { and, asc, eq, gt } from "drizzle-orm";
-import { errors, fitPage, intentEventTypes, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
+import { errors, fitPage, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { attachments } from "../db/schema-records";
 import { appendToLog, assertIntentExists } from "../kernel/event-log";
 import { metadataIssues } from "./metadata";
 import { allows } from "../kernel/access";
+import { newEvent } from "@intentmesh/bus";
 
 type AttachmentRow = typeof attachments.$inferSelect;
 
@@ -53,12 +54,8 @@ export async function createAttachment(
       tx,
       intentId,
       [
-        {
-          eventType: intentEventTypes.attachmentAdded,
-          actor: caller.actor,
-          // The storage URL stays out of the event: a pre-signed URL is a capability, readable through GET, not broadcast.
-          payload: { attachment_id: id, filename: body.filename, mime_type: body.mime_type, size: body.size, uploaded_by: caller.actor },
-        },
+        // The storage URL stays out of the event: a pre-signed URL is a capability, readable through GET, not broadcast.
+        newEvent(intentEvents.attachmentAdded, caller.actor, { attachment_id: id, filename: body.filename, mime_type: body.mime_type, size: body.size, uploaded_by: caller.actor }),
       ],
       now,
       ifMatch,
@@ -131,7 +128,7 @@ export async function deleteAttachment(ctx: IntentsContext, intentId: string, if
     await appendToLog(
       tx,
       intentId,
-      [{ eventType: intentEventTypes.attachmentRemoved, actor: caller.actor, payload: { attachment_id: attachmentId, filename: current.filename } }],
+      [newEvent(intentEvents.attachmentRemoved, caller.actor, { attachment_id: attachmentId, filename: current.filename })],
       now,
       ifMatch,
     );

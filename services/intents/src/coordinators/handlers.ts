@@ -14,6 +14,7 @@ import {
   type DecisionView,
   type IntentEvent,
   type RecordDecisionBody,
+  intentEvents,
 } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -22,6 +23,7 @@ import { agentStatus } from "../db/schema-agents";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assertNoLiveHolder, expiryAfter, isLive, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
+import { newEvent } from "@intentmesh/bus";
 
 /**
  * Coordinator leases and decisions (RFC-0013; docs/coordinators.md). Every change locks the
@@ -29,17 +31,11 @@ import { assertNoLiveHolder, expiryAfter, isLive, nextCandidate, toCoordinatorLe
  * the change commit in one transaction.
  */
 
-const assigned = (row: CoordinatorLeaseRow, actor: string): NewEvent => ({
-  eventType: intentEventTypes.coordinatorAssigned,
-  actor,
-  payload: { lease_id: row.id, coordinator_id: row.agentId, supervisor_id: row.supervisorId, expires_at: isoTimestamp(row.expiresAt), predecessor_id: row.predecessorId },
-});
+const assigned = (row: CoordinatorLeaseRow, actor: string): NewEvent =>
+  newEvent(intentEvents.coordinatorAssigned, actor, { lease_id: row.id, coordinator_id: row.agentId, supervisor_id: row.supervisorId, expires_at: isoTimestamp(row.expiresAt), predecessor_id: row.predecessorId });
 
-const failedOver = (old: CoordinatorLeaseRow, next: CoordinatorLeaseRow | undefined, reason: "expired" | "agent_dead"): NewEvent => ({
-  eventType: intentEventTypes.coordinatorFailedOver,
-  actor: "system",
-  payload: { old_lease_id: old.id, old_coordinator_id: old.agentId, new_lease_id: next?.id ?? null, new_coordinator_id: next?.agentId ?? null, reason },
-});
+const failedOver = (old: CoordinatorLeaseRow, next: CoordinatorLeaseRow | undefined, reason: "expired" | "agent_dead"): NewEvent =>
+  newEvent(intentEvents.coordinatorFailedOver, "system", { old_lease_id: old.id, old_coordinator_id: old.agentId, new_lease_id: next?.id ?? null, new_coordinator_id: next?.agentId ?? null, reason });
 
 /** The row of a new lease taking over (or granted fresh), live for two heartbeat intervals. */
 function newLease(intentId: string, agentId: string, from: Omit<CoordinatorLeaseRow, "id" | "intentId" | "agentId" | "holds" | "grantedAt" | "lastHeartbeat" | "expiresAt" | "endedAt" | "endReason" | "predecessorId" | "version">, now: Date, predecessorId: string | null): CoordinatorLeaseRow {
@@ -218,7 +214,7 @@ function decisionView(event: Pick<IntentEvent, "id" | "intent_id" | "sequence" |
   const rationale = String(p.rationale ?? "");
   return {
     id: event.id,
-    type: "coordinator.decision",
+    type: intentEvents.coordinatorDecision.name,
     intent_id: event.intent_id,
     coordinator_id: String(p.coordinator_id ?? event.actor),
     decision_maker_id: String(p.coordinator_id ?? event.actor),
@@ -265,7 +261,7 @@ export async function createDecisionRecord(ctx: IntentsContext, body: CreateDeci
       confidence: body.confidence ?? null,
       ...(body.metadata ? { metadata: body.metadata } : {}),
     };
-    const { events: written } = await appendToLog(tx, body.intent_id, [{ eventType: intentEventTypes.coordinatorDecision, actor: caller.actor, payload }], now);
+    const { events: written } = await appendToLog(tx, body.intent_id, [newEvent(intentEvents.coordinatorDecision, caller.actor, payload)], now);
     return written[0]!;
   });
   ctx.published();
@@ -291,7 +287,7 @@ export async function recordDecision(ctx: IntentsContext, intentId: string, body
       alternatives_considered: [],
       confidence: null,
     };
-    const { events: written } = await appendToLog(tx, intentId, [{ eventType: intentEventTypes.coordinatorDecision, actor: caller.actor, payload }], now);
+    const { events: written } = await appendToLog(tx, intentId, [newEvent(intentEvents.coordinatorDecision, caller.actor, payload)], now);
     return written[0]!;
   });
   ctx.published();

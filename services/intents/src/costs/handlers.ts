@@ -1,4 +1,4 @@
-import { appError, costsCommands, type CommandResult } from "@intentmesh/contracts";
+import { appError, costsCommands, type CommandResult, intentEvents } from "@intentmesh/contracts";
 import { sql } from "drizzle-orm";
 import { enforceGovernance } from "../governance/handlers";
 import {
@@ -6,7 +6,6 @@ import {
   centsOf,
   MAX_COST_AGENTS_PER_INTENT,
   errors,
-  intentEventTypes,
   type Budget,
   type Caller,
   type CostRecord,
@@ -15,7 +14,7 @@ import {
   type ListCostsQuery,
   type RecordCostBody,
 } from "@intentmesh/contracts";
-import { RawJson } from "@intentmesh/bus";
+import { RawJson, newEvent } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type NewCost, type RecordedCost } from "./statements";
@@ -125,23 +124,19 @@ export async function setBudget(ctx: IntentsContext, intentId: string, ifMatch: 
     if (current.version !== ifMatch) throw await missingOrStale(tx, intentId, ifMatch);
     const version = ifMatch + 1;
     const violation = budgetViolation(readBudget({ budget }), await selectSpend(tx, intentId));
-    const previous = current.budget && typeof current.budget === "object" ? current.budget : null;
+    const previous = current.budget && typeof current.budget === "object" ? (current.budget as Record<string, unknown>) : null;
 
     let status = current.status;
     let blockedReason = current.blocked_reason;
-    const events: NewEvent[] = [{ eventType: intentEventTypes.budgetUpdated, actor: caller.actor, payload: { budget, previous, version } }];
+    const events: NewEvent[] = [newEvent(intentEvents.budgetUpdated, caller.actor, { budget, previous, version })];
     if (isBudgetBlocked(current) && !violation) {
       status = "active";
       blockedReason = null;
-      events.push({ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "blocked", to: "active", reason: "budget_raised", version } });
+      events.push(newEvent(intentEvents.statusChanged, caller.actor, { from: "blocked", to: "active", reason: "budget_raised", version }));
     } else if (violation && current.status === "active") {
       status = "blocked";
       blockedReason = BUDGET_EXCEEDED_REASON;
-      events.push({
-        eventType: intentEventTypes.statusChanged,
-        actor: caller.actor,
-        payload: { from: "active", to: "blocked", reason: BUDGET_EXCEEDED_REASON, version, budget: { ...violation, agent_id: null, cost_id: null } },
-      });
+      events.push(newEvent(intentEvents.statusChanged, caller.actor, { from: "active", to: "blocked", reason: BUDGET_EXCEEDED_REASON, version, budget: { ...violation, agent_id: null, cost_id: null } }));
     } else if (violation && current.status === "blocked") {
       blockedReason = BUDGET_EXCEEDED_REASON;
     }

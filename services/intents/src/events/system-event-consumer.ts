@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { isAppError, jsonBytes, LIMITS, SystemEvent, systemEventPayloadSchema, systemEventStream, type Clock, type SystemEventSource } from "@intentmesh/contracts";
+import { federationEvents, governanceEvents, isAppError, jsonBytes, LIMITS, memoryEvents, SystemEvent, systemEventPayloadSchema, systemEvents, systemEventStream, type Clock, type EventDefinition, type SystemEventSource } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import type { Database, Tx } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
@@ -11,24 +11,21 @@ import { appendToLog } from "../kernel/event-log";
  * only speak for its own facts: memory cannot forge a governance decision, nor anyone a
  * lifecycle event of the intents service itself.
  */
-const ALLOWED_TYPES: Record<SystemEventSource, (eventType: string) => boolean> = {
-  channels: (t) => t === "channel_message",
-  memory: (t) => /^memory\.(created|updated|deleted|archived|evicted|expired)$/.test(t),
-  governance: (t) =>
-    /^governance\.(approval_granted|approval_denied|policy_set|policy_removed|approval_requested)$/.test(t) ||
-    t === "engagement.decision" ||
-    t === "intent.suspension_renotified" ||
-    t === "intent.suspension_escalated",
-  federation: (t) => /^federation\.(dispatched|received|callback|budget_warning|completed|failed)$/.test(t),
-  registry: () => false,
+const namesOf = (...definitions: EventDefinition[]): ReadonlySet<string> => new Set(definitions.map((definition) => definition.name));
+const ALLOWED_TYPES: Record<SystemEventSource, ReadonlySet<string>> = {
+  channels: namesOf(systemEvents.channelMessage),
+  memory: namesOf(...Object.values(memoryEvents)),
+  governance: namesOf(...Object.values(governanceEvents)),
+  federation: namesOf(...Object.values(federationEvents)),
+  registry: namesOf(),
   // RFC-0014 §6.1: the tool proxy's audit record of an invocation made for the intent.
-  vault: (t) => t === "tool.invoked",
+  vault: namesOf(systemEvents.toolInvoked),
   // RFC-0017 §3.2, §5.2: the firing that created the intent, with its lineage.
-  triggers: (t) => t === "trigger.fired",
+  triggers: namesOf(systemEvents.triggerFired),
 };
 
 /** Whether `source` may append `eventType` to an intent's log. */
-export const mayAppendSystemEvent = (source: SystemEventSource, eventType: string): boolean => ALLOWED_TYPES[source](eventType);
+export const mayAppendSystemEvent = (source: SystemEventSource, eventType: string): boolean => ALLOWED_TYPES[source].has(eventType);
 
 /** The largest payload a system event may carry: an intent state's worth (a memory.archived snapshot is the large one). */
 const MAX_SYSTEM_EVENT_PAYLOAD_BYTES = LIMITS.stateBytes;

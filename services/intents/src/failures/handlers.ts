@@ -1,11 +1,10 @@
-import { appError } from "@intentmesh/contracts";
+import { appError, intentEvents } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "../governance/handlers";
 import { and, asc, count, eq, gt, inArray, isNull, type SQL } from "drizzle-orm";
 import {
   fitPage,
   jsonBytes,
-  intentEventTypes,
   isoTimestamp,
   MAX_FAILURE_PAGE,
   MAX_LEASE_TTL_SECONDS,
@@ -28,6 +27,7 @@ import { recordCostInTx } from "../costs/handlers";
 import { toRetryPolicy } from "./retry-policy";
 import { agentWorkRefusal } from "../agents/agent-status";
 import { taskOfIntent } from "../tasks/store";
+import { newEvent } from "@intentmesh/bus";
 
 type FailureRow = typeof failures.$inferSelect;
 type LeaseRow = typeof leases.$inferSelect;
@@ -232,30 +232,18 @@ async function handOver(tx: Tx, h: HandOver): Promise<FailureRow | null> {
 
   const moves = held.map((lease) => ({ scope: lease.scope, released_lease_id: lease.id, lease_id: byScope.get(lease.scopeKey)!.id, expires_at: byScope.get(lease.scopeKey)!.expires_at }));
   const newEvents: NewEvent[] = [
-    ...held.map((lease) => ({
-      eventType: intentEventTypes.leaseReleased,
-      actor: h.actor,
-      payload: { lease_id: lease.id, agent_id: failedAgentId, scope: lease.scope, reason: "fallback" },
-    })),
-    ...moves.map((move) => ({
-      eventType: intentEventTypes.leaseAcquired,
-      actor: h.actor,
-      payload: { lease_id: move.lease_id, agent_id: h.fallbackAgentId, scope: move.scope, expires_at: move.expires_at },
-    })),
-    {
-      eventType: intentEventTypes.fallbackTriggered,
-      actor: h.actor,
-      payload: {
-        failed_agent_id: failedAgentId,
-        fallback_agent_id: h.fallbackAgentId,
-        failure_id: h.failure.id,
-        attempt_number: h.failure.attemptNumber,
-        error_code: h.failure.errorCode,
-        reason: h.reason,
-        scopes: moves.map((move) => move.scope),
-        leases: moves,
-      },
-    },
+    ...held.map((lease) => newEvent(intentEvents.leaseReleased, h.actor, { lease_id: lease.id, agent_id: failedAgentId, scope: lease.scope, reason: "fallback" })),
+    ...moves.map((move) => newEvent(intentEvents.leaseAcquired, h.actor, { lease_id: move.lease_id, agent_id: h.fallbackAgentId, scope: move.scope, expires_at: move.expires_at })),
+    newEvent(intentEvents.fallbackTriggered, h.actor, {
+      failed_agent_id: failedAgentId,
+      fallback_agent_id: h.fallbackAgentId,
+      failure_id: h.failure.id,
+      attempt_number: h.failure.attemptNumber,
+      error_code: h.failure.errorCode,
+      reason: h.reason,
+      scopes: moves.map((move) => move.scope),
+      leases: moves,
+    }),
   ];
   await appendToLog(tx, h.intentId, newEvents, h.now);
   return failure!;

@@ -5,21 +5,20 @@ import {
   effectivePolicy,
   errors,
   governanceCommands,
+  governanceEvents,
   type Caller,
   type GovernancePolicy,
   type GovernanceVerdicts,
   type GovernedWriteKind,
   type Intent,
 } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import { rowsOf, type Queryable } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
 import { missingOrStale, reserveSequences, writeEvents } from "../kernel/event-log";
 import { checkGovernance, factsNeeded, type GovernanceFacts, type GovernedMutation } from "./policy";
 
-/** Event names of the policy's changes (spec part 6); the event catalogue (issue 11) lists them too. */
-const POLICY_SET = "governance.policy_set";
-const POLICY_REMOVED = "governance.policy_removed";
 
 /**
  * PUT / DELETE /intents/{id}/governance: the policy in the intent's own row, If-Match required
@@ -40,8 +39,11 @@ async function writePolicy(ctx: IntentsContext, intentId: string, ifMatch: numbe
         update intents.intents set governance_policy = ${policy === null ? null : JSON.stringify(policy)}::jsonb, version = ${version}, updated_at = ${now}
         where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
     );
-    const event = policy === null ? { eventType: POLICY_REMOVED, payload: { version } } : { eventType: POLICY_SET, payload: { governance_policy: policy, version } };
-    await writeEvents(tx, intentId, firstSequence, [{ ...event, actor: caller.actor }], now);
+    const event =
+      policy === null
+        ? newEvent(governanceEvents.policyRemoved, caller.actor, { version })
+        : newEvent(governanceEvents.policySet, caller.actor, { governance_policy: policy, version });
+    await writeEvents(tx, intentId, firstSequence, [event], now);
     return rawToIntent(row!);
   });
   ctx.published();

@@ -4,7 +4,6 @@ import {
   errors,
   fitPage,
   graphCommands,
-  intentEventTypes,
   intentsCommands,
   type AddDependencyBody,
   type Caller,
@@ -12,6 +11,8 @@ import {
   type GraphListQuery,
   type Intent,
   type IntentGraph,
+  type IntentStatus,
+  intentEvents,
 } from "@intentmesh/contracts";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -34,6 +35,7 @@ import {
   visibleTo,
   type GraphRow,
 } from "./statements";
+import { newEvent } from "@intentmesh/bus";
 
 /**
  * Intent graphs (RFC-0002; docs/graphs.md): children, dependencies, the lists and the graph the
@@ -186,8 +188,8 @@ export async function addDependency(ctx: IntentsContext, intentId: string, ifMat
     const blocks = current.status === "active" && dependency.status !== "completed";
     const row = await writeDependencies(tx, intentId, [...current.depends_on, dependencyId], now, blocks ? "blocked" : undefined);
     const version = Number(row.version);
-    const events: NewEvent[] = [{ eventType: intentEventTypes.dependencyAdded, actor: caller.actor, payload: { dependency_id: dependencyId, depends_on: row.depends_on, version } }];
-    if (blocks) events.push({ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "active", to: "blocked", reason: "dependencies_incomplete", version, incomplete_dependencies: [dependencyId] } });
+    const events: NewEvent[] = [newEvent(intentEvents.dependencyAdded, caller.actor, { dependency_id: dependencyId, depends_on: row.depends_on, version })];
+    if (blocks) events.push(newEvent(intentEvents.statusChanged, caller.actor, { from: "active", to: "blocked", reason: "dependencies_incomplete", version, incomplete_dependencies: [dependencyId] }));
     await appendToLog(tx, intentId, events, now);
     return row;
   });
@@ -217,10 +219,10 @@ export async function removeDependency(ctx: IntentsContext, intentId: string, if
     const unblocks = becameReady && current.status === "blocked" && current.blocked_reason === DEPENDENCIES_BLOCK;
     const row = await writeDependencies(tx, intentId, remaining, now, unblocks ? "active" : undefined);
     const version = Number(row.version);
-    const events: NewEvent[] = [{ eventType: intentEventTypes.dependencyRemoved, actor: caller.actor, payload: { dependency_id: dependencyId, depends_on: remaining, version } }];
-    if (unblocks) events.push({ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "blocked", to: "active", reason: "dependencies_completed", version } });
+    const events: NewEvent[] = [newEvent(intentEvents.dependencyRemoved, caller.actor, { dependency_id: dependencyId, depends_on: remaining, version })];
+    if (unblocks) events.push(newEvent(intentEvents.statusChanged, caller.actor, { from: "blocked", to: "active", reason: "dependencies_completed", version }));
     if (becameReady) {
-      events.push({ eventType: intentEventTypes.ready, actor: caller.actor, payload: { dependency_id: dependencyId, cause: "dependency_removed", depends_on: remaining, status: row.status } });
+      events.push(newEvent(intentEvents.ready, caller.actor, { dependency_id: dependencyId, cause: "dependency_removed", depends_on: remaining, status: row.status }));
     }
     await appendToLog(tx, intentId, events, now);
     return row;
@@ -242,7 +244,7 @@ export const DEPENDENCIES_BLOCK = "dependencies";
  * completed a draft intent becomes `blocked` (blocked_reason dependencies, status_changed reason
  * dependencies_incomplete); a blocked one stays blocked: 409 GRAPH_INCOMPLETE.
  */
-export async function activateInGraph(ctx: IntentsContext, intentId: string, ifMatch: number, from: string, reason: string | null, caller: Caller): Promise<Intent> {
+export async function activateInGraph(ctx: IntentsContext, intentId: string, ifMatch: number, from: IntentStatus, reason: string | null, caller: Caller): Promise<Intent> {
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     const current = await lockForDependencies(tx, intentId, ifMatch);
@@ -255,8 +257,14 @@ export async function activateInGraph(ctx: IntentsContext, intentId: string, ifM
       await tx.execute(sql`update intents.intents set status = ${to}, blocked_reason = ${unmet.length ? DEPENDENCIES_BLOCK : null}, version = version + 1, updated_at = ${now}
         where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
     );
-    const payload = { from, to, reason: unmet.length ? "dependencies_incomplete" : reason, version: Number(written!.version), ...(unmet.length ? { incomplete_dependencies: unmet } : {}) };
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload }], now);
+    const changed = newEvent(intentEvents.statusChanged, caller.actor, {
+      from,
+      to,
+      reason: unmet.length ? "dependencies_incomplete" : reason,
+      version: Number(written!.version),
+      ...(unmet.length ? { incomplete_dependencies: unmet } : {}),
+    });
+    await appendToLog(tx, intentId, [changed], now);
     return written!;
   });
   return rawToIntent(row);
@@ -268,7 +276,7 @@ export async function activateInGraph(ctx: IntentsContext, intentId: string, ifM
  * a child being created under it (which holds the row FOR SHARE) either committed before the gate
  * reads the children, or waits and then finds the parent completed (PARENT_CLOSED).
  */
-export async function completeInGraph(ctx: IntentsContext, intentId: string, ifMatch: number, from: string, reason: string | null, caller: Caller): Promise<Intent> {
+export async function completeInGraph(ctx: IntentsContext, intentId: string, ifMatch: number, from: IntentStatus, reason: string | null, caller: Caller): Promise<Intent> {
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     await lockForDependencies(tx, intentId, ifMatch);
@@ -278,7 +286,7 @@ export async function completeInGraph(ctx: IntentsContext, intentId: string, ifM
       await tx.execute(sql`update intents.intents set status = 'completed', blocked_reason = null, version = version + 1, updated_at = ${now}
         where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
     );
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from, to: "completed", reason, version: Number(written!.version) } }], now);
+    await appendToLog(tx, intentId, [newEvent(intentEvents.statusChanged, caller.actor, { from, to: "completed", reason, version: Number(written!.version) })], now);
     return written!;
   });
   return rawToIntent(row);

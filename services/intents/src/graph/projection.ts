@@ -1,14 +1,13 @@
 import { sql } from "drizzle-orm";
 import type { JsMsg } from "@nats-io/jetstream";
-import { intentEventSubject, intentEventTypes, streams } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { intentEvents, intentEventTypes } from "@intentmesh/contracts";
+import { eventOn, newEvent, subscribe, type Bus } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { inbox } from "../db/schema";
 import { appendToLog, type NewEvent } from "../kernel/event-log";
 import { DEPENDENCIES_BLOCK } from "./handlers";
 import { toUuidArray } from "./statements";
-import { StatusChangedEvent } from "../portfolios/projection";
 
 /**
  * Completing a dependency makes its dependents ready (RFC-0002): a durable consumer of the
@@ -29,13 +28,10 @@ export interface ReadinessProjection {
 }
 
 export async function startReadinessProjection(ctx: IntentsContext, bus: Bus, options: { afterCommit?: (msg: JsMsg) => Promise<void> | void } = {}): Promise<ReadinessProjection> {
-  const consumer = await startDurableConsumer(bus, {
-    stream: streams.intents.name,
+  const consumer = await subscribe(bus, eventOn(intentEvents.statusChanged, "intent"), {
     durable: READINESS_PROJECTION_DURABLE,
-    filterSubject: intentEventSubject("*", intentEventTypes.statusChanged),
     db: ctx.db,
     inbox,
-    parse: (data) => StatusChangedEvent.parse(data),
     handle: async (tx, event) => {
       if (event.payload.to === "completed") await announceReadyDependents(tx, event.intent_id, event.actor, ctx.clock.now());
     },
@@ -84,10 +80,10 @@ export async function announceReadyDependents(tx: Tx, completedId: string, actor
           where id = ${dependent.id} returning version`),
       );
       status = "active";
-      events.push({ eventType: intentEventTypes.statusChanged, actor, payload: { from: "blocked", to: "active", reason: "dependencies_completed", version: Number(row!.version) } });
+      events.push(newEvent(intentEvents.statusChanged, actor, { from: "blocked", to: "active", reason: "dependencies_completed", version: Number(row!.version) }));
     }
     if (!dependent.announced) {
-      events.push({ eventType: intentEventTypes.ready, actor, payload: { dependency_id: completedId, cause: "dependency_completed", depends_on: dependent.depends_on, status } });
+      events.push(newEvent(intentEvents.ready, actor, { dependency_id: completedId, cause: "dependency_completed", depends_on: dependent.depends_on, status }));
     }
     if (!events.length) continue;
     await appendToLog(tx, dependent.id, events, at);

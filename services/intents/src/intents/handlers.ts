@@ -1,7 +1,7 @@
 import { assertIoTypes } from "../workflows/rules";
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, type Intent, intentEventTypes, intentsCommands, isoTimestamp, type ListIntentsQuery } from "@intentmesh/contracts";
+import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, type Intent, intentsCommands, isoTimestamp, type ListIntentsQuery, intentEvents } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../kernel/statements";
@@ -11,6 +11,7 @@ import { bypassesAcl } from "../acl/rules";
 import { readableBy } from "../acl/statements";
 import { insertIntentWithAcl } from "../acl/create";
 import { assertGraphAccess, lockGraphOfNewIntent } from "../graph/handlers";
+import { newEvent } from "@intentmesh/bus";
 
 /** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
 export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string, parentChecked = false): Promise<Intent> {
@@ -39,7 +40,7 @@ export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, 
   // RFC-0002: admin on the parent (decomposing it), read on every dependency (docs/graphs.md).
   if (inGraph) await assertGraphAccess(ctx, intent, caller, parentChecked);
   const { id: _id, state: _state, created_at: _c, updated_at: _u, ...announced } = intent;
-  const created = { eventType: intentEventTypes.created, actor: caller.actor, payload: announced };
+  const created = newEvent(intentEvents.created, caller.actor, announced);
   try {
     // With an ACL the intent is never open: both commit in one transaction (acl/create.ts).
     if (inGraph) await insertIntentWithAcl(ctx, intent, created, body.acl, caller, now, (tx) => lockGraphOfNewIntent(tx, intent, created));

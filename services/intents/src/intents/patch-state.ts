@@ -1,4 +1,4 @@
-import { errors, intentEventTypes, intentsCommands, type Caller, type Intent, type StatePatch } from "@intentmesh/contracts";
+import { errors, intentsCommands, type Caller, type Intent, type StatePatch, intentEvents } from "@intentmesh/contracts";
 import { assertStateWithinLimit } from "../kernel/state-size";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntentForWrite } from "../kernel/statements";
@@ -8,6 +8,7 @@ import { assertLeasesAllowWrite } from "../leases/rules";
 import { assertAgentMayWork } from "../costs/budget";
 import { adoptSuspension } from "../suspension/handlers";
 import { enforceGovernance } from "../governance/handlers";
+import { newEvent } from "@intentmesh/bus";
 
 /** How often a write re-checks when only the leases changed under it (its version still holds). */
 const LEASE_RACE_ATTEMPTS = 5;
@@ -49,7 +50,7 @@ export async function patchState(ctx: IntentsContext, intentId: string, ifMatch:
       intentId,
       { version: ifMatch, leaseEpoch: intent.lease_epoch },
       { state },
-      { eventType: intentEventTypes.statePatched, actor: caller.actor, payload: { patches, version: ifMatch + 1 } },
+      newEvent(intentEvents.statePatched, caller.actor, { patches, version: ifMatch + 1 }),
       now,
     );
     if (written) {

@@ -1,4 +1,4 @@
-import { errors, intentEventTypes, type Caller, type Intent, type IntentStatus, type StatusTransitionBody } from "@intentmesh/contracts";
+import { errors, type Caller, type Intent, type IntentStatus, type StatusTransitionBody, intentEvents } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntent } from "../kernel/statements";
 import { missingOrStale } from "../kernel/event-log";
@@ -7,6 +7,7 @@ import { assertAgentMayWork } from "../costs/budget";
 import { cancelByAbandon, suspendByStatus } from "../suspension/handlers";
 import { enforceGovernance } from "../governance/handlers";
 import { activateInGraph, completeInGraph } from "../graph/handlers";
+import { newEvent } from "@intentmesh/bus";
 
 /** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
@@ -42,7 +43,7 @@ export async function transitionStatus(ctx: IntentsContext, intentId: string, if
     intentId,
     { version: ifMatch, leaseEpoch: null },
     { status: body.status },
-    { eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from, to: body.status, reason: body.reason ?? null, version: ifMatch + 1 } },
+    newEvent(intentEvents.statusChanged, caller.actor, { from, to: body.status, reason: body.reason ?? null, version: ifMatch + 1 }),
     now,
   );
   if (!written) throw await missingOrStale(ctx.db, intentId, ifMatch);

@@ -1,9 +1,9 @@
-import { appError, isoTimestamp } from "@intentmesh/contracts";
+import { appError, isoTimestamp, intentEvents } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "../governance/handlers";
 import type { GovernancePolicy } from "@intentmesh/contracts";
 import { and, asc, eq, lte, sql } from "drizzle-orm";
-import { AppError, errors, fitPage, intentEventTypes, type Caller, type Lease } from "@intentmesh/contracts";
+import { AppError, errors, fitPage, type Caller, type Lease } from "@intentmesh/contracts";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { leases } from "../db/schema";
@@ -15,6 +15,7 @@ import { actingAgent } from "@intentmesh/contracts";
 import { assertMayRelease, assertMayRenew, assertMayTakeLease } from "./rules";
 import { assertAgentMayWork } from "../costs/budget";
 import { agentWorkRefusal } from "../agents/agent-status";
+import { newEvent } from "@intentmesh/bus";
 
 type LeaseRow = typeof leases.$inferSelect;
 
@@ -75,7 +76,7 @@ export async function acquireLease(
       intentId,
       [
         ...lapsed.map((l) => expiryEvent(l, "expired", caller.actor)),
-        { eventType: intentEventTypes.leaseAcquired, actor: agentId, payload: { lease_id: acquired.id, agent_id: agentId, scope: acquired.scope, expires_at: acquired.expires_at } },
+        newEvent(intentEvents.leaseAcquired, agentId, { lease_id: acquired.id, agent_id: agentId, scope: acquired.scope, expires_at: acquired.expires_at }),
       ],
       now,
     );
@@ -111,7 +112,7 @@ export async function renewLease(
     await appendToLog(
       tx,
       intentId,
-      [{ eventType: intentEventTypes.leaseAcquired, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, expires_at: renewed.expires_at, renewal: true } }],
+      [newEvent(intentEvents.leaseAcquired, caller.actor, { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, expires_at: renewed.expires_at, renewal: true })],
       now,
     );
     return renewed;
@@ -138,7 +139,7 @@ export async function releaseLease(ctx: IntentsContext, intentId: string, ifMatc
       .set({ releasedAt: now, holdsScope: false, endReason: "released", endedAt: now })
       .where(eq(leases.id, leaseId))
       .returning();
-    await appendToLog(tx, intentId, [{ eventType: intentEventTypes.leaseReleased, actor: caller.actor, payload: { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, reason: "released" } }], now);
+    await appendToLog(tx, intentId, [newEvent(intentEvents.leaseReleased, caller.actor, { lease_id: leaseId, agent_id: current.agentId, scope: current.scope, reason: "released" })], now);
     changed = true;
     return toLease(row!);
   });
@@ -173,11 +174,7 @@ const MAX_LEASES_LISTED = 1000;
  * name the clients' EventType enum knows; the reason tells an expiry from a release.
  */
 export function expiryEvent(lease: LeaseRow, reason: "expired" | "agent_dead" | "agent_deregistered", actor: string): NewEvent {
-  return {
-    eventType: intentEventTypes.leaseReleased,
-    actor,
-    payload: { lease_id: lease.id, agent_id: lease.agentId, scope: lease.scope, expires_at: isoTimestamp(lease.expiresAt), reason },
-  };
+  return newEvent(intentEvents.leaseReleased, actor, { lease_id: lease.id, agent_id: lease.agentId, scope: lease.scope, expires_at: isoTimestamp(lease.expiresAt), reason });
 }
 
 async function expireLapsed(tx: Tx, intentId: string, key: string, now: Date): Promise<LeaseRow[]> {

@@ -18,7 +18,7 @@ type Queryable = Pick<Tx, "select">;
 /** An event of the plan catalogue (libs/contracts plans.ts), its payload checked against its schema. */
 export function planEvent<K extends PlanEventKey>(key: K, actor: string, payload: PlanEventPayload<K>): NewEvent {
   const entry = planEvents[key];
-  return { eventType: entry.type, actor, payload: entry.payload.parse(payload) as JsonObject };
+  return { eventType: entry.name, actor, payload: entry.payload.parse(payload) as JsonObject };
 }
 
 /** The plan's tasks, in plan order, with the suspension of their intent when one blocks them. */

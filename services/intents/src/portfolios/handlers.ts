@@ -1,4 +1,4 @@
-import { appError, portfoliosCommands, type CommandResult } from "@intentmesh/contracts";
+import { appError, portfoliosCommands, type CommandResult, portfolioEvents } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import {
@@ -24,7 +24,7 @@ import {
   type UpdatePortfolioBody,
   sequenceCursor,
 } from "@intentmesh/contracts";
-import { RawJson } from "@intentmesh/bus";
+import { RawJson, newEvent } from "@intentmesh/bus";
 import { rowsOf, type Queryable, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { assertIntentExists } from "../kernel/event-log";
@@ -126,7 +126,7 @@ async function lockPortfolio(tx: Tx, portfolioId: string, ifMatch: number | null
 
 /** A portfolio.status_changed event when the aggregate moved. */
 function aggregateEvent(from: IntentStatus, to: IntentStatus, actor: string, cause: Record<string, unknown>): NewEvent[] {
-  return from === to ? [] : [{ eventType: portfolioEventTypes.statusChanged, actor, payload: { from, to, ...cause } }];
+  return from === to ? [] : [newEvent(portfolioEvents.statusChanged, actor, { from, to, ...cause })];
 }
 
 /** POST /portfolios: an empty portfolio (aggregate draft) at version 1 and its portfolio.created event. */
@@ -142,7 +142,7 @@ export async function createPortfolio(ctx: IntentsContext, body: CreatePortfolio
               ${JSON.stringify(body.metadata)}::jsonb, 1, 0, ${now}, ${now})`);
     const created = (await selectDetail(tx, id))!;
     const { id: _id, members: _m, member_count: _c, status_counts: _s, created_at: _ca, updated_at: _ua, ...announced } = created;
-    await appendToPortfolioLog(tx, id, [{ eventType: portfolioEventTypes.created, actor: caller.actor, payload: announced }], now);
+    await appendToPortfolioLog(tx, id, [newEvent(portfolioEvents.created, caller.actor, announced)], now);
     return created;
   });
   ctx.published();
@@ -248,7 +248,7 @@ export async function updatePortfolio(ctx: IntentsContext, portfolioId: string, 
     await appendToPortfolioLog(
       tx,
       portfolioId,
-      [{ eventType: portfolioEventTypes.updated, actor: caller.actor, payload: { changes, version: current.version + 1 } }],
+      [newEvent(portfolioEvents.updated, caller.actor, { changes, version: current.version + 1 })],
       now,
       sql.join(set, sql``),
     );
@@ -304,11 +304,7 @@ export async function addMember(ctx: IntentsContext, portfolioId: string, ifMatc
       tx,
       portfolioId,
       [
-        {
-          eventType: portfolioEventTypes.memberAdded,
-          actor: caller.actor,
-          payload: { intent_id: body.intent_id, role: body.role ?? null, intent_status: status, status: next, version },
-        },
+        newEvent(portfolioEvents.memberAdded, caller.actor, { intent_id: body.intent_id, role: body.role ?? null, intent_status: status, status: next, version }),
         ...aggregateEvent(current.status, next, caller.actor, { intent_id: body.intent_id, cause: portfolioEventTypes.memberAdded }),
       ],
       now,
@@ -341,7 +337,7 @@ export async function removeMember(ctx: IntentsContext, portfolioId: string, ifM
       tx,
       portfolioId,
       [
-        { eventType: portfolioEventTypes.memberRemoved, actor: caller.actor, payload: { intent_id: intentId, intent_status: removed.intent_status, status: next, version } },
+        newEvent(portfolioEvents.memberRemoved, caller.actor, { intent_id: intentId, intent_status: removed.intent_status, status: next, version }),
         ...aggregateEvent(current.status, next, caller.actor, { intent_id: intentId, cause: portfolioEventTypes.memberRemoved }),
       ],
       now,

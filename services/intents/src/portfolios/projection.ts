@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { JsMsg } from "@nats-io/jetstream";
-import { intentEventSubject, intentEventTypes, IntentEvent, IntentStatus, portfolioEventTypes, streams, z } from "@intentmesh/contracts";
-import { startDurableConsumer, type Bus } from "@intentmesh/bus";
+import { intentEvents, portfolioEvents, type IntentStatus } from "@intentmesh/contracts";
+import { eventOn, newEvent, subscribe, type Bus, type TypedEvent } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { inbox } from "../db/schema";
@@ -26,11 +26,8 @@ import { aggregateStatus, suspensionEdge } from "./portfolio-status";
  */
 export const PORTFOLIO_PROJECTION_DURABLE = "intents-portfolio-projection-v2";
 
-export const StatusChangedEvent = IntentEvent.extend({
-  event_type: z.literal(intentEventTypes.statusChanged),
-  payload: z.object({ from: IntentStatus, to: IntentStatus, reason: z.string().nullable().optional(), suspension_id: z.string().optional() }).passthrough(),
-});
-export type StatusChangedEvent = z.infer<typeof StatusChangedEvent>;
+/** A status_changed of the intent log as the projection gets it (from / to are intent statuses). */
+export type StatusChangedEvent = TypedEvent<"intent", typeof intentEvents.statusChanged>;
 
 export interface PortfolioProjectionOptions {
   /** Test seam: runs after the commit and before the ack (see startDurableConsumer). */
@@ -42,13 +39,10 @@ export interface PortfolioProjection {
 }
 
 export async function startPortfolioProjection(ctx: IntentsContext, bus: Bus, options: PortfolioProjectionOptions = {}): Promise<PortfolioProjection> {
-  const consumer = await startDurableConsumer(bus, {
-    stream: streams.intents.name,
+  const consumer = await subscribe(bus, eventOn(intentEvents.statusChanged, "intent"), {
     durable: PORTFOLIO_PROJECTION_DURABLE,
-    filterSubject: intentEventSubject("*", intentEventTypes.statusChanged),
     db: ctx.db,
     inbox,
-    parse: (data) => StatusChangedEvent.parse(data),
     handle: (tx, event) => applyMemberStatusChange(tx, event, ctx.clock.now()),
     logger: ctx.logger,
     afterCommit: async (msg) => {
@@ -107,19 +101,18 @@ export async function applyMemberStatusChange(tx: Tx, event: StatusChangedEvent,
 
 /** The events one member status change appends to one portfolio, in order. */
 export function memberChangeEvents(event: StatusChangedEvent, from: IntentStatus, was: IntentStatus, next: IntentStatus): NewEvent[] {
-  const { to, reason, suspension_id } = event.payload;
+  const { to, reason } = event.payload;
+  const suspensionId = typeof event.payload.suspension_id === "string" ? event.payload.suspension_id : null;
   const source = { intent_id: event.intent_id, intent_event_id: event.id, intent_sequence: event.sequence };
-  const out: NewEvent[] = [
-    { eventType: portfolioEventTypes.memberStatusChanged, actor: event.actor, payload: { ...source, from, to, reason: reason ?? null, status: next } },
-  ];
+  const out: NewEvent[] = [newEvent(portfolioEvents.memberStatusChanged, event.actor, { ...source, from, to, reason: reason ?? null, status: next })];
   const edge = suspensionEdge(from, to);
   if (edge === "suspended") {
-    out.push({ eventType: portfolioEventTypes.memberSuspended, actor: event.actor, payload: { ...source, suspension_id: suspension_id ?? null, status: next } });
+    out.push(newEvent(portfolioEvents.memberSuspended, event.actor, { ...source, suspension_id: suspensionId, status: next }));
   } else if (edge === "resumed") {
-    out.push({ eventType: portfolioEventTypes.memberResumed, actor: event.actor, payload: { ...source, suspension_id: suspension_id ?? null, to, status: next } });
+    out.push(newEvent(portfolioEvents.memberResumed, event.actor, { ...source, suspension_id: suspensionId, to, status: next }));
   }
   if (was !== next) {
-    out.push({ eventType: portfolioEventTypes.statusChanged, actor: event.actor, payload: { from: was, to: next, intent_id: event.intent_id, cause: portfolioEventTypes.memberStatusChanged } });
+    out.push(newEvent(portfolioEvents.statusChanged, event.actor, { from: was, to: next, intent_id: event.intent_id, cause: portfolioEvents.memberStatusChanged.name }));
   }
   return out;
 }

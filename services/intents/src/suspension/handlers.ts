@@ -13,10 +13,11 @@ import {
   type SuspensionEndInput,
   type SuspensionRecord,
   type SuspensionRequest,
+  intentEvents,
 } from "@intentmesh/contracts";
 import { and, desc, eq } from "drizzle-orm";
 import { rowsOf, type Tx } from "@intentmesh/db";
-import { validationError } from "@intentmesh/bus";
+import { validationError, newEvent } from "@intentmesh/bus";
 import { events } from "../db/schema";
 import { toEvent } from "../kernel/mapping";
 import type { IntentsContext } from "../kernel/context";
@@ -110,12 +111,8 @@ export async function beginSuspension(
       { ...current.state, _suspension: record },
       SUSPENDED,
       [
-        { eventType: intentEventTypes.suspended, actor: caller.actor, payload: { suspension: record, version } },
-        {
-          eventType: intentEventTypes.statusChanged,
-          actor: caller.actor,
-          payload: { from: "active", to: SUSPENDED, reason: "awaiting operator input", version, suspension_id: record.id },
-        },
+        newEvent(intentEvents.suspended, caller.actor, { suspension: record, version }),
+        newEvent(intentEvents.statusChanged, caller.actor, { from: "active", to: SUSPENDED, reason: "awaiting operator input", version, suspension_id: record.id }),
       ],
       now,
     );
@@ -144,23 +141,22 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
     const version = current.version + 1;
     const ending: NewEvent =
       input.resolution === "expired"
-        ? {
-            eventType: intentEventTypes.suspensionExpired,
-            actor: caller.actor,
-            payload: { suspension_id: active.id, resolution: "expired", fallback_policy: active.fallback_policy, status: to, version },
-          }
-        : {
-            eventType: intentEventTypes.resumed,
-            actor: caller.actor,
-            // intent_id and value as the official clients read intent.resumed (CLIENTS.md §1).
-            payload: { intent_id: intentId, suspension_id: active.id, resolution: input.resolution, ...responded, ...(input.resolution === "responded" ? { value: input.response } : {}), version },
-          };
+        ? newEvent(intentEvents.suspensionExpired, caller.actor, { suspension_id: active.id, resolution: "expired", fallback_policy: active.fallback_policy, status: to, version })
+        : // intent_id and value as the official clients read intent.resumed (CLIENTS.md §1).
+          newEvent(intentEvents.resumed, caller.actor, {
+            intent_id: intentId,
+            suspension_id: active.id,
+            resolution: input.resolution,
+            ...responded,
+            ...(input.resolution === "responded" ? { value: input.response } : {}),
+            version,
+          });
     const ended = await commitSuspensionChange(
       tx,
       intentId,
       { ...current.state, _suspension: record },
       to,
-      [ending, { eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: SUSPENDED, to, reason: input.resolution, version, suspension_id: active.id } }],
+      [ending, newEvent(intentEvents.statusChanged, caller.actor, { from: SUSPENDED, to, reason: input.resolution, version, suspension_id: active.id })],
       now,
     );
     // The tasks the suspension blocked return to what they were doing (or are cancelled with an abandoned intent).
@@ -188,7 +184,7 @@ export async function suspendByStatus(ctx: IntentsContext, intentId: string, ifM
       intentId,
       current.state,
       SUSPENDED,
-      [{ eventType: intentEventTypes.statusChanged, actor: caller.actor, payload: { from: "active", to: SUSPENDED, reason: reason ?? "awaiting operator input", version } }],
+      [newEvent(intentEvents.statusChanged, caller.actor, { from: "active", to: SUSPENDED, reason: reason ?? "awaiting operator input", version })],
       now,
     );
     await blockTasksForSuspension(tx, intentId, caller.actor, now);
@@ -222,8 +218,8 @@ export async function adoptSuspension(ctx: IntentsContext, intentId: string, ifM
       { ...current.state, _suspension: record },
       SUSPENDED,
       [
-        { eventType: intentEventTypes.statePatched, actor: caller.actor, payload: { patches: [{ op: "set", path: "_suspension", value: record }], version } },
-        { eventType: intentEventTypes.suspended, actor: caller.actor, payload: { suspension: record, version } },
+        newEvent(intentEvents.statePatched, caller.actor, { patches: [{ op: "set", path: "_suspension", value: record }], version }),
+        newEvent(intentEvents.suspended, caller.actor, { suspension: record, version }),
       ],
       now,
     );
@@ -270,11 +266,7 @@ export async function cancelByAbandon(ctx: IntentsContext, intentId: string, ifM
       state as JsonObject,
       "abandoned",
       [
-        {
-          eventType: intentEventTypes.statusChanged,
-          actor: caller.actor,
-          payload: { from: SUSPENDED, to: "abandoned", reason: reason ?? null, version, ...(active ? { suspension_id: active.id, resolution: "cancelled" } : {}) },
-        },
+        newEvent(intentEvents.statusChanged, caller.actor, { from: SUSPENDED, to: "abandoned", reason: reason ?? null, version, ...(active ? { suspension_id: active.id, resolution: "cancelled" } : {}) }),
       ],
       now,
     );

@@ -52,7 +52,7 @@ export function toTask(row: TaskRow): Task {
 /** An event of the task catalogue (libs/contracts tasks.ts), its payload checked against its schema. */
 export function taskEvent<K extends TaskEventKey>(key: K, actor: string, payload: TaskEventPayload<K>): NewEvent {
   const entry = taskEvents[key];
-  return { eventType: entry.type, actor, payload: entry.payload.parse(payload) as JsonObject };
+  return { eventType: entry.name, actor, payload: entry.payload.parse(payload) as JsonObject };
 }
 
 export async function readTaskUnlocked(ctx: IntentsContext, taskId: string): Promise<TaskRow> {

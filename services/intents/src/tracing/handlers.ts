@@ -3,7 +3,6 @@ import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import {
   appError,
   errors,
-  intentEventTypes,
   isoTimestamp,
   jsonBytes,
   LIMITS,
@@ -15,6 +14,7 @@ import {
   type StartTraceBody,
   type Trace,
   type TraceDetail,
+  intentEvents,
 } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { appendToLog, assertIntentExists, lockIntentRow } from "../kernel/event-log";
@@ -22,6 +22,7 @@ import { toEvent } from "../kernel/mapping";
 import { events } from "../db/schema";
 import { traces, traceSpans } from "../db/schema-tracing";
 import { eventsWithinBudget, spansToLink, type StoredSpan } from "./rules";
+import { newEvent } from "@intentmesh/bus";
 
 /**
  * RFC-0020 distributed tracing (docs/tracing.md): traces started on an intent, spans linked to
@@ -76,12 +77,7 @@ export async function startTrace(ctx: IntentsContext, intentId: string, body: St
       tx,
       intentId,
       [
-        {
-          eventType: intentEventTypes.traceStarted,
-          actor: caller.actor,
-          payload: { trace_id: traceId, trace_name: body.trace_name, parent_trace_id: parentTraceId, started_by: startedBy },
-          traceId,
-        },
+        newEvent(intentEvents.traceStarted, caller.actor, { trace_id: traceId, trace_name: body.trace_name, parent_trace_id: parentTraceId, started_by: startedBy }, { traceId }),
       ],
       now,
     );
@@ -161,12 +157,7 @@ export async function linkSpans(ctx: IntentsContext, traceId: string, body: Link
         tx,
         intentId,
         [
-          {
-            eventType: intentEventTypes.spansLinked,
-            actor: caller.actor,
-            payload: { trace_id: traceId, span_ids: fresh.map((s) => s.spanId), linked_by: linkedBy, span_count: spanCount },
-            traceId,
-          },
+          newEvent(intentEvents.spansLinked, caller.actor, { trace_id: traceId, span_ids: fresh.map((s) => s.spanId), linked_by: linkedBy, span_count: spanCount }, { traceId }),
         ],
         now,
       );

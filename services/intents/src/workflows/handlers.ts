@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { asc, desc, eq } from "drizzle-orm";
-import { AgentId, errors, intentEventTypes, isoTimestamp, type Caller, type CreateWorkflowBody, type JsonObject, type TaskStatus, type TriggerWorkflowBody, type Workflow, type WorkflowRun } from "@intentmesh/contracts";
+import { AgentId, errors, isoTimestamp, type Caller, type CreateWorkflowBody, type JsonObject, type TaskStatus, type TriggerWorkflowBody, type Workflow, type WorkflowRun, intentEvents } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { plans, workflows } from "../db/schema-plans";
@@ -11,6 +11,7 @@ import { writeNewPlan } from "../plans/handlers";
 import { tasksOfPlan, toPlan, type PlanRow } from "../plans/statements";
 import type { NewPlanTask } from "../plans/rules";
 import { parseRef, parseWorkflow } from "./rules";
+import { newEvent } from "@intentmesh/bus";
 
 /**
  * The workflow commands (im.intents.workflows.*), the MCP server's /workflows calls mapped onto
@@ -148,11 +149,7 @@ export async function triggerWorkflow(ctx: IntentsContext, workflowId: string, b
       createdAt: now,
       updatedAt: now,
     });
-    const created = {
-      eventType: intentEventTypes.created,
-      actor: caller.actor,
-      payload: { title: workflow.name, description: workflow.description || null, created_by: caller.actor, status: "active", constraints: {}, confidence: 0, version: 1 } as JsonObject,
-    };
+    const created = newEvent(intentEvents.created, caller.actor, { title: workflow.name, description: workflow.description || null, created_by: caller.actor, status: "active", constraints: {}, confidence: 0, version: 1 });
     await appendToLog(tx, intentId, [created], now);
     const idOf = new Map(workflow.phases.map((p) => [p.name, randomUUID()]));
     const newTasks: NewPlanTask[] = workflow.phases.map((phase) => {

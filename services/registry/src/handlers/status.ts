@@ -1,6 +1,5 @@
 import { eq } from "drizzle-orm";
 import {
-  agentEventTypes,
   coordinatorCommands,
   isCoordinatorOrAdmin,
   DEFAULT_DRAIN_TIMEOUT_SECONDS,
@@ -12,6 +11,7 @@ import {
   type AgentStatusBody,
   type Caller,
   type PendingCommand,
+  agentEvents,
 } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { RegistryContext } from "../context";
@@ -20,6 +20,7 @@ import { commitAgentChange, lifecycleEvent, type NewAgentEvent } from "../agent-
 import { assertRequestedTransition, nextCheckAt } from "../domain/lifecycle";
 import { assertMayManage, isServerInitiated } from "../domain/access";
 import { toAgent, type AgentRow } from "../mapping";
+import { newEvent } from "@intentmesh/bus";
 
 /**
  * PATCH /agents/{id}/status (and PUT): a drain, by the agent itself, a coordinator or an admin.
@@ -44,7 +45,7 @@ export async function changeAgentStatus(ctx: RegistryContext, agentId: string, i
     if (isServerInitiated(agent.ownerPrincipal, caller)) {
       const command: PendingCommand = { command: "drain", reason, drain_timeout_seconds: timeout, issued_by: caller.actor, issued_at: isoTimestamp(now) };
       pendingCommands.push(command);
-      events.push({ eventType: agentEventTypes.command, actor: caller.actor, payload: { agent_id: agentId, ...command } });
+      events.push(newEvent(agentEvents.command, caller.actor, { agent_id: agentId, ...command }));
     }
     const timers = { status: "draining" as const, lastHeartbeatAt: agent.lastHeartbeatAt, unhealthyAfterSeconds: agent.unhealthyAfterSeconds, deadAfterSeconds: agent.deadAfterSeconds, drainDeadline };
     return (

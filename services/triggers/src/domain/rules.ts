@@ -1,5 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
-import { EventCondition, ScheduleCondition, errors } from "@intentmesh/contracts";
+import { EventCondition, ScheduleCondition, agentEvents, errors, intentEvents } from "@intentmesh/contracts";
 import type { z } from "zod";
 
 /**
@@ -114,21 +114,21 @@ export function eventNames(event: Pick<ObservedEvent, "event_type" | "payload">)
   const names = [event.event_type];
   const p = event.payload;
   switch (event.event_type) {
-    case "intent_created":
+    case intentEvents.created.name:
       names.push("intent.created");
       break;
-    case "status_changed":
+    case intentEvents.statusChanged.name:
       names.push("intent.state_changed");
       if (p.to === "completed") names.push("intent.resolved");
       if (p.to === "abandoned") names.push("intent.failed");
       break;
-    case "lease_acquired":
+    case intentEvents.leaseAcquired.name:
       names.push("lease.claimed");
       break;
-    case "lease_released":
+    case intentEvents.leaseReleased.name:
       if (p.reason === "expired") names.push("lease.expired");
       break;
-    case "agent.lifecycle":
+    case agentEvents.lifecycle.name:
       names.push("agent.status_changed");
       if (p.reason === "registered" || p.reason === "re_registered") names.push("agent.registered");
       if (p.new_status === "dead") names.push("agent.dead");
@@ -142,11 +142,11 @@ export function eventFacts(event: Pick<ObservedEvent, "id" | "intent_id" | "even
   const p = event.payload;
   const facts: Record<string, unknown> = { ...p, event_id: event.id, event_type: event.event_type, actor: event.actor };
   if (event.intent_id) facts.intent_id = event.intent_id;
-  if (event.event_type === "status_changed") {
+  if (event.event_type === intentEvents.statusChanged.name) {
     facts.from_state = p.from;
     facts.to_state = p.to;
   }
-  if (event.event_type === "agent.lifecycle") {
+  if (event.event_type === agentEvents.lifecycle.name) {
     facts.from_status = p.previous_status;
     facts.to_status = p.new_status;
   }

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { agentEvents, intentEvents, taskEvents } from "@intentmesh/contracts";
+import { eventFamilyOn, eventOn, eventsOfLog } from "./subscribe";
+
+/**
+ * A durable keeps the filter it was created with: the filters the sources build must stay the
+ * strings the consumers were created with before subscribe() existed, or a running deployment's
+ * durables would no longer match their service's code.
+ */
+describe("subscribe's subject filters", () => {
+  it("equal the filters of the existing durables", () => {
+    expect(eventOn(intentEvents.statusChanged, "intent").filterSubject).toBe("im.evt.intent.*.status_changed"); // channels-intent-status
+    expect(eventFamilyOn(taskEvents, "intent", "task.").filterSubject).toBe("im.evt.intent.*.task.>"); // channels-task-ends, memory-task-events
+    expect(eventOn(agentEvents.lifecycle, "agent").filterSubject).toBe("im.evt.agent.*.agent.lifecycle"); // channels/intents/vault/triggers lifecycle
+    expect(eventOn(intentEvents.agentAssigned, "intent").filterSubject).toBe("im.evt.intent.*.agent_assigned"); // registry-agent-assigned-v2
+    expect(eventOn(intentEvents.agentUnassigned, "intent").filterSubject).toBe("im.evt.intent.*.agent_unassigned"); // registry-agent-unassigned-v2
+    expect(eventsOfLog("intent").filterSubject).toBe("im.evt.intent.>"); // triggers-intent-events, federation-callbacks
+    expect(eventFamilyOn([intentEvents.suspended, intentEvents.resumed, intentEvents.suspensionExpired], "intent", "intent.").filterSubject).toBe("im.evt.intent.*.intent.>"); // governance-suspensions
+    // intents-graph-readiness, intents-portfolio-projection-v2, governance-suspension-cancels: status_changed, above.
+  });
+
+  it("refuses a definition on a log it does not go to, and a family member outside the prefix", () => {
+    expect(() => eventOn(intentEvents.statusChanged, "agent" as "intent")).toThrow(/does not go to the agent log/);
+    expect(() => eventFamilyOn([taskEvents.completed, intentEvents.statusChanged], "intent", "task.")).toThrow(/not in the family/);
+  });
+});
+
+const envelope = {
+  id: "7b0b4c52-2d7e-4b8e-9a57-0c1f6f1c1c11",
+  intent_id: "0f6a3d9e-3b6b-4bb5-9a9f-6a1c2f6f2a22",
+  sequence: 3,
+  actor: "agent-1",
+  created_at: "2026-01-01T00:00:00.000Z",
+  previous_event_hash: null,
+  event_hash: `sha256:${"A".repeat(43)}`,
+};
+
+describe("subscribe's parsing", () => {
+  it("hands over the payload parsed by the definition's schema, and refuses one that does not match it", () => {
+    const source = eventOn(intentEvents.statusChanged, "intent");
+    const event = source.parse({ ...envelope, event_type: "status_changed", payload: { from: "active", to: "completed", reason: null, version: 4 } });
+    expect(event?.payload.to).toBe("completed");
+    expect(() => source.parse({ ...envelope, event_type: "status_changed", payload: { from: "active" } })).toThrow();
+  });
+
+  it("answers null for a name of the filter no definition has, and every event for a whole log", () => {
+    const family = eventFamilyOn([taskEvents.completed], "intent", "task.");
+    expect(family.parse({ ...envelope, event_type: "task.claimed", payload: {} })).toBeNull();
+    expect(eventsOfLog("intent").parse({ ...envelope, event_type: "comment", payload: { text: "hi" } })?.payload).toEqual({ text: "hi" });
+  });
+});
