@@ -84,6 +84,7 @@ interface ScenarioResult {
   p50: number;
   p99: number;
   non2xx: number;
+  statusCodes: Record<string, number>;
   errors: number;
   timeouts: number;
   cpu: CpuReport;
@@ -239,6 +240,7 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
         p50: percentile(run.latencies, 50),
         p99: percentile(run.latencies, 99),
         non2xx: run.non2xx,
+        statusCodes: run.statusCodes,
         errors: run.errors,
         timeouts: run.timeouts,
         cpu,
@@ -247,7 +249,7 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
         vsBaseline: scenario === "baseline" ? 1 : baselineRps ? rps / baselineRps : null,
       };
       results.push(result);
-      log(`R=${replicas} ${scenario}: ${rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, non-2xx ${run.non2xx}, errors ${run.errors}, ${totalUs} us CPU/request`);
+      log(`R=${replicas} ${scenario}: ${rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, non-2xx ${run.non2xx}${run.non2xx ? ` (${Object.entries(run.statusCodes).filter(([code]) => !code.startsWith("2")).map(([code, n]) => `${n}x ${code}`).join(", ")})` : ""}, errors ${run.errors}, ${totalUs} us CPU/request`);
       if (scenario !== "baseline") await waitForOutbox(api, config.services, 60_000);
     }
     for (const child of cluster.children) {
@@ -403,6 +405,8 @@ interface LoadResult {
   timeouts: number;
   seconds: number;
   latencies: number[];
+  /** Responses by status code, every instance together. */
+  statusCodes: Record<string, number>;
 }
 
 /** One autocannon per target, the connections split between them, run together; results summed. */
@@ -422,7 +426,10 @@ async function load(targets: string[], options: Partial<autocannon.Options>, sec
     ),
   );
   latencies.sort((a, b) => a - b);
+  const statusCodes: Record<string, number> = {};
+  for (const r of runs) for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = (statusCodes[code] ?? 0) + (stat?.count ?? 0);
   return {
+    statusCodes,
     ok: runs.reduce((sum, r) => sum + r["2xx"], 0),
     non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
     errors: runs.reduce((sum, r) => sum + r.errors, 0),
