@@ -29,13 +29,13 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
-          include: ["libs/*/src/**/*.test.ts", "scripts/*.test.ts", "services/*.test.ts", "services/*/src/**/*.test.ts", "libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/deploy/**/*.test.ts", "test/support/*.test.ts", "packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts"],
+          include: ["libs/*/src/**/*.test.ts", "scripts/*.test.ts", "services/*.test.ts", "services/*/src/**/*.test.ts", "libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/deploy/**/*.test.ts", "test/support/*.test.ts", "packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts", "bench/lib/*.test.ts"],
           exclude: ["**/node_modules/**", ...backendFiles],
         },
       },
       {
         extends: true,
-        test: { name: "service", include: ["libs/*/test/**/*.int.test.ts", "services/*/test/**/*.int.test.ts", "services/*/test/**/*.service.test.ts"], ...backendLane },
+        test: { name: "service", include: ["libs/*/test/**/*.int.test.ts", "bench/lib/*.int.test.ts", "services/*/test/**/*.int.test.ts", "services/*/test/**/*.service.test.ts"], ...backendLane },
       },
       {
         extends: true,

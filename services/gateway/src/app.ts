@@ -91,12 +91,17 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
+/** Lower-case ids that Uuid (zod's uuid()) accepts as they are: the same versions and variants. */
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 /**
  * A path id that is not a UUID names nothing that can exist: 404, not a validation error. A UUID
  * in another letter case is the same id: it goes on in its one canonical (lower-case) spelling,
  * so an intent has one subject and one stream whichever way a client writes its id.
  */
 const requireUuidParam = (resource: NotFoundResource) => (req: Request, _res: Response, next: NextFunction, value: string, name: string) => {
+  // Most ids arrive as the server wrote them: lower case, a UUID the schema takes unchanged.
+  if (CANONICAL_UUID.test(value)) return next();
   const parsed = Uuid.safeParse(value);
   if (!parsed.success) throw errors.notFound(resource, value);
   req.params[name] = parsed.data;
@@ -245,9 +250,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         bodyAbsent: Boolean(res.locals.bodyAbsent),
         url: req.originalUrl,
       };
-      const reply = await run(req.caller!, call);
-      res.set(reply.headers);
-      res.status(reply.status).type("application/json").send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
+      sendReply(req, res, await run(req.caller!, call));
     };
   };
   mountRoutes(api, apiRoutes, rest, uuidParams);
@@ -333,6 +336,27 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       );
     },
   };
+}
+
+/**
+ * A route's reply as the response: the service's bytes as they came, application/json with its
+ * length. What express's send would add matters only to conditional requests (a 304 when the
+ * ETag matches) and to bodiless statuses, which go through it; the rest is written directly.
+ */
+function sendReply(req: Request, res: Response, reply: RouteReply): void {
+  const body = Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength);
+  const { headers } = req;
+  if (headers["if-none-match"] !== undefined || headers["if-modified-since"] !== undefined || reply.status === 204 || reply.status === 304) {
+    res.set(reply.headers);
+    res.status(reply.status).type("application/json").send(body);
+    return;
+  }
+  for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
+  res.statusCode = reply.status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", body.byteLength);
+  if (req.method === "HEAD") res.end();
+  else res.end(body);
 }
 
 /**

@@ -69,30 +69,46 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
  */
 export function jsonBody(limit: string) {
   const raw = express.raw({ type: JSON_TYPES, limit });
-  return (req: Request, res: Response, next: NextFunction) =>
-    raw(req, res, (error?: unknown) => {
+  return (req: Request, res: Response, next: NextFunction) => {
+    // Content-Length: 0 (what many clients send with a GET or a bodiless POST) has nothing to
+    // read: the empty body is taken as it is, without waiting on the stream, and means what it
+    // meant when read (a JSON type: {} and absent, its charset checked; another type: no body).
+    const { headers } = req;
+    if (headers["content-length"] === "0" && headers["transfer-encoding"] === undefined && headers["content-encoding"] === undefined) {
+      if (req.is(JSON_TYPES)) return parseRead(req, res, next, EMPTY);
+      return next();
+    }
+    return raw(req, res, (error?: unknown) => {
       if (error) return next(error);
       if (!Buffer.isBuffer(req.body)) return next();
-      try {
-        const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get("content-type") ?? "")?.[1];
-        if (charset && !/^utf-?8$/i.test(charset)) {
-          throw appError("UNSUPPORTED_ENCODING", `send JSON bodies as UTF-8, not ${charset.slice(0, 40)}`);
-        }
-        let text: string;
-        try {
-          text = utf8.decode(req.body);
-        } catch {
-          throw appError("INVALID_UTF8", "the request body is not valid UTF-8");
-        }
-        if (text.trim() === "") {
-          req.body = {};
-          res.locals.bodyAbsent = true;
-        } else req.body = parseJsonStrict(text);
-        next();
-      } catch (failure) {
-        next(failure);
-      }
+      parseRead(req, res, next, req.body);
     });
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** A JSON body read as bytes: its charset, its UTF-8, then strict JSON (or {} when empty). */
+function parseRead(req: Request, res: Response, next: NextFunction, bytes: Buffer): void {
+  try {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get("content-type") ?? "")?.[1];
+    if (charset && !/^utf-?8$/i.test(charset)) {
+      throw appError("UNSUPPORTED_ENCODING", `send JSON bodies as UTF-8, not ${charset.slice(0, 40)}`);
+    }
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      throw appError("INVALID_UTF8", "the request body is not valid UTF-8");
+    }
+    if (text.trim() === "") {
+      req.body = {};
+      res.locals.bodyAbsent = true;
+    } else req.body = parseJsonStrict(text);
+    next();
+  } catch (failure) {
+    next(failure);
+  }
 }
 
 /** Query values are text that reaches SQL: NUL and the like are 400s, as in bodies. */

@@ -1,0 +1,597 @@
+/**
+ * `pnpm bench:scale`: how far replicas carry the load (docs/benchmarks.md, "Scale benchmark").
+ * For each R of `R=1,2` (env, or argv `R=1,2,4`), against one PostgreSQL and one NATS:
+ *   1. a fresh database and bus namespace;
+ *   2. R gateways and R replicas of every service the cluster runs (CLUSTER_SERVICES, each from
+ *      its manifest's main.ts; BENCH_SERVICES narrows the list), plus R baseline pairs
+ *      (bench/baseline: express -> NATS -> pg, the floor);
+ *   3. per scenario, one autocannon per gateway with the connections split between them; req/s,
+ *      p50/p99, non-2xx, errors and CPU per successful request of every process group;
+ *   4. every acknowledged write checked in the database and in its stream (bench/lib/exactly-once.ts);
+ *   5. teardown (processes, streams, database), also on failure.
+ * Prints one table per R, a comparison across R, and writes bench/results/scale-latest.json.
+ * Exits non-zero when the harness fails or an acknowledged write is lost or duplicated.
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import autocannon from "autocannon";
+import pg from "pg";
+import { connectBus, type Bus } from "@intentmesh/bus";
+import { CLUSTER_SERVICES } from "@intentmesh/contracts";
+import { BENCH_DIR, freePort, killAllNow, startNode, stopAll, tailOf, waitForOk, waitForServices, type Child } from "./lib/processes";
+import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
+import { percentile } from "./lib/sse-fanout";
+import { formatReports, verifyWrites, WRITE_SCENARIOS, type ExactlyOnceReport, type WriteScenario } from "./lib/exactly-once";
+
+const SCENARIOS = ["baseline", "get_intent", "create_intent", "state_patch", "post_message", "memory_write", "append_event"] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+const num = (name: string, fallback: number) => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, not ${raw}`);
+  return value;
+};
+
+function parseReplicas(): number[] {
+  const fromArgv = process.argv.slice(2).find((arg) => /^(R=|--r=|--replicas=)/.test(arg));
+  const raw = fromArgv ? fromArgv.split("=")[1]! : (process.env.R ?? "1,2");
+  const list = raw.split(",").map((s) => Number(s.trim()));
+  if (!list.length || list.some((r) => !Number.isInteger(r) || r < 1 || r > 32)) throw new Error(`R must be a comma list of replica counts from 1 to 32, not ${raw}`);
+  return list;
+}
+
+function parseList<T extends string>(name: string, known: readonly T[]): T[] {
+  const raw = process.env[name];
+  if (!raw?.trim()) return [...known];
+  const wanted = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const unknown = wanted.filter((s) => !(known as readonly string[]).includes(s));
+  if (unknown.length) throw new Error(`${name} names unknown entries: ${unknown.join(", ")} (known: ${known.join(", ")})`);
+  return known.filter((s) => wanted.includes(s));
+}
+
+const config = {
+  replicas: parseReplicas(),
+  seconds: num("BENCH_SECONDS", 10),
+  warmupSeconds: num("BENCH_WARMUP_SECONDS", 2),
+  connections: num("BENCH_CONNECTIONS", 32),
+  scenarios: parseList("BENCH_SCENARIOS", SCENARIOS),
+  // Every service, as `pnpm start` and the manifests define the cluster: intents serves the
+  // intent scenarios, channels post_message, memory memory_write; the others are asked on the way
+  // (registry for agents, governance for policies) or idle, as they would be in production.
+  services: parseList("BENCH_SERVICES", CLUSTER_SERVICES),
+  adminUrl: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test",
+  natsUrl: process.env.NATS_URL || "nats://127.0.0.1:4222",
+};
+
+const log = (message: string) => console.log(`[scale ${new Date().toISOString().slice(11, 19)}] ${message}`);
+const RESULTS_DIR = path.join(BENCH_DIR, "results");
+const LOG_DIR = path.join(RESULTS_DIR, "logs", "scale");
+
+// ---------------------------------------------------------------------------------------------
+// One replica count: its cluster, fixtures, scenarios, check, teardown.
+
+interface ScenarioResult {
+  replicas: number;
+  scenario: Scenario;
+  connections: number;
+  seconds: number;
+  ok: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  cpu: CpuReport;
+  /** CPU microseconds per successful request, per process group and in total. */
+  perRequestUs: Record<string, number>;
+  totalUs: number;
+  vsBaseline: number | null;
+}
+
+interface ReplicaRun {
+  replicas: number;
+  loadAverage: number[];
+  results: ScenarioResult[];
+  checks: ExactlyOnceReport[];
+}
+
+interface Cluster {
+  gateways: string[];
+  baselines: string[];
+  children: Child[];
+  groups: Group[];
+  headers: Record<string, string>;
+  bus: Bus;
+  db: pg.Pool;
+  teardown(): Promise<void>;
+}
+
+async function startCluster(replicas: number): Promise<Cluster> {
+  const namespace = `scale${replicas}r${randomBytes(3).toString("hex")}`;
+  const dbName = `im_bench_scale_${replicas}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: config.adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${dbName}`).finally(() => admin.end());
+  const dbUrl = new URL(config.adminUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const databaseUrl = dbUrl.toString();
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  db.on("error", () => undefined);
+  const bus = await connectBus(config.natsUrl, "bench-scale", namespace);
+  const teardown = async () => {
+    await stopAll();
+    await db.end().catch(() => undefined);
+    const prefix = bus.streamName("IM_");
+    for await (const stream of bus.jsm.streams.list()) if (stream.config.name.startsWith(prefix)) await bus.jsm.streams.delete(stream.config.name).catch(() => undefined);
+    await bus.close();
+    const dropper = new pg.Client({ connectionString: config.adminUrl });
+    await dropper.connect();
+    await dropper.query(`drop database if exists ${dbName} with (force)`).finally(() => dropper.end());
+  };
+  try {
+    const apiKey = `bench_${randomBytes(24).toString("base64url")}`;
+    const common = { NATS_URL: config.natsUrl, DATABASE_URL: databaseUrl, BUS_NAMESPACE: namespace, LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: undefined };
+    const services = new Map<string, Child[]>();
+    for (const name of config.services) {
+      const started: Child[] = [];
+      for (let i = 0; i < replicas; i++) {
+        // Replicas start together, as in Kubernetes: migrations run under one advisory lock (libs/db).
+        started.push(startNode({ name: `r${replicas}-${name}-${i}`, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR }));
+      }
+      services.set(name, started);
+    }
+    const gatewayChildren: Child[] = [];
+    const gateways: string[] = [];
+    for (let i = 0; i < replicas; i++) {
+      const port = await freePort();
+      gatewayChildren.push(
+        startNode({
+          name: `r${replicas}-gateway-${i}`,
+          script: "services/gateway/src/main.ts",
+          env: { ...common, API_KEYS: JSON.stringify([{ key: apiKey, principal: "bench", roles: ["admin"] }]), PORT: String(port), HOST: "127.0.0.1" },
+          logDir: LOG_DIR,
+        }),
+      );
+      gateways.push(`http://127.0.0.1:${port}`);
+    }
+    const serviceChildren = [...services.values()].flat();
+    for (const url of gateways) await waitForServices(url, config.services, [...serviceChildren, ...gatewayChildren], 120_000);
+
+    const baselineChildren: Child[] = [];
+    const baselines: string[] = [];
+    if (config.scenarios.includes("baseline")) {
+      await db.query(`create table bench_baseline (id integer primary key, title text not null, state jsonb not null, version integer not null, updated_at timestamptz not null default now())`);
+      await db.query(`insert into bench_baseline (id, title, state, version) select i, 'baseline row ' || i, jsonb_build_object('counter', i, 'note', 'bench'), 1 from generate_series(1, 100) i`);
+      for (let i = 0; i < replicas; i++) {
+        const port = await freePort();
+        baselineChildren.push(startNode({ name: `r${replicas}-baseline-responder-${i}`, script: "bench/baseline/responder.ts", env: common, logDir: LOG_DIR }));
+        baselineChildren.push(startNode({ name: `r${replicas}-baseline-server-${i}`, script: "bench/baseline/server.ts", env: { ...common, PORT: String(port), HOST: "127.0.0.1" }, logDir: LOG_DIR }));
+        baselines.push(`http://127.0.0.1:${port}`);
+      }
+      for (const url of baselines) await waitForOk(`${url}/healthz`, baselineChildren);
+    }
+    const groups: Group[] = [
+      { name: "gateway", pids: () => gatewayChildren.map((c) => c.pid) },
+      ...[...services].map(([name, children]) => ({ name, pids: () => children.map((c) => c.pid) })),
+      { name: "baseline", pids: () => baselineChildren.map((c) => c.pid) },
+      { name: "postgres", pids: () => pidsByCommand("postgres") },
+      { name: "nats-server", pids: () => pidsByCommand("nats-server") },
+      { name: "bench (load)", pids: () => [process.pid] },
+    ];
+    return {
+      gateways,
+      baselines,
+      children: [...serviceChildren, ...gatewayChildren, ...baselineChildren],
+      groups,
+      headers: { "x-api-key": apiKey, "content-type": "application/json" },
+      bus,
+      db,
+      teardown,
+    };
+  } catch (error) {
+    await teardown().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function runReplicas(replicas: number): Promise<ReplicaRun> {
+  log(`R=${replicas}: starting ${replicas} gateway(s) and ${replicas} replica(s) of ${config.services.join(", ")}`);
+  const cluster = await startCluster(replicas);
+  try {
+    const api = apiClient(cluster.gateways[0]!, cluster.headers);
+    log(`R=${replicas}: cluster ready (gateways ${cluster.gateways.join(", ")}); creating fixtures`);
+    const pool = await mapLimit(100, 16, (i) => api.createIntent(`pool ${i}`));
+    const patchIntents = await mapLimit(config.connections, 16, (i) => api.createIntent(`patch ${i}`));
+    const channels = await mapLimit(32, 8, async (i) => String((await api.expect(201, "POST", `/api/v1/intents/${pool[i]!.id}/channels`, { name: `bench-${i}` })).id));
+    const acknowledged = Object.fromEntries(WRITE_SCENARIOS.map((s) => [s, [] as string[]])) as Record<WriteScenario, string[]>;
+    const meter = new CpuMeter(cluster.groups);
+    const results: ScenarioResult[] = [];
+    let baselineRps: number | null = null;
+    for (const scenario of config.scenarios) {
+      const plan = scenarioPlan(scenario, { pool, patchIntents, channels, headers: cluster.headers, acknowledged, api });
+      const targets = scenario === "baseline" ? cluster.baselines : cluster.gateways;
+      if (config.warmupSeconds > 0) {
+        await plan.resync?.();
+        await load(targets, plan.options, config.warmupSeconds);
+      }
+      await plan.resync?.();
+      meter.begin();
+      const run = await load(targets, plan.options, config.seconds);
+      const cpu = meter.end();
+      const rps = run.ok / run.seconds;
+      if (scenario === "baseline") baselineRps = rps;
+      const perRequestUs = Object.fromEntries(Object.entries(cpu.cores).map(([name, cores]) => [name, rps > 0 ? Math.round((cores * 1e6) / rps) : 0]));
+      const totalUs = Object.entries(perRequestUs)
+        .filter(([name]) => name !== "bench (load)")
+        .reduce((sum, [, us]) => sum + us, 0);
+      const result: ScenarioResult = {
+        replicas,
+        scenario,
+        connections: config.connections,
+        seconds: run.seconds,
+        ok: run.ok,
+        rps,
+        p50: percentile(run.latencies, 50),
+        p99: percentile(run.latencies, 99),
+        non2xx: run.non2xx,
+        statusCodes: run.statusCodes,
+        errors: run.errors,
+        timeouts: run.timeouts,
+        cpu,
+        perRequestUs,
+        totalUs,
+        vsBaseline: scenario === "baseline" ? 1 : baselineRps ? rps / baselineRps : null,
+      };
+      results.push(result);
+      log(`R=${replicas} ${scenario}: ${rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, non-2xx ${run.non2xx}${run.non2xx ? ` (${Object.entries(run.statusCodes).filter(([code]) => !code.startsWith("2")).map(([code, n]) => `${n}x ${code}`).join(", ")})` : ""}, errors ${run.errors}, ${totalUs} us CPU/request`);
+      if (scenario !== "baseline") await waitForOutbox(api, config.services, 60_000);
+    }
+    for (const child of cluster.children) {
+      if (!child.isRunning()) throw new Error(`${child.name} exited during the run (${await child.exited}); its log ends:\n${tailOf(child.logFile)}`);
+    }
+    await waitForOutbox(api, config.services, 60_000);
+    const wanted = Object.fromEntries(WRITE_SCENARIOS.filter((s) => config.scenarios.includes(s)).map((s) => [s, acknowledged[s]]));
+    const checks = await verifyWrites(cluster.db, cluster.bus, wanted);
+    log(`R=${replicas}: exactly-once check\n${formatReports(checks)}`);
+    return { replicas, loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100), results, checks };
+  } finally {
+    await cluster.teardown();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios (the same requests as bench/run.ts and bench/memory.ts), recording acknowledged keys
+
+interface IntentRef {
+  id: string;
+  version: number;
+}
+
+interface PlanInput {
+  pool: IntentRef[];
+  patchIntents: IntentRef[];
+  channels: string[];
+  headers: Record<string, string>;
+  acknowledged: Record<WriteScenario, string[]>;
+  api: ReturnType<typeof apiClient>;
+}
+
+interface Plan {
+  options: Partial<autocannon.Options>;
+  resync?: () => Promise<void>;
+}
+
+/** Records the key of each 2xx answer's body (`key` returns undefined when there is none). */
+function recorder(into: string[], key: (body: Record<string, unknown>) => unknown) {
+  return (status: number, body: string) => {
+    if (status < 200 || status >= 300) return;
+    try {
+      const value = key(JSON.parse(body) as Record<string, unknown>);
+      if (value !== undefined && value !== null) into.push(String(value));
+    } catch {
+      into.push(`(unparseable ${status} answer: ${body.slice(0, 80)})`);
+    }
+  };
+}
+
+const TAGS = Array.from({ length: 20 }, (_, i) => `tag${i}`);
+
+function scenarioPlan(scenario: Scenario, input: PlanInput): Plan {
+  const { pool, headers, acknowledged } = input;
+  let i = 0;
+  switch (scenario) {
+    case "baseline":
+      return { options: { requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: `/baseline/${(i++ % 100) + 1}` }) }] } };
+    case "get_intent":
+      return { options: { headers, requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: `/api/v1/intents/${pool[i++ % pool.length]!.id}` }) }] } };
+    case "create_intent": {
+      const body = JSON.stringify({ title: "bench intent", description: "created by the benchmark", state: { phase: "start", counter: 0 } });
+      return { options: { headers, requests: [{ method: "POST", path: "/api/v1/intents", body, onResponse: recorder(acknowledged.create_intent, (b) => b.id) }] } };
+    }
+    case "append_event": {
+      const body = JSON.stringify({ event_type: "bench.append", payload: { note: "benchmark event", n: 1 } });
+      return {
+        options: {
+          headers,
+          requests: [{ method: "POST", body, setupRequest: (req) => ({ ...req, path: `/api/v1/intents/${pool[i++ % pool.length]!.id}/events` }), onResponse: recorder(acknowledged.append_event, (b) => b.id) }],
+        },
+      };
+    }
+    case "post_message": {
+      const body = JSON.stringify({ message_type: "notify", payload: { note: "benchmark message", n: 1 } });
+      return {
+        options: {
+          headers,
+          requests: [
+            { method: "POST", body, setupRequest: (req) => ({ ...req, path: `/api/v1/channels/${input.channels[i++ % input.channels.length]}/messages` }), onResponse: recorder(acknowledged.post_message, (b) => b.id) },
+          ],
+        },
+      };
+    }
+    case "memory_write":
+      return {
+        options: {
+          headers,
+          requests: [
+            {
+              method: "POST",
+              path: "/api/v1/memory",
+              setupRequest: (req) => {
+                const n = i++;
+                return {
+                  ...req,
+                  headers: { ...headers, "x-agent-id": `writer-${n % 32}` },
+                  body: JSON.stringify({ namespace: `bench.ns${n % 10}`, key: `k${n}`, value: { n, note: "a bench entry" }, tags: [TAGS[n % 20], TAGS[(n + 7) % 20]] }),
+                };
+              },
+              onResponse: recorder(acknowledged.memory_write, (b) => b.id),
+            },
+          ],
+        },
+      };
+    case "state_patch": {
+      // As in bench/run.ts: each connection owns one intent and carries its version from one
+      // answer's ETag to its next If-Match; the acknowledged key is "<intent>:v<version>".
+      const owned = input.patchIntents.map((intent) => ({ ...intent }));
+      let next = 0;
+      return {
+        resync: async () => {
+          for (const o of owned) o.version = (await input.api.getIntent(o.id)).version;
+        },
+        options: {
+          headers,
+          requests: [{ method: "GET", path: "/healthz" }],
+          setupClient: (client) => {
+            const own = owned[next++ % owned.length]!;
+            const record = recorder(acknowledged.state_patch, (b) => `${own.id}:v${b.version}`);
+            client.setRequests([
+              {
+                method: "POST",
+                path: `/api/v1/intents/${own.id}/state`,
+                setupRequest: (req) => ({
+                  ...req,
+                  headers: { ...req.headers, "If-Match": `"${own.version}"` },
+                  body: JSON.stringify([{ op: "set", path: "/progress", value: { step: own.version, note: "benchmark" } }]),
+                }),
+                onResponse: (status, body) => {
+                  record(status, body);
+                  try {
+                    const parsed = JSON.parse(body) as { version?: number; current_version?: number };
+                    if (status >= 200 && status < 300 && typeof parsed.version === "number") own.version = parsed.version;
+                    else if (status === 409 && typeof parsed.current_version === "number") own.version = parsed.current_version;
+                  } catch {
+                    /* keep */
+                  }
+                },
+              },
+            ]);
+          },
+        },
+      };
+    }
+  }
+}
+
+interface LoadResult {
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  seconds: number;
+  latencies: number[];
+  /** Responses by status code, every instance together. */
+  statusCodes: Record<string, number>;
+}
+
+/** One autocannon per target, the connections split between them, run together; results summed. */
+async function load(targets: string[], options: Partial<autocannon.Options>, seconds: number): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const per = Math.max(1, Math.floor(config.connections / targets.length));
+  const runs = await Promise.all(
+    targets.map(
+      (url, index) =>
+        new Promise<autocannon.Result>((resolve, reject) => {
+          const connections = index === targets.length - 1 ? Math.max(1, config.connections - per * (targets.length - 1)) : per;
+          const instance = autocannon({ ...options, url, connections, duration: seconds, timeout: 10 }, (error, result) => (error ? reject(error as Error) : resolve(result)));
+          instance.on("response", (_client, statusCode, _bytes, responseTime) => {
+            if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+          });
+        }),
+    ),
+  );
+  latencies.sort((a, b) => a - b);
+  const statusCodes: Record<string, number> = {};
+  for (const r of runs) for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = (statusCodes[code] ?? 0) + (stat?.count ?? 0);
+  return {
+    statusCodes,
+    ok: runs.reduce((sum, r) => sum + r["2xx"], 0),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    timeouts: runs.reduce((sum, r) => sum + r.timeouts, 0),
+    seconds: Math.max(...runs.map((r) => r.duration)),
+    latencies,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures and outbox
+
+function apiClient(baseUrl: string, headers: Record<string, string>) {
+  const request = async (method: string, urlPath: string, body?: unknown) => {
+    const res = await fetch(`${baseUrl}${urlPath}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed };
+  };
+  const expect = async (status: number, method: string, urlPath: string, body?: unknown) => {
+    const res = await request(method, urlPath, body);
+    if (res.status !== status) throw new Error(`${method} ${urlPath} answered ${res.status}, not ${status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+    return res.body as Record<string, unknown>;
+  };
+  return {
+    request,
+    expect,
+    createIntent: async (title: string): Promise<IntentRef> => {
+      const body = await expect(201, "POST", "/api/v1/intents", { title, status: "active", state: { phase: "start" } });
+      return { id: String(body.id), version: Number(body.version) };
+    },
+    getIntent: async (id: string): Promise<IntentRef> => {
+      const body = await expect(200, "GET", `/api/v1/intents/${id}`);
+      return { id: String(body.id), version: Number(body.version) };
+    },
+  };
+}
+
+/** Waits until every service's outbox is published (the check reads the streams afterwards). */
+async function waitForOutbox(api: ReturnType<typeof apiClient>, services: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let backlog: Record<string, unknown> = {};
+  while (Date.now() < deadline) {
+    const report = (await api.request("GET", "/readyz")).body as { services?: Record<string, { outbox_backlog?: number }> };
+    backlog = Object.fromEntries(services.map((name) => [name, report?.services?.[name]?.outbox_backlog]));
+    if (Object.values(backlog).every((n) => n === 0 || n === undefined)) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  log(`  (outbox backlog still ${JSON.stringify(backlog)} after ${timeoutMs} ms; going on)`);
+}
+
+async function mapLimit<T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out = new Array<T>(count);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, count) }, async () => {
+      while (next < count) {
+        const i = next++;
+        out[i] = await fn(i);
+      }
+    }),
+  );
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reporting
+
+const SERVICE_GROUPS = () => ["gateway", ...config.services, "baseline", "postgres", "nats-server"];
+
+function renderRun(run: ReplicaRun): string {
+  const head = ["scenario", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "vs baseline", ...SERVICE_GROUPS().map((g) => `${g} us`), "total us", "other cores"];
+  const rows = run.results.map((r) => [
+    r.scenario,
+    r.rps.toFixed(0),
+    r.p50.toFixed(1),
+    r.p99.toFixed(1),
+    String(r.non2xx),
+    String(r.errors + r.timeouts),
+    r.vsBaseline === null ? "-" : `${r.vsBaseline.toFixed(2)}x`,
+    ...SERVICE_GROUPS().map((g) => String(r.perRequestUs[g] ?? 0)),
+    String(r.totalUs),
+    otherCores(r.cpu).toFixed(2),
+  ]);
+  return markdownTable(head, rows);
+}
+
+/** Cores busy with processes outside the benchmark (other work on the machine skews the numbers). */
+function otherCores(cpu: CpuReport): number {
+  const ours = Object.values(cpu.cores).reduce((sum, cores) => sum + cores, 0);
+  return Math.max(0, cpu.machineBusy * os.cpus().length - ours);
+}
+
+function renderComparison(runs: ReplicaRun[]): string {
+  const head = ["scenario", ...runs.flatMap((run) => [`R=${run.replicas} req/s`, `R=${run.replicas} p50/p99 ms`, `R=${run.replicas} us/req`]), ...(runs.length > 1 ? [`R=${runs.at(-1)!.replicas} / R=${runs[0]!.replicas}`] : [])];
+  const rows = config.scenarios.map((scenario) => {
+    const of = (run: ReplicaRun) => run.results.find((r) => r.scenario === scenario);
+    const first = of(runs[0]!);
+    const last = of(runs.at(-1)!);
+    return [
+      scenario,
+      ...runs.flatMap((run) => {
+        const r = of(run);
+        return r ? [r.rps.toFixed(0), `${r.p50.toFixed(1)}/${r.p99.toFixed(1)}`, String(r.totalUs)] : ["-", "-", "-"];
+      }),
+      ...(runs.length > 1 ? [first && last && first.rps > 0 ? `${(last.rps / first.rps).toFixed(2)}x` : "-"] : []),
+    ];
+  });
+  return markdownTable(head, rows);
+}
+
+function markdownTable(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ")} |`;
+  return [line(head), `|${widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : `${"-".repeat(w + 1)}:`)).join("|")}|`, ...rows.map(line)].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+process.on("exit", killAllNow);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping`);
+    void stopAll().finally(() => process.exit(130));
+  });
+}
+
+async function main(): Promise<boolean> {
+  const loadAtStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
+  const machine = `${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? "unknown"}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  log(`machine: ${machine}; load average ${loadAtStart.join(" ")}`);
+  log(`R=${config.replicas.join(",")}; scenarios ${config.scenarios.join(", ")}; ${config.seconds}s each after ${config.warmupSeconds}s warm-up; ${config.connections} connections spread over the gateways`);
+  const runs: ReplicaRun[] = [];
+  for (const replicas of config.replicas) runs.push(await runReplicas(replicas));
+  console.log(`\nmachine: ${machine}; load average at start ${loadAtStart.join(" ")}`);
+  for (const run of runs) {
+    console.log(`\nR=${run.replicas} (load average after: ${run.loadAverage.join(" ")}); CPU per successful request in microseconds, per process group (all replicas):\n`);
+    console.log(renderRun(run));
+  }
+  console.log(`\nAcross R (us/req: CPU of every process but the load driver per successful request):\n`);
+  console.log(renderComparison(runs));
+  console.log(`\nExactly-once check of acknowledged writes:\n`);
+  for (const run of runs) console.log(`R=${run.replicas}\n${formatReports(run.checks)}`);
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const json = { date: new Date().toISOString(), machine, loadAverageAtStart: loadAtStart, config: { ...config, adminUrl: undefined }, runs };
+  fs.writeFileSync(path.join(RESULTS_DIR, "scale-latest.json"), JSON.stringify(json, null, 2) + "\n");
+  return runs.every((run) => run.checks.every((check) => check.ok));
+}
+
+try {
+  const ok = await main();
+  if (!ok) console.error("\nbench:scale: acknowledged writes were lost or duplicated (above)");
+  process.exitCode = ok ? 0 : 1;
+} catch (error) {
+  console.error(`\nbench:scale failed: ${(error as Error).stack ?? error}`);
+  process.exitCode = 1;
+} finally {
+  await stopAll().catch(() => undefined);
+}
+process.exit(process.exitCode);
