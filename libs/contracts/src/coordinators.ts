@@ -27,6 +27,8 @@ export const DECISION_TYPES = [
 ] as const;
 
 export const MAX_FAILOVER_CANDIDATES = 10;
+/** The most intents coordinators.held_by answers for one agent (the newest grants first). */
+export const MAX_HELD_LEASES_ANSWERED = 100;
 export const MAX_HEARTBEAT_INTERVAL_SECONDS = 3600;
 
 export const CreateCoordinatorLeaseBody = z
@@ -79,6 +81,26 @@ export const CoordinatorLease = z
 export type CoordinatorLease = z.infer<typeof CoordinatorLease>;
 
 export const CoordinatorLeaseList = z.array(CoordinatorLease).openapi("CoordinatorLeaseList");
+
+/**
+ * POST /intents/{id}/coordinator (the MCP server's set_coordinator; RFC-0013 9 "assign coordinator
+ * to intent"): the same grant as POST /coordinators, the coordinator named `coordinator_id`.
+ * `governance_policy` is a name the MCP server sends ("default"), kept in the lease's metadata;
+ * `set_by`, when sent, must be the acting agent.
+ */
+export const SetCoordinatorBody = z
+  .object({
+    coordinator_id: AgentId.openapi({ description: "the coordinator (bound to the calling key like X-Agent-ID; admin and coordinator keys may name any agent)" }),
+    governance_policy: z.string().trim().min(1).max(200).default("default"),
+    set_by: ActorId.optional().openapi({ description: "must be the acting agent when sent (the MCP server sends its agent id)" }),
+    supervisor_id: ActorId.nullable().optional(),
+    guardrails: boundedJsonObject().nullable().optional(),
+    heartbeat_interval_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS).default(60),
+    failover_candidates: z.array(AgentId).max(MAX_FAILOVER_CANDIDATES).default([]),
+  })
+  .strict()
+  .openapi("SetCoordinator");
+export type SetCoordinatorBody = z.infer<typeof SetCoordinatorBody>;
 
 /** POST /decisions (create_decision_record): a coordinator's decision record (RFC-0013 4.1). */
 export const CreateDecisionRecordBody = z
@@ -158,12 +180,17 @@ export const coordinatorCommands = {
     "COORDINATOR_LEASE_HELD",
     "INTENT_NOT_FOUND",
   ]),
+  assign: command("intents", "coordinators.assign", IntentRef.extend({ body: SetCoordinatorBody }), CoordinatorLease, [
+    "AGENT_MISMATCH",
+    "COORDINATOR_LEASE_HELD",
+    "INTENT_NOT_FOUND",
+  ]),
   getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND"]),
   listLeases: command("intents", "coordinators.list", IntentRef, CoordinatorLeaseList, ["INTENT_NOT_FOUND"]),
   heartbeat: command("intents", "coordinators.heartbeat", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "NOT_LEASE_HOLDER"]),
-  createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
+  createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
-  recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
+  recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
   /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
   coordinates: command(
@@ -172,6 +199,11 @@ export const coordinatorCommands = {
     z.object({ coordinator: z.string().min(1).max(200), agent_id: z.string().min(1).max(200) }),
     z.object({ intent_ids: z.array(Uuid) }).passthrough(),
   ),
+  /**
+   * Asked by the memory service (4.8 "the coordinator managing the task"): the intents whose live
+   * coordinator lease `agent_id` holds, at most MAX_HELD_LEASES_ANSWERED, on the server clock.
+   */
+  heldBy: command("intents", "coordinators.held_by", z.object({ agent_id: z.string().min(1).max(200) }), z.object({ intent_ids: z.array(Uuid) }).passthrough()),
   /** Asked by services: who holds the intent's live coordinator lease (nulls when none). */
   holder: command("intents", "coordinators.holder", IntentRef, CoordinatorHolder),
 } as const;

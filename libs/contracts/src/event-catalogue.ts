@@ -200,6 +200,11 @@ const CoordinatorFailedOverPayload = z
 const CoordinatorDecisionPayload = z
   .object({ coordinator_id: Id, decision_type: Id, summary: z.string(), rationale: z.string(), outcome: z.union([z.string(), z.object({}).passthrough()]).nullable(), lease_id: Id.nullable() })
   .passthrough();
+const GuardrailValue = z.union([z.number(), z.boolean()]);
+const CoordinatorGuardrailWarningPayload = z.object({ lease_id: Id, coordinator_id: Id, guardrail: z.string(), current_value: z.number(), limit: z.number() }).passthrough();
+const CoordinatorGuardrailViolationPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, guardrail: z.string(), attempted_value: GuardrailValue, limit: GuardrailValue, decision_type: z.string() })
+  .passthrough();
 const IntentReadyPayload = z.object({ dependency_id: Id, cause: z.enum(["dependency_completed", "dependency_removed"]), depends_on: z.array(Id), status: z.string() }).passthrough();
 
 // Distributed tracing (RFC-0020).
@@ -215,6 +220,8 @@ const pinnedIntentPayloads: ReadonlyMap<string, ZodType> = new Map<string, ZodTy
   [intentEventTypes.coordinatorAssigned, CoordinatorAssignedPayload],
   [intentEventTypes.coordinatorFailedOver, CoordinatorFailedOverPayload],
   [intentEventTypes.coordinatorDecision, CoordinatorDecisionPayload],
+  [intentEventTypes.coordinatorGuardrailWarning, CoordinatorGuardrailWarningPayload],
+  [intentEventTypes.coordinatorGuardrailViolation, CoordinatorGuardrailViolationPayload],
   [intentEventTypes.accessGranted, AccessGrantedPayload],
   [intentEventTypes.accessRevoked, AccessEntryEndedPayload],
   [intentEventTypes.accessExpired, AccessEntryEndedPayload],

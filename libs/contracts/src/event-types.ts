@@ -58,6 +58,10 @@ export const intentEventTypes = {
   coordinatorAssigned: "coordinator.assigned",
   coordinatorFailedOver: "coordinator.failed_over",
   coordinatorDecision: "coordinator.decision",
+  /** RFC-0013 3.1: the intent's spend reached warn_at_percentage of the coordinator's budget (once per lease). */
+  coordinatorGuardrailWarning: "coordinator.guardrail_warning",
+  /** RFC-0013 3: a decision of the coordinator refused by a guardrail, logged with the refusal. */
+  coordinatorGuardrailViolation: "coordinator.guardrail_violation",
   // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.
   /** A trace was started on the intent (POST /intents/{id}/traces). */
   traceStarted: "intent.trace_started",
