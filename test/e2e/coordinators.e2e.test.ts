@@ -337,6 +337,17 @@ describe("guardrails (RFC-0013 3) on the coordinator's decisions", () => {
     expect((await cluster.api(`/intents/${intent.id}/decisions`, { headers: { "X-Agent-ID": "lead" }, body: { decision_type: "task_assigned", outcome: "o", reasoning: "r" } })).status).toBe(201);
   });
 
+  it("an enforced guardrail of the wrong type is refused when the lease is taken (400), instead of going unenforced", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    expectError(await take(intent.id, holder, { guardrails: { max_budget_usd: "50" } }), 400, "VALIDATION_FAILED");
+    expectError(await take(intent.id, holder, { guardrails: { budget: { warn_at_percentage: 150 } } }), 400, "VALIDATION_FAILED");
+    expectError(await take(intent.id, holder, { guardrails: { review: "yes" } }), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${intent.id}/coordinator`, { ...as(holder), body: { coordinator_id: holder, guardrails: { requires_plan_review: "true" } } }), 400, "VALIDATION_FAILED");
+    expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body).toEqual([]);
+    expect((await take(intent.id, holder, { guardrails: { max_budget_usd: 50, custom_key: "kept" } })).body.guardrails).toEqual({ max_budget_usd: 50, custom_key: "kept" });
+  });
+
   it("temporal: max_plan_duration_hours from the first grant on the intent, on the server clock, not restarted by a takeover", async () => {
     const intent = await createIntent(cluster);
     const a = uniqueTag("coord");

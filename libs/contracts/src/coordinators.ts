@@ -31,6 +31,41 @@ export const MAX_FAILOVER_CANDIDATES = 10;
 export const MAX_HELD_LEASES_ANSWERED = 100;
 export const MAX_HEARTBEAT_INTERVAL_SECONDS = 3600;
 
+/**
+ * The RFC-0013 guardrail keys the server enforces (docs/coordinators.md "Guardrails"), read flat
+ * or under their section (budget, scope, temporal, review): a value of the wrong type would leave
+ * a limit silently unenforced, so it is refused (400). Other keys are stored as given.
+ */
+const ENFORCED_GUARDRAILS: Record<string, z.ZodType> = {
+  max_budget_usd: z.number().min(0),
+  warn_at_percentage: z.number().min(0).max(100),
+  max_plan_versions: z.number().int().min(0),
+  max_plan_duration_hours: z.number().min(0),
+  requires_plan_review: z.boolean(),
+  requires_replan_review: z.boolean(),
+};
+const GUARDRAIL_SECTION_NAMES = ["budget", "scope", "temporal", "review"] as const;
+
+function checkGuardrailKeys(value: Record<string, unknown>, ctx: z.RefinementCtx, path: string[]): void {
+  for (const [key, schema] of Object.entries(ENFORCED_GUARDRAILS)) {
+    if (value[key] === undefined) continue;
+    const checked = schema.safeParse(value[key]);
+    if (!checked.success) ctx.addIssue({ code: "custom", path: [...path, key], message: `guardrail ${key}: ${checked.error.issues[0]?.message ?? "invalid"}` });
+  }
+}
+
+export const CoordinatorGuardrails = boundedJsonObject()
+  .superRefine((value, ctx) => {
+    checkGuardrailKeys(value, ctx, []);
+    for (const section of GUARDRAIL_SECTION_NAMES) {
+      const inner = value[section];
+      if (inner === undefined) continue;
+      if (inner === null || typeof inner !== "object" || Array.isArray(inner)) ctx.addIssue({ code: "custom", path: [section], message: `guardrail section ${section} must be an object` });
+      else checkGuardrailKeys(inner as Record<string, unknown>, ctx, [section]);
+    }
+  })
+  .openapi({ description: "RFC-0013 guardrails; the enforced keys (docs/coordinators.md) are type-checked, the others stored as given" });
+
 export const CreateCoordinatorLeaseBody = z
   .object({
     /** The coordinator: the caller's acting agent (bound to its key). */
@@ -40,7 +75,7 @@ export const CreateCoordinatorLeaseBody = z
     scope: z.literal("intent", { error: "only intent scope is served; a portfolio's coordinator is not" }).default("intent"),
     coordinator_type: z.enum(COORDINATOR_TYPES).default("llm"),
     supervisor_id: ActorId.nullable().optional(),
-    guardrails: boundedJsonObject().nullable().optional().openapi({ description: "RFC-0013 guardrails, stored and answered as given" }),
+    guardrails: CoordinatorGuardrails.nullable().optional(),
     heartbeat_interval_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS).default(60),
     failover_candidates: z
       .array(AgentId)
@@ -94,7 +129,7 @@ export const SetCoordinatorBody = z
     governance_policy: z.string().trim().min(1).max(200).default("default"),
     set_by: ActorId.optional().openapi({ description: "must be the acting agent when sent (the MCP server sends its agent id)" }),
     supervisor_id: ActorId.nullable().optional(),
-    guardrails: boundedJsonObject().nullable().optional(),
+    guardrails: CoordinatorGuardrails.nullable().optional(),
     heartbeat_interval_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS).default(60),
     failover_candidates: z.array(AgentId).max(MAX_FAILOVER_CANDIDATES).default([]),
   })
