@@ -203,6 +203,7 @@ const samples: Record<string, Sample> = {
     },
   },
   coordinatorsCreateLease: { prepare: async (w) => ({ body: { agent_id: "probe", intent_id: w.intentId } }), ok: 201 },
+  coordinatorsAssign: { body: { coordinator_id: "probe", governance_policy: "default", set_by: "probe" }, ok: 201 },
   coordinatorsListForIntent: {},
   decisionsCreateRecord: {
     prepare: async (w) => {
@@ -223,6 +224,7 @@ const samples: Record<string, Sample> = {
     },
   },
   arbitrationRequest: { body: { reason: "disagreement" }, ok: 201 },
+  arbitrationHistory: {},
   aclGet: {},
   aclSet: { body: { default_policy: "closed", entries: [{ principal_id: "coordinator", principal_type: "user", permission: "admin" }] } },
   aclGrant: { body: { principal_id: "someone", permission: "read" }, ok: 201 },

@@ -113,6 +113,26 @@ describe("coordinator leases", () => {
     expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body.map((l: any) => l.id)).toEqual([second.body.id, first.id]);
   });
 
+  it("set_coordinator (the MCP server's POST /intents/{id}/coordinator): the same grant, the policy name kept, set_by must be the caller", async () => {
+    const intent = await createIntent(cluster);
+    const a = uniqueTag("coord");
+    const set = (agent: string, body: Record<string, unknown>) => cluster.api(`/intents/${intent.id}/coordinator`, { ...as(agent), body });
+    expectError(await set(a, { coordinator_id: a, set_by: "someone-else" }), 400, "AGENT_MISMATCH");
+    const created = await set(a, { coordinator_id: a, governance_policy: "strict", set_by: a });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ intent_id: intent.id, agent_id: a, status: "active", metadata: { governance_policy: "strict" }, heartbeat_interval_seconds: 60 });
+    expectError(await set(a, { coordinator_id: a }), 409, "COORDINATOR_LEASE_HELD");
+    // An admin key assigns another agent (a supervisor's assignment); the agent key may not assign a registered agent of another key.
+    const other = await createIntent(cluster);
+    const registered = uniqueTag("coord");
+    expect((await cluster.api("/agents", { body: { agent_id: registered }, key: "agent" })).status).toBe(201);
+    expectError(await cluster.api(`/intents/${other.id}/coordinator`, { key: "other", body: { coordinator_id: registered } }), 403, "AGENT_NOT_BOUND");
+    const assigned = await cluster.api(`/intents/${other.id}/coordinator`, { key: "admin", body: { coordinator_id: registered } });
+    expect(assigned.status, JSON.stringify(assigned.body)).toBe(201);
+    expect(assigned.body).toMatchObject({ agent_id: registered, metadata: { governance_policy: "default" } });
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/coordinator`, { key: "admin", body: { coordinator_id: a } }), 404, "INTENT_NOT_FOUND");
+  });
+
   it("concurrent grants on one intent: exactly one agent gets it", async () => {
     const intent = await createIntent(cluster);
     const agents = Array.from({ length: 6 }, () => uniqueTag("race"));
@@ -280,5 +300,95 @@ describe("decision records", () => {
     expect(events.map((e) => e.id)).toEqual([record.body.id, decided.body.id, mcp.body.id]);
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/decisions`), 404, "INTENT_NOT_FOUND");
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/coordinator-decisions`), 404, "INTENT_NOT_FOUND");
+  });
+});
+
+describe("guardrails (RFC-0013 3) on the coordinator's decisions", () => {
+  const decideAs = (intentId: string, agentId: string, decisionType: string, summary = decisionType) =>
+    cluster.api("/decisions", { ...as(agentId), body: { coordinator_id: agentId, intent_id: intentId, decision_type: decisionType, summary, rationale: "r" } });
+  const spend = (intentId: string, cents: number) => cluster.api(`/intents/${intentId}/costs`, { body: { cost_type: "api_call", amount: cents, unit: "cents", agent_id: "worker" } });
+  const guardrailEvents = async (intentId: string) => (await allEvents(cluster, intentId)).filter((e) => e.event_type.startsWith("coordinator.guardrail_"));
+
+  it("budget: a warning once at warn_at_percentage; once spent, work decisions are refused (403, the attempt logged) and escalating still works", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { guardrails: { budget: { max_budget_usd: 1, warn_at_percentage: 50 } } })).body;
+    expect((await spend(intent.id, 49)).status).toBe(201);
+    expect((await decideAs(intent.id, holder, "task_assigned")).status).toBe(201);
+    expect(await guardrailEvents(intent.id)).toEqual([]);
+    expect((await spend(intent.id, 1)).status).toBe(201);
+    expect((await decideAs(intent.id, holder, "task_assigned", "second")).status).toBe(201);
+    expect((await decideAs(intent.id, holder, "task_assigned", "third")).status).toBe(201);
+    expect((await guardrailEvents(intent.id)).map((e) => [e.event_type, e.payload])).toEqual([
+      ["coordinator.guardrail_warning", { lease_id: lease.id, coordinator_id: holder, guardrail: "max_budget_usd", current_value: 0.5, limit: 1 }],
+    ]);
+    expect((await spend(intent.id, 50)).status).toBe(201);
+    const decisionsBefore = (await cluster.api(`/intents/${intent.id}/coordinator-decisions`)).body.length;
+    const refused = await decideAs(intent.id, holder, "plan_modified");
+    expectError(refused, 403, "GUARDRAIL_VIOLATION");
+    expect(refused.body.details).toMatchObject({ guardrail: "max_budget_usd", attempted_value: 1, limit: 1 });
+    // record_decision by the holder is the coordinator's decision too.
+    expectError(await cluster.api(`/intents/${intent.id}/decisions`, { ...as(holder), body: { decision_type: "task_assigned", outcome: "o", reasoning: "r" } }), 403, "GUARDRAIL_VIOLATION");
+    expect((await cluster.api(`/intents/${intent.id}/coordinator-decisions`)).body.length).toBe(decisionsBefore);
+    const violations = (await guardrailEvents(intent.id)).filter((e) => e.event_type === "coordinator.guardrail_violation");
+    expect(violations.map((e) => e.payload.decision_type)).toEqual(["plan_modified", "task_assigned"]);
+    expect((await decideAs(intent.id, holder, "escalation_initiated")).status).toBe(201);
+    // Another caller's record_decision (an arbitration outcome) is not the coordinator's: no guardrail.
+    expect((await cluster.api(`/intents/${intent.id}/decisions`, { headers: { "X-Agent-ID": "lead" }, body: { decision_type: "task_assigned", outcome: "o", reasoning: "r" } })).status).toBe(201);
+  });
+
+  it("an enforced guardrail of the wrong type is refused when the lease is taken (400), instead of going unenforced", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    expectError(await take(intent.id, holder, { guardrails: { max_budget_usd: "50" } }), 400, "VALIDATION_FAILED");
+    expectError(await take(intent.id, holder, { guardrails: { budget: { warn_at_percentage: 150 } } }), 400, "VALIDATION_FAILED");
+    expectError(await take(intent.id, holder, { guardrails: { review: "yes" } }), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${intent.id}/coordinator`, { ...as(holder), body: { coordinator_id: holder, guardrails: { requires_plan_review: "true" } } }), 400, "VALIDATION_FAILED");
+    expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body).toEqual([]);
+    expect((await take(intent.id, holder, { guardrails: { max_budget_usd: 50, custom_key: "kept" } })).body.guardrails).toEqual({ max_budget_usd: 50, custom_key: "kept" });
+  });
+
+  it("temporal: max_plan_duration_hours from the first grant on the intent, on the server clock, not restarted by a takeover", async () => {
+    const intent = await createIntent(cluster);
+    const a = uniqueTag("coord");
+    const b = uniqueTag("coord");
+    await take(intent.id, a, { heartbeat_interval_seconds: 3600, guardrails: { temporal: { max_plan_duration_hours: 3 } } });
+    advance(1.5 * 3600);
+    expect((await decideAs(intent.id, a, "plan_created")).status).toBe(201);
+    advance(3600);
+    // a's lease expired (two intervals): b takes over with the same guardrails at 2.5 h.
+    expect((await take(intent.id, b, { heartbeat_interval_seconds: 3600, guardrails: { temporal: { max_plan_duration_hours: 3 } } })).status).toBe(201);
+    expect((await decideAs(intent.id, b, "plan_modified")).status).toBe(201);
+    // 3 h after a's grant (0.5 h after b's): the intent's time is up; a takeover does not restart it.
+    advance(0.5 * 3600);
+    const refused = await decideAs(intent.id, b, "plan_modified");
+    expectError(refused, 403, "GUARDRAIL_VIOLATION");
+    expect(refused.body.details).toMatchObject({ guardrail: "max_plan_duration_hours", limit: 3 });
+    expect((await decideAs(intent.id, b, "failure_handled")).status).toBe(201);
+  });
+
+  it("scope: max_plan_versions counts the intent's plan decisions", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    await take(intent.id, holder, { guardrails: { max_plan_versions: 2 } });
+    expect((await decideAs(intent.id, holder, "plan_created")).status).toBe(201);
+    expect((await decideAs(intent.id, holder, "plan_modified")).status).toBe(201);
+    expect((await decideAs(intent.id, holder, "task_assigned")).status).toBe(201);
+    const refused = await decideAs(intent.id, holder, "plan_modified");
+    expectError(refused, 403, "GUARDRAIL_VIOLATION");
+    expect(refused.body.details).toMatchObject({ guardrail: "max_plan_versions", attempted_value: 3, limit: 2 });
+  });
+
+  it("review: a plan decision waits for a granted approval with action plan_review, one per reviewed plan", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    await take(intent.id, holder, { guardrails: { requires_plan_review: true } });
+    expectError(await decideAs(intent.id, holder, "plan_created"), 403, "GUARDRAIL_VIOLATION");
+    const approval = await cluster.api(`/intents/${intent.id}/approvals`, { ...as(holder), body: { action: "plan_review", reason: "four-task plan" } });
+    expect(approval.status, JSON.stringify(approval.body)).toBe(201);
+    expect((await cluster.api(`/intents/${intent.id}/approvals/${approval.body.id}/approve`, { key: "operator", body: { notes: "fine" } })).status).toBe(200);
+    expect((await decideAs(intent.id, holder, "plan_created")).status).toBe(201);
+    expectError(await decideAs(intent.id, holder, "plan_created", "again"), 403, "GUARDRAIL_VIOLATION");
+    expect((await decideAs(intent.id, holder, "plan_modified")).status).toBe(201);
   });
 });

@@ -100,4 +100,24 @@ describe("arbitration", () => {
     expect(approvals).toEqual([expect.objectContaining({ id: res.body.id, action: "arbitration", status: "pending" })]);
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/arbitrate`, { body: { reason: "x" } }), 404, "INTENT_NOT_FOUND");
   });
+
+  it("get_arbitration (the MCP server's GET /intents/{id}/arbitration): the intent's arbitration requests with their status, escalations left out", async () => {
+    const intent = await createIntent(cluster);
+    const agent = uniqueTag("coord");
+    const ask = (reason: string) => cluster.api(`/intents/${intent.id}/arbitrate`, { key: "agent", headers: { "X-Agent-ID": agent }, body: { reason } });
+    const first = (await ask("first")).body;
+    const second = (await ask("second")).body;
+    expect((await escalate(intent.id, agent)).status).toBe(201);
+    const denied = await cluster.api(`/intents/${intent.id}/approvals/${first.id}/deny`, { key: "operator", body: { reason: "no" } });
+    expect(denied.status, JSON.stringify(denied.body)).toBe(200);
+    const history = await cluster.api(`/intents/${intent.id}/arbitration`, { key: "agent", headers: { "X-Agent-ID": agent } });
+    expect(history.status, JSON.stringify(history.body)).toBe(200);
+    expect(history.body).toMatchObject({ intent_id: intent.id, pending: 1, has_more: false });
+    expect(history.body.requests.map((r: any) => [r.id, r.status])).toEqual([
+      [first.id, "denied"],
+      [second.id, "pending"],
+    ]);
+    expect((await cluster.api(`/intents/${intent.id}/arbitration?limit=1`)).body).toMatchObject({ has_more: true, requests: [{ id: first.id }] });
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/arbitration`), 404, "INTENT_NOT_FOUND");
+  });
 });

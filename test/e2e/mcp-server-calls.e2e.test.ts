@@ -71,7 +71,6 @@ interface Row {
 /** JSON as client.ts sends it: fields left undefined are not sent. */
 const json = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 
-const LANDS_26 = "issue 26 (coordinators, RFC-0013)";
 const LANDS_27 = "issue 27 (plans and workflows, RFC-0011/0012)";
 const LANDS_25 = "issue 25 (the MCP server's RFC-0011 permissions and RFC-0019 paths)";
 
@@ -115,14 +114,13 @@ const rows: Row[] = [
   { method: "decomposeTask", http: "POST", template: "/intents/{id}/plans/decompose", path: (c) => `/intents/${c.intentId}/plans/decompose`, body: (c) => ({ task_description: "do it", max_depth: 3, requested_by: c.agent }), landsWith: LANDS_27 },
   { method: "getPlan", http: "GET", template: "/intents/{id}/plans/{id}", path: (c) => `/intents/${c.intentId}/plans/${c.planId}`, landsWith: LANDS_27 },
   // Governance (RFC-0013)
-  { method: "setCoordinator", http: "POST", template: "/intents/{id}/coordinator", path: (c) => `/intents/${c.intentId}/coordinator`, body: (c) => ({ coordinator_id: c.agent, governance_policy: "default", set_by: c.agent }), landsWith: LANDS_26 },
+  { method: "setCoordinator", http: "POST", template: "/intents/{id}/coordinator", path: (c) => `/intents/${c.intentId}/coordinator`, body: (c) => ({ coordinator_id: c.agent, governance_policy: "default", set_by: c.agent }) },
   { method: "recordDecision", http: "POST", template: "/intents/{id}/decisions", path: (c) => `/intents/${c.intentId}/decisions`, body: (c) => ({ decision_type: "choice", rationale: "because", outcome: {}, decided_by: c.agent }),
-    landsWith: LANDS_26,
   },
-  { method: "getArbitration", http: "GET", template: "/intents/{id}/arbitration", path: (c) => `/intents/${c.intentId}/arbitration`, landsWith: LANDS_26 },
-  { method: "escalateToHuman", http: "POST", template: "/intents/{id}/escalations", path: (c) => `/intents/${c.intentId}/escalations`, body: (c) => ({ reason: "stuck", priority: "medium", urgency: "medium", context: {}, escalated_by: c.agent }), landsWith: LANDS_26 },
-  { method: "listEscalations", http: "GET", template: "/escalations", path: (c) => `/escalations?intent_id=${c.intentId}&limit=10`, landsWith: LANDS_26 },
-  { method: "resolveEscalation", http: "POST", template: "/escalations/{id}/resolve", path: () => "/escalations/00000000-0000-4000-8000-000000000000/resolve", body: (c) => ({ resolution: "done", notes: JSON.stringify({}), resolved_by: c.agent }), landsWith: LANDS_26 },
+  { method: "getArbitration", http: "GET", template: "/intents/{id}/arbitration", path: (c) => `/intents/${c.intentId}/arbitration` },
+  { method: "escalateToHuman", http: "POST", template: "/intents/{id}/escalations", path: (c) => `/intents/${c.intentId}/escalations`, body: (c) => ({ reason: "stuck", priority: "medium", urgency: "medium", context: {}, escalated_by: c.agent }) },
+  { method: "listEscalations", http: "GET", template: "/escalations", path: (c) => `/escalations?intent_id=${c.intentId}&limit=10` },
+  { method: "resolveEscalation", http: "POST", template: "/escalations/{id}/resolve", path: () => "/escalations/00000000-0000-4000-8000-000000000000/resolve", body: (c) => ({ resolution: "done", notes: JSON.stringify({}), resolved_by: c.agent }) },
   { method: "requestApproval", http: "POST", template: "/intents/{id}/approvals", path: (c) => `/intents/${c.intentId}/approvals`, body: (c) => ({ action: "ship", reason: "ship", context: { urgency: "medium" }, requested_by: c.agent }), keep: (r, c) => void (c.approvalId = r.body.id) },
   { method: "getApprovalStatus", http: "GET", template: "/intents/{id}/approvals/{id}", path: (c) => `/intents/${c.intentId}/approvals/${c.approvalId}` },
   { method: "setGovernancePolicy", http: "PUT", template: "/intents/{id}/governance", path: (c) => `/intents/${c.intentId}/governance`, body: () => ({ completion_mode: "auto" }), ifMatch: true },

@@ -293,6 +293,32 @@ describe("access (rules 2-5)", () => {
     expect(patched.status).toBe(200);
   });
 
+  it("the coordinator lease holder of the task's intent (4.8 'the coordinator managing the task') reads working and episodic memory, read-only, until the lease ends", async () => {
+    const a = await newAgent("owner");
+    const holder = await newAgent("holder", "other");
+    const { intent, task } = await claimedTask(a);
+    const working = (await write(a.headers, { namespace: "work", key: "step", value: { n: 1 }, scope: { task_id: task.id } })).body;
+    const episodic = (await write(a.headers, { namespace: "ep", key: "lesson", value: {}, memory_type: "episodic" })).body;
+    const workingQuery = `agent_id=${a.id}&memory_type=working`;
+    expectError(await read(holder.headers, working.id), 403, "ACCESS_DENIED");
+    expectError(await read(holder.headers, episodic.id), 403, "ACCESS_DENIED");
+    expect((await query(holder.headers, workingQuery)).body.total).toBe(0);
+
+    const lease = await cluster.api("/coordinators", { headers: holder.headers, key: null, body: { agent_id: holder.id, intent_id: intent.id, heartbeat_interval_seconds: 30 } });
+    expect(lease.status, JSON.stringify(lease.body)).toBe(201);
+    expect((await read(holder.headers, working.id)).status).toBe(200);
+    expect((await read(holder.headers, episodic.id)).status).toBe(200);
+    expect((await query(holder.headers, workingQuery)).body.total).toBe(1);
+    expectError(await cluster.api(`/memory/${working.id}`, { method: "DELETE", headers: holder.headers, key: null }), 403, "ACCESS_DENIED");
+    expectError(await cluster.api(`/memory/${episodic.id}`, { method: "PATCH", body: { value: {} }, headers: { ...holder.headers, "If-Match": "1" }, key: null }), 403, "ACCESS_DENIED");
+
+    // Two missed heartbeats on the server clock end the lease, and the right with it: nothing is cached.
+    clock().advance(60_000);
+    expectError(await read(holder.headers, working.id), 403, "ACCESS_DENIED");
+    expectError(await read(holder.headers, episodic.id), 403, "ACCESS_DENIED");
+    expect((await query(holder.headers, workingQuery)).body.total).toBe(0);
+  });
+
   it("semantic: memory.read / write / admin from key roles and the namespace permission object", async () => {
     const ns = uniqueTag("kb");
     const a = await newAgent();

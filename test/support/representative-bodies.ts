@@ -30,6 +30,16 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
     failover_candidates: ["coordinator-2"],
     metadata: { model: "m" },
   },
+  // The MCP server's set_coordinator body, with the lease terms POST /coordinators takes too.
+  coordinatorsAssign: {
+    coordinator_id: "coordinator-1",
+    governance_policy: "default",
+    set_by: "coordinator-1",
+    supervisor_id: "lead",
+    guardrails: { max_budget_usd: 50 },
+    heartbeat_interval_seconds: 30,
+    failover_candidates: ["coordinator-2"],
+  },
   decisionsCreateRecord: {
     coordinator_id: "coordinator-1",
     intent_id: ID,

@@ -73,9 +73,9 @@ export interface RouteAccess {
   /** API key roles that may call the route at all. */
   roles: readonly Role[];
   /** The body field, if any, that names the acting agent: bound to the calling key like X-Agent-ID. */
-  actingAgentField?: "agent_id" | "sender";
+  actingAgentField?: "agent_id" | "sender" | "coordinator_id";
   /** Body fields naming who did something: free labels, but a registered agent's name must be the caller's. */
-  claimsIdentity?: readonly ("actor" | "created_by" | "started_by" | "linked_by")[];
+  claimsIdentity?: readonly ("actor" | "created_by" | "started_by" | "linked_by" | "set_by")[];
   /** Registration: an X-Agent-ID naming the agent being registered is not bound yet. */
   registersAgent?: boolean;
 }

@@ -27,7 +27,44 @@ export const DECISION_TYPES = [
 ] as const;
 
 export const MAX_FAILOVER_CANDIDATES = 10;
+/** The most intents coordinators.held_by answers for one agent (the newest grants first). */
+export const MAX_HELD_LEASES_ANSWERED = 100;
 export const MAX_HEARTBEAT_INTERVAL_SECONDS = 3600;
+
+/**
+ * The RFC-0013 guardrail keys the server enforces (docs/coordinators.md "Guardrails"), read flat
+ * or under their section (budget, scope, temporal, review): a value of the wrong type would leave
+ * a limit silently unenforced, so it is refused (400). Other keys are stored as given.
+ */
+const ENFORCED_GUARDRAILS: Record<string, z.ZodType> = {
+  max_budget_usd: z.number().min(0),
+  warn_at_percentage: z.number().min(0).max(100),
+  max_plan_versions: z.number().int().min(0),
+  max_plan_duration_hours: z.number().min(0),
+  requires_plan_review: z.boolean(),
+  requires_replan_review: z.boolean(),
+};
+const GUARDRAIL_SECTION_NAMES = ["budget", "scope", "temporal", "review"] as const;
+
+function checkGuardrailKeys(value: Record<string, unknown>, ctx: z.RefinementCtx, path: string[]): void {
+  for (const [key, schema] of Object.entries(ENFORCED_GUARDRAILS)) {
+    if (value[key] === undefined) continue;
+    const checked = schema.safeParse(value[key]);
+    if (!checked.success) ctx.addIssue({ code: "custom", path: [...path, key], message: `guardrail ${key}: ${checked.error.issues[0]?.message ?? "invalid"}` });
+  }
+}
+
+export const CoordinatorGuardrails = boundedJsonObject()
+  .superRefine((value, ctx) => {
+    checkGuardrailKeys(value, ctx, []);
+    for (const section of GUARDRAIL_SECTION_NAMES) {
+      const inner = value[section];
+      if (inner === undefined) continue;
+      if (inner === null || typeof inner !== "object" || Array.isArray(inner)) ctx.addIssue({ code: "custom", path: [section], message: `guardrail section ${section} must be an object` });
+      else checkGuardrailKeys(inner as Record<string, unknown>, ctx, [section]);
+    }
+  })
+  .openapi({ description: "RFC-0013 guardrails; the enforced keys (docs/coordinators.md) are type-checked, the others stored as given" });
 
 export const CreateCoordinatorLeaseBody = z
   .object({
@@ -38,7 +75,7 @@ export const CreateCoordinatorLeaseBody = z
     scope: z.literal("intent", { error: "only intent scope is served; a portfolio's coordinator is not" }).default("intent"),
     coordinator_type: z.enum(COORDINATOR_TYPES).default("llm"),
     supervisor_id: ActorId.nullable().optional(),
-    guardrails: boundedJsonObject().nullable().optional().openapi({ description: "RFC-0013 guardrails, stored and answered as given" }),
+    guardrails: CoordinatorGuardrails.nullable().optional(),
     heartbeat_interval_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS).default(60),
     failover_candidates: z
       .array(AgentId)
@@ -79,6 +116,26 @@ export const CoordinatorLease = z
 export type CoordinatorLease = z.infer<typeof CoordinatorLease>;
 
 export const CoordinatorLeaseList = z.array(CoordinatorLease).openapi("CoordinatorLeaseList");
+
+/**
+ * POST /intents/{id}/coordinator (the MCP server's set_coordinator; RFC-0013 9 "assign coordinator
+ * to intent"): the same grant as POST /coordinators, the coordinator named `coordinator_id`.
+ * `governance_policy` is a name the MCP server sends ("default"), kept in the lease's metadata;
+ * `set_by`, when sent, must be the acting agent.
+ */
+export const SetCoordinatorBody = z
+  .object({
+    coordinator_id: AgentId.openapi({ description: "the coordinator (bound to the calling key like X-Agent-ID; admin and coordinator keys may name any agent)" }),
+    governance_policy: z.string().trim().min(1).max(200).default("default"),
+    set_by: ActorId.optional().openapi({ description: "must be the acting agent when sent (the MCP server sends its agent id)" }),
+    supervisor_id: ActorId.nullable().optional(),
+    guardrails: CoordinatorGuardrails.nullable().optional(),
+    heartbeat_interval_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS).default(60),
+    failover_candidates: z.array(AgentId).max(MAX_FAILOVER_CANDIDATES).default([]),
+  })
+  .strict()
+  .openapi("SetCoordinator");
+export type SetCoordinatorBody = z.infer<typeof SetCoordinatorBody>;
 
 /** POST /decisions (create_decision_record): a coordinator's decision record (RFC-0013 4.1). */
 export const CreateDecisionRecordBody = z
@@ -158,12 +215,17 @@ export const coordinatorCommands = {
     "COORDINATOR_LEASE_HELD",
     "INTENT_NOT_FOUND",
   ]),
+  assign: command("intents", "coordinators.assign", IntentRef.extend({ body: SetCoordinatorBody }), CoordinatorLease, [
+    "AGENT_MISMATCH",
+    "COORDINATOR_LEASE_HELD",
+    "INTENT_NOT_FOUND",
+  ]),
   getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND"]),
   listLeases: command("intents", "coordinators.list", IntentRef, CoordinatorLeaseList, ["INTENT_NOT_FOUND"]),
   heartbeat: command("intents", "coordinators.heartbeat", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "NOT_LEASE_HOLDER"]),
-  createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
+  createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
-  recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
+  recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
   /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
   coordinates: command(
@@ -172,6 +234,11 @@ export const coordinatorCommands = {
     z.object({ coordinator: z.string().min(1).max(200), agent_id: z.string().min(1).max(200) }),
     z.object({ intent_ids: z.array(Uuid) }).passthrough(),
   ),
+  /**
+   * Asked by the memory service (4.8 "the coordinator managing the task"): the intents whose live
+   * coordinator lease `agent_id` holds, at most MAX_HELD_LEASES_ANSWERED, on the server clock.
+   */
+  heldBy: command("intents", "coordinators.held_by", z.object({ agent_id: z.string().min(1).max(200) }), z.object({ intent_ids: z.array(Uuid) }).passthrough()),
   /** Asked by services: who holds the intent's live coordinator lease (nulls when none). */
   holder: command("intents", "coordinators.holder", IntentRef, CoordinatorHolder),
 } as const;

@@ -85,6 +85,7 @@ export const errorCatalogue = catalogue({
   GRANT_SCOPE_INSUFFICIENT: { status: 403, title: "The tool is not in the grant's scopes" },
   GRANT_SUSPENDED: { status: 403, title: "The grant is suspended" },
   GRAPH_INCOMPLETE: { status: 409, title: "The intent's dependencies or children are not all completed" },
+  GUARDRAIL_VIOLATION: { status: 403, title: "A guardrail of the intent's coordinator lease refuses the decision" },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: "The idempotency key was used for another request" },
   INTENT_ACCESS_DENIED: { status: 403, title: "The intent's access-control list does not give the caller this permission" },
   IDENTITY_EXISTS: { status: 409, title: "The agent already has an identity; rotate its key" },

@@ -86,6 +86,22 @@ export const ArbitrationRequest = z
   .passthrough()
   .openapi("ArbitrationRequest");
 
+/**
+ * GET /intents/{id}/arbitration (the MCP server's get_arbitration: "the arbitration history and
+ * governance state"): the intent's arbitration requests, oldest first, each with its status (the
+ * approval's); the decisions recorded on the intent are at GET /intents/{id}/decisions.
+ */
+export const ArbitrationHistory = z
+  .object({
+    intent_id: Uuid,
+    requests: z.array(ArbitrationRequest),
+    pending: z.number().int().openapi({ description: "how many of the requests still wait for a human" }),
+    has_more: z.boolean(),
+  })
+  .passthrough()
+  .openapi("ArbitrationHistory");
+export const ArbitrationHistoryQuery = z.object({ limit: pageLimit(100, 500) }).strict();
+
 export const escalationCommands = {
   escalate: command("governance", "escalations.create", IntentRef.extend({ body: EscalateBody }), Escalation, ["AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
   list: command("governance", "escalations.list", z.object({ query: ListEscalationsQuery }), EscalationList),
@@ -95,4 +111,5 @@ export const escalationCommands = {
     "SELF_APPROVAL",
   ]),
   arbitrate: command("governance", "arbitration.request", IntentRef.extend({ body: ArbitrateBody }), ArbitrationRequest, ["AGENT_MISMATCH", "INTENT_NOT_FOUND"]),
+  arbitrationHistory: command("governance", "arbitration.history", IntentRef.extend({ query: ArbitrationHistoryQuery }), ArbitrationHistory, ["INTENT_NOT_FOUND"]),
 } as const;

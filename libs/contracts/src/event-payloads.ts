@@ -65,6 +65,11 @@ export const CoordinatorAssignedPayload = z.object({ lease_id: Id, coordinator_i
 export const CoordinatorFailedOverPayload = z
   .object({ old_lease_id: Id, old_coordinator_id: Id, new_lease_id: Id.nullable(), new_coordinator_id: Id.nullable(), reason: z.enum(["expired", "agent_dead"]) })
   .passthrough();
+const GuardrailValue = z.union([z.number(), z.boolean()]);
+export const CoordinatorGuardrailWarningPayload = z.object({ lease_id: Id, coordinator_id: Id, guardrail: z.string(), current_value: z.number(), limit: z.number() }).passthrough();
+export const CoordinatorGuardrailViolationPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, guardrail: z.string(), attempted_value: GuardrailValue, limit: GuardrailValue, decision_type: z.string() })
+  .passthrough();
 export const CoordinatorDecisionPayload = z
   .object({ coordinator_id: Id, decision_type: Id, summary: z.string(), rationale: z.string(), outcome: z.union([z.string(), z.object({}).passthrough()]).nullable(), lease_id: Id.nullable() })
   .passthrough();

@@ -68,6 +68,10 @@ export const intentEvents = {
   coordinatorAssigned: intentsEvent("coordinator.assigned", ["intent"], P.CoordinatorAssignedPayload),
   coordinatorFailedOver: intentsEvent("coordinator.failed_over", ["intent"], P.CoordinatorFailedOverPayload),
   coordinatorDecision: intentsEvent("coordinator.decision", ["intent"], P.CoordinatorDecisionPayload),
+  /** RFC-0013 3.1: the intent's spend reached warn_at_percentage of the coordinator's budget (once per lease). */
+  coordinatorGuardrailWarning: intentsEvent("coordinator.guardrail_warning", ["intent"], P.CoordinatorGuardrailWarningPayload),
+  /** RFC-0013 3: a decision of the coordinator refused by a guardrail, logged with the refusal. */
+  coordinatorGuardrailViolation: intentsEvent("coordinator.guardrail_violation", ["intent"], P.CoordinatorGuardrailViolationPayload),
   // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.
   /** A trace was started on the intent (POST /intents/{id}/traces). */
   traceStarted: intentsEvent("intent.trace_started", ["intent"], P.TraceStartedPayload),

@@ -92,6 +92,7 @@ const graphs: RulesOf<typeof graphCommands> = {
 // holder's alone (NOT_LEASE_HOLDER otherwise), whatever the ACL says since.
 const coordinators: RulesOf<typeof coordinatorCommands> = {
   createLease: { needs: "write", from: "body.intent_id" },
+  assign: write,
   getLease: { open: "the handler checks read on the lease's intent" },
   listLeases: read,
   heartbeat: { open: "only the holder may send it (checked in the handler)" },
@@ -101,6 +102,7 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   listDecisions: read,
   holder: SERVICE,
   coordinates: SERVICE,
+  heldBy: SERVICE,
 };
 
 // Escalations and arbitration are approval requests (spec 4.6): asking is writing to the intent,
@@ -110,6 +112,7 @@ const escalations: RulesOf<typeof escalationCommands> = {
   list: readResource,
   resolve: { needs: "admin", from: "resource" },
   arbitrate: write,
+  arbitrationHistory: read,
 };
 
 const acl: RulesOf<typeof aclCommands> = {

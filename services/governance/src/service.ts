@@ -9,7 +9,7 @@ import type { GovernanceContext } from "./context";
 import { outbox } from "./db/schema";
 import { respond, suspend } from "./handlers/suspension";
 import { createApproval, decideApproval, getApproval, grantedApprovals, listApprovals, toApproval } from "./handlers/approvals";
-import { escalate, escalationIntents, listEscalations, requestArbitration, resolveEscalation } from "./handlers/escalations";
+import { arbitrationHistory, escalate, escalationIntents, listEscalations, requestArbitration, resolveEscalation } from "./handlers/escalations";
 import { engagementDecision } from "./handlers/engagement";
 import { SuspensionTimer } from "./timer";
 import { startSuspensionTracker } from "./tracker";
@@ -83,6 +83,7 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
         list: (input, caller) => listEscalations(ctx, input.query, caller, (intentId) => access.assert(caller, intentId, "read")),
         resolve: (input, caller) => resolveEscalation(ctx, input.escalation_id, input.body, caller),
         arbitrate: (input, caller) => requestArbitration(ctx, input.intent_id, input.body, caller),
+        arbitrationHistory: (input) => arbitrationHistory(ctx, input.intent_id, input.query.limit),
       },
       (command, input: { query?: { intent_id?: string }; escalation_id?: string }) => escalationIntents(ctx, command, input),
     ),

@@ -17,7 +17,7 @@ import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGov
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
 import { getTrace, linkSpans, startTrace } from "./tracing/handlers";
 import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
-import { coordinatorOf, intentsCoordinatedFor, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
+import { assignCoordinator, coordinatorOf, intentsHeldBy, intentsCoordinatedFor, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
 import { startReadinessProjection, type ReadinessProjection } from "./graph/projection";
 import { patchState } from "./intents/patch-state";
 import { transitionStatus } from "./intents/transition";
@@ -124,6 +124,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   });
   serve(coordinatorCommands, {
     createLease: (input, caller) => createCoordinatorLease(ctx, input.body, caller),
+    assign: (input, caller) => assignCoordinator(ctx, input.intent_id, input.body, caller),
     getLease: (input, caller) => getCoordinatorLease(ctx, input.lease_id, caller),
     listLeases: (input) => listCoordinatorLeases(ctx, input.intent_id),
     heartbeat: (input, caller) => coordinatorHeartbeat(ctx, input.lease_id, caller),
@@ -133,6 +134,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     listDecisions: (input) => listDecisions(ctx, input.intent_id, input.query.limit),
     holder: (input) => coordinatorOf(ctx, input.intent_id),
     coordinates: (input) => intentsCoordinatedFor(ctx, input.coordinator, input.agent_id),
+    heldBy: (input) => intentsHeldBy(ctx, input.agent_id),
   });
   serve(aclCommands, {
     get: (input) => getAcl(ctx, input.intent_id),

@@ -13,7 +13,8 @@ import {
   type NamespacePermissionObject,
   type TaskView,
 } from "./domain/access";
-import { childrenHeldBy, coordinatesTaskOf, fetchTask, loadTask, roleIdOf } from "./task-views";
+import { childrenHeldBy, coordinatesTaskOf, fetchTask, loadTask, ownersTaskInIntents, roleIdOf } from "./task-views";
+import { intentsCoordinatedBy } from "./coordinator-leases";
 
 /** The part of an entry access depends on. */
 export interface EntryKeyFacts {
@@ -49,11 +50,13 @@ export async function accessTo(ctx: MemoryContext, caller: Caller, entry: EntryK
 async function workingAccessOf(ctx: MemoryContext, caller: Caller, entry: EntryKeyFacts): Promise<Access> {
   if (isAdmin(caller)) return "read";
   if (!entry.taskId) return "none";
-  const decide = async (task: TaskView | null) =>
-    workingAccess(caller, { owner: entry.agentId, task, inheritingChildren: await childrenHeldBy(ctx.db, entry.taskId!, actingAgent(caller)) });
+  const decide = async (task: TaskView | null, leaseIntents?: string[]) =>
+    workingAccess(caller, { owner: entry.agentId, task, inheritingChildren: await childrenHeldBy(ctx.db, entry.taskId!, actingAgent(caller)), leaseIntents });
   const first = await decide(await loadTask(ctx, entry.taskId));
   if (first !== "none") return first;
-  return decide(await fetchTask(ctx, entry.taskId));
+  // Denied on what memory knows: the current task record, and the coordinator leases the caller holds now.
+  const task = await fetchTask(ctx, entry.taskId);
+  return decide(task, task ? await intentsCoordinatedBy(ctx, actingAgent(caller)) : undefined);
 }
 
 export async function episodicAccessOf(ctx: MemoryContext, caller: Caller, entry: EntryKeyFacts): Promise<Access> {
@@ -62,7 +65,12 @@ export async function episodicAccessOf(ctx: MemoryContext, caller: Caller, entry
     roleIdOf(ctx, actingAgent(caller)),
     coordinatesTaskOf(ctx.db, callerNames(caller), entry.agentId),
   ]);
-  return episodicAccess(caller, { owner: entry.agentId, ownerRoleId, callerRoleId, coordinatesOwnersTask });
+  const facts = { owner: entry.agentId, ownerRoleId, callerRoleId, coordinatesOwnersTask };
+  const first = episodicAccess(caller, facts);
+  if (first !== "none") return first;
+  const leaseIntents = await intentsCoordinatedBy(ctx, actingAgent(caller));
+  const holdsLeaseOfOwnersTask = leaseIntents.length > 0 && (await ownersTaskInIntents(ctx.db, entry.agentId, leaseIntents));
+  return episodicAccess(caller, { ...facts, holdsLeaseOfOwnersTask });
 }
 
 async function semanticAccessOf(ctx: MemoryContext, caller: Caller, entry: EntryKeyFacts): Promise<Access> {

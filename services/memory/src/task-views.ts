@@ -83,6 +83,14 @@ export async function coordinatesTaskOf(db: Queryable, names: string[], owner: s
   return rowsOf(rows).length > 0;
 }
 
+/** Whether a task of one of `intentIds` is assigned to (or was once held by) `owner`. */
+export async function ownersTaskInIntents(db: Queryable, owner: string, intentIds: string[]): Promise<boolean> {
+  const rows = await db.execute<{ one: number }>(
+    sql`select 1 as one from ${tasks} where ${tasks.intentId}::text = any(array[${sql.join(intentIds.map((id) => sql`${id}`), sql`, `)}]::text[]) and (${tasks.assignedAgent} = ${owner} or ${owner} = any(${tasks.previousAgents})) limit 1`,
+  );
+  return rowsOf(rows).length > 0;
+}
+
 /** An agent's role_id from the registry (null for an agent it does not know). */
 export async function roleIdOf(ctx: MemoryContext, agentId: string): Promise<string | null> {
   try {

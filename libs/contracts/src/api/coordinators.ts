@@ -15,6 +15,17 @@ export const coordinatorRoutes = [
     summary: "Take the coordinator lease of an intent (write on it); 409 while another agent's lease is live",
   },
   {
+    operationId: "coordinatorsAssign",
+    tag: "Coordinators",
+    method: "post",
+    path: "/intents/{intent_id}/coordinator",
+    command: coordinatorCommands.assign,
+    body: "body",
+    status: 201,
+    access: { roles: ALL_ROLES, actingAgentField: "coordinator_id", claimsIdentity: ["set_by"] },
+    summary: "Assign the intent's coordinator (the MCP server's set_coordinator): the grant of POST /coordinators, the coordinator named coordinator_id",
+  },
+  {
     operationId: "coordinatorsGetLease",
     tag: "Coordinators",
     method: "get",

@@ -46,4 +46,14 @@ export const escalationRoutes = [
     access: { roles: ALL_ROLES },
     summary: "Ask a human to arbitrate: an approval request with action arbitration",
   },
+  {
+    operationId: "arbitrationHistory",
+    tag: "Escalations",
+    method: "get",
+    path: "/intents/{intent_id}/arbitration",
+    command: escalationCommands.arbitrationHistory,
+    query: "query",
+    access: { roles: ALL_ROLES },
+    summary: "The intent's arbitration requests, oldest first, with their status (the MCP server's get_arbitration)",
+  },
 ] as const satisfies readonly ApiRoute[];

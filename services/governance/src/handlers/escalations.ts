@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, inArray, type SQL } from "drizzle-orm";
 import {
   AppError,
   appError,
@@ -12,6 +12,7 @@ import {
   type ResolveEscalationBody,
   type z,
   type ArbitrationRequest,
+  type ArbitrationHistory,
   type ListEscalationsQuery,
 } from "@intentmesh/contracts";
 import type { GovernanceContext } from "../context";
@@ -82,11 +83,39 @@ export async function escalate(ctx: GovernanceContext, intentId: string, body: E
   return toEscalation(row);
 }
 
+const toArbitrationRequest = (row: ApprovalRow): z.output<typeof ArbitrationRequest> => ({
+  id: row.id,
+  intent_id: row.intentId,
+  requester_id: row.requestedBy,
+  reason: row.reason ?? "",
+  context: row.context,
+  status: row.status,
+  created_at: isoTimestamp(row.createdAt),
+  approval_id: row.id,
+});
+
 /** POST /intents/{id}/arbitrate (request_arbitration). */
 export async function requestArbitration(ctx: GovernanceContext, intentId: string, body: ArbitrateBody, caller: Caller): Promise<z.output<typeof ArbitrationRequest>> {
   assertActor(body.requested_by, caller, "requested_by");
   const row = await insertRequest(ctx, intentId, caller, { action: ARBITRATION_ACTION, reason: body.reason, context: body.context ?? {}, requestedBy: caller.actor, priority: null, urgency: null });
-  return { id: row.id, intent_id: row.intentId, requester_id: row.requestedBy, reason: row.reason ?? "", context: row.context, status: row.status, created_at: isoTimestamp(row.createdAt), approval_id: row.id };
+  return toArbitrationRequest(row);
+}
+
+/** GET /intents/{id}/arbitration (the MCP server's get_arbitration): the intent's arbitration requests, oldest first. */
+export async function arbitrationHistory(ctx: GovernanceContext, intentId: string, limit: number): Promise<z.output<typeof ArbitrationHistory>> {
+  await ctx.client.request(intentsCommands.get, ctx.systemCaller, { intent_id: intentId });
+  const rows = await ctx.db
+    .select()
+    .from(approvals)
+    .where(and(eq(approvals.intentId, intentId), eq(approvals.action, ARBITRATION_ACTION)))
+    .orderBy(asc(approvals.createdAt), asc(approvals.id))
+    .limit(limit + 1);
+  const shown = rows.slice(0, limit);
+  const [{ pending } = { pending: 0 }] = await ctx.db
+    .select({ pending: count() })
+    .from(approvals)
+    .where(and(eq(approvals.intentId, intentId), eq(approvals.action, ARBITRATION_ACTION), eq(approvals.status, "pending")));
+  return { intent_id: intentId, requests: shown.map(toArbitrationRequest), pending, has_more: rows.length > limit };
 }
 
 /**

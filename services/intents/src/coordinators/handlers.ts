@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, gt, inArray, lte, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, inArray, lte, min, sql } from "drizzle-orm";
 import {
   appError,
   coordinatorCommands,
   errors,
+  governanceCommands,
   intentEventTypes,
   isAdmin,
   isoTimestamp,
+  MAX_HELD_LEASES_ANSWERED,
   type Caller,
   type CoordinatorLease,
   type CreateCoordinatorLeaseBody,
@@ -15,12 +17,15 @@ import {
   type IntentEvent,
   type RecordDecisionBody,
   intentEvents,
+  type SetCoordinatorBody,
 } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { assignments, events } from "../db/schema";
 import { agentStatus } from "../db/schema-agents";
 import { coordinatorLeases } from "../db/schema-coordinators";
+import { costTotals } from "../db/schema-costs";
+import { judgeDecision, needsReview, PLAN_DECISIONS, readGuardrails, type GuardrailBreach, type Guardrails } from "./guardrails";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assertNoLiveHolder, expiryAfter, isLive, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
 import { newEvent } from "@intentmesh/bus";
@@ -106,6 +111,31 @@ export async function createCoordinatorLease(ctx: IntentsContext, body: CreateCo
   });
   ctx.published();
   return toCoordinatorLease(row, now);
+}
+
+/**
+ * POST /intents/{id}/coordinator (the MCP server's set_coordinator): the grant of POST
+ * /coordinators for `coordinator_id`; the policy name is kept in the lease's metadata.
+ */
+export async function assignCoordinator(ctx: IntentsContext, intentId: string, body: SetCoordinatorBody, caller: Caller): Promise<CoordinatorLease> {
+  if (body.set_by !== undefined && body.set_by !== caller.actor) {
+    throw appError("AGENT_MISMATCH", `set_by ${body.set_by} is not the acting agent ${caller.actor}`, { set_by: body.set_by, actor: caller.actor });
+  }
+  return createCoordinatorLease(
+    ctx,
+    {
+      agent_id: body.coordinator_id,
+      intent_id: intentId,
+      scope: "intent",
+      coordinator_type: "llm",
+      supervisor_id: body.supervisor_id ?? null,
+      guardrails: body.guardrails ?? null,
+      heartbeat_interval_seconds: body.heartbeat_interval_seconds,
+      failover_candidates: body.failover_candidates,
+      metadata: { governance_policy: body.governance_policy },
+    },
+    caller,
+  );
 }
 
 async function leaseById(ctx: IntentsContext, leaseId: string): Promise<CoordinatorLeaseRow> {
@@ -195,6 +225,17 @@ export async function coordinatorOf(ctx: IntentsContext, intentId: string): Prom
   return { intent_id: intentId, agent_id: live?.agentId ?? null, lease_id: live?.id ?? null };
 }
 
+/** The intents whose live coordinator lease `agentId` holds (at most MAX_HELD_LEASES_ANSWERED, newest grants first). */
+export async function intentsHeldBy(ctx: IntentsContext, agentId: string): Promise<{ intent_ids: string[] }> {
+  const rows = await ctx.db
+    .select({ intentId: coordinatorLeases.intentId })
+    .from(coordinatorLeases)
+    .where(and(eq(coordinatorLeases.agentId, agentId), eq(coordinatorLeases.holds, true), gt(coordinatorLeases.expiresAt, ctx.clock.now())))
+    .orderBy(desc(coordinatorLeases.grantedAt))
+    .limit(MAX_HELD_LEASES_ANSWERED);
+  return { intent_ids: rows.map((r) => r.intentId) };
+}
+
 /** The intents (up to 10) whose live coordinator lease `coordinator` holds and to which `agentId` is assigned. */
 export async function intentsCoordinatedFor(ctx: IntentsContext, coordinator: string, agentId: string): Promise<{ intent_ids: string[] }> {
   const rows = await ctx.db
@@ -232,66 +273,184 @@ function decisionView(event: Pick<IntentEvent, "id" | "intent_id" | "sequence" |
   };
 }
 
+/** The action of the approvals that grant a plan review (RFC-0013 3.4 requires_plan_review). */
+export const PLAN_REVIEW_ACTION = "plan_review";
+
+interface DecisionDraft {
+  decisionType: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * The approvals with action plan_review granted on the intent, asked of the governance service
+ * before the transaction (grants only grow, so a count read early is never too high), and only
+ * when the holder's guardrails make this decision need one.
+ */
+async function grantedReviewsFor(ctx: IntentsContext, intentId: string, decisionType: string, caller: Caller): Promise<number | undefined> {
+  const [holder] = await ctx.db.select({ guardrails: coordinatorLeases.guardrails }).from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true)));
+  if (!holder || !needsReview(readGuardrails(holder.guardrails), decisionType)) return undefined;
+  if (!ctx.client) throw errors.unavailable("the governance service is needed to check plan reviews");
+  const reply = await ctx.client.request(governanceCommands.grantedApprovals, caller, { intent_id: intentId, action: PLAN_REVIEW_ACTION });
+  return reply.granted;
+}
+
+const countDecisions = async (tx: Tx, intentId: string, where: ReturnType<typeof sql>) =>
+  Number(
+    (
+      await tx
+        .select({ n: count() })
+        .from(events)
+        .where(and(eq(events.intentId, intentId), eq(events.eventType, intentEventTypes.coordinatorDecision), where))
+    )[0]?.n ?? 0,
+  );
+
+/**
+ * The guardrails of the live lease applied to one of its holder's decisions (guardrails.ts), in
+ * the decision's transaction under the intent's row lock: either the decision's events (the
+ * decision, and a warning the lease has not logged yet), or the breach and its
+ * coordinator.guardrail_violation event (RFC-0013 3: "attempts are rejected ... and the attempt
+ * is logged").
+ */
+async function guardedDecision(
+  tx: Tx,
+  lease: CoordinatorLeaseRow,
+  draft: DecisionDraft,
+  grantedReviews: number | undefined,
+  now: Date,
+): Promise<{ events: NewEvent[]; breach: GuardrailBreach | null }> {
+  const decision = (extra: Record<string, unknown> = {}): NewEvent => ({ eventType: intentEventTypes.coordinatorDecision, actor: lease.agentId, payload: { ...draft.payload, ...extra } });
+  const g: Guardrails = readGuardrails(lease.guardrails);
+  if (Object.keys(g).length === 0) return { events: [decision()], breach: null };
+  const [spent] = await tx.select({ cents: costTotals.cents }).from(costTotals).where(eq(costTotals.intentId, lease.intentId));
+  const [started] = await tx.select({ at: min(coordinatorLeases.grantedAt) }).from(coordinatorLeases).where(eq(coordinatorLeases.intentId, lease.intentId));
+  const facts = {
+    spentCents: Number(spent?.cents ?? 0),
+    coordinationStartedAt: started?.at ?? lease.grantedAt,
+    planDecisions: await countDecisions(tx, lease.intentId, sql`${events.payload}->>'decision_type' in (${sql.join(PLAN_DECISIONS.map((t) => sql`${t}`), sql`, `)})`),
+    reviewedDecisions: await countDecisions(tx, lease.intentId, sql`(${events.payload}->>'plan_review')::boolean is true`),
+    grantedReviews,
+  };
+  const verdict = judgeDecision(g, draft.decisionType, facts, now);
+  if (verdict.refused) {
+    const { guardrail, attempted_value, limit } = verdict.refused;
+    const violation: NewEvent = {
+      eventType: intentEventTypes.coordinatorGuardrailViolation,
+      actor: "system",
+      payload: { lease_id: lease.id, coordinator_id: lease.agentId, guardrail, attempted_value, limit, decision_type: draft.decisionType },
+    };
+    return { events: [violation], breach: verdict.refused };
+  }
+  const logged: NewEvent[] = [decision(verdict.usesReview ? { plan_review: true } : {})];
+  for (const warning of verdict.warnings) {
+    const [seen] = await tx
+      .select({ id: events.id })
+      .from(events)
+      .where(
+        and(
+          eq(events.intentId, lease.intentId),
+          eq(events.eventType, intentEventTypes.coordinatorGuardrailWarning),
+          sql`${events.payload}->>'lease_id' = ${lease.id}`,
+          sql`${events.payload}->>'guardrail' = ${warning.guardrail}`,
+        ),
+      )
+      .limit(1);
+    if (!seen) logged.push({ eventType: intentEventTypes.coordinatorGuardrailWarning, actor: "system", payload: { lease_id: lease.id, coordinator_id: lease.agentId, ...warning } });
+  }
+  return { events: logged, breach: null };
+}
+
+/** Writes a decision (or its refusal) and answers it; a refusal commits its violation event, then is thrown. */
+async function writeDecision(ctx: IntentsContext, intentId: string, decide: (tx: Tx) => Promise<{ events: NewEvent[]; breach: GuardrailBreach | null }>, now: Date): Promise<DecisionView> {
+  const outcome = await ctx.db.transaction(async (tx) => {
+    const { events: logged, breach } = await decide(tx);
+    const { events: written } = await appendToLog(tx, intentId, logged, now);
+    return { first: written[0]!, breach };
+  });
+  ctx.published();
+  if (outcome.breach) {
+    const { guardrail, attempted_value, limit, message } = outcome.breach;
+    throw appError("GUARDRAIL_VIOLATION", `refused by the coordinator's guardrail ${guardrail}: ${message}`, { intent_id: intentId, guardrail, attempted_value, limit });
+  }
+  return decisionView(outcome.first);
+}
+
 /**
  * POST /decisions: a decision record of the intent's coordinator (RFC-0013 4.1). The caller's
  * acting agent must hold the intent's live coordinator lease (admin keys excepted), and
  * `coordinator_id` must name it (its agent id or its lease id). One event, coordinator.decision,
- * under the intent's row lock: the holder cannot change between the check and the write.
+ * under the intent's row lock: the holder cannot change between the check and the write. The
+ * lease's guardrails apply to the decisions recorded under it.
  */
 export async function createDecisionRecord(ctx: IntentsContext, body: CreateDecisionRecordBody, caller: Caller): Promise<DecisionView> {
   const now = ctx.clock.now();
-  const event = await ctx.db.transaction(async (tx) => {
-    await lockIntentRow(tx, body.intent_id, null);
-    const [holder] = await tx.select().from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, body.intent_id), eq(coordinatorLeases.holds, true)));
-    const live = holder && isLive(holder, now) ? holder : undefined;
-    const names = (row: CoordinatorLeaseRow) => body.coordinator_id === row.agentId || body.coordinator_id === row.id;
-    if (!isAdmin(caller) && !(live && live.agentId === caller.actor && names(live))) {
-      const who = live ? `the coordinator of intent ${body.intent_id} is ${live.agentId} (lease ${live.id})` : `intent ${body.intent_id} has no live coordinator lease`;
-      throw appError("NOT_LEASE_HOLDER", `${caller.actor} may not record a decision as ${body.coordinator_id}: ${who}`, { intent_id: body.intent_id, coordinator_id: body.coordinator_id });
-    }
-    const leaseId = live && names(live) ? live.id : null;
-    const payload = {
-      coordinator_id: leaseId ? live!.agentId : body.coordinator_id,
-      lease_id: leaseId,
-      decision_type: body.decision_type,
-      summary: body.summary,
-      rationale: body.rationale,
-      outcome: null,
-      alternatives_considered: body.alternatives_considered,
-      confidence: body.confidence ?? null,
-      ...(body.metadata ? { metadata: body.metadata } : {}),
-    };
-    const { events: written } = await appendToLog(tx, body.intent_id, [newEvent(intentEvents.coordinatorDecision, caller.actor, payload)], now);
-    return written[0]!;
-  });
-  ctx.published();
-  return decisionView(event);
+  const grantedReviews = await grantedReviewsFor(ctx, body.intent_id, body.decision_type, caller);
+  return writeDecision(
+    ctx,
+    body.intent_id,
+    async (tx) => {
+      await lockIntentRow(tx, body.intent_id, null);
+      const [holder] = await tx.select().from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, body.intent_id), eq(coordinatorLeases.holds, true)));
+      const live = holder && isLive(holder, now) ? holder : undefined;
+      const names = (row: CoordinatorLeaseRow) => body.coordinator_id === row.agentId || body.coordinator_id === row.id;
+      if (!isAdmin(caller) && !(live && live.agentId === caller.actor && names(live))) {
+        const who = live ? `the coordinator of intent ${body.intent_id} is ${live.agentId} (lease ${live.id})` : `intent ${body.intent_id} has no live coordinator lease`;
+        throw appError("NOT_LEASE_HOLDER", `${caller.actor} may not record a decision as ${body.coordinator_id}: ${who}`, { intent_id: body.intent_id, coordinator_id: body.coordinator_id });
+      }
+      const lease = live && names(live) ? live : undefined;
+      const payload = {
+        coordinator_id: lease ? lease.agentId : body.coordinator_id,
+        lease_id: lease?.id ?? null,
+        decision_type: body.decision_type,
+        summary: body.summary,
+        rationale: body.rationale,
+        outcome: null,
+        alternatives_considered: body.alternatives_considered,
+        confidence: body.confidence ?? null,
+        ...(body.metadata ? { metadata: body.metadata } : {}),
+      };
+      if (!lease) return { events: [newEvent(intentEvents.coordinatorDecision, caller.actor, payload)], breach: null };
+      const { events: logged, breach } = await guardedDecision(tx, lease, { decisionType: body.decision_type, payload }, grantedReviews, now);
+      // The caller is the event's actor (an admin may record for the coordinator).
+      return { events: logged.map((e) => (e.eventType === intentEventTypes.coordinatorDecision ? { ...e, actor: caller.actor } : e)), breach };
+    },
+    now,
+  );
 }
 
-/** POST /intents/{id}/decisions (record_decision): a decision on the intent by the caller (write on it). */
+/**
+ * POST /intents/{id}/decisions (record_decision): a decision on the intent by the caller (write
+ * on it). When the caller holds the live coordinator lease, it is the coordinator's decision and
+ * the lease's guardrails apply.
+ */
 export async function recordDecision(ctx: IntentsContext, intentId: string, body: RecordDecisionBody, caller: Caller): Promise<DecisionView> {
   if (body.decided_by && body.decided_by !== caller.actor) {
     throw appError("AGENT_MISMATCH", `decided_by ${body.decided_by} is not the acting agent ${caller.actor}`, { decided_by: body.decided_by, actor: caller.actor });
   }
   const now = ctx.clock.now();
-  const event = await ctx.db.transaction(async (tx) => {
-    const [holder] = await tx.select().from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true), eq(coordinatorLeases.agentId, caller.actor)));
-    const payload = {
-      coordinator_id: caller.actor,
-      lease_id: holder && isLive(holder, now) ? holder.id : null,
-      decision_type: body.decision_type,
-      // An object outcome (the MCP server's) is kept as sent; the summary is then the decision's type.
-      summary: typeof body.outcome === "string" ? body.outcome : body.decision_type,
-      rationale: body.reasoning ?? body.rationale!,
-      outcome: body.outcome,
-      alternatives_considered: [],
-      confidence: null,
-    };
-    const { events: written } = await appendToLog(tx, intentId, [newEvent(intentEvents.coordinatorDecision, caller.actor, payload)], now);
-    return written[0]!;
-  });
-  ctx.published();
-  return decisionView(event);
+  const grantedReviews = await grantedReviewsFor(ctx, intentId, body.decision_type, caller);
+  return writeDecision(
+    ctx,
+    intentId,
+    async (tx) => {
+      await lockIntentRow(tx, intentId, null);
+      const [holder] = await tx.select().from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true), eq(coordinatorLeases.agentId, caller.actor)));
+      const lease = holder && isLive(holder, now) ? holder : undefined;
+      const payload = {
+        coordinator_id: caller.actor,
+        lease_id: lease?.id ?? null,
+        decision_type: body.decision_type,
+        // An object outcome (the MCP server's) is kept as sent; the summary is then the decision's type.
+        summary: typeof body.outcome === "string" ? body.outcome : body.decision_type,
+        rationale: body.reasoning ?? body.rationale!,
+        outcome: body.outcome,
+        alternatives_considered: [],
+        confidence: null,
+      };
+      if (!lease) return { events: [newEvent(intentEvents.coordinatorDecision, caller.actor, payload)], breach: null };
+      return guardedDecision(tx, lease, { decisionType: body.decision_type, payload }, grantedReviews, now);
+    },
+    now,
+  );
 }
 
 async function decisionsOf(ctx: IntentsContext, intentId: string, limit: number) {

@@ -22,9 +22,13 @@ export interface TaskView {
   ended: boolean;
 }
 
-/** The coordinator managing a task: a key with the coordinator role that created it. */
-export function coordinatesTask(caller: Caller, task: TaskView): boolean {
-  return isCoordinator(caller) && callerNames(caller).includes(task.createdBy);
+/**
+ * The coordinator managing a task: a key with the coordinator role that created it, or the agent
+ * holding the live coordinator lease of the task's intent (`leaseIntents`: the intents whose lease
+ * the caller's acting agent holds, asked of the intents service).
+ */
+export function coordinatesTask(caller: Caller, task: TaskView, leaseIntents: readonly string[] = []): boolean {
+  return (isCoordinator(caller) && callerNames(caller).includes(task.createdBy)) || leaseIntents.includes(task.intentId);
 }
 
 export interface WorkingFacts {
@@ -33,6 +37,8 @@ export interface WorkingFacts {
   task: TaskView | null;
   /** Sub-tasks of the entry's task held by the caller whose memory_policy inherits from the parent. */
   inheritingChildren: TaskView[];
+  /** The intents whose live coordinator lease the caller holds (asked only when needed). */
+  leaseIntents?: readonly string[];
 }
 
 /**
@@ -46,7 +52,7 @@ export function workingAccess(caller: Caller, facts: WorkingFacts): Access {
   if (isAdmin(caller)) return "read";
   const task = facts.task;
   if (!task) return "none";
-  if (coordinatesTask(caller, task)) return "read";
+  if (coordinatesTask(caller, task, facts.leaseIntents)) return "read";
   if (task.assignedAgent === me && task.previousAgents.includes(facts.owner)) return "read";
   if (facts.inheritingChildren.some((child) => child.assignedAgent === me && child.memoryPolicy.inherit_from_parent)) return "read";
   return "none";
@@ -58,12 +64,15 @@ export interface EpisodicFacts {
   callerRoleId: string | null;
   /** Whether the caller coordinates (created) some task assigned to the owner. */
   coordinatesOwnersTask: boolean;
+  /** Whether the caller holds the live coordinator lease of the intent of a task assigned to (or once held by) the owner. */
+  holdsLeaseOfOwnersTask?: boolean;
 }
 
 /**
  * Episodic memory (rule 4): the owner reads and writes; agents with the owner's role_id
  * (replacements in the same pool) read and write; admins and the coordinators of tasks assigned
- * to the owner read; nobody else.
+ * to the owner (the coordinator key that created one, or the coordinator lease holder of its
+ * intent) read; nobody else.
  */
 export function episodicAccess(caller: Caller, facts: EpisodicFacts): Access {
   const me = actingAgent(caller);
@@ -71,6 +80,7 @@ export function episodicAccess(caller: Caller, facts: EpisodicFacts): Access {
   if (facts.ownerRoleId && facts.callerRoleId && facts.ownerRoleId === facts.callerRoleId) return "write";
   if (isAdmin(caller)) return "read";
   if (isCoordinator(caller) && facts.coordinatesOwnersTask) return "read";
+  if (facts.holdsLeaseOfOwnersTask) return "read";
   return "none";
 }
 

@@ -5,6 +5,7 @@ import type { MemoryContext } from "../context";
 import { DEFAULT_NAMESPACE_PERMISSIONS, atLeast, callerNames, namespaceAccess, type NamespacePermissionObject } from "../domain/access";
 import { actingAgent, isAdmin, isCoordinator } from "@intentmesh/contracts";
 import { episodicAccessOf } from "../entry-access";
+import { intentsCoordinatedBy } from "../coordinator-leases";
 import { toEntry } from "../mapping";
 
 /** A LIKE pattern matching a namespace prefix literally. */
@@ -60,17 +61,23 @@ export async function visibleSql(ctx: MemoryContext, caller: Caller, owner: stri
       if (episodic === "write" || (episodic === "read" && wanted === "read")) parts.push(sql`(${entries.memoryType} = 'episodic' and ${entries.agentId} = ${owner})`);
       if (wanted === "read") {
         if (isAdmin(caller)) parts.push(sql`(${entries.memoryType} = 'working' and ${entries.agentId} = ${owner})`);
-        else parts.push(sql`(${entries.memoryType} = 'working' and ${entries.agentId} = ${owner} and ${entries.taskId} in (${readableTasks(caller, owner)}))`);
+        else parts.push(sql`(${entries.memoryType} = 'working' and ${entries.agentId} = ${owner} and ${entries.taskId} in (${readableTasks(caller, owner, await intentsCoordinatedBy(ctx, me))}))`);
       }
     }
   }
   return parts.length ? sql`(${sql.join(parts, sql` or `)})` : sql`false`;
 }
 
-/** Tasks whose working memory of `owner` the caller reads: it coordinates them, holds them after the owner, or holds an inheriting sub-task. */
-function readableTasks(caller: Caller, owner: string): SQL {
+/**
+ * Tasks whose working memory of `owner` the caller reads: it coordinates them (its coordinator key
+ * created them, or it holds the live coordinator lease of their intent), holds them after the
+ * owner, or holds an inheriting sub-task.
+ */
+function readableTasks(caller: Caller, owner: string, leaseIntents: string[]): SQL {
   const me = actingAgent(caller);
-  const coordinated = isCoordinator(caller) ? sql`${tasks.createdBy} = any(${textArray(callerNames(caller))})` : sql`false`;
+  const byKey = isCoordinator(caller) ? sql`${tasks.createdBy} = any(${textArray(callerNames(caller))})` : sql`false`;
+  const byLease = leaseIntents.length ? sql`${tasks.intentId}::text = any(${textArray(leaseIntents)})` : sql`false`;
+  const coordinated = sql`(${byKey} or ${byLease})`;
   return sql`select ${tasks.taskId} from ${tasks} where ${coordinated} or (${tasks.assignedAgent} = ${me} and ${owner} = any(${tasks.previousAgents}))
     union all select ${tasks.parentTaskId} from ${tasks} where ${tasks.assignedAgent} = ${me} and ${tasks.parentTaskId} is not null
       and coalesce((${tasks.memoryPolicy} ->> 'inherit_from_parent')::boolean, false)`;
