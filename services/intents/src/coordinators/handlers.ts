@@ -16,6 +16,7 @@ import {
   type RecordDecisionBody,
   intentEvents,
 } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { assignments, events } from "../db/schema";
@@ -23,7 +24,6 @@ import { agentStatus } from "../db/schema-agents";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assertNoLiveHolder, expiryAfter, isLive, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * Coordinator leases and decisions (RFC-0013; docs/coordinators.md). Every change locks the
