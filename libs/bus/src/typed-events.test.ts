@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { agentEvents, intentEvents, systemEvents, taskEvents } from "@intentmesh/contracts";
+import { agentEvents, intentEvents, systemEvents, taskEvents, type IntentStatus } from "@intentmesh/contracts";
+import type { Database, InboxTable } from "@intentmesh/db";
+import type { Logger } from "@intentmesh/telemetry";
 import { newEvent } from "./event-log";
-import { eventFamilyOn, eventOn, type TypedEvent } from "./subscribe";
+import type { Bus } from "./connection";
+import { eventFamilyOn, eventOn, subscribe, type TypedEvent } from "./subscribe";
 import { newSystemEvent } from "./system-events";
 
 /**
@@ -54,5 +57,33 @@ describe("typed events", () => {
       // @ts-expect-error only task.completed / failed / cancelled carry memory_policy: narrow by name first
       event.payload.memory_policy;
     expect(typeof memoryPolicyOf).toBe("function");
+  });
+
+  it("subscribe hands the handler the source's typed event (a bare definition means its first log)", () => {
+    // Compiled, not run: it would need a bus.
+    const follow = (bus: Bus, db: Database, inbox: InboxTable, logger: Logger) => {
+      void subscribe(bus, intentEvents.statusChanged, {
+        durable: "d",
+        db,
+        inbox,
+        logger,
+        handle: async (_tx, event) => {
+          const to: IntentStatus = event.payload.to;
+          // @ts-expect-error an intent event's envelope has intent_id, not agent_id
+          void event.agent_id;
+          void to;
+        },
+      });
+      void subscribe(bus, eventFamilyOn(taskEvents, "intent", "task."), {
+        durable: "d",
+        db,
+        inbox,
+        logger,
+        handle: async (_tx, event) => {
+          if (event.event_type === taskEvents.completed.name) void event.payload.memory_policy.archive_on_completion;
+        },
+      });
+    };
+    expect(typeof follow).toBe("function");
   });
 });

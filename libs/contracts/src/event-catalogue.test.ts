@@ -1,12 +1,28 @@
 import { describe, expect, it } from "vitest";
 import { eventCatalogue, findEvent, isSystemIntentEventType, systemEventPayloadSchema, systemIntentEventTypes } from "./event-catalogue";
 import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
-import { federationEventTypes } from "./event-catalogue";
+import { federationEventTypes, federationEvents, governanceEvents, memoryEventTypes, memoryEvents, systemEvents } from "./event-catalogue";
+import { agentEvents, intentEvents, portfolioEvents } from "./event-types";
+import { taskEvents } from "./tasks";
+import { planEvents } from "./plans";
 
 const memoryData = { entry_id: "e1", namespace: "ns", key: "k", memory_type: "working", version: 2, previous_version: 1, tags: ["a"] };
 const memoryEvent = { agent_id: "agent-1", intent_id: "i1", task_id: null, data: memoryData };
 
 describe("event catalogue", () => {
+  it("holds every definition of every group, and the name maps are the groups' names", () => {
+    for (const group of [intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents, memoryEvents, federationEvents, governanceEvents]) {
+      for (const definition of Object.values(group)) expect(eventCatalogue, definition.name).toContain(definition);
+    }
+    expect(intentEventTypes.statusChanged).toBe(intentEvents.statusChanged.name);
+    expect(agentEventTypes.assigned).toBe(intentEvents.agentAssigned.name);
+    expect(memoryEventTypes.archived).toBe("memory.archived");
+    expect(Object.keys(intentEventTypes)).toEqual(Object.keys(intentEvents));
+    expect(findEvent("intent", "task.completed")).toBe(taskEvents.completed);
+    expect(findEvent("intent", "plan.paused")).toBe(planEvents.paused);
+    expect(findEvent("agent", "task.completed")).toBeUndefined();
+  });
+
   it("lists every name of event-types and federation exactly once per log", () => {
     for (const name of Object.values(intentEventTypes)) expect(findEvent("intent", name)?.name).toBe(name);
     for (const name of Object.values(portfolioEventTypes)) expect(findEvent("portfolio", name)?.name).toBe(name);

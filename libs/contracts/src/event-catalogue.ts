@@ -4,7 +4,7 @@ import { defineEvent, eventNames, type EventDefinition, type EventLog } from "./
 import { agentEvents, intentEvents, portfolioEvents } from "./event-types";
 import { taskEvents } from "./tasks";
 import { planEvents } from "./plans";
-import { ToolInvokedPayload } from "./vault";
+import { ToolInvokedPayload, vaultEventTypes } from "./vault";
 import { TriggerFiredPayload } from "./triggers";
 
 /**
@@ -196,7 +196,8 @@ export const systemEvents = {
   memoryEvicted: memoryEvents.evicted,
   memoryExpired: memoryEvents.expired,
   ...governanceEvents,
-  toolInvoked: systemEvent("tool.invoked", ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material"),
+  // The name is the vault catalogue's (vault.ts vaultEventTypes): the vault writes it on its own log too.
+  toolInvoked: systemEvent(vaultEventTypes.toolInvoked, ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material"),
   triggerFired: systemEvent("trigger.fired", ["intent"], TriggerFiredPayload, "the intent was created by a trigger firing (RFC-0017 §3.2, §5.2 lineage)"),
   ...federationEvents,
 } as const satisfies Record<string, EventDefinition>;

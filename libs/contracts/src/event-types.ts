@@ -1,10 +1,12 @@
 import { defineEvent, eventNames, type EventDefinition, type EventLog } from "./event-definition";
 import * as P from "./event-payloads";
 
-
 /**
- * The catalogue of event type names: every name the server writes to a log is spelled once,
- * here, and every writer, projection, test and document takes it from here.
+ * The events of the intents service's and the registry's own logs, each one definition
+ * (defineEvent: name, logs, payload schema): every name the server writes to a log is spelled
+ * once, in a definition here or in the event catalogue (tasks.ts, plans.ts, event-catalogue.ts),
+ * and every writer (newEvent), subscriber (subscribe), test and document takes it from there.
+ * The name maps (intentEventTypes, ...) are derived from the definitions.
  *
  * How a name was chosen (docs/compatibility.md):
  * - the spec names it (part 6: intent.suspended, agent.lifecycle, budget_alert,

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { isoTimestamp, type Caller, type Intent, type SetAclBody, intentEvents } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
 import { aclEntries } from "../db/schema-acl";
 import { appendToLog, type NewEvent } from "../kernel/event-log";
 import { assertExpiryAhead } from "./rules";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * POST /intents with `acl`: the intent, its ACL (owner: the creating key's principal) and its

@@ -22,6 +22,7 @@ import {
   type IntentAccessCheck,
   intentEvents,
 } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
@@ -29,7 +30,6 @@ import { accessRequests, aclEntries } from "../db/schema-acl";
 import { appendToLog, type NewEvent } from "../kernel/event-log";
 import { assertExpiryAhead, assertPermission, assertRequestsForItself, entryIsLive, permissionOf } from "./rules";
 import { inList, readAccessFacts, readManyAccessFacts } from "./statements";
-import { newEvent } from "@intentmesh/bus";
 
 /** Pending requests one intent may hold: each is an event and a row a principal without access can make. */
 export const MAX_PENDING_ACCESS_REQUESTS = 500;

@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
 import { isoTimestamp, intentEvents } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import { rowsOf } from "@intentmesh/db";
 import { Sweeper } from "@intentmesh/service";
 import type { IntentsContext } from "../kernel/context";
 import { appendToLog } from "../kernel/event-log";
-import { newEvent } from "@intentmesh/bus";
 
 interface ExpiredEntry {
   id: string;

@@ -3,11 +3,11 @@ import { and, asc, eq } from "drizzle-orm";
 import { enforceGovernance } from "../governance/handlers";
 import type { GovernancePolicy } from "@intentmesh/contracts";
 import { type Assignment, type Caller } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { assignments } from "../db/schema";
 import { appendToLog, assertIntentExists, lockIntent } from "../kernel/event-log";
 import { toAssignment } from "../kernel/mapping";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * POST /intents/{id}/agents: assigns an agent. Assigning an agent already assigned with the same

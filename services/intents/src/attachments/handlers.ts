@@ -3,12 +3,12 @@ import { randomUUID } from "node:crypto";
 import { enforceGovernance } from "../governance/handlers";
 import { and, asc, eq, gt } from "drizzle-orm";
 import { errors, fitPage, isoTimestamp, type Attachment, type Caller, type CreateAttachmentBody } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { attachments } from "../db/schema-records";
 import { appendToLog, assertIntentExists } from "../kernel/event-log";
 import { metadataIssues } from "./metadata";
 import { allows } from "../kernel/access";
-import { newEvent } from "@intentmesh/bus";
 
 type AttachmentRow = typeof attachments.$inferSelect;
 

@@ -19,6 +19,7 @@ import {
   intentEvents,
   type SetCoordinatorBody,
 } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { assignments, events } from "../db/schema";
@@ -28,7 +29,6 @@ import { costTotals } from "../db/schema-costs";
 import { judgeDecision, needsReview, PLAN_DECISIONS, readGuardrails, type GuardrailBreach, type Guardrails } from "./guardrails";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assertNoLiveHolder, expiryAfter, isLive, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * Coordinator leases and decisions (RFC-0013; docs/coordinators.md). Every change locks the

@@ -23,11 +23,11 @@ import { isBudgetBlocked } from "../costs/budget";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { toLease } from "../kernel/mapping";
 import { actingAgent } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import { recordCostInTx } from "../costs/handlers";
 import { toRetryPolicy } from "./retry-policy";
 import { agentWorkRefusal } from "../agents/agent-status";
 import { taskOfIntent } from "../tasks/store";
-import { newEvent } from "@intentmesh/bus";
 
 type FailureRow = typeof failures.$inferSelect;
 type LeaseRow = typeof leases.$inferSelect;

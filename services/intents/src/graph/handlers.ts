@@ -14,6 +14,7 @@ import {
   type IntentStatus,
   intentEvents,
 } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { appendToLog, assertIntentExists, type NewEvent } from "../kernel/event-log";
@@ -35,7 +36,6 @@ import {
   visibleTo,
   type GraphRow,
 } from "./statements";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * Intent graphs (RFC-0002; docs/graphs.md): children, dependencies, the lists and the graph the

@@ -2,6 +2,7 @@ import { assertIoTypes } from "../workflows/rules";
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, type Intent, intentsCommands, isoTimestamp, type ListIntentsQuery, intentEvents } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
 import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../kernel/statements";
@@ -11,7 +12,6 @@ import { bypassesAcl } from "../acl/rules";
 import { readableBy } from "../acl/statements";
 import { insertIntentWithAcl } from "../acl/create";
 import { assertGraphAccess, lockGraphOfNewIntent } from "../graph/handlers";
-import { newEvent } from "@intentmesh/bus";
 
 /** POST /intents: the intent at version 1 and its intent_created event, in one statement. */
 export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, caller: Caller, chosenId?: string, parentChecked = false): Promise<Intent> {

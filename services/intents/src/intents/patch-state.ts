@@ -1,4 +1,5 @@
 import { errors, intentsCommands, type Caller, type Intent, type StatePatch, intentEvents } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import { assertStateWithinLimit } from "../kernel/state-size";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntentForWrite } from "../kernel/statements";
@@ -8,7 +9,6 @@ import { assertLeasesAllowWrite } from "../leases/rules";
 import { assertAgentMayWork } from "../costs/budget";
 import { adoptSuspension } from "../suspension/handlers";
 import { enforceGovernance } from "../governance/handlers";
-import { newEvent } from "@intentmesh/bus";
 
 /** How often a write re-checks when only the leases changed under it (its version still holds). */
 const LEASE_RACE_ATTEMPTS = 5;

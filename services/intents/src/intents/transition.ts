@@ -1,4 +1,5 @@
 import { errors, type Caller, type Intent, type IntentStatus, type StatusTransitionBody, intentEvents } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntent } from "../kernel/statements";
 import { missingOrStale } from "../kernel/event-log";
@@ -7,7 +8,6 @@ import { assertAgentMayWork } from "../costs/budget";
 import { cancelByAbandon, suspendByStatus } from "../suspension/handlers";
 import { enforceGovernance } from "../governance/handlers";
 import { activateInGraph, completeInGraph } from "../graph/handlers";
-import { newEvent } from "@intentmesh/bus";
 
 /** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
 export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {

@@ -12,10 +12,10 @@ import { toLease } from "../kernel/mapping";
 import { leaseState, scopeKey } from "./lease-scope";
 import { PointerError } from "../kernel/json-pointer";
 import { actingAgent } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import { assertMayRelease, assertMayRenew, assertMayTakeLease } from "./rules";
 import { assertAgentMayWork } from "../costs/budget";
 import { agentWorkRefusal } from "../agents/agent-status";
-import { newEvent } from "@intentmesh/bus";
 
 type LeaseRow = typeof leases.$inferSelect;
 

@@ -16,13 +16,13 @@ import {
   type TraceDetail,
   intentEvents,
 } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { appendToLog, assertIntentExists, lockIntentRow } from "../kernel/event-log";
 import { toEvent } from "../kernel/mapping";
 import { events } from "../db/schema";
 import { traces, traceSpans } from "../db/schema-tracing";
 import { eventsWithinBudget, spansToLink, type StoredSpan } from "./rules";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * RFC-0020 distributed tracing (docs/tracing.md): traces started on an intent, spans linked to

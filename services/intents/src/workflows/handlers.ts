@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { asc, desc, eq } from "drizzle-orm";
 import { AgentId, errors, isoTimestamp, type Caller, type CreateWorkflowBody, type JsonObject, type TaskStatus, type TriggerWorkflowBody, type Workflow, type WorkflowRun, intentEvents } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { plans, workflows } from "../db/schema-plans";
@@ -11,7 +12,6 @@ import { writeNewPlan } from "../plans/handlers";
 import { tasksOfPlan, toPlan, type PlanRow } from "../plans/statements";
 import type { NewPlanTask } from "../plans/rules";
 import { parseRef, parseWorkflow } from "./rules";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * The workflow commands (im.intents.workflows.*), the MCP server's /workflows calls mapped onto

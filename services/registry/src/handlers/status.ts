@@ -13,6 +13,7 @@ import {
   type PendingCommand,
   agentEvents,
 } from "@intentmesh/contracts";
+import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { RegistryContext } from "../context";
 import { agents } from "../db/schema";
@@ -20,7 +21,6 @@ import { commitAgentChange, lifecycleEvent, type NewAgentEvent } from "../agent-
 import { assertRequestedTransition, nextCheckAt } from "../domain/lifecycle";
 import { assertMayManage, isServerInitiated } from "../domain/access";
 import { toAgent, type AgentRow } from "../mapping";
-import { newEvent } from "@intentmesh/bus";
 
 /**
  * PATCH /agents/{id}/status (and PUT): a drain, by the agent itself, a coordinator or an admin.
