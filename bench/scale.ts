@@ -219,6 +219,9 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
       if (config.warmupSeconds > 0) {
         await plan.resync?.();
         await load(targets, plan.options, config.warmupSeconds);
+        // autocannon ends with requests still in flight; they are let finish before the
+        // versions are read again, or one served by another replica after that read is a 409.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
       }
       await plan.resync?.();
       meter.begin();
