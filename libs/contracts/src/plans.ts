@@ -29,7 +29,18 @@ export const MAX_DECOMPOSE_DEPTH = 10;
 
 const Label = z.string().trim().min(1).max(200);
 
-/** A checkpoint (RFC 0012 2.3; the client's Checkpoint.to_dict): kept and answered, not enforced (docs/plans.md). */
+/** How a checkpoint stands: pending until its task is done, then awaiting approval (reached, escalated) or resolved. */
+export const CHECKPOINT_STATUSES = ["pending", "reached", "escalated", "passed", "approved", "rejected", "timed_out"] as const;
+export type CheckpointStatus = (typeof CHECKPOINT_STATUSES)[number];
+/** A checkpoint in these states holds its plan paused until approved or rejected. */
+export const AWAITING_CHECKPOINT: readonly CheckpointStatus[] = ["reached", "escalated"];
+
+/**
+ * A checkpoint (RFC 0012 2.3; the client's Checkpoint.to_dict). Enforced (docs/plans.md): when
+ * its task is done the plan pauses until it is approved. status, approved_by, approved_at,
+ * reached_at, due_at, rejected_by and reason are the server's: accepted (a client may send back
+ * what it read) and replaced by what is stored.
+ */
 export const PlanCheckpoint = z
   .object({
     id: Label.optional(),
@@ -43,18 +54,28 @@ export const PlanCheckpoint = z
     status: z.string().trim().min(1).max(50).default("pending"),
     approved_by: Label.nullable().optional(),
     approved_at: Timestamp.nullable().optional(),
+    reached_at: Timestamp.nullable().optional(),
+    due_at: Timestamp.nullable().optional(),
+    rejected_by: Label.nullable().optional(),
+    reason: z.string().max(2000).nullable().optional(),
   })
   .strict()
   .openapi("PlanCheckpoint");
 export type PlanCheckpoint = z.output<typeof PlanCheckpoint>;
 
-/** A condition (RFC 0012 2.4; the client's PlanCondition): kept and answered, not evaluated (docs/plans.md). */
+/**
+ * A condition (RFC 0012 2.4; the client's PlanCondition): `when` (a safe expression subset,
+ * docs/plans.md) is evaluated once every task it names is done; false skips task_id. result and
+ * evaluated_at are the server's (accepted, replaced by what is stored).
+ */
 export const PlanCondition = z
   .object({
     id: Label.optional(),
     task_id: Label,
     when: z.string().trim().min(1).max(2000),
-    otherwise: z.string().trim().min(1).max(50).default("skip"),
+    otherwise: z.enum(["skip"]).default("skip").openapi({ description: "what a false condition does to its task: skip (the RFC's only action)" }),
+    result: z.boolean().nullable().optional(),
+    evaluated_at: Timestamp.nullable().optional(),
   })
   .strict()
   .openapi("PlanCondition");
@@ -168,6 +189,14 @@ export const Plan = z
 export type Plan = z.infer<typeof Plan>;
 
 const PlanRef = z.object({ plan_id: Uuid, intent_id: Uuid.optional() });
+const CheckpointRef = z.object({ plan_id: Uuid, checkpoint_id: Label });
+
+/** POST /plans/{id}/checkpoints/{cp}/approve. */
+export const ApproveCheckpointBody = z.object({ comment: z.string().trim().max(2000).optional() }).strict().openapi("ApproveCheckpoint");
+/** POST /plans/{id}/checkpoints/{cp}/reject: the plan fails (the RFC's on_reject path is not modelled). */
+export const RejectCheckpointBody = z.object({ reason: z.string().trim().max(2000).optional() }).strict().openapi("RejectCheckpoint");
+
+const CHECKPOINT_ERRORS = ["PLAN_NOT_FOUND", "PLAN_CHECKPOINT_NOT_FOUND", "CHECKPOINT_NOT_AWAITING", "FORBIDDEN"] as const;
 
 const PLAN_CREATE_ERRORS = ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"] as const;
 
@@ -181,8 +210,11 @@ export const planCommands = {
     "plans.update",
     z.object({ plan_id: Uuid }).merge(IfMatch).extend({ body: PatchPlanBody }),
     Plan,
-    ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"],
+    ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN", "PLAN_AT_CHECKPOINT"],
   ),
+  checkpoints: command("intents", "plans.checkpoints", z.object({ plan_id: Uuid }), z.array(z.record(z.string(), z.unknown())), ["PLAN_NOT_FOUND"]),
+  approveCheckpoint: command("intents", "plans.checkpoint-approve", CheckpointRef.extend({ body: ApproveCheckpointBody }), Plan, CHECKPOINT_ERRORS),
+  rejectCheckpoint: command("intents", "plans.checkpoint-reject", CheckpointRef.extend({ body: RejectCheckpointBody }), Plan, CHECKPOINT_ERRORS),
 } as const;
 
 /**
@@ -196,11 +228,22 @@ export const planEvents = {
   /** Fields changed without a change of state (tasks, checkpoints, conditions, ...). */
   updated: { type: "plan.updated", payload: z.object({ ...base, changed: z.array(z.string()) }) },
   activated: { type: "plan.activated", payload: z.object({ ...base, from: PlanState }) },
-  paused: { type: "plan.paused", payload: z.object({ ...base, from: PlanState, reason: z.string(), task_id: Uuid.nullable() }) },
+  paused: { type: "plan.paused", payload: z.object({ ...base, from: PlanState, reason: z.string(), task_id: Uuid.nullable(), checkpoint_id: z.string().nullable().optional() }) },
   resumed: { type: "plan.resumed", payload: z.object({ ...base, from: PlanState }) },
   completed: { type: "plan.completed", payload: z.object({ ...base, from: PlanState, tasks_completed: z.number().int(), tasks_skipped: z.number().int(), duration_ms: z.number().int() }) },
   failed: { type: "plan.failed", payload: z.object({ ...base, from: PlanState, failed_task_id: Uuid.nullable(), error: z.string().nullable() }) },
   cancelled: { type: "plan.cancelled", payload: z.object({ ...base, from: PlanState }) },
+  /** RFC 0012 7: the task a checkpoint follows is done; with requires_approval the plan pauses. */
+  checkpointReached: {
+    type: "plan.checkpoint_reached",
+    payload: z.object({ ...base, checkpoint_id: z.string(), task_id: Uuid, requires_approval: z.boolean(), due_at: Timestamp.nullable() }),
+  },
+  checkpointApproved: { type: "plan.checkpoint_approved", payload: z.object({ ...base, checkpoint_id: z.string(), approved_by: z.string(), automatic: z.boolean() }) },
+  checkpointRejected: { type: "plan.checkpoint_rejected", payload: z.object({ ...base, checkpoint_id: z.string(), rejected_by: z.string(), reason: z.string().nullable() }) },
+  /** timeout_hours passed without a decision: on_timeout says what followed (escalate keeps the plan paused). */
+  checkpointTimedOut: { type: "plan.checkpoint_timed_out", payload: z.object({ ...base, checkpoint_id: z.string(), on_timeout: z.enum(["escalate", "auto_approve", "fail"]) }) },
+  /** A condition's `when` evaluated (RFC 0012 2.4): false skips its task. */
+  conditionEvaluated: { type: "plan.condition_evaluated", payload: z.object({ ...base, condition_id: z.string(), task_id: Uuid, result: z.boolean(), skipped: z.boolean() }) },
 } as const;
 export type PlanEventKey = keyof typeof planEvents;
 export type PlanEventPayload<K extends PlanEventKey> = z.input<(typeof planEvents)[K]["payload"]>;

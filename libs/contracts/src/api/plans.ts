@@ -1,4 +1,4 @@
-import { ALL_ROLES, COORDINATOR_ROLES, type ApiRoute } from "../api-route";
+import { ALL_ROLES, COORDINATOR_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { planCommands } from "../plans";
 
 /**
@@ -85,5 +85,36 @@ export const plansRoutes = [
     etag: true,
     access: { roles: COORDINATOR_ROLES },
     summary: "Change a plan's state, tasks, checkpoints, conditions or failure action (If-Match required: 428 without, 409 stale)",
+  },
+  {
+    operationId: "plansCheckpoints",
+    tag: "Plans",
+    method: "get",
+    path: "/plans/{plan_id}/checkpoints",
+    command: planCommands.checkpoints,
+    access: { roles: ALL_ROLES },
+    summary: "A plan's checkpoints with their status (pending, reached, escalated, passed, approved, rejected, timed_out), in plan order",
+  },
+  {
+    operationId: "plansCheckpointApprove",
+    tag: "Plans",
+    method: "post",
+    path: "/plans/{plan_id}/checkpoints/{checkpoint_id}/approve",
+    command: planCommands.approveCheckpoint,
+    body: "body",
+    etag: true,
+    access: { roles: HUMAN_ROLES },
+    summary: "Approve a checkpoint awaiting approval; the plan resumes once none awaits (its approvers, or an admin key, when it names approvers)",
+  },
+  {
+    operationId: "plansCheckpointReject",
+    tag: "Plans",
+    method: "post",
+    path: "/plans/{plan_id}/checkpoints/{checkpoint_id}/reject",
+    command: planCommands.rejectCheckpoint,
+    body: "body",
+    etag: true,
+    access: { roles: HUMAN_ROLES },
+    summary: "Reject a checkpoint awaiting approval; the plan fails",
   },
 ] as const satisfies readonly ApiRoute[];
