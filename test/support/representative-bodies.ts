@@ -126,6 +126,7 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
   // RFC 0024 workflows: the MCP server's create_workflow and trigger_workflow.
   workflowsCreate: { name: "report", yaml_spec: "workflow:\n  fetch:\n    title: Fetch\n", description: "d", created_by: "writer-1" },
   workflowsTrigger: { inputs: { quarter: "Q1" }, triggered_by: "writer-1" },
+  workflowsUpdate: { name: "report v2", description: "d2", yaml_spec: "workflow:\n  fetch:\n    title: Fetch\n" },
   tasksPatch: { status: "blocked", blocked_reason: "waiting" },
   tasksClaim: {},
   tasksStart: {},

@@ -1,5 +1,5 @@
 import { z } from "./zod";
-import { JsonObject, Timestamp, Uuid } from "./common";
+import { JsonObject, Timestamp, Uuid, pageLimit } from "./common";
 import { command, IfMatch } from "./command";
 import { TaskStatus } from "./tasks";
 
@@ -189,6 +189,16 @@ export const Plan = z
 export type Plan = z.infer<typeof Plan>;
 
 const PlanRef = z.object({ plan_id: Uuid, intent_id: Uuid.optional() });
+
+/**
+ * GET /intents/{id}/plans: a bare list (the client's list_plans reads an array and sends no
+ * paging), oldest first, paged by limit (default 100, at most 500) and offset; a page also
+ * stops before 768 KiB of JSON.
+ */
+export const ListPlansQuery = z.object({
+  limit: pageLimit(100, 500),
+  offset: z.coerce.number().int().min(0).max(100_000).default(0),
+});
 const CheckpointRef = z.object({ plan_id: Uuid, checkpoint_id: Label });
 
 /** POST /plans/{id}/checkpoints/{cp}/approve. */
@@ -204,7 +214,7 @@ export const planCommands = {
   create: command("intents", "plans.create", z.object({ intent_id: Uuid, body: CreatePlanBody }), Plan, PLAN_CREATE_ERRORS),
   decompose: command("intents", "plans.decompose", z.object({ intent_id: Uuid, body: DecomposeBody }), Plan, ["INTENT_CLOSED", "INTENT_NOT_FOUND"]),
   get: command("intents", "plans.get", PlanRef, Plan, ["PLAN_NOT_FOUND"]),
-  list: command("intents", "plans.list", z.object({ intent_id: Uuid }), z.array(Plan), ["INTENT_NOT_FOUND"]),
+  list: command("intents", "plans.list", z.object({ intent_id: Uuid, query: ListPlansQuery }), z.array(Plan), ["INTENT_NOT_FOUND"]),
   update: command(
     "intents",
     "plans.update",

@@ -33,7 +33,7 @@ import { listCosts, recordCost, setBudget } from "./costs/handlers";
 import { IntentAccessGuard } from "./acl/guard";
 import { AclExpirySweeper } from "./acl/sweeper";
 import { approveAccessRequest, checkAccess, checkAccessMany, createAccessRequest, denyAccessRequest, getAcl, grantAccess, listAccessRequests, revokeAccess, setAcl } from "./acl/handlers";
-import { createWorkflow, getWorkflow, listWorkflows, triggerWorkflow } from "./workflows/handlers";
+import { createWorkflow, getWorkflow, listWorkflows, triggerWorkflow, updateWorkflow, deleteWorkflow } from "./workflows/handlers";
 import { createPlan, decomposeTask, getPlan, listPlans, updatePlan } from "./plans/handlers";
 import { decideCheckpoint, listCheckpoints as listPlanCheckpoints, PlanCheckpointSweeper } from "./plans/checkpoints";
 import { cancelTask, claimTask, completeTask, createTask, failTask, getTask, listTasks, patchTask, startTask, unknownTasksOf } from "./tasks/handlers";
@@ -203,7 +203,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     create: (input, caller) => createPlan(ctx, input.intent_id, input.body, caller),
     decompose: (input, caller) => decomposeTask(ctx, input.intent_id, input.body, caller),
     get: (input) => getPlan(ctx, input.plan_id, input.intent_id),
-    list: (input) => listPlans(ctx, input.intent_id),
+    list: (input) => listPlans(ctx, input.intent_id, input.query),
     update: (input, caller) => updatePlan(ctx, input.plan_id, input.if_match, input.body, caller),
     checkpoints: (input) => listPlanCheckpoints(ctx, input.plan_id),
     approveCheckpoint: (input, caller) => decideCheckpoint(ctx, input.plan_id, input.checkpoint_id, { kind: "approve" }, caller),
@@ -214,6 +214,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     get: (input) => getWorkflow(ctx, input.workflow_id),
     list: (input) => listWorkflows(ctx, input.query),
     trigger: (input, caller) => triggerWorkflow(ctx, input.workflow_id, input.body, caller),
+    update: (input) => updateWorkflow(ctx, input.workflow_id, input.if_match, input.body),
+    delete: (input) => deleteWorkflow(ctx, input.workflow_id, input.if_match),
   });
   serve(verifiableLogCommands, {
     verify: (input) => verifyLog(ctx, input.intent_id),

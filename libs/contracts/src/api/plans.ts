@@ -51,8 +51,9 @@ export const plansRoutes = [
     method: "get",
     path: "/intents/{intent_id}/plans",
     command: planCommands.list,
+    query: "query",
     access: { roles: ALL_ROLES },
-    summary: "An intent's plans, oldest first, as a bare list (the Python client's list_plans)",
+    summary: "An intent's plans, oldest first, as a bare list paged by limit (default 100, at most 500) and offset; a page also stops before 768 KiB of JSON (the Python client's list_plans)",
   },
   {
     operationId: "plansGetOfIntent",

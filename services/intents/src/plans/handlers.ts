@@ -7,6 +7,7 @@ import { plans } from "../db/schema-plans";
 import { tasks } from "../db/schema-tasks";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
+import { withinPageBytes } from "../kernel/page-bytes";
 import { namedTasks, parseExpression } from "./expression";
 import { advancePlan } from "./effects";
 import { awaitsApproval, checkpointDueAt, taskResolver } from "./follow";
@@ -228,11 +229,11 @@ export async function getPlan(ctx: IntentsContext, planId: string, intentId: str
   return answer(ctx.db, row);
 }
 
-/** GET /intents/{id}/plans: every plan of the intent, oldest first, as a bare list (the client's list_plans). */
-export async function listPlans(ctx: IntentsContext, intentId: string): Promise<Plan[]> {
-  const rows = await plansOfIntent(ctx.db, intentId);
+/** GET /intents/{id}/plans: the intent's plans, oldest first, as a bare list (the client's list_plans), paged by limit, offset and bytes. */
+export async function listPlans(ctx: IntentsContext, intentId: string, query: { limit: number; offset: number }): Promise<Plan[]> {
+  const rows = await plansOfIntent(ctx.db, intentId, query);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  return Promise.all(rows.map((row) => answer(ctx.db, row)));
+  return withinPageBytes(await Promise.all(rows.map((row) => answer(ctx.db, row))));
 }
 
 /**

@@ -77,8 +77,8 @@ export async function readPlan(db: Queryable, planId: string): Promise<PlanRow> 
   return row;
 }
 
-export async function plansOfIntent(db: Queryable, intentId: string): Promise<PlanRow[]> {
-  return db.select().from(plans).where(eq(plans.intentId, intentId)).orderBy(asc(plans.seq));
+export async function plansOfIntent(db: Queryable, intentId: string, page: { limit: number; offset: number }): Promise<PlanRow[]> {
+  return db.select().from(plans).where(eq(plans.intentId, intentId)).orderBy(asc(plans.seq)).offset(page.offset).limit(page.limit);
 }
 
 /** The conditional UPDATE every plan change goes through: version + 1 only if the plan is still at the version read. */
