@@ -26,6 +26,8 @@ interface World {
   attachmentId(): Promise<string>;
   task(status?: "pending" | "claimed" | "running"): Promise<{ id: string; version: number }>;
   plan(): Promise<{ id: string; version: number }>;
+  /** A plan paused at its checkpoint cp_1 (awaiting approval). */
+  pausedPlan(): Promise<{ id: string; version: number }>;
   approvalId(): Promise<string>;
   channelId(): Promise<string>;
   messageId(): Promise<string>;
@@ -102,6 +104,9 @@ const samples: Record<string, Sample> = {
   plansList: {},
   plansGetOfIntent: { prepare: async (w) => ({ params: { plan_id: (await w.plan()).id } }) },
   plansGet: { prepare: async (w) => ({ params: { plan_id: (await w.plan()).id } }) },
+  plansCheckpoints: { prepare: async (w) => ({ params: { plan_id: (await w.plan()).id } }) },
+  plansCheckpointApprove: { prepare: async (w) => ({ params: { plan_id: (await w.pausedPlan()).id, checkpoint_id: "cp_1" }, body: { comment: "fine" } }) },
+  plansCheckpointReject: { prepare: async (w) => ({ params: { plan_id: (await w.pausedPlan()).id, checkpoint_id: "cp_1" }, body: { reason: "not yet" } }) },
   plansUpdate: { prepare: async (w) => {
     const plan = await w.plan();
     return { params: { plan_id: plan.id }, body: { metadata: { n: 1 } }, ifMatch: String(plan.version) };
@@ -275,6 +280,14 @@ function newWorld(intentId: string): World {
     plan: async () => {
       const plan = await ok(await admin("/plans", { body: { intent_id: intentId } }), "plan");
       return { id: plan.id, version: plan.version };
+    },
+    pausedPlan: async () => {
+      const plan = await ok(await admin(`/intents/${intentId}/plans`, { body: { title: "gated", steps: [{ title: "a" }, { title: "b" }], checkpoints: [{ name: "gate", after_task: "a" }] } }), "gated plan");
+      const first = plan.steps[0].task_id;
+      for (const action of ["claim", "start", "complete"]) await ok(await admin(`/tasks/${first}/${action}`, { body: action === "complete" ? { output: {} } : {} }), action);
+      const paused = await ok(await admin(`/plans/${plan.id}`), "paused plan");
+      expect(paused.state).toBe("paused");
+      return { id: paused.id, version: paused.version };
     },
     approvalId: once(async () => (await ok(await admin(`/intents/${intentId}/approvals`, { headers: { "X-Agent-ID": "requester" }, body: { action: "complete" } }), "approval")).id),
     channelId,

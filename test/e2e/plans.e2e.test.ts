@@ -250,3 +250,16 @@ describe("the MCP server's plans: openintent_create_plan, openintent_get_plan, o
     expectError(await cluster.api(`/intents/${intent.id}/plans/decompose`, { key: "coordinator", body: { task_description: "  " } }), 400, "VALIDATION_FAILED");
   });
 });
+
+describe("GET /intents/{id}/plans is bounded", () => {
+  it("pages by limit (default 100, at most 500) and offset, oldest first; the client's bare call gets the first page", async () => {
+    const intent = await createIntent(cluster);
+    const ids: string[] = [];
+    for (let n = 0; n < 3; n++) ids.push((await cluster.api("/plans", { key: "coordinator", body: { intent_id: intent.id, title: `p${n}` } })).body.id);
+    expect((await cluster.api(`/intents/${intent.id}/plans`)).body.map((p: any) => p.id)).toEqual(ids);
+    expect((await cluster.api(`/intents/${intent.id}/plans?limit=2`)).body.map((p: any) => p.id)).toEqual(ids.slice(0, 2));
+    expect((await cluster.api(`/intents/${intent.id}/plans?limit=2&offset=2`)).body.map((p: any) => p.id)).toEqual(ids.slice(2));
+    expectError(await cluster.api(`/intents/${intent.id}/plans?limit=501`), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${intent.id}/plans?limit=0`), 400, "VALIDATION_FAILED");
+  });
+});

@@ -177,3 +177,45 @@ workflow:
     expect(rest.map((w: any) => w.id)).toEqual(made.slice(3));
   });
 });
+
+describe("changing and deleting a workflow definition (docs/workflows.md)", () => {
+  const ONE = "workflow:\n  fetch:\n    title: Fetch\n    outputs:\n      revenue: number\n";
+  const TWO = "workflow:\n  fetch:\n    title: Fetch\n  publish:\n    title: Publish\n    depends_on: [fetch]\n";
+  it("PATCH needs If-Match, checks the YAML as create does, and leaves runs already started as they were", async () => {
+    const created = (await cluster.api("/workflows", { key: "coordinator", body: { name: "report", yaml_spec: ONE } })).body;
+    const run = (await cluster.api(`/workflows/${created.id}/trigger`, { key: "coordinator", body: { inputs: {} } })).body;
+    const patch = (body: unknown, version?: number) =>
+      cluster.api(`/workflows/${created.id}`, { method: "PATCH", key: "coordinator", body, headers: version === undefined ? {} : { "If-Match": String(version) } });
+    expectError(await patch({ name: "x" }), 428, "PRECONDITION_REQUIRED");
+    expectError(await patch({ name: "x" }, 7), 409, "VERSION_MISMATCH");
+    expectError(await patch({ yaml_spec: "workflow:\n  a:\n    title: A\n    depends_on: [nope]\n" }, 1), 422, "INPUT_WIRING_ERROR");
+    expectError(await patch({}, 1), 400, "VALIDATION_FAILED");
+    expect((await cluster.api(`/workflows/${created.id}`)).body).toMatchObject({ version: 1, name: "report", yaml_spec: ONE });
+    const changed = await patch({ name: "report v2", yaml_spec: TWO }, 1);
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body).toMatchObject({ version: 2, name: "report v2", yaml_spec: TWO });
+    expect(changed.body.phases.map((p: any) => p.name)).toEqual(["fetch", "publish"]);
+    expect(changed.headers.get("etag")).toBe('"2"');
+    // The run started before keeps its one phase; a new run has two.
+    expect((await cluster.api(`/plans/${run.plan_id}`)).body.progress.total).toBe(1);
+    const next = (await cluster.api(`/workflows/${created.id}/trigger`, { key: "coordinator", body: { inputs: {} } })).body;
+    expect(next.phases.map((p: any) => p.phase_name)).toEqual(["fetch", "publish"]);
+  });
+
+  it("DELETE removes the definition (a stale If-Match is 409); its runs stay readable and go on", async () => {
+    const created = (await cluster.api("/workflows", { key: "coordinator", body: { name: "gone", yaml_spec: ONE } })).body;
+    const run = (await cluster.api(`/workflows/${created.id}/trigger`, { key: "coordinator", body: { inputs: {} } })).body;
+    expectError(await cluster.api(`/workflows/${created.id}`, { method: "DELETE", key: "coordinator", headers: { "If-Match": "5" } }), 409, "VERSION_MISMATCH");
+    const deleted = await cluster.api(`/workflows/${created.id}`, { method: "DELETE", key: "coordinator" });
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    expect(deleted.body).toEqual({ status: "deleted", workflow_id: created.id });
+    expectError(await cluster.api(`/workflows/${created.id}`), 404, "WORKFLOW_NOT_FOUND");
+    expectError(await cluster.api(`/workflows/${created.id}`, { method: "DELETE", key: "coordinator" }), 404, "WORKFLOW_NOT_FOUND");
+    expectError(await cluster.api(`/workflows/${created.id}/trigger`, { key: "coordinator", body: { inputs: {} } }), 404, "WORKFLOW_NOT_FOUND");
+    expect((await cluster.api("/workflows?limit=200")).body.map((w: any) => w.id)).not.toContain(created.id);
+    const task = run.phases[0].task_id;
+    for (const action of ["claim", "start"]) expect((await cluster.api(`/tasks/${task}/${action}`, { key: "admin", body: {} })).status).toBe(200);
+    expect((await cluster.api(`/tasks/${task}/complete`, { key: "admin", body: { output: { revenue: 3 } } })).status).toBe(200);
+    expect((await cluster.api(`/plans/${run.plan_id}`)).body).toMatchObject({ state: "completed" });
+  });
+});

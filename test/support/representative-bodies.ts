@@ -130,10 +130,13 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
   },
   plansCreateForIntent: { title: "launch plan", steps: [{ title: "draft", description: "d" }, { title: "review", depends_on: ["draft"] }], created_by: "writer-1" },
   plansDecompose: { task_description: "Ship it:\n- build\n- test\n- release", max_depth: 2, requested_by: "writer-1" },
+  plansCheckpointApprove: { comment: "looks right" },
+  plansCheckpointReject: { reason: "numbers are off" },
   plansUpdate: { state: "active", tasks: [ID], on_failure: "fail" },
   // RFC 0024 workflows: the MCP server's create_workflow and trigger_workflow.
   workflowsCreate: { name: "report", yaml_spec: "workflow:\n  fetch:\n    title: Fetch\n", description: "d", created_by: "writer-1" },
   workflowsTrigger: { inputs: { quarter: "Q1" }, triggered_by: "writer-1" },
+  workflowsUpdate: { name: "report v2", description: "d2", yaml_spec: "workflow:\n  fetch:\n    title: Fetch\n" },
   tasksPatch: { status: "blocked", blocked_reason: "waiting" },
   tasksClaim: {},
   tasksStart: {},

@@ -158,7 +158,7 @@ export const LEGACY_EVENT_TYPES = {
 } as const;
 
 /** Namespaces reserved to the server: appending a name in them through POST /events would forge server facts. */
-const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio.", "task.", "federation.", "tool.", "grant.", "credential.", "trigger."];
+const RESERVED_EVENT_PREFIXES = ["intent.", "lease.", "agent.", "memory.", "governance.", "portfolio.", "task.", "federation.", "tool.", "grant.", "credential.", "trigger.", "plan."];
 
 /** Every name the server writes on any log, and the spec's names for what later services will write. */
 const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set<string>([
@@ -170,7 +170,8 @@ const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set<string>([
 
 /**
  * Event types a client may not append through POST /intents/{id}/events. Client names the
- * server does not emit itself (`comment`, `failure_recorded`, ...) stay open; task.* is the server's (tasks, docs/tasks.md).
+ * server does not emit itself (`comment`, `failure_recorded`, ...) stay open; task.* is the server's (tasks, docs/tasks.md), and so is plan.* (a forged
+ * plan.checkpoint_approved would mislead whoever watches a plan's gates, docs/plans.md).
  */
 export const isReservedEventType = (eventType: string): boolean =>
   RESERVED_EVENT_NAMES.has(eventType) || RESERVED_EVENT_PREFIXES.some((prefix) => eventType.startsWith(prefix));

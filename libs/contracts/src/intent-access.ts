@@ -180,6 +180,10 @@ const plans: RulesOf<typeof planCommands> = {
   get: { needs: "read", from: "plan_id" },
   list: read,
   update: { needs: "admin", from: "plan_id" },
+  // Deciding a checkpoint is work on the intent (write); a checkpoint's approvers narrow who.
+  checkpoints: { needs: "read", from: "plan_id" },
+  approveCheckpoint: { needs: "write", from: "plan_id" },
+  rejectCheckpoint: { needs: "write", from: "plan_id" },
 };
 
 const channels: RulesOf<typeof channelsCommands> = {

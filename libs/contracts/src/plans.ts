@@ -1,7 +1,7 @@
 import { z } from "./zod";
 import type { ZodType } from "zod";
 import { defineEvent, type EventDefinition, type EventPayload } from "./event-definition";
-import { JsonObject, Timestamp, Uuid } from "./common";
+import { JsonObject, Timestamp, Uuid, pageLimit } from "./common";
 import { command, IfMatch } from "./command";
 import { TaskStatus } from "./tasks";
 
@@ -31,7 +31,18 @@ export const MAX_DECOMPOSE_DEPTH = 10;
 
 const Label = z.string().trim().min(1).max(200);
 
-/** A checkpoint (RFC 0012 2.3; the client's Checkpoint.to_dict): kept and answered, not enforced (docs/plans.md). */
+/** How a checkpoint stands: pending until its task is done, then awaiting approval (reached, escalated) or resolved. */
+export const CHECKPOINT_STATUSES = ["pending", "reached", "escalated", "passed", "approved", "rejected", "timed_out"] as const;
+export type CheckpointStatus = (typeof CHECKPOINT_STATUSES)[number];
+/** A checkpoint in these states holds its plan paused until approved or rejected. */
+export const AWAITING_CHECKPOINT: readonly CheckpointStatus[] = ["reached", "escalated"];
+
+/**
+ * A checkpoint (RFC 0012 2.3; the client's Checkpoint.to_dict). Enforced (docs/plans.md): when
+ * its task is done the plan pauses until it is approved. status, approved_by, approved_at,
+ * reached_at, due_at, rejected_by and reason are the server's: accepted (a client may send back
+ * what it read) and replaced by what is stored.
+ */
 export const PlanCheckpoint = z
   .object({
     id: Label.optional(),
@@ -45,18 +56,28 @@ export const PlanCheckpoint = z
     status: z.string().trim().min(1).max(50).default("pending"),
     approved_by: Label.nullable().optional(),
     approved_at: Timestamp.nullable().optional(),
+    reached_at: Timestamp.nullable().optional(),
+    due_at: Timestamp.nullable().optional(),
+    rejected_by: Label.nullable().optional(),
+    reason: z.string().max(2000).nullable().optional(),
   })
   .strict()
   .openapi("PlanCheckpoint");
 export type PlanCheckpoint = z.output<typeof PlanCheckpoint>;
 
-/** A condition (RFC 0012 2.4; the client's PlanCondition): kept and answered, not evaluated (docs/plans.md). */
+/**
+ * A condition (RFC 0012 2.4; the client's PlanCondition): `when` (a safe expression subset,
+ * docs/plans.md) is evaluated once every task it names is done; false skips task_id. result and
+ * evaluated_at are the server's (accepted, replaced by what is stored).
+ */
 export const PlanCondition = z
   .object({
     id: Label.optional(),
     task_id: Label,
     when: z.string().trim().min(1).max(2000),
-    otherwise: z.string().trim().min(1).max(50).default("skip"),
+    otherwise: z.enum(["skip"]).default("skip").openapi({ description: "what a false condition does to its task: skip (the RFC's only action)" }),
+    result: z.boolean().nullable().optional(),
+    evaluated_at: Timestamp.nullable().optional(),
   })
   .strict()
   .openapi("PlanCondition");
@@ -171,20 +192,41 @@ export type Plan = z.infer<typeof Plan>;
 
 const PlanRef = z.object({ plan_id: Uuid, intent_id: Uuid.optional() });
 
+/**
+ * GET /intents/{id}/plans: a bare list (the client's list_plans reads an array and sends no
+ * paging), oldest first, paged by limit (default 100, at most 500) and offset; a page also
+ * stops before 768 KiB of JSON.
+ */
+export const ListPlansQuery = z.object({
+  limit: pageLimit(100, 500),
+  offset: z.coerce.number().int().min(0).max(100_000).default(0),
+});
+const CheckpointRef = z.object({ plan_id: Uuid, checkpoint_id: Label });
+
+/** POST /plans/{id}/checkpoints/{cp}/approve. */
+export const ApproveCheckpointBody = z.object({ comment: z.string().trim().max(2000).optional() }).strict().openapi("ApproveCheckpoint");
+/** POST /plans/{id}/checkpoints/{cp}/reject: the plan fails (the RFC's on_reject path is not modelled). */
+export const RejectCheckpointBody = z.object({ reason: z.string().trim().max(2000).optional() }).strict().openapi("RejectCheckpoint");
+
+const CHECKPOINT_ERRORS = ["PLAN_NOT_FOUND", "PLAN_CHECKPOINT_NOT_FOUND", "CHECKPOINT_NOT_AWAITING", "FORBIDDEN"] as const;
+
 const PLAN_CREATE_ERRORS = ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"] as const;
 
 export const planCommands = {
   create: command("intents", "plans.create", z.object({ intent_id: Uuid, body: CreatePlanBody }), Plan, PLAN_CREATE_ERRORS),
   decompose: command("intents", "plans.decompose", z.object({ intent_id: Uuid, body: DecomposeBody }), Plan, ["INTENT_CLOSED", "INTENT_NOT_FOUND"]),
   get: command("intents", "plans.get", PlanRef, Plan, ["PLAN_NOT_FOUND"]),
-  list: command("intents", "plans.list", z.object({ intent_id: Uuid }), z.array(Plan), ["INTENT_NOT_FOUND"]),
+  list: command("intents", "plans.list", z.object({ intent_id: Uuid, query: ListPlansQuery }), z.array(Plan), ["INTENT_NOT_FOUND"]),
   update: command(
     "intents",
     "plans.update",
     z.object({ plan_id: Uuid }).merge(IfMatch).extend({ body: PatchPlanBody }),
     Plan,
-    ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"],
+    ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN", "PLAN_AT_CHECKPOINT"],
   ),
+  checkpoints: command("intents", "plans.checkpoints", z.object({ plan_id: Uuid }), z.array(z.record(z.string(), z.unknown())), ["PLAN_NOT_FOUND"]),
+  approveCheckpoint: command("intents", "plans.checkpoint-approve", CheckpointRef.extend({ body: ApproveCheckpointBody }), Plan, CHECKPOINT_ERRORS),
+  rejectCheckpoint: command("intents", "plans.checkpoint-reject", CheckpointRef.extend({ body: RejectCheckpointBody }), Plan, CHECKPOINT_ERRORS),
 } as const;
 
 /**
@@ -201,11 +243,19 @@ export const planEvents = {
   /** Fields changed without a change of state (tasks, checkpoints, conditions, ...). */
   updated: planEvent("plan.updated", z.object({ ...base, changed: z.array(z.string()) })),
   activated: planEvent("plan.activated", z.object({ ...base, from: PlanState })),
-  paused: planEvent("plan.paused", z.object({ ...base, from: PlanState, reason: z.string(), task_id: Uuid.nullable() })),
+  paused: planEvent("plan.paused", z.object({ ...base, from: PlanState, reason: z.string(), task_id: Uuid.nullable(), checkpoint_id: z.string().nullable().optional() })),
   resumed: planEvent("plan.resumed", z.object({ ...base, from: PlanState })),
   completed: planEvent("plan.completed", z.object({ ...base, from: PlanState, tasks_completed: z.number().int(), tasks_skipped: z.number().int(), duration_ms: z.number().int() })),
   failed: planEvent("plan.failed", z.object({ ...base, from: PlanState, failed_task_id: Uuid.nullable(), error: z.string().nullable() })),
   cancelled: planEvent("plan.cancelled", z.object({ ...base, from: PlanState })),
+  /** RFC 0012 7: the task a checkpoint follows is done; with requires_approval the plan pauses. */
+  checkpointReached: planEvent("plan.checkpoint_reached", z.object({ ...base, checkpoint_id: z.string(), task_id: Uuid, requires_approval: z.boolean(), due_at: Timestamp.nullable() })),
+  checkpointApproved: planEvent("plan.checkpoint_approved", z.object({ ...base, checkpoint_id: z.string(), approved_by: z.string(), automatic: z.boolean() })),
+  checkpointRejected: planEvent("plan.checkpoint_rejected", z.object({ ...base, checkpoint_id: z.string(), rejected_by: z.string(), reason: z.string().nullable() })),
+  /** timeout_hours passed without a decision: on_timeout says what followed (escalate keeps the plan paused). */
+  checkpointTimedOut: planEvent("plan.checkpoint_timed_out", z.object({ ...base, checkpoint_id: z.string(), on_timeout: z.enum(["escalate", "auto_approve", "fail"]) })),
+  /** A condition's `when` evaluated (RFC 0012 2.4): false skips its task. */
+  conditionEvaluated: planEvent("plan.condition_evaluated", z.object({ ...base, condition_id: z.string(), task_id: Uuid, result: z.boolean(), skipped: z.boolean() })),
 } as const satisfies Record<string, EventDefinition>;
 export type PlanEventKey = keyof typeof planEvents;
 export type PlanEventPayload<K extends PlanEventKey> = EventPayload<(typeof planEvents)[K]>;

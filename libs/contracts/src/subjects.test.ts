@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { intentEventFilter, intentEventMsgId, intentEventSubject } from "./subjects";
 import { agentEventTypes, intentEventTypes, isReservedEventType, portfolioEventTypes } from "./event-types";
 import { federationEventTypes } from "./event-catalogue";
+import { PLAN_EVENT_TYPES } from "./plans";
 
 describe("isReservedEventType", () => {
   it.each(["intent_created", "intent.suspended", "intent.resumed", "lease_acquired", "lease.expired", "budget_alert", "state_patched", "added_to_portfolio", "agent_assigned", "channel_message", "task.created"])(
@@ -18,6 +19,11 @@ describe("isReservedEventType", () => {
   it("reserves the federation. namespace: every federation event, and any name a client could invent in it", () => {
     for (const type of [...Object.values(federationEventTypes), "federation.forged", "federation.dispatched.x"]) expect(isReservedEventType(type)).toBe(true);
     expect(isReservedEventType("federationist")).toBe(false);
+  });
+
+  it("reserves plan.*: the plan events (checkpoint decisions among them) are the server's", () => {
+    for (const type of [...PLAN_EVENT_TYPES, "plan.checkpoint_forged"]) expect(isReservedEventType(type)).toBe(true);
+    expect(isReservedEventType("planning")).toBe(false);
   });
 
   it("reserves every event type the server emits on intents, portfolios and agents", () => {

@@ -197,13 +197,13 @@ const TaskRef = z.object({ task_id: Uuid });
 export const UnknownTasks = z.object({ unknown: z.array(z.string()) });
 
 /** The task moves share one code path (services/intents task moves) and so one list of refusals. */
-const TASK_MOVE_ERRORS = ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"] as const;
+const TASK_MOVE_ERRORS = ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "PLAN_PAUSED", "TASK_CONDITION_PENDING", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"] as const;
 
 export const taskCommands = {
   create: command("intents", "tasks.create", z.object({ intent_id: Uuid, body: CreateTaskBody }), Task, ["INTENT_CLOSED", "INTENT_NOT_FOUND", "INVALID_PLAN_TRANSITION", "UNKNOWN_PLAN_REFERENCE", "UNKNOWN_TASK_REFERENCE"]),
   get: command("intents", "tasks.get", TaskRef, Task, ["TASK_NOT_FOUND"]),
   list: command("intents", "tasks.list", z.object({ intent_id: Uuid, query: ListTasksQuery }), z.union([TaskPage, z.array(Task)]), ["INTENT_NOT_FOUND"]),
-  patch: command("intents", "tasks.patch", TaskRef.merge(IfMatch).extend({ body: PatchTaskBody }), Task, ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "PRECONDITION_REQUIRED", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"]),
+  patch: command("intents", "tasks.patch", TaskRef.merge(IfMatch).extend({ body: PatchTaskBody }), Task, ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "PLAN_PAUSED", "PRECONDITION_REQUIRED", "TASK_CONDITION_PENDING", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"]),
   claim: command("intents", "tasks.claim", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody }), Task, TASK_MOVE_ERRORS),
   start: command("intents", "tasks.start", TaskRef.merge(IfMatch).extend({ body: EmptyTaskBody }), Task, TASK_MOVE_ERRORS),
   complete: command("intents", "tasks.complete", TaskRef.merge(IfMatch).extend({ body: CompleteTaskBody }), Task, TASK_MOVE_ERRORS),

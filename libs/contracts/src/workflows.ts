@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { JsonObject, Timestamp, Uuid, pageLimit } from "./common";
-import { command } from "./command";
+import { command, IfMatch } from "./command";
 import { PlanProgress, PlanState } from "./plans";
 import { TaskStatus } from "./tasks";
 
@@ -26,6 +26,20 @@ export const CreateWorkflowBody = z
   .strict()
   .openapi("CreateWorkflow");
 export type CreateWorkflowBody = z.output<typeof CreateWorkflowBody>;
+
+/** PATCH /workflows/{id} (If-Match required): a new name, description or YAML; runs already started keep theirs. */
+export const PatchWorkflowBody = z
+  .object({
+    name: CreateWorkflowBody.shape.name.optional(),
+    yaml_spec: CreateWorkflowBody.shape.yaml_spec.optional(),
+    description: CreateWorkflowBody.shape.description,
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, { message: "send at least one field to change" })
+  .openapi("PatchWorkflow");
+export type PatchWorkflowBody = z.output<typeof PatchWorkflowBody>;
+
+export const WorkflowDeleted = z.object({ status: z.literal("deleted"), workflow_id: Uuid }).openapi("WorkflowDeleted");
 
 /** POST /workflows/{id}/trigger: the MCP server's openintent_trigger_workflow. */
 export const TriggerWorkflowBody = z
@@ -102,4 +116,12 @@ export const workflowCommands = {
   get: command("intents", "workflows.get", z.object({ workflow_id: Uuid }), Workflow, ["WORKFLOW_NOT_FOUND"]),
   list: command("intents", "workflows.list", z.object({ query: ListWorkflowsQuery }), z.array(Workflow), []),
   trigger: command("intents", "workflows.trigger", z.object({ workflow_id: Uuid, body: TriggerWorkflowBody }), WorkflowRun, ["WORKFLOW_NOT_FOUND"]),
+  update: command(
+    "intents",
+    "workflows.update",
+    z.object({ workflow_id: Uuid }).merge(IfMatch).extend({ body: PatchWorkflowBody }),
+    Workflow,
+    ["WORKFLOW_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INPUT_WIRING_ERROR"],
+  ),
+  delete: command("intents", "workflows.delete", z.object({ workflow_id: Uuid }).merge(IfMatch), WorkflowDeleted, ["WORKFLOW_NOT_FOUND", "VERSION_MISMATCH"]),
 } as const;

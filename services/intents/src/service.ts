@@ -33,8 +33,9 @@ import { listCosts, recordCost, setBudget } from "./costs/handlers";
 import { IntentAccessGuard } from "./acl/guard";
 import { AclExpirySweeper } from "./acl/sweeper";
 import { approveAccessRequest, checkAccess, checkAccessMany, createAccessRequest, denyAccessRequest, getAcl, grantAccess, listAccessRequests, revokeAccess, setAcl } from "./acl/handlers";
-import { createWorkflow, getWorkflow, listWorkflows, triggerWorkflow } from "./workflows/handlers";
+import { createWorkflow, getWorkflow, listWorkflows, triggerWorkflow, updateWorkflow, deleteWorkflow } from "./workflows/handlers";
 import { createPlan, decomposeTask, getPlan, listPlans, updatePlan } from "./plans/handlers";
+import { decideCheckpoint, listCheckpoints as listPlanCheckpoints, PlanCheckpointSweeper } from "./plans/checkpoints";
 import { cancelTask, claimTask, completeTask, createTask, failTask, getTask, listTasks, patchTask, startTask, unknownTasksOf } from "./tasks/handlers";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
@@ -57,6 +58,7 @@ export interface IntentsService {
   checkpointSweeper: CheckpointSweeper;
   /** Ends expired access-control entries (access_expired). */
   aclSweeper: AclExpirySweeper;
+  planCheckpointSweeper: PlanCheckpointSweeper;
   /** Portfolios follow their members through this consumer of status_changed. */
   portfolioProjection: PortfolioProjection;
   /** Dependents of a completed intent are announced ready (intent.ready) by this consumer of status_changed. */
@@ -80,6 +82,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const checkpointSweeper = new CheckpointSweeper(ctx, { ...DEFAULT_CHECKPOINT_SCHEDULE, ...options.checkpoints });
   // ACL entries expire on the lease sweeper's cadence (LEASE_SWEEP_INTERVAL_MS).
   const aclSweeper = new AclExpirySweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
+  // Plan checkpoints time out on the same cadence (timeout_hours are hours; a second is plenty).
+  const planCheckpointSweeper = new PlanCheckpointSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
   // Every group goes through the access guard (acl/guard.ts): each command's rule from the
   // catalogue (libs/contracts intent-access.ts) is checked before its handler; get, appendEvent
   // and patchState check after the read they make anyway.
@@ -201,14 +205,19 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     create: (input, caller) => createPlan(ctx, input.intent_id, input.body, caller),
     decompose: (input, caller) => decomposeTask(ctx, input.intent_id, input.body, caller),
     get: (input) => getPlan(ctx, input.plan_id, input.intent_id),
-    list: (input) => listPlans(ctx, input.intent_id),
+    list: (input) => listPlans(ctx, input.intent_id, input.query),
     update: (input, caller) => updatePlan(ctx, input.plan_id, input.if_match, input.body, caller),
+    checkpoints: (input) => listPlanCheckpoints(ctx, input.plan_id),
+    approveCheckpoint: (input, caller) => decideCheckpoint(ctx, input.plan_id, input.checkpoint_id, { kind: "approve" }, caller),
+    rejectCheckpoint: (input, caller) => decideCheckpoint(ctx, input.plan_id, input.checkpoint_id, { kind: "reject", reason: input.body.reason ?? null }, caller),
   });
   serve(workflowCommands, {
     create: (input, caller) => createWorkflow(ctx, input.body, caller),
     get: (input) => getWorkflow(ctx, input.workflow_id),
     list: (input) => listWorkflows(ctx, input.query),
     trigger: (input, caller) => triggerWorkflow(ctx, input.workflow_id, input.body, caller),
+    update: (input) => updateWorkflow(ctx, input.workflow_id, input.if_match, input.body),
+    delete: (input) => deleteWorkflow(ctx, input.workflow_id, input.if_match),
   });
   serve(verifiableLogCommands, {
     verify: (input) => verifyLog(ctx, input.intent_id),
@@ -223,6 +232,6 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, core.published);
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
   const readinessProjection = await startReadinessProjection(ctx, bus);
-  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection, readinessProjection] });
-  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, portfolioProjection, readinessProjection, stop: running.stop };
+  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper, planCheckpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection, readinessProjection] });
+  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, planCheckpointSweeper, portfolioProjection, readinessProjection, stop: running.stop };
 }

@@ -1,4 +1,4 @@
-import { ALL_ROLES, COORDINATOR_ROLES, type ApiRoute } from "../api-route";
+import { ALL_ROLES, COORDINATOR_ROLES, HUMAN_ROLES, type ApiRoute } from "../api-route";
 import { planCommands } from "../plans";
 
 /**
@@ -51,8 +51,9 @@ export const plansRoutes = [
     method: "get",
     path: "/intents/{intent_id}/plans",
     command: planCommands.list,
+    query: "query",
     access: { roles: ALL_ROLES },
-    summary: "An intent's plans, oldest first, as a bare list (the Python client's list_plans)",
+    summary: "An intent's plans, oldest first, as a bare list paged by limit (default 100, at most 500) and offset; a page also stops before 768 KiB of JSON (the Python client's list_plans)",
   },
   {
     operationId: "plansGetOfIntent",
@@ -85,5 +86,36 @@ export const plansRoutes = [
     etag: true,
     access: { roles: COORDINATOR_ROLES },
     summary: "Change a plan's state, tasks, checkpoints, conditions or failure action (If-Match required: 428 without, 409 stale)",
+  },
+  {
+    operationId: "plansCheckpoints",
+    tag: "Plans",
+    method: "get",
+    path: "/plans/{plan_id}/checkpoints",
+    command: planCommands.checkpoints,
+    access: { roles: ALL_ROLES },
+    summary: "A plan's checkpoints with their status (pending, reached, escalated, passed, approved, rejected, timed_out), in plan order",
+  },
+  {
+    operationId: "plansCheckpointApprove",
+    tag: "Plans",
+    method: "post",
+    path: "/plans/{plan_id}/checkpoints/{checkpoint_id}/approve",
+    command: planCommands.approveCheckpoint,
+    body: "body",
+    etag: true,
+    access: { roles: HUMAN_ROLES },
+    summary: "Approve a checkpoint awaiting approval; the plan resumes once none awaits (its approvers, or an admin key, when it names approvers)",
+  },
+  {
+    operationId: "plansCheckpointReject",
+    tag: "Plans",
+    method: "post",
+    path: "/plans/{plan_id}/checkpoints/{checkpoint_id}/reject",
+    command: planCommands.rejectCheckpoint,
+    body: "body",
+    etag: true,
+    access: { roles: HUMAN_ROLES },
+    summary: "Reject a checkpoint awaiting approval; the plan fails",
   },
 ] as const satisfies readonly ApiRoute[];

@@ -37,8 +37,13 @@ export const plans = intentsSchema.table(
     workflowId: uuid("workflow_id"),
     /** When the plan last became active: completed's duration_ms counts from it. */
     activatedAt: ts("activated_at"),
+    /** The earliest timeout_hours deadline of a checkpoint awaiting approval: the checkpoint sweeper's index. */
+    checkpointDueAt: ts("checkpoint_due_at"),
   },
-  (t) => [index("plans_intent_idx").on(t.intentId, t.seq), index("plans_workflow_idx").on(t.workflowId, t.seq).where(sql`${t.workflowId} is not null`)],
+  (t) => [
+    index("plans_intent_idx").on(t.intentId, t.seq),
+    index("plans_checkpoint_due_idx").on(t.checkpointDueAt).where(sql`${t.checkpointDueAt} is not null`),
+    index("plans_workflow_idx").on(t.workflowId, t.seq).where(sql`${t.workflowId} is not null`)],
 );
 
 /** Workflow definitions (RFC 0024): the YAML as sent and what was parsed from it. A run is a plan (workflow_id). */

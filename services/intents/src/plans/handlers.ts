@@ -7,8 +7,12 @@ import { plans } from "../db/schema-plans";
 import { tasks } from "../db/schema-tasks";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
-import { assertPlanTransition, decompositionTasks, decomposeDescription, planEventOf, resolveSteps, type NewPlanTask } from "./rules";
-import { insertPlanTasks, planEvent, plansOfIntent, readPlan, setTasksPlan, tasksOfPlan, toPlan, updatePlanRow, type PlanChange, type PlanRow } from "./statements";
+import { withinPageBytes } from "../kernel/page-bytes";
+import { namedTasks, parseExpression } from "./expression";
+import { advancePlan } from "./effects";
+import { awaitsApproval, checkpointDueAt, taskResolver } from "./follow";
+import { assertPlanTransition, decompositionTasks, decomposeDescription, resolveSteps, type NewPlanTask } from "./rules";
+import { insertPlanTasks, planEvent, plansOfIntent, readPlan, setTasksPlan, stateEvent, tasksOfPlan, toPlan, updatePlanRow, type PlanChange, type PlanRow } from "./statements";
 
 /** The plan commands (im.intents.plans.*): create (client and MCP), decompose, get, list, update. docs/plans.md. */
 
@@ -19,14 +23,53 @@ async function assertOpenIntent(tx: Tx, intentId: string): Promise<void> {
   }
 }
 
-/** Checkpoints get an id (cp_<n>) when they have none; `after` is the RFC YAML's spelling of after_task. */
-function normalizeCheckpoints(checkpoints: readonly PlanCheckpoint[]): PlanCheckpoint[] {
+/**
+ * Checkpoints get an id (cp_<n>) when they have none; `after` is the RFC YAML's spelling of
+ * after_task. The fields the server keeps (status, approved_by, ...) come from the stored
+ * checkpoint of the same id, else start pending: a client cannot approve by writing them.
+ */
+function normalizeCheckpoints(checkpoints: readonly PlanCheckpoint[], stored: readonly PlanCheckpoint[] = []): PlanCheckpoint[] {
   return checkpoints.map((cp, n) => {
-    const { after, ...rest } = cp;
-    return { ...rest, id: cp.id ?? `cp_${n + 1}`, after_task: cp.after_task ?? after };
+    const { after, status: _status, approved_by: _by, approved_at: _at, reached_at: _reached, due_at: _due, rejected_by: _rejected, reason: _reason, ...rest } = cp;
+    const id = cp.id ?? `cp_${n + 1}`;
+    const before = stored.find((s) => s.id === id);
+    const kept = before ? pick(before, ["status", "approved_by", "approved_at", "reached_at", "due_at", "rejected_by", "reason"]) : { status: "pending" };
+    return { ...rest, id, after_task: cp.after_task ?? after, ...kept } as PlanCheckpoint;
   });
 }
-const normalizeConditions = (conditions: readonly PlanCondition[]): PlanCondition[] => conditions.map((c, n) => ({ ...c, id: c.id ?? `cond_${n + 1}` }));
+
+/** Conditions get an id (cond_<n>); a stored result is kept while the condition's task and `when` are unchanged. */
+function normalizeConditions(conditions: readonly PlanCondition[], stored: readonly PlanCondition[] = []): PlanCondition[] {
+  return conditions.map((c, n) => {
+    const { result: _result, evaluated_at: _at, ...rest } = c;
+    const id = c.id ?? `cond_${n + 1}`;
+    const before = stored.find((s) => s.id === id && s.task_id === c.task_id && s.when === c.when);
+    return { ...rest, id, ...(before ? pick(before, ["result", "evaluated_at"]) : {}) };
+  });
+}
+
+function pick<T extends object, K extends keyof T>(from: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  return Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]])) as Partial<Pick<T, K>>;
+}
+
+/**
+ * Conditions and checkpoints name tasks of the plan (by id or title): a condition's `when` must
+ * parse (400 VALIDATION_FAILED) and its task and every task it names, like a checkpoint's
+ * after_task, must be a task of the plan (422 UNKNOWN_TASK_REFERENCE).
+ */
+async function checkPlanReferences(tx: Tx, taskIds: readonly string[], newTasks: readonly { id: string; title: string }[], checkpoints: readonly PlanCheckpoint[], conditions: readonly PlanCondition[]): Promise<void> {
+  if (!checkpoints.length && !conditions.length) return;
+  const existing = taskIds.length ? await tx.select({ id: tasks.id, title: tasks.title }).from(tasks).where(inArray(tasks.id, [...taskIds])) : [];
+  const resolve = taskResolver([...existing, ...newTasks].map((t) => ({ ...t, status: "pending" as const, output: null })));
+  const missing = new Set<string>();
+  for (const c of conditions) {
+    for (const name of [c.task_id, ...namedTasks(parseExpression(c.when))]) if (!resolve(name)) missing.add(name);
+  }
+  for (const cp of checkpoints) if (cp.after_task !== undefined && !resolve(cp.after_task)) missing.add(cp.after_task);
+  if (missing.size) {
+    throw appError("UNKNOWN_TASK_REFERENCE", `conditions and checkpoints name tasks of the plan by id or title; ${[...missing].map((m) => JSON.stringify(m)).join(", ")} is not one`, { missing: [...missing] });
+  }
+}
 
 /**
  * Existing tasks joining a plan: each must be a task of the intent (422 UNKNOWN_TASK_REFERENCE)
@@ -114,6 +157,9 @@ export interface NewPlan {
 }
 
 export async function writeNewPlan(tx: Tx, p: NewPlan): Promise<PlanRow> {
+  const checkpoints = normalizeCheckpoints(p.body.checkpoints ?? []);
+  const conditions = normalizeConditions(p.body.conditions ?? []);
+  await checkPlanReferences(tx, p.existing, p.newTasks, checkpoints, conditions);
   const [row] = await tx
     .insert(plans)
     .values({
@@ -122,8 +168,8 @@ export async function writeNewPlan(tx: Tx, p: NewPlan): Promise<PlanRow> {
       title: p.title,
       state: p.state,
       taskIds: [...p.existing, ...p.newTasks.map((t) => t.id)],
-      checkpoints: normalizeCheckpoints(p.body.checkpoints ?? []),
-      conditions: normalizeConditions(p.body.conditions ?? []),
+      checkpoints,
+      conditions,
       onFailure: p.body.on_failure ?? "pause_and_escalate",
       onComplete: p.body.on_complete ?? "notify",
       metadata: p.body.metadata ?? {},
@@ -141,8 +187,10 @@ export async function writeNewPlan(tx: Tx, p: NewPlan): Promise<PlanRow> {
     ...(await insertPlanTasks(tx, p.intentId, plan.id, p.newTasks, p.statuses, p.caller.actor, p.now)),
     ...(await setTasksPlan(tx, p.existing.filter((id) => p.statuses.has(id)), plan.id, p.caller.actor, p.now)),
   ];
-  await appendToLog(tx, p.intentId, events, p.now);
-  return plan;
+  // An active plan follows its tasks from the start (conditions already evaluable, checkpoints of done tasks).
+  const followed = await advancePlan(tx, plan, null, p.now);
+  await appendToLog(tx, p.intentId, [...events, ...followed.events], p.now);
+  return followed.row;
 }
 
 /**
@@ -181,11 +229,11 @@ export async function getPlan(ctx: IntentsContext, planId: string, intentId: str
   return answer(ctx.db, row);
 }
 
-/** GET /intents/{id}/plans: every plan of the intent, oldest first, as a bare list (the client's list_plans). */
-export async function listPlans(ctx: IntentsContext, intentId: string): Promise<Plan[]> {
-  const rows = await plansOfIntent(ctx.db, intentId);
+/** GET /intents/{id}/plans: the intent's plans, oldest first, as a bare list (the client's list_plans), paged by limit, offset and bytes. */
+export async function listPlans(ctx: IntentsContext, intentId: string, query: { limit: number; offset: number }): Promise<Plan[]> {
+  const rows = await plansOfIntent(ctx.db, intentId, query);
   if (!rows.length) await assertIntentExists(ctx.db, intentId);
-  return Promise.all(rows.map((row) => answer(ctx.db, row)));
+  return withinPageBytes(await Promise.all(rows.map((row) => answer(ctx.db, row))));
 }
 
 /**
@@ -205,8 +253,8 @@ export async function updatePlan(ctx: IntentsContext, planId: string, ifMatch: n
     const events: NewEvent[] = [];
     const changed: string[] = [];
     if (body.title !== undefined) (change.title = body.title), changed.push("title");
-    if (body.checkpoints !== undefined) (change.checkpoints = normalizeCheckpoints(body.checkpoints)), changed.push("checkpoints");
-    if (body.conditions !== undefined) (change.conditions = normalizeConditions(body.conditions)), changed.push("conditions");
+    if (body.checkpoints !== undefined) (change.checkpoints = normalizeCheckpoints(body.checkpoints, plan.checkpoints)), changed.push("checkpoints");
+    if (body.conditions !== undefined) (change.conditions = normalizeConditions(body.conditions, plan.conditions)), changed.push("conditions");
     if (body.on_failure !== undefined) (change.onFailure = body.on_failure), changed.push("on_failure");
     if (body.on_complete !== undefined) (change.onComplete = body.on_complete), changed.push("on_complete");
     if (body.metadata !== undefined) (change.metadata = body.metadata), changed.push("metadata");
@@ -220,8 +268,19 @@ export async function updatePlan(ctx: IntentsContext, planId: string, ifMatch: n
       change.taskIds = taskIds;
       changed.push("tasks");
     }
+    if (change.checkpoints || change.conditions || change.taskIds) {
+      await checkPlanReferences(tx, taskIds, [], change.checkpoints ?? plan.checkpoints, change.conditions ?? plan.conditions);
+    }
+    if (change.checkpoints) change.checkpointDueAt = checkpointDueAt(change.checkpoints);
     const from = plan.state as PlanState;
     const to = body.state !== undefined && body.state !== from ? body.state : undefined;
+    const gate = (change.checkpoints ?? plan.checkpoints).find(awaitsApproval);
+    if (to === "active" && gate) {
+      throw appError("PLAN_AT_CHECKPOINT", `plan ${plan.id} waits at checkpoint ${gate.id} for approval; approve it (POST /plans/${plan.id}/checkpoints/${gate.id}/approve) to resume`, {
+        plan_id: plan.id,
+        checkpoint_id: gate.id,
+      });
+    }
     if (to) {
       const statuses = taskIds.length ? (await tx.select({ status: tasks.status }).from(tasks).where(inArray(tasks.id, taskIds))).map((r) => r.status as TaskStatus) : [];
       assertPlanTransition(plan.id, from, to, statuses);
@@ -232,36 +291,12 @@ export async function updatePlan(ctx: IntentsContext, planId: string, ifMatch: n
     const base = { plan_id: row.id, state: row.state as PlanState, version: row.version };
     if (changed.length) events.unshift(planEvent("updated", caller.actor, { ...base, changed }));
     if (to) events.push(await stateEvent(tx, row, from, to, caller.actor, { reason: "requested", taskId: null, error: null }, now));
+    // Active now (activated, resumed, or its conditions or checkpoints changed): it follows its tasks.
+    const followed = await advancePlan(tx, row, null, now);
+    events.push(...followed.events);
     if (events.length) await appendToLog(tx, plan.intentId, events, now);
-    return row;
+    return followed.row;
   });
   ctx.published();
   return answer(ctx.db, row);
 }
-
-/** The event of a plan's change of state. */
-export async function stateEvent(tx: Tx, row: PlanRow, from: PlanState, to: PlanState, actor: string, why: { reason: string; taskId: string | null; error: string | null }, now: Date): Promise<NewEvent> {
-  const base = { plan_id: row.id, state: row.state as PlanState, version: row.version, from };
-  switch (planEventOf(from, to)) {
-    case "activated":
-      return planEvent("activated", actor, base);
-    case "resumed":
-      return planEvent("resumed", actor, base);
-    case "paused":
-      return planEvent("paused", actor, { ...base, reason: why.reason, task_id: why.taskId });
-    case "failed":
-      return planEvent("failed", actor, { ...base, failed_task_id: why.taskId, error: why.error });
-    case "cancelled":
-      return planEvent("cancelled", actor, base);
-    case "completed": {
-      const rows = row.taskIds.length ? await tx.select({ status: tasks.status }).from(tasks).where(inArray(tasks.id, row.taskIds)) : [];
-      return planEvent("completed", actor, {
-        ...base,
-        tasks_completed: rows.filter((r) => r.status === "completed").length,
-        tasks_skipped: rows.filter((r) => r.status === "skipped").length,
-        duration_ms: Math.max(0, now.getTime() - (row.activatedAt ?? row.createdAt).getTime()),
-      });
-    }
-  }
-}
-

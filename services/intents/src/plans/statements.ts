@@ -7,7 +7,7 @@ import { intents } from "../db/schema";
 import type { NewEvent } from "../kernel/event-log";
 import { taskEvent, type TaskRow } from "../tasks/store";
 import { initialTaskStatus } from "../tasks/task-status";
-import { computeProgress, type NewPlanTask, type ProgressTask } from "./rules";
+import { computeProgress, planEventOf, type NewPlanTask, type ProgressTask } from "./rules";
 
 /** Rows of intents.plans: their wire form, the reads with their tasks, the conditional UPDATE, the catalogue's events. */
 
@@ -77,8 +77,8 @@ export async function readPlan(db: Queryable, planId: string): Promise<PlanRow> 
   return row;
 }
 
-export async function plansOfIntent(db: Queryable, intentId: string): Promise<PlanRow[]> {
-  return db.select().from(plans).where(eq(plans.intentId, intentId)).orderBy(asc(plans.seq));
+export async function plansOfIntent(db: Queryable, intentId: string, page: { limit: number; offset: number }): Promise<PlanRow[]> {
+  return db.select().from(plans).where(eq(plans.intentId, intentId)).orderBy(asc(plans.seq)).offset(page.offset).limit(page.limit);
 }
 
 /** The conditional UPDATE every plan change goes through: version + 1 only if the plan is still at the version read. */
@@ -155,3 +155,38 @@ export async function insertPlanTasks(tx: Tx, intentId: string, planId: string, 
     });
   });
 }
+
+/** The event of a plan's change of state. */
+export async function stateEvent(
+  tx: Tx,
+  row: PlanRow,
+  from: PlanState,
+  to: PlanState,
+  actor: string,
+  why: { reason: string; taskId: string | null; error: string | null; checkpointId?: string | null },
+  now: Date,
+): Promise<NewEvent> {
+  const base = { plan_id: row.id, state: row.state as PlanState, version: row.version, from };
+  switch (planEventOf(from, to)) {
+    case "activated":
+      return planEvent("activated", actor, base);
+    case "resumed":
+      return planEvent("resumed", actor, base);
+    case "paused":
+      return planEvent("paused", actor, { ...base, reason: why.reason, task_id: why.taskId, ...(why.checkpointId ? { checkpoint_id: why.checkpointId } : {}) });
+    case "failed":
+      return planEvent("failed", actor, { ...base, failed_task_id: why.taskId, error: why.error });
+    case "cancelled":
+      return planEvent("cancelled", actor, base);
+    case "completed": {
+      const rows = row.taskIds.length ? await tx.select({ status: tasks.status }).from(tasks).where(inArray(tasks.id, row.taskIds)) : [];
+      return planEvent("completed", actor, {
+        ...base,
+        tasks_completed: rows.filter((r) => r.status === "completed").length,
+        tasks_skipped: rows.filter((r) => r.status === "skipped").length,
+        duration_ms: Math.max(0, now.getTime() - (row.activatedAt ?? row.createdAt).getTime()),
+      });
+    }
+  }
+}
+

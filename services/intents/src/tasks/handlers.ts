@@ -13,6 +13,7 @@ import {
   type TaskStatus,
 } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
+import { MAX_PAGE_BYTES } from "../kernel/page-bytes";
 import { tasks } from "../db/schema-tasks";
 import { appendToLog, assertIntentExists, lockIntentRow } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
@@ -107,9 +108,6 @@ export async function getTask(ctx: IntentsContext, taskId: string): Promise<Task
   if (!row) throw errors.notFound("task", taskId);
   return toTask(row);
 }
-
-/** Bytes of tasks one page carries at most: a page must fit in one bus message (1 MiB). */
-const MAX_PAGE_BYTES = 768 * 1024;
 
 /**
  * GET /intents/{id}/tasks: oldest first, filters status (comma-separated) and assigned_agent,

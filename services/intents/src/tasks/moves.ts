@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 import { errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -8,7 +8,8 @@ import { retryPolicies } from "../db/schema-records";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { assertDependenciesDone, assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
-import { planEffectsOfTaskChange } from "../plans/effects";
+import { assertPlanLetsTaskStart, planEffectsOfTaskChange } from "../plans/effects";
+import { readyDependents } from "./dependents";
 import { checkCompletionOutputs, claimInputs } from "../workflows/effects";
 import { decideAfterFailure, type RetryRules } from "../failures/retry-delay";
 import { agentWorkRefusal } from "../agents/agent-status";
@@ -64,6 +65,8 @@ export async function planTransition(to: TaskStatus, t: TransitionContext): Prom
     });
   }
   if (to === "claimed" || to === "running") {
+    // A paused plan's tasks are neither claimed nor started; work already running goes on.
+    if (from === "pending" || from === "ready" || from === "claimed") await assertPlanLetsTaskStart(t.tx, task);
     if (t.intentStatus === "suspended_awaiting_input") {
       throw appError("INTENT_SUSPENDED", `intent ${task.intentId} is suspended awaiting input; its tasks are not claimed or started until it resumes`, {
         intent_id: task.intentId,
@@ -234,22 +237,3 @@ export async function changeTask(
   ctx.published();
   return toTask(updated);
 }
-
-/** Pending tasks of the intent that waited on `done` and have no other unfinished dependency become ready. */
-async function readyDependents(tx: Tx, done: TaskRow, now: Date): Promise<NewEvent[]> {
-  const doneList = sql.raw(DEPENDENCY_DONE_STATUSES.map((s) => `'${s}'`).join(", "));
-  const waiting = and(
-    eq(tasks.intentId, done.intentId),
-    sql`${tasks.dependsOn} @> array[${done.id}]::uuid[]`,
-    sql`not exists (select 1 from intents.tasks d where d.id = any(${tasks.dependsOn}) and d.status not in (${doneList}))`,
-  );
-  // A dependent blocked while pending will return to ready, not pending, when it unblocks.
-  await tx.update(tasks).set({ blockedFrom: "ready" }).where(and(waiting, eq(tasks.status, "blocked"), eq(tasks.blockedFrom, "pending")));
-  const ready = await tx
-    .update(tasks)
-    .set({ status: "ready", version: sql`${tasks.version} + 1`, updatedAt: now })
-    .where(and(waiting, eq(tasks.status, "pending")))
-    .returning();
-  return ready.map((row) => unblockEvent(row, "pending", "system", "dependencies_done"));
-}
-

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { asc, desc, eq } from "drizzle-orm";
-import { AgentId, errors, isoTimestamp, type Caller, type CreateWorkflowBody, type JsonObject, type TaskStatus, type TriggerWorkflowBody, type Workflow, type WorkflowRun, intentEvents } from "@intentmesh/contracts";
+import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { AgentId, errors, isoTimestamp, type Caller, type CreateWorkflowBody, type JsonObject, type PatchWorkflowBody, type TaskStatus, type TriggerWorkflowBody, type Workflow, type WorkflowRun, intentEvents } from "@intentmesh/contracts";
 import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -8,6 +8,7 @@ import { plans, workflows } from "../db/schema-plans";
 import { intents } from "../db/schema";
 import { appendToLog } from "../kernel/event-log";
 import { assertStateWithinLimit } from "../kernel/state-size";
+import { MAX_PAGE_BYTES, withinPageBytes } from "../kernel/page-bytes";
 import { writeNewPlan } from "../plans/handlers";
 import { tasksOfPlan, toPlan, type PlanRow } from "../plans/statements";
 import type { NewPlanTask } from "../plans/rules";
@@ -22,21 +23,6 @@ import { parseRef, parseWorkflow } from "./rules";
 
 type WorkflowRow = typeof workflows.$inferSelect;
 const MAX_RUNS_SHOWN = 20;
-/** Bytes of JSON one answer carries at most: it must fit in one bus message (1 MiB). */
-const MAX_PAGE_BYTES = 768 * 1024;
-
-/** The first items whose JSON stays within `budget` bytes (at least one): a list pages by bytes as well as by count. */
-function withinBytes<T>(items: T[], budget = MAX_PAGE_BYTES): T[] {
-  let bytes = 0;
-  const out: T[] = [];
-  for (const item of items) {
-    bytes += Buffer.byteLength(JSON.stringify(item));
-    if (out.length && bytes > budget) break;
-    out.push(item);
-  }
-  return out;
-}
-
 /** POST /workflows: the YAML parsed and checked (422 INPUT_WIRING_ERROR); stored with what was parsed. */
 export async function createWorkflow(ctx: IntentsContext, body: CreateWorkflowBody, caller: Caller): Promise<Workflow> {
   const parsed = parseWorkflow(body.yaml_spec);
@@ -58,6 +44,45 @@ export async function createWorkflow(ctx: IntentsContext, body: CreateWorkflowBo
     })
     .returning();
   return toWorkflow(row!, []);
+}
+
+/**
+ * PATCH /workflows/{id} (If-Match required: 428 without, 409 stale): name, description, YAML
+ * (parsed and checked as at create, 422 INPUT_WIRING_ERROR). Runs already started keep what
+ * they were started with: each phase's task carries its own contract, each run's intent its types.
+ */
+export async function updateWorkflow(ctx: IntentsContext, workflowId: string, ifMatch: number | null, body: PatchWorkflowBody): Promise<Workflow> {
+  if (ifMatch === null) throw errors.preconditionRequired("workflow");
+  const parsed = body.yaml_spec !== undefined ? parseWorkflow(body.yaml_spec) : null;
+  const current = await readWorkflow(ctx.db, workflowId);
+  if (current.version !== ifMatch) throw errors.versionMismatch("workflow", workflowId, current.version, ifMatch);
+  const [row] = await ctx.db
+    .update(workflows)
+    .set({
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(body.description !== undefined ? { description: body.description } : {}),
+      ...(parsed ? { yamlSpec: body.yaml_spec!, types: parsed.types, phases: parsed.phases, initialState: parsed.initialState as JsonObject } : {}),
+      version: sql`${workflows.version} + 1`,
+      updatedAt: ctx.clock.now(),
+    })
+    .where(and(eq(workflows.id, workflowId), eq(workflows.version, ifMatch)))
+    .returning();
+  if (!row) {
+    const now = await readWorkflow(ctx.db, workflowId);
+    throw errors.versionMismatch("workflow", workflowId, now.version, ifMatch);
+  }
+  return toWorkflow(row, []);
+}
+
+/** DELETE /workflows/{id} (If-Match optional, 409 when stale): the definition goes; its runs are plans of their own intents and go on. */
+export async function deleteWorkflow(ctx: IntentsContext, workflowId: string, ifMatch: number | null): Promise<{ status: "deleted"; workflow_id: string }> {
+  const filters = ifMatch === null ? eq(workflows.id, workflowId) : and(eq(workflows.id, workflowId), eq(workflows.version, ifMatch));
+  const [gone] = await ctx.db.delete(workflows).where(filters).returning({ id: workflows.id });
+  if (!gone) {
+    const current = await readWorkflow(ctx.db, workflowId);
+    throw errors.versionMismatch("workflow", workflowId, current.version, ifMatch!);
+  }
+  return { status: "deleted", workflow_id: gone.id };
 }
 
 function toWorkflow(row: WorkflowRow, runs: WorkflowRun[] | undefined): Workflow {
@@ -88,13 +113,13 @@ export async function getWorkflow(ctx: IntentsContext, workflowId: string): Prom
   const row = await readWorkflow(ctx.db, workflowId);
   const runs = await ctx.db.select().from(plans).where(eq(plans.workflowId, workflowId)).orderBy(desc(plans.seq)).limit(MAX_RUNS_SHOWN);
   const workflow = toWorkflow(row, []);
-  return { ...workflow, runs: withinBytes(await Promise.all(runs.map((plan) => toRun(ctx.db, plan))), MAX_PAGE_BYTES - Buffer.byteLength(JSON.stringify(workflow))) };
+  return { ...workflow, runs: withinPageBytes(await Promise.all(runs.map((plan) => toRun(ctx.db, plan))), MAX_PAGE_BYTES - Buffer.byteLength(JSON.stringify(workflow))) };
 }
 
 /** GET /workflows?limit&offset: the definitions, oldest first, without their runs (a bare list). */
 export async function listWorkflows(ctx: IntentsContext, query: { limit?: number | undefined; offset: number }): Promise<Workflow[]> {
   const rows = await ctx.db.select().from(workflows).orderBy(asc(workflows.seq)).offset(query.offset).limit(query.limit ?? 50);
-  return withinBytes(rows.map((row) => toWorkflow(row, undefined)));
+  return withinPageBytes(rows.map((row) => toWorkflow(row, undefined)));
 }
 
 /** A run: its plan's progress, with each phase's task and the phases waiting on a suspended intent (suspended_phases). */

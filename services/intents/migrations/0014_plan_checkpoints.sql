@@ -1,0 +1,2 @@
+ALTER TABLE "intents"."plans" ADD COLUMN "checkpoint_due_at" timestamp with time zone;--> statement-breakpoint
+CREATE INDEX "plans_checkpoint_due_idx" ON "intents"."plans" USING btree ("checkpoint_due_at") WHERE "intents"."plans"."checkpoint_due_at" is not null;
