@@ -28,6 +28,17 @@ export const intents = intentsSchema.table(
      * granted meanwhile can never be written past.
      */
     leaseEpoch: integer("lease_epoch").notNull().default(0),
+    /**
+     * The head of the RFC 0019 hash chain (docs/verifiable-logs.md): the event_hash and
+     * previous_event_hash of the event at sequence `chain_seq`. The hot statements that take the
+     * next sequence (kernel/statements.ts) hash the new event from it in the same UPDATE, under the
+     * row lock, with no lookup of the previous event. It is current only while chain_seq =
+     * event_seq: a writer that does not keep it (the budget statement, hashed by the trigger
+     * fallback) leaves it behind, and the next writer reads the previous event instead.
+     */
+    chainSeq: bigint("chain_seq", { mode: "number" }).notNull().default(0),
+    chainHead: text("chain_head"),
+    chainPrevious: text("chain_previous"),
     /** Why a blocked intent is blocked, when the server blocked it (`budget_exceeded`); cleared by every status change. */
     blockedReason: text("blocked_reason"),
     /**
