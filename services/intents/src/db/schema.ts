@@ -108,9 +108,10 @@ export const events = intentsSchema.table(
     eventHash: text("event_hash"),
     previousEventHash: text("previous_event_hash"),
     /**
-     * Transient, always null once stored: a writer that holds the payload in JavaScript passes its
-     * canonical JSON here, and the hash-chain trigger uses it instead of canonicalising the jsonb
-     * again (the costliest step), then clears it. Writers that build payloads in SQL leave it null.
+     * Transient, always null once stored: read by the hash-chain trigger fallback (migration
+     * 0009) instead of canonicalising the jsonb again, then cleared. The service's writers now hash
+     * their events themselves (kernel/event-chain.ts) and never set it; a replica of the release
+     * before them still may, during a rolling update.
      */
     payloadCanonical: text("payload_canonical"),
   },
