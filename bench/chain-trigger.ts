@@ -1,5 +1,8 @@
 /**
- * What the RFC 0019 chain trigger (intents migration 0008) costs PostgreSQL per appended event:
+ * What the RFC 0019 chain trigger (intents migration 0009) costs PostgreSQL per appended event.
+ * Since migration 0015 (chain_head) it fires only for rows written without their hash (the budget statement;
+ * the hot paths hash in their UPDATE: bench/append-statement.ts measures those), which is what
+ * this loop writes:
  * the append's own work (bump the intent's sequence, insert the event) in a loop inside the
  * database, with the trigger on and off, alternately, on a fresh database. No HTTP, no bus: the
  * difference is the trigger alone. `npx tsx bench/chain-trigger.ts` (N=3000 events a round).

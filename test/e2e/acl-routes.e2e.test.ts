@@ -56,6 +56,7 @@ const samples: Record<string, Sample> = {
   intentsAppendEvent: { body: { event_type: "comment", payload: {} }, ok: 201 },
   intentsListEvents: {},
   eventsVerify: {},
+  eventsHashChain: { query: "from=1&to=5" },
   intentsAssignAgent: { body: { agent_id: "probe" }, ok: 201 },
   intentsListAgents: {},
   intentsUnassignAgent: {
@@ -233,6 +234,9 @@ const samples: Record<string, Sample> = {
   aclGet: {},
   aclSet: { body: { default_policy: "closed", entries: [{ principal_id: "coordinator", principal_type: "user", permission: "admin" }] } },
   aclGrant: { body: { principal_id: "someone", permission: "read" }, ok: 201 },
+  permissionsGet: {},
+  permissionsSet: { body: { permissions: { default_policy: "closed", entries: [{ principal_id: "coordinator", principal_type: "user", permission: "admin" }] } } },
+  permissionsGrant: { body: { agent_id: "someone", level: "read", scopes: ["*"] }, ok: 201 },
   aclRevoke: { prepare: async (w) => ({ params: { entry_id: await w.entryId() } }), ok: 204 },
   accessRequestApprove: { prepare: async (w) => ({ params: { request_id: await w.requestId() }, body: {} }) },
   accessRequestDeny: { prepare: async (w) => ({ params: { request_id: await w.requestId() }, body: {} }) },

@@ -303,3 +303,52 @@ describe("enforcement", () => {
     expectError(await cluster.api(`/intents/00000000-0000-4000-8000-000000000000`, { key: "other" }), 404, "INTENT_NOT_FOUND");
   });
 });
+
+describe("the official MCP server's permissions calls (mcp-server/src/client.ts)", () => {
+  it("get_permissions, set_permissions (RFC-0011 permissions block, If-Match the ACL's version) and grant_access map onto the ACL", async () => {
+    const owner = pythonClient("writer-m");
+    const reader = pythonClient("reader-m", "other");
+    const id = (await owner.createIntent("permissions via the MCP server")).body.id as string;
+    // As the MCP server sends them: X-API-Key, X-Agent-ID, a JSON body.
+    const call = async (method: string, path: string, json?: unknown, headers: Record<string, string> = {}, as: { key: keyof typeof TEST_KEYS; agent: string } = { key: "agent", agent: "writer-m" }) => {
+      const res = await fetch(`${cluster.baseUrl}/api/v1${path}`, {
+        method,
+        headers: { "X-API-Key": TEST_KEYS[as.key], "X-Agent-ID": as.agent, "Content-Type": "application/json", ...headers },
+        body: json === undefined ? undefined : JSON.stringify(json),
+      });
+      return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+    };
+
+    const read = await call("GET", `/intents/${id}/permissions`);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual((await owner.getAcl(id)).body);
+
+    // openintent_set_permissions: the RFC's object form; restricted is a closed policy with the allow list.
+    const set = await call("PUT", `/intents/${id}/permissions`, { permissions: { policy: "restricted", default: "read", allow: [{ agent: "reader-m", level: "read" }] } }, { "If-Match": String(read.body.version) });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body).toMatchObject({ default_policy: "closed", owner: "agent-1", entries: [{ principal_id: "reader-m", principal_type: "agent", permission: "read" }] });
+    expectError(await call("PUT", `/intents/${id}/permissions`, { permissions: "open" }, { "If-Match": String(read.body.version) }), 409, "VERSION_MISMATCH");
+    expect((await reader.getIntent(id)).status).toBe(200);
+    expect((await reader.appendEvent(id)).status).toBe(403);
+
+    // openintent_grant_access: {agent_id, level, scopes: ["*"], granted_by}; the server records who granted it.
+    const granted = await call("POST", `/intents/${id}/permissions/grants`, { agent_id: "reader-m", level: "write", scopes: ["*"], granted_by: "someone-else" });
+    expect(granted.status, JSON.stringify(granted.body)).toBe(201);
+    expect(granted.body).toMatchObject({ principal_id: "reader-m", principal_type: "agent", permission: "write", granted_by: "writer-m" });
+    expect((await reader.appendEvent(id)).status).toBe(201);
+
+    // A narrower scope is refused rather than granted wider; delegation is not served.
+    expectError(await call("POST", `/intents/${id}/permissions/grants`, { agent_id: "reader-m", level: "read", scopes: ["state"] }), 400, "VALIDATION_FAILED");
+    expectError(await call("PUT", `/intents/${id}/permissions`, { permissions: { policy: "open", delegate: { to: ["x"] } } }), 400, "VALIDATION_FAILED");
+    expectError(await call("PUT", `/intents/${id}/permissions`, { permissions: { policy: "open", default_policy: "closed" } }), 400, "VALIDATION_FAILED");
+    expectError(await call("PUT", `/intents/${id}/permissions`, { permissions: ["a", "a"] }), 400, "VALIDATION_FAILED");
+
+    // The shorthands: a list of agents (each gets write, nobody else anything), and a policy name.
+    const listed = await call("PUT", `/intents/${id}/permissions`, { permissions: ["reader-m", "helper-m"] });
+    expect(listed.body).toMatchObject({ default_policy: "closed", entries: [{ principal_id: "reader-m", permission: "write" }, { principal_id: "helper-m", permission: "write" }] });
+    const open = await call("PUT", `/intents/${id}/permissions`, { permissions: "open" });
+    expect(open.body).toMatchObject({ default_policy: "open", default_permission: "read", entries: [] });
+    // Only an admin of the intent changes them.
+    expectError(await call("PUT", `/intents/${id}/permissions`, { permissions: "private" }, {}, { key: "other", agent: "reader-m" }), 403, "INTENT_ACCESS_DENIED");
+  });
+});

@@ -72,7 +72,6 @@ interface Row {
 const json = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 
 const LANDS_27 = "issue 27 (plans and workflows, RFC-0011/0012)";
-const LANDS_25 = "issue 25 (the MCP server's RFC-0011 permissions and RFC-0019 paths)";
 
 const rows: Row[] = [
   // Intent CRUD
@@ -132,9 +131,10 @@ const rows: Row[] = [
   { method: "addToPortfolio", http: "POST", template: "/portfolios/{id}/intents", path: (c) => `/portfolios/${c.portfolioId}/intents`, body: (c) => ({ intent_id: c.intentId }) },
   { method: "getPortfolio", http: "GET", template: "/portfolios/{id}", path: (c) => `/portfolios/${c.portfolioId}` },
   // Access control (RFC-0011, the MCP server's shape)
-  { method: "setPermissions", http: "PUT", template: "/intents/{id}/permissions", path: (c) => `/intents/${c.intentId}/permissions`, body: () => ({ permissions: { default_policy: "open" } }), ifMatch: true, landsWith: LANDS_25 },
-  { method: "getPermissions", http: "GET", template: "/intents/{id}/permissions", path: (c) => `/intents/${c.intentId}/permissions`, landsWith: LANDS_25 },
-  { method: "grantAccess", http: "POST", template: "/intents/{id}/permissions/grants", path: (c) => `/intents/${c.intentId}/permissions/grants`, body: (c) => ({ agent_id: "helper-1", level: "read", scopes: ["*"], granted_by: c.agent }), landsWith: LANDS_25 },
+  { method: "setPermissions", http: "PUT", template: "/intents/{id}/permissions", path: (c) => `/intents/${c.intentId}/permissions`, body: () => ({ permissions: { default_policy: "open" } }), ifMatch: true,
+    answers: { status: 409, code: "VERSION_MISMATCH", why: "If-Match is the ACL's version (GET /permissions answers it); the walk sends the intent's version, as a model that read the intent would (docs/compatibility.md)" } },
+  { method: "getPermissions", http: "GET", template: "/intents/{id}/permissions", path: (c) => `/intents/${c.intentId}/permissions` },
+  { method: "grantAccess", http: "POST", template: "/intents/{id}/permissions/grants", path: (c) => `/intents/${c.intentId}/permissions/grants`, body: (c) => ({ agent_id: "helper-1", level: "read", scopes: ["*"], granted_by: c.agent }) },
   // Credential vaults (RFC-0014)
   { method: "storeCredential", http: "POST", template: "/vaults/{id}/credentials", path: (c) => `/vaults/${c.vaultId}/credentials`, body: (c) => ({ name: "walk-cred", credential_type: "api_key", metadata: {}, stored_by: c.agent }) },
   { method: "getCredential", http: "GET", template: "/vaults/{id}/credentials/{id}", path: (c) => `/vaults/${c.vaultId}/credentials/walk-cred` },
@@ -190,10 +190,13 @@ const rows: Row[] = [
   { method: "verifyChallenge", http: "POST", template: "/identity/verify", path: () => "/identity/verify", body: (c) => ({ agent_id: `${c.agent}-id`, challenge: "not-the-challenge", signature: "A".repeat(86) }) },
   { method: "rotateKey", http: "POST", template: "/identity/{id}/rotate", path: (c) => `/identity/${c.agent}-id/rotate`, body: (c) => ({ new_public_key: c.publicKey, rotation_proof: "A".repeat(86) }) },
   // Verifiable event logs (RFC-0019), at the MCP server's paths
-  { method: "getHashChain", http: "GET", template: "/intents/{id}/events/hashchain", path: (c) => `/intents/${c.intentId}/events/hashchain?from=1&to=3`, landsWith: LANDS_25 },
-  { method: "verifyInclusion", http: "GET", template: "/intents/{id}/events/{id}/proof", path: (c) => `/intents/${c.intentId}/events/${c.eventId}/proof`, landsWith: LANDS_25 },
-  { method: "getCheckpoint", http: "GET", template: "/intents/{id}/events/checkpoints/{id}", path: (c) => `/intents/${c.intentId}/events/checkpoints/00000000-0000-4000-8000-000000000000`, landsWith: LANDS_25 },
-  { method: "getCheckpoint (latest)", http: "GET", template: "/intents/{id}/events/checkpoints/latest", path: (c) => `/intents/${c.intentId}/events/checkpoints/latest`, landsWith: LANDS_25 },
+  { method: "getHashChain", http: "GET", template: "/intents/{id}/events/hashchain", path: (c) => `/intents/${c.intentId}/events/hashchain?from=1&to=3` },
+  { method: "verifyInclusion", http: "GET", template: "/intents/{id}/events/{id}/proof", path: (c) => `/intents/${c.intentId}/events/${c.eventId}/proof`,
+    answers: { status: 404, code: "EVENT_NOT_IN_CHECKPOINT", why: "no checkpoint covers the walk's fresh event yet (verifiable-logs.e2e proves one that is)" } },
+  { method: "getCheckpoint", http: "GET", template: "/intents/{id}/events/checkpoints/{id}", path: (c) => `/intents/${c.intentId}/events/checkpoints/00000000-0000-4000-8000-000000000000`,
+    answers: { status: 404, code: "CHECKPOINT_NOT_FOUND", why: "the walk names no checkpoint of the intent" } },
+  { method: "getCheckpoint (latest)", http: "GET", template: "/intents/{id}/events/checkpoints/latest", path: (c) => `/intents/${c.intentId}/events/checkpoints/latest`,
+    answers: { status: 404, code: "CHECKPOINT_NOT_FOUND", why: "the walk's intent has no checkpoint yet" } },
   // Distributed tracing (RFC-0020): this issue
   { method: "startTrace", http: "POST", template: "/intents/{id}/traces", path: (c) => `/intents/${c.intentId}/traces`, body: (c) => ({ trace_name: "walk", parent_trace_id: undefined, metadata: {}, started_by: c.agent }), keep: (r, c) => void (c.traceId = r.body.trace_id) },
   { method: "getTrace", http: "GET", template: "/intents/{id}/traces/{id}", path: (c) => `/intents/${c.intentId}/traces/${c.traceId}` },

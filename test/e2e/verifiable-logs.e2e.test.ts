@@ -483,3 +483,50 @@ describe("the Python client's RFC 0019 calls (client.py, models.py from_dict)", 
     expectError(await cluster.api(`/intents/${UNKNOWN_ID}/events/verify`, py("agent")), 404, "INTENT_NOT_FOUND");
   });
 });
+
+describe("the official MCP server's RFC 0019 paths (mcp-server/src/client.ts)", () => {
+  it("getHashChain, verifyInclusion and getCheckpoint (an id or latest) read the intent's chain and checkpoints", async () => {
+    const intent = await createIntent(cluster);
+    // Fewer events than the sweeper's batch (5), so only the admin's requests checkpoint them.
+    await appendMany(intent.id, 3);
+    const events = await allEvents(cluster, intent.id);
+
+    // The chain of a range: the stored fields, in order, and what is left after it.
+    const range = await cluster.api(`/intents/${intent.id}/events/hashchain?from=2&to=4`);
+    expect(range.status, JSON.stringify(range.body)).toBe(200);
+    expect(range.body).toMatchObject({ intent_id: intent.id, algorithm: "sha256", from_sequence: 2, to_sequence: 4, last_sequence: 4, has_more: false });
+    expect(range.body.links).toEqual(
+      events.slice(1, 4).map((e) => ({ sequence: e.sequence, event_id: e.id, event_type: e.event_type, created_at: e.created_at, previous_event_hash: e.previous_event_hash, event_hash: e.event_hash })),
+    );
+    expect((await cluster.api(`/intents/${intent.id}/events/hashchain?from=1&to=2`)).body).toMatchObject({ to_sequence: 2, has_more: true });
+    expect((await cluster.api(`/intents/${intent.id}/events/hashchain`)).body.links).toHaveLength(4);
+    expectError(await cluster.api(`/intents/${intent.id}/events/hashchain?from=3&to=2`), 400, "VALIDATION_FAILED");
+    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/events/hashchain`), 404, "INTENT_NOT_FOUND");
+
+    // Nothing checkpointed yet: no proof, no latest checkpoint.
+    expectError(await cluster.api(`/intents/${intent.id}/events/${events[0].id}/proof`), 404, "EVENT_NOT_IN_CHECKPOINT");
+    expectError(await cluster.api(`/intents/${intent.id}/events/checkpoints/latest`), 404, "CHECKPOINT_NOT_FOUND");
+
+    const first = await checkpoint(intent.id);
+    await appendMany(intent.id, 2);
+    const second = await checkpoint(intent.id);
+    const latest = await cluster.api(`/intents/${intent.id}/events/checkpoints/latest`);
+    expect(latest.status).toBe(200);
+    expect(latest.body).toEqual(second);
+    expect((await cluster.api(`/intents/${intent.id}/events/checkpoints/${first.checkpoint_id}`)).body).toEqual(first);
+
+    // The proof comes from the checkpoint covering the event, and an independent verifier accepts it.
+    for (const [event, cp] of [[events[2], first], [(await allEvents(cluster, intent.id))[5], second]] as const) {
+      const proof = await cluster.api(`/intents/${intent.id}/events/${event.id}/proof`);
+      expect(proof.status, JSON.stringify(proof.body)).toBe(200);
+      expect(proof.body).toMatchObject({ event_id: event.id, event_hash: event.event_hash, checkpoint_id: cp.checkpoint_id, merkle_root: cp.merkle_root });
+      expect(rfcProofHolds(proof.body)).toBe(true);
+    }
+
+    // Another intent's checkpoint or event is not found under this one.
+    const stranger = await createIntent(cluster);
+    const strangerEvents = await allEvents(cluster, stranger.id);
+    expectError(await cluster.api(`/intents/${stranger.id}/events/checkpoints/${first.checkpoint_id}`), 404, "CHECKPOINT_NOT_FOUND");
+    expectError(await cluster.api(`/intents/${intent.id}/events/${strangerEvents[0].id}/proof`), 404, "EVENT_NOT_IN_CHECKPOINT");
+  });
+});

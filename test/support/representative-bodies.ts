@@ -58,6 +58,8 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
   intentsAppendEvent: { event_type: "comment", actor: "writer-1", payload: { text: "hi" }, trace_id: "t-1", parent_event_id: ID },
   aclSet: { default_policy: "closed", default_permission: "read", entries: [{ principal_id: "writer-1", principal_type: "agent", permission: "write", reason: "drafts", expires_at: LATER }] },
   aclGrant: { principal_id: "reviewer-1", principal_type: "agent", permission: "read", reason: "review", expires_at: LATER },
+  permissionsSet: { permissions: { policy: "restricted", default: "read", allow: [{ agent: "writer-1", level: "write", expires: LATER }], context: "auto" } },
+  permissionsGrant: { agent_id: "reviewer-1", level: "read", scopes: ["*"], granted_by: "mcp-agent", expires_at: LATER, reason: "review" },
   accessRequestCreate: { principal_id: "writer-1", principal_type: "agent", requested_permission: "write", reason: "needs to draft", capabilities: ["write"] },
   accessRequestApprove: { decided_by: "lead", permission: "write", expires_at: LATER, reason: "ok" },
   accessRequestDeny: { decided_by: "lead", reason: "not now" },

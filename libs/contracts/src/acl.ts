@@ -1,6 +1,6 @@
 import { z } from "./zod";
-import { ActorId, Caller, Timestamp, Uuid } from "./common";
-import { command, IntentRef } from "./command";
+import { ActorId, AgentId, Caller, Timestamp, Uuid } from "./common";
+import { command, IfMatch, IntentRef } from "./command";
 
 /**
  * Per-intent access control (RFC-0011; docs/access-control.md). An intent without an access-control
@@ -118,6 +118,84 @@ export type SetAclBody = z.infer<typeof SetAclBody>;
 export const GrantAccessBody = AclEntryInput.openapi("GrantAccess");
 export type GrantAccessBody = z.infer<typeof GrantAccessBody>;
 
+/**
+ * The official MCP server's spelling (RFC-0011's `permissions` block, docs/compatibility.md): a
+ * string (`open`, `restricted`, `private`), a list of agent ids (each gets write, nobody else has
+ * access), or an object: the RFC's `policy`, `default`, `allow[{agent, level, expires}]`, and
+ * `context` (only `auto`), or this server's ACL fields (`default_policy`, `default_permission`,
+ * `entries`). `restricted` and `private` are a closed policy: only the allow list and the owner.
+ * `delegate` is refused (delegation is not served).
+ */
+export const PermissionsPolicy = z.enum(["open", "restricted", "private", "closed"]);
+const AllowEntry = z
+  .object({
+    agent: AgentId,
+    level: IntentPermission.default("read"),
+    expires: ExpiresAt.nullable().optional(),
+  })
+  .strict();
+export const PermissionsObject = z
+  .object({
+    policy: PermissionsPolicy.optional(),
+    default: IntentPermission.optional().openapi({ description: "what an open policy gives agents without an entry; default read" }),
+    allow: z.array(AllowEntry).max(MAX_ACL_ENTRIES).optional(),
+    context: z.literal("auto").optional().openapi({ description: "only auto: no context is injected beyond what the agent may read" }),
+    default_policy: AccessPolicy.optional(),
+    default_permission: IntentPermission.optional(),
+    entries: z.array(SetAclEntry).max(MAX_ACL_ENTRIES).optional(),
+  })
+  .strict()
+  .superRefine((value, ctx) => {
+    if (value.policy !== undefined && value.default_policy !== undefined) ctx.addIssue({ code: "custom", path: ["default_policy"], message: "give policy or default_policy, not both" });
+    if (value.default !== undefined && value.default_permission !== undefined) ctx.addIssue({ code: "custom", path: ["default_permission"], message: "give default or default_permission, not both" });
+    if (value.allow !== undefined && value.entries !== undefined) ctx.addIssue({ code: "custom", path: ["entries"], message: "give allow or entries, not both" });
+  });
+export const Permissions = z.union([PermissionsPolicy, z.array(AgentId).max(MAX_ACL_ENTRIES), PermissionsObject]).openapi("Permissions");
+export type Permissions = z.infer<typeof Permissions>;
+
+/** PUT /intents/{id}/permissions (the MCP server's openintent_set_permissions). */
+export const SetPermissionsBody = z
+  .object({ permissions: Permissions })
+  .strict()
+  .superRefine((body, ctx) => {
+    const result = SetAclBody.safeParse(permissionsToAcl(body.permissions));
+    if (!result.success) for (const issue of result.error.issues) ctx.addIssue({ code: "custom", path: ["permissions", ...issue.path], message: issue.message });
+  })
+  .openapi("SetPermissions");
+export type SetPermissionsBody = z.infer<typeof SetPermissionsBody>;
+
+/** The ACL a `permissions` value stands for (the body of PUT /acl, before its defaults). */
+export function permissionsToAcl(permissions: Permissions): z.input<typeof SetAclBody> {
+  const closed = (policy: string) => (policy === "open" ? "open" : "closed") as AccessPolicy;
+  if (typeof permissions === "string") return { default_policy: closed(permissions) };
+  if (Array.isArray(permissions)) return { default_policy: "closed", entries: permissions.map((agent) => ({ principal_id: agent, principal_type: "agent", permission: "write" })) };
+  return {
+    default_policy: permissions.policy !== undefined ? closed(permissions.policy) : permissions.default_policy,
+    default_permission: permissions.default ?? permissions.default_permission,
+    entries:
+      permissions.allow?.map((entry) => ({ principal_id: entry.agent, principal_type: "agent" as const, permission: entry.level, expires_at: entry.expires ?? null })) ?? permissions.entries,
+  };
+}
+
+/**
+ * POST /intents/{id}/permissions/grants (the MCP server's openintent_grant_access): an entry for
+ * an agent. `scopes` may only be `["*"]`, the whole intent (an entry cannot be narrowed to parts
+ * of it; a narrower grant is refused rather than made wider). `granted_by` is a label: the
+ * server records the caller.
+ */
+export const GrantPermissionBody = z
+  .object({
+    agent_id: AgentId,
+    level: IntentPermission,
+    scopes: z.array(z.literal("*")).min(1).max(1).optional().openapi({ description: 'only ["*"]: the whole intent' }),
+    granted_by: z.string().max(200).nullable().optional().openapi({ description: "ignored: the server records who granted it" }),
+    expires_at: ExpiresAt.nullable().optional(),
+    reason: Reason.nullable().optional(),
+  })
+  .strict()
+  .openapi("GrantPermission");
+export type GrantPermissionBody = z.infer<typeof GrantPermissionBody>;
+
 export const AccessRequestStatus = z.enum(["pending", "approved", "denied"]);
 
 export const AccessRequest = z
@@ -203,6 +281,10 @@ export const aclCommands = {
   get: command("intents", "acl.get", IntentRef, IntentAcl, ["INTENT_NOT_FOUND"]),
   set: command("intents", "acl.set", IntentRef.extend({ body: SetAclBody }), IntentAcl, ["INTENT_NOT_FOUND"]),
   grant: command("intents", "acl.grant", IntentRef.extend({ body: GrantAccessBody }), AclEntry, ["ACL_FULL", "INTENT_NOT_FOUND"]),
+  /** The MCP server's PUT /permissions: an ACL replaced, If-Match (optional) against the ACL's version. */
+  setPermissions: command("intents", "acl.set_permissions", IntentRef.merge(IfMatch).extend({ body: SetPermissionsBody }), IntentAcl, ["INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  /** The MCP server's POST /permissions/grants: an agent's entry. */
+  grantPermission: command("intents", "acl.grant_permission", IntentRef.extend({ body: GrantPermissionBody }), AclEntry, ["ACL_FULL", "INTENT_NOT_FOUND"]),
   revoke: command("intents", "acl.revoke", EntryRef, AccessRevoked, ["ACL_ENTRY_NOT_FOUND", "INTENT_NOT_FOUND"]),
   createRequest: command("intents", "access_requests.create", IntentRef.extend({ body: CreateAccessRequestBody }), AccessRequest, ["ACCESS_REQUESTS_FULL", "FORBIDDEN", "INTENT_NOT_FOUND"]),
   listRequests: command("intents", "access_requests.list", IntentRef.extend({ query: ListAccessRequestsQuery }), AccessRequestList, ["INTENT_NOT_FOUND"]),

@@ -119,6 +119,8 @@ const acl: RulesOf<typeof aclCommands> = {
   get: admin,
   set: admin,
   grant: admin,
+  setPermissions: admin,
+  grantPermission: admin,
   revoke: admin,
   createRequest: { open: "RFC-0011: a principal without access asks for it" },
   listRequests: { open: "an admin of the intent sees every request, anyone else only their own" },
@@ -232,6 +234,10 @@ const verifiableLogs: RulesOf<typeof verifiableLogCommands> = {
   proof: CHECKPOINT,
   consistency: CHECKPOINT,
   anchor: { open: "a server operation (admin keys) on a checkpoint" },
+  hashChain: read,
+  eventProof: CHECKPOINT,
+  intentCheckpoint: CHECKPOINT,
+  latestCheckpoint: CHECKPOINT,
 };
 
 // RFC-0017: global triggers are governed by route roles (creation is privileged, §Security 2);

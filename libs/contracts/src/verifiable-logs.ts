@@ -184,6 +184,31 @@ export const ListCheckpointsQuery = z.object({
 
 export const ConsistencyQuery = z.object({ from_checkpoint: Uuid, to_checkpoint: Uuid });
 
+/** GET /intents/{id}/events/hashchain (the MCP server's openintent_get_hash_chain): a range of the chain. */
+export const MAX_HASH_CHAIN_EVENTS = 1000;
+export const HashChainQuery = z
+  .object({
+    from: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).default(1).openapi({ description: "first sequence; default 1" }),
+    to: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().openapi({ description: `last sequence; default and at most from + ${MAX_HASH_CHAIN_EVENTS - 1}` }),
+  })
+  .refine((q) => q.to === undefined || q.to >= q.from, { message: "to must not be below from", path: ["to"] });
+
+export const HashChainLink = z
+  .object({ sequence: z.number().int(), event_id: Uuid, event_type: z.string(), created_at: Timestamp, previous_event_hash: ChainHash.nullable(), event_hash: ChainHash.nullable() })
+  .openapi("HashChainLink");
+export const HashChain = z
+  .object({
+    intent_id: Uuid,
+    algorithm: z.literal("sha256"),
+    from_sequence: z.number().int(),
+    to_sequence: z.number().int().openapi({ description: "the last sequence asked for (capped)" }),
+    last_sequence: z.number().int().openapi({ description: "the intent's newest event" }),
+    links: z.array(HashChainLink).openapi({ description: "the stored chain fields of each event in the range, in sequence order; a missing sequence is missing here (GET /intents/{id}/events/verify names it)" }),
+    has_more: z.boolean().openapi({ description: "events after to_sequence exist" }),
+  })
+  .openapi("HashChain");
+export type HashChain = z.infer<typeof HashChain>;
+
 const CheckpointRef = z.object({ checkpoint_id: Uuid });
 
 /** Served by the intents service, which owns the logs. */
@@ -199,5 +224,10 @@ export const verifiableLogCommands = {
   getCheckpoint: command("intents", "checkpoints.get", CheckpointRef, LogCheckpoint, ["CHECKPOINT_NOT_FOUND"]),
   proof: command("intents", "checkpoints.proof", CheckpointRef.extend({ event_id: Uuid }), MerkleProof, ["CHECKPOINT_NOT_FOUND", "EVENT_NOT_IN_CHECKPOINT", "LOG_TAMPERED"]),
   consistency: command("intents", "checkpoints.consistency", z.object({ query: ConsistencyQuery }), ConsistencyProof, ["CHECKPOINT_NOT_FOUND", "CHECKPOINTS_NOT_COMPARABLE"]),
+  /** The MCP server's paths under the intent (docs/compatibility.md). */
+  hashChain: command("intents", "events.hashchain", IntentRef.extend({ query: HashChainQuery }), HashChain, ["INTENT_NOT_FOUND"]),
+  eventProof: command("intents", "events.proof", IntentRef.extend({ event_id: Uuid }), MerkleProof, ["INTENT_NOT_FOUND", "EVENT_NOT_IN_CHECKPOINT", "LOG_TAMPERED"]),
+  intentCheckpoint: command("intents", "checkpoints.get_of_intent", IntentRef.extend({ checkpoint_id: Uuid }), LogCheckpoint, ["CHECKPOINT_NOT_FOUND", "INTENT_NOT_FOUND"]),
+  latestCheckpoint: command("intents", "checkpoints.latest", IntentRef, LogCheckpoint, ["CHECKPOINT_NOT_FOUND", "INTENT_NOT_FOUND"]),
   anchor: command("intents", "checkpoints.anchor", CheckpointRef.extend({ body: AnchorCheckpointBody }), LogCheckpoint, ["CHECKPOINT_NOT_FOUND", "CHECKPOINT_ANCHORED"]),
 } as const;

@@ -32,7 +32,8 @@ import { listFailures, recordFailure } from "./failures/handlers";
 import { listCosts, recordCost, setBudget } from "./costs/handlers";
 import { IntentAccessGuard } from "./acl/guard";
 import { AclExpirySweeper } from "./acl/sweeper";
-import { approveAccessRequest, checkAccess, checkAccessMany, createAccessRequest, denyAccessRequest, getAcl, grantAccess, listAccessRequests, revokeAccess, setAcl } from "./acl/handlers";
+import { approveAccessRequest, checkAccess, checkAccessMany, createAccessRequest, denyAccessRequest, getAcl, grantAccess, grantPermission, listAccessRequests, revokeAccess, setAcl, setPermissions } from "./acl/handlers";
+import { eventProof, hashChain, intentCheckpoint, latestCheckpoint } from "./verifiable/intent-paths";
 import { createWorkflow, getWorkflow, listWorkflows, triggerWorkflow, updateWorkflow, deleteWorkflow } from "./workflows/handlers";
 import { createPlan, decomposeTask, getPlan, listPlans, updatePlan } from "./plans/handlers";
 import { decideCheckpoint, listCheckpoints as listPlanCheckpoints, PlanCheckpointSweeper } from "./plans/checkpoints";
@@ -144,6 +145,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     get: (input) => getAcl(ctx, input.intent_id),
     set: (input, caller) => setAcl(ctx, input.intent_id, input.body, caller),
     grant: (input, caller) => grantAccess(ctx, input.intent_id, input.body, caller),
+    setPermissions: (input, caller) => setPermissions(ctx, input.intent_id, input.if_match, input.body, caller),
+    grantPermission: (input, caller) => grantPermission(ctx, input.intent_id, input.body, caller),
     revoke: (input, caller) => revokeAccess(ctx, input.intent_id, input.entry_id, caller),
     createRequest: (input, caller) => createAccessRequest(ctx, input.intent_id, input.body, caller),
     listRequests: (input, caller) => listAccessRequests(ctx, input.intent_id, input.query, caller),
@@ -227,6 +230,10 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     proof: (input) => inclusionProof(ctx, input.checkpoint_id, input.event_id),
     consistency: (input) => consistency(ctx, input.query.from_checkpoint, input.query.to_checkpoint),
     anchor: (input) => anchorCheckpoint(ctx, input.checkpoint_id, input.body),
+    hashChain: (input) => hashChain(ctx, input.intent_id, input.query),
+    eventProof: (input) => eventProof(ctx, input.intent_id, input.event_id),
+    intentCheckpoint: (input) => intentCheckpoint(ctx, input.intent_id, input.checkpoint_id),
+    latestCheckpoint: (input) => latestCheckpoint(ctx, input.intent_id),
   });
   const agentLifecycle = await startAgentLifecycleProjection(bus, database.db, ctx.clock, logger, core.published);
   const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, core.published);

@@ -17,7 +17,10 @@ import {
   type IntentAcl,
   type IntentPermission,
   type PrincipalType,
-  type SetAclBody,
+  permissionsToAcl,
+  SetAclBody,
+  type GrantPermissionBody,
+  type SetPermissionsBody,
   type AccessVerdicts,
   type IntentAccessCheck,
   intentEvents,
@@ -128,11 +131,13 @@ function aclView(intentId: string, head: { policy: string | null; defaultPermiss
  * (same principal, permission, expiry and reason) is kept as it is, so writing back what GET
  * answered changes nothing but the version; the first PUT makes the caller's principal the owner.
  */
-export async function setAcl(ctx: IntentsContext, intentId: string, body: SetAclBody, caller: Caller): Promise<IntentAcl> {
+export async function setAcl(ctx: IntentsContext, intentId: string, body: SetAclBody, caller: Caller, expectedVersion: number | null = null): Promise<IntentAcl> {
   const now = ctx.clock.now();
   for (const entry of body.entries) assertExpiryAhead(expiryOf(entry.expires_at), now);
   const acl = await ctx.db.transaction(async (tx) => {
     const locked = await lockAcl(tx, intentId);
+    // lockAcl bumped the version; the one the caller read is the one before.
+    if (expectedVersion !== null && locked.version - 1 !== expectedVersion) throw errors.versionMismatch("acl of intent", intentId, locked.version - 1, expectedVersion);
     const [head] = await tx
       .update(intents)
       .set({ aclPolicy: body.default_policy, aclDefault: body.default_permission, aclOwner: sql`coalesce(${intents.aclOwner}, ${caller.principal})` })
@@ -215,6 +220,20 @@ export async function grantAccess(ctx: IntentsContext, intentId: string, body: G
   });
   ctx.published();
   return toAclEntry(entry);
+}
+
+/**
+ * PUT /intents/{id}/permissions (the MCP server's spelling, docs/compatibility.md): the ACL the
+ * RFC-0011 permissions block stands for, replaced as PUT /acl replaces it; If-Match, when sent,
+ * is the ACL's version (GET /permissions answers it).
+ */
+export function setPermissions(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: SetPermissionsBody, caller: Caller): Promise<IntentAcl> {
+  return setAcl(ctx, intentId, SetAclBody.parse(permissionsToAcl(body.permissions)), caller, ifMatch);
+}
+
+/** POST /intents/{id}/permissions/grants (the MCP server's grant_access): the agent's entry, as POST /acl/entries grants it. */
+export function grantPermission(ctx: IntentsContext, intentId: string, body: GrantPermissionBody, caller: Caller): Promise<AclEntry> {
+  return grantAccess(ctx, intentId, { principal_id: body.agent_id, principal_type: "agent", permission: body.level, expires_at: body.expires_at ?? null, reason: body.reason ?? null }, caller);
 }
 
 /** DELETE /intents/{id}/acl/entries/{entry_id}: the entry is gone; its grant ends with this answer. */

@@ -28,6 +28,17 @@ export const intents = intentsSchema.table(
      * granted meanwhile can never be written past.
      */
     leaseEpoch: integer("lease_epoch").notNull().default(0),
+    /**
+     * The head of the RFC 0019 hash chain (docs/verifiable-logs.md): the event_hash and
+     * previous_event_hash of the event at sequence `chain_seq`. The hot statements that take the
+     * next sequence (kernel/statements.ts) hash the new event from it in the same UPDATE, under the
+     * row lock, with no lookup of the previous event. It is current only while chain_seq =
+     * event_seq: a writer that does not keep it (the budget statement, hashed by the trigger
+     * fallback) leaves it behind, and the next writer reads the previous event instead.
+     */
+    chainSeq: bigint("chain_seq", { mode: "number" }).notNull().default(0),
+    chainHead: text("chain_head"),
+    chainPrevious: text("chain_previous"),
     /** Why a blocked intent is blocked, when the server blocked it (`budget_exceeded`); cleared by every status change. */
     blockedReason: text("blocked_reason"),
     /**
@@ -97,9 +108,10 @@ export const events = intentsSchema.table(
     eventHash: text("event_hash"),
     previousEventHash: text("previous_event_hash"),
     /**
-     * Transient, always null once stored: a writer that holds the payload in JavaScript passes its
-     * canonical JSON here, and the hash-chain trigger uses it instead of canonicalising the jsonb
-     * again (the costliest step), then clears it. Writers that build payloads in SQL leave it null.
+     * Transient, always null once stored: read by the hash-chain trigger fallback (migration
+     * 0009) instead of canonicalising the jsonb again, then cleared. The service's writers now hash
+     * their events themselves (kernel/event-chain.ts) and never set it; a replica of the release
+     * before them still may, during a rolling update.
      */
     payloadCanonical: text("payload_canonical"),
   },

@@ -1,8 +1,9 @@
 import { and, eq, sql } from "drizzle-orm";
-import { AppError, canonicalJson, errors, INTENT_EVENT_SCHEMA, intentEventMsgId, intentEventSubject, type IntentEvent } from "@intentmesh/contracts";
+import { AppError, errors, INTENT_EVENT_SCHEMA, intentEventMsgId, intentEventSubject, type IntentEvent } from "@intentmesh/contracts";
 import { writeEventLog, type EventLogSpec, type NewEvent } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { events, intents, outbox } from "../db/schema";
+import { chainHash } from "./event-chain";
 
 export type { NewEvent };
 
@@ -68,13 +69,12 @@ const intentLog: EventLogSpec<IntentEvent> = {
   schema: INTENT_EVENT_SCHEMA,
   subject: intentEventSubject,
   msgId: intentEventMsgId,
-  // The database completes each row with its hash-chain fields (trigger intents.events_chain);
-  // the message and the answer carry them.
+  // RFC 0019: each row is hashed here and goes in complete, then the intent row's chain head
+  // moves to the last one (kernel/event-chain.ts); the message and the answer carry the fields.
   insert: async (tx, rows) => {
-    const completed = await tx
-      .insert(events)
-      .values(
-        rows.map(({ event, wire, at }) => ({
+    const chained = await chainRows(tx, rows);
+    await tx.insert(events).values(
+      chained.map(({ event, wire, at, chain }) => ({
         id: event.id,
         intentId: event.intent_id,
         sequence: event.sequence,
@@ -85,13 +85,47 @@ const intentLog: EventLogSpec<IntentEvent> = {
         wire,
         traceId: event.trace_id ?? null,
         parentEventId: event.parent_event_id ?? null,
-        payloadCanonical: canonicalJson(event.payload),
+        eventHash: chain.event_hash,
+        previousEventHash: chain.previous_event_hash,
       })),
-      )
-      .returning({ id: events.id, previousEventHash: events.previousEventHash, eventHash: events.eventHash });
-    return completed.map((row) => ({ id: row.id, previous_event_hash: row.previousEventHash, event_hash: row.eventHash }));
+    );
+    return chained.map(({ event, chain }) => ({ id: event.id, ...chain }));
   },
 };
+
+type LogRow = { event: IntentEvent; wire: string; at: Date };
+
+/**
+ * Hashes rows of one intent's log, consecutive from the first one's sequence, after the event
+ * before them, and moves the intent row's chain head to the last. The caller's transaction holds
+ * the intent row's lock (it took the sequences), and this reads the event before under a snapshot
+ * taken now: what the previous lock holder committed, or what this transaction wrote. A hole
+ * before the first row is refused, never chained over.
+ */
+async function chainRows(tx: Tx, rows: LogRow[]) {
+  const first = rows[0]!.event;
+  let previous: string | null = null;
+  if (first.sequence > 1) {
+    const [before] = await tx
+      .select({ eventHash: events.eventHash })
+      .from(events)
+      .where(and(eq(events.intentId, first.intent_id), eq(events.sequence, first.sequence - 1)));
+    if (!before?.eventHash) throw new Error(`intent ${first.intent_id}: no hashed event at sequence ${first.sequence - 1}; its log is not extended`);
+    previous = before.eventHash;
+  }
+  const chained = rows.map((row) => {
+    const { previous_event_hash: _p, event_hash: _h, ...content } = row.event as IntentEvent & Record<string, unknown>;
+    const chain = { previous_event_hash: previous, event_hash: chainHash(content, previous) };
+    previous = chain.event_hash;
+    return { ...row, wire: `${row.wire.slice(0, -1)},"previous_event_hash":${JSON.stringify(chain.previous_event_hash)},"event_hash":${JSON.stringify(chain.event_hash)}}`, chain };
+  });
+  const last = chained[chained.length - 1]!;
+  await tx
+    .update(intents)
+    .set({ chainSeq: last.event.sequence, chainHead: last.chain.event_hash, chainPrevious: last.chain.previous_event_hash })
+    .where(eq(intents.id, first.intent_id));
+  return chained;
+}
 
 /** Writes events at the sequence numbers reserved for them, and their outbox rows, in the caller's transaction. */
 export function writeEvents(tx: Tx, intentId: string, firstSequence: number, newEvents: NewEvent[], at: Date): Promise<IntentEvent[]> {

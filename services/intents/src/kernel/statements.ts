@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import {
-  canonicalJson,
   INTENT_EVENT_SCHEMA,
   intentEventSubject,
   isoTimestamp,
@@ -16,6 +15,7 @@ import type { DatabaseHandle } from "@intentmesh/db";
 import type { GovernancePolicy } from "@intentmesh/contracts";
 import type { NewEvent } from "./event-log";
 import type { leases } from "../db/schema";
+import { advanceChainSql, canonicalAroundChain, chainHashSql, sealedWireSql } from "./event-chain";
 
 /**
  * The hot paths of the intents service as single SQL statements, run as named prepared
@@ -25,7 +25,9 @@ import type { leases } from "../db/schema";
  * `intent:<id>:e<sequence>` (the catalogue's intentEventMsgId).
  *
  * The outbox payload is the event's JSON with its sequence spliced in by SQL, so the event is
- * serialized once, in JS, before the sequence is known.
+ * serialized once, in JS, before the sequence is known. Its RFC 0019 hash is computed by the same
+ * UPDATE that takes the sequence, from the chain head on the intent row and the event's canonical
+ * JSON in two parts made here (kernel/event-chain.ts): no trigger, no lookup of the event before.
  */
 type Query = DatabaseHandle["query"];
 
@@ -83,7 +85,10 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
   const id = randomUUID();
   const createdAt = isoTimestamp(at);
   const tracing = traceFields(event);
-  const body = JSON.stringify({ id, intent_id: intentId, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: createdAt, ...tracing });
+  const content = { id, intent_id: intentId, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: createdAt, ...tracing };
+  // The JSON between the braces: the statement writes `{"sequence":N,` before it and the hash fields after it.
+  const inner = JSON.stringify(content).slice(1, -1);
+  const canonical = canonicalAroundChain(content);
   const headers = JSON.stringify({ ...traceCarrier(), [SCHEMA_HEADER]: INTENT_EVENT_SCHEMA });
   const complete = (sequence: number, chain: ChainFields): IntentEvent => ({
     id,
@@ -99,9 +104,8 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
   });
   const subject = intentEventSubject(intentId, event.eventType);
   /** The event's parameters in the order the create and change statements take them. */
-  const payloadCanonical = canonicalJson(event.payload);
-  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, body, headers, payloadCanonical];
-  return { id, body, headers, subject, params, payloadCanonical, complete };
+  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, inner, headers, canonical.before, canonical.after];
+  return { id, inner, headers, subject, params, canonical, complete };
 }
 
 /** SQL expressions of one intent event's columns, as a statement that logs it provides them. */
@@ -118,18 +122,23 @@ export interface IntentEventSql {
   headers: string;
   traceId?: string;
   parentEventId?: string;
-  /** The payload's canonical JSON when the statement has it (see events.payload_canonical). */
-  payloadCanonical?: string;
+  /**
+   * The hash fields when the statement computes them itself (the hot paths, from the chain head):
+   * the row is then written complete, and `wire` is the served form with them. Absent: the
+   * database's trigger fallback completes the row (the budget statement).
+   */
+  chain?: { eventHash: string; previousEventHash: string };
 }
 
 /**
  * The log row and outbox row of intent events, as the INSERTs of one statement (the shared
  * writer of libs/bus, sqlEventInserts): rows come from `from`; message id `intent:<id>:e<sequence>`.
  *
- * The events INSERT must be the statement's CTE `e`: the database completes each row with its
- * hash-chain fields (trigger intents.events_chain, docs/verifiable-logs.md), and the outbox row is
- * made from the completed row, joined back to `from` on `many.on` when `from` has several rows
- * (inserted in `many.order`, the sequence order).
+ * With `chain`, the row goes in complete and the outbox row is made from `from`. Without it the
+ * events INSERT must be the statement's CTE `e`: the database completes each row with its
+ * hash-chain fields (the trigger fallback intents.events_chain, docs/verifiable-logs.md), and the
+ * outbox row is made from the completed row, joined back to `from` on `many.on` when `from` has
+ * several rows (inserted in `many.order`, the sequence order).
  */
 export function intentEventInserts(from: string, e: IntentEventSql, many?: { on: string; order: string }): { events: string; outbox: string } {
   return sqlEventInserts({
@@ -147,31 +156,38 @@ export function intentEventInserts(from: string, e: IntentEventSql, many?: { on:
       wire: e.wire,
       ...(e.traceId ? { trace_id: e.traceId } : {}),
       ...(e.parentEventId ? { parent_event_id: e.parentEventId } : {}),
-      ...(e.payloadCanonical ? { payload_canonical: e.payloadCanonical } : {}),
+      ...(e.chain ? { event_hash: e.chain.eventHash, previous_event_hash: e.chain.previousEventHash } : {}),
     },
     subject: e.subject,
-    msgId: sqlEventMsgId("intent", "e.intent_id", "e.sequence"),
-    wire: "e.wire",
-    headers: e.headers,
-    outboxOrder: many ? "e.sequence" : undefined,
-    completedRows: { as: "e", on: many?.on ?? "true", order: many?.order },
+    ...(e.chain
+      ? { msgId: sqlEventMsgId("intent", e.intentId, e.sequence), wire: e.wire, headers: e.headers }
+      : {
+          msgId: sqlEventMsgId("intent", "e.intent_id", "e.sequence"),
+          wire: "e.wire",
+          headers: e.headers,
+          outboxOrder: many ? "e.sequence" : undefined,
+          completedRows: { as: "e", on: many?.on ?? "true", order: many?.order },
+        }),
   });
 }
 
-/** The chain fields of an event as the database completed it (RETURNING of the CTE `e`). */
+/** The chain fields of an event as its statement wrote them. */
 export interface ChainFields {
   event_hash: string;
   previous_event_hash: string | null;
 }
 
 const CREATE_EVENT = intentEventInserts("w", {
-  id: "$10", intentId: "$1", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb", payloadCanonical: "$17::text",
+  id: "$10", intentId: "$1::uuid", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb",
+  chain: { eventHash: "w.hash", previousEventHash: "null" },
 });
 const APPEND_EVENT = intentEventInserts("s", {
-  id: "$3", intentId: "$1", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid", payloadCanonical: "$14::text",
+  id: "$3", intentId: "$1::uuid", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid",
+  chain: { eventHash: "s.chain_head", previousEventHash: "s.chain_previous" },
 });
 const CHANGE_EVENT = intentEventInserts("u", {
-  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb", payloadCanonical: "$14::text",
+  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb",
+  chain: { eventHash: "u.chain_head", previousEventHash: "u.chain_previous" },
 });
 
 export async function selectIntent(query: Query, intentId: string): Promise<(RawIntent & { leases?: unknown }) | undefined> {
@@ -223,10 +239,11 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
   const prepared = prepareEvent(intent.id, event, at);
   await query(
     "intents_create",
-    `with i as (
-       insert into intents.intents (id, title, description, created_by, status, constraints, state, confidence, version, event_seq, created_at, updated_at)
-       values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, 1, 1, $9, $9)),
-     w as (select '{"sequence":1,' || substr($15::text, 2) as wire),
+    `with h as (select ${chainHashSql("$17", "null", "1", "$18")} as hash),
+     w as (select h.hash, ${sealedWireSql(`'{"sequence":1,' || $15::text`, "null", "h.hash")} as wire from h),
+     i as (
+       insert into intents.intents (id, title, description, created_by, status, constraints, state, confidence, version, event_seq, chain_seq, chain_head, chain_previous, created_at, updated_at)
+       select $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::jsonb, $8::float8, 1, 1, 1, w.hash, null, $9::timestamptz, $9::timestamptz from w),
      e as (${CREATE_EVENT.events})
      ${CREATE_EVENT.outbox}`,
     [
@@ -265,13 +282,14 @@ export async function appendEventStatement(
   const rows = await query<{ sequence: string | number } & ChainFields>(
     "intents_append_event",
     `with s as (
-       update intents.intents set event_seq = event_seq + 1
-       where id = $1 and ($2::int is null or version = $2::int) and (not $13::bool or (governance_policy is null and acl_policy is null))
-       returning event_seq, '{"sequence":' || event_seq || ',' || substr($9::text, 2) as wire),
+       update intents.intents x set event_seq = x.event_seq + 1, ${advanceChainSql("x", "$14", "$15")}
+       where x.id = $1 and ($2::int is null or x.version = $2::int) and (not $13::bool or (x.governance_policy is null and x.acl_policy is null))
+       returning x.event_seq, x.chain_head, x.chain_previous,
+         ${sealedWireSql(`'{"sequence":' || x.event_seq || ',' || $9::text`, "x.chain_previous", "x.chain_head")} as wire),
      e as (${APPEND_EVENT.events}),
      o as (${APPEND_EVENT.outbox})
-     select sequence, event_hash, previous_event_hash from e`,
-    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.body, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned, prepared.payloadCanonical],
+     select event_seq as sequence, chain_head as event_hash, chain_previous as previous_event_hash from s`,
+    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.inner, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned, prepared.canonical.before, prepared.canonical.after],
   );
   const row = rows[0];
   return row ? prepared.complete(Number(row.sequence), row) : undefined;
@@ -294,13 +312,15 @@ export async function commitChangeStatement(
   const rows = await query<RawIntent>(
     "intents_commit_change",
     `with u as (
-       update intents.intents
-       set state = coalesce($3::jsonb, state), status = coalesce($4::text, status),
+       update intents.intents x
+       set state = coalesce($3::jsonb, x.state), status = coalesce($4::text, x.status),
            -- a status change ends whatever block the server had put on the intent
-           blocked_reason = case when $4::text is null then blocked_reason end,
-           version = version + 1, event_seq = event_seq + 1, updated_at = $5
-       where id = $1 and version = $2::int and ($6::int is null or lease_epoch = $6::int)
-       returning ${INTENT_COLUMNS}, '{"sequence":' || event_seq || ',' || substr($12::text, 2) as wire),
+           blocked_reason = case when $4::text is null then x.blocked_reason end,
+           version = x.version + 1, event_seq = x.event_seq + 1, updated_at = $5,
+           ${advanceChainSql("x", "$14", "$15")}
+       where x.id = $1 and x.version = $2::int and ($6::int is null or x.lease_epoch = $6::int)
+       returning ${INTENT_COLUMNS.split(", ").map((c) => `x.${c}`).join(", ")}, x.chain_head, x.chain_previous,
+         ${sealedWireSql(`'{"sequence":' || x.event_seq || ',' || $12::text`, "x.chain_previous", "x.chain_head")} as wire),
      e as (${CHANGE_EVENT.events}),
      o as (${CHANGE_EVENT.outbox})
      select * from u`,

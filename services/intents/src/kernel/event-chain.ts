@@ -1,0 +1,70 @@
+import { canonicalJson, sha256Tag } from "@intentmesh/contracts";
+
+/**
+ * The RFC 0019 hash chain as the writers of the intent log extend it (docs/verifiable-logs.md).
+ * The head of an intent's chain lives on its row (chain_seq, chain_head, chain_previous): the
+ * hot statements hash a new event from it in the UPDATE that takes the sequence, the transaction
+ * path hashes in JavaScript after taking the row lock. Either way the link is made under the lock
+ * that assigns the sequence, so concurrent writers and replicas extend one chain.
+ */
+
+/**
+ * An event's canonical JSON (RFC 8785) split around the two fields a statement learns only when it
+ * takes the row lock: `before + <previous_event_hash as JSON> + ',"sequence":' + <sequence> + after`.
+ * `content` is the event without sequence and its hash fields. Canonical JSON sorts keys, and no
+ * event field sorts between previous_event_hash and sequence, so the two sit side by side.
+ */
+export function canonicalAroundChain(content: Record<string, unknown>): { before: string; after: string } {
+  const keys = Object.keys(content)
+    .filter((key) => content[key] !== undefined)
+    .sort();
+  const head = keys.filter((key) => key < "previous_event_hash");
+  const tail = keys.filter((key) => key > "sequence");
+  if (head.length + tail.length !== keys.length) {
+    throw new Error(`event fields ${keys.join(", ")}: one sorts between previous_event_hash and sequence, or is one of them`);
+  }
+  const fields = (list: string[]) => list.map((key) => `${JSON.stringify(key)}:${canonicalJson(content[key])}`).join(",");
+  return {
+    before: `{${fields(head)}${head.length ? "," : ""}"previous_event_hash":`,
+    after: `${tail.length ? `,${fields(tail)}` : ""}}`,
+  };
+}
+
+/**
+ * SQL of the hash of the event a statement writes at `sequenceSql`, linked to `previousSql`, from
+ * the two canonical parts it was given as parameters (canonicalAroundChain). Built-in sha256 and
+ * string concatenation only: no function call that plans a query, no lookup.
+ */
+export function chainHashSql(beforeParam: string, previousSql: string, sequenceSql: string, afterParam: string): string {
+  const canonical = `${beforeParam}::text || coalesce('"' || ${previousSql} || '"', 'null') || ',"sequence":' || ${sequenceSql} || ${afterParam}::text`;
+  return `'sha256:' || rtrim(translate(encode(sha256(convert_to(${canonical}, 'UTF8')), 'base64'), '+/', '-_'), '=')`;
+}
+
+/**
+ * SQL of the previous event's hash for a statement that takes the next sequence of an intent row
+ * (`row` is the table alias): the row's chain head when it is current, else the stored event
+ * before (intents.chain_link, which reads under the lock and refuses a hole). Used in the UPDATE's
+ * SET, which PostgreSQL evaluates again on the newest row version when it had to wait for the lock.
+ */
+export const previousHashSql = (row: string) =>
+  `(case when ${row}.chain_seq = ${row}.event_seq then ${row}.chain_head else intents.chain_link(${row}.id, ${row}.event_seq) end)`;
+
+/**
+ * The SET clauses that move an intent row's chain head to the event the same UPDATE logs at
+ * event_seq + 1. All right-hand sides read the row before the update, so chain_previous is the
+ * old head and chain_head is hashed from it; RETURNING then reads both.
+ */
+export const advanceChainSql = (row: string, beforeParam: string, afterParam: string) =>
+  `chain_previous = ${previousHashSql(row)},
+   chain_head = ${chainHashSql(beforeParam, previousHashSql(row), `(${row}.event_seq + 1)`, afterParam)},
+   chain_seq = ${row}.event_seq + 1`;
+
+/** The served wire form of an event: its JSON without the hash fields, and them appended (what the trigger did). */
+export const sealedWireSql = (openWireSql: string, previousSql: string, hashSql: string) =>
+  `${openWireSql} || ',"previous_event_hash":' || coalesce('"' || ${previousSql} || '"', 'null') || ',"event_hash":"' || ${hashSql} || '"}'`;
+
+/** The event hash in JavaScript: canonical JSON of the event as served, without event_hash. */
+export function chainHash(event: Record<string, unknown>, previous: string | null): string {
+  const { event_hash: _ignored, ...content } = event;
+  return sha256Tag(canonicalJson({ ...content, previous_event_hash: previous }));
+}
