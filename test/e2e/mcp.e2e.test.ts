@@ -91,7 +91,7 @@ describe("MCP endpoint (issue 31)", () => {
     const live = await connect("agent", {}, "/mcp/live?tools=access-control");
     const aclTools = (await live.listTools()).tools.map((tool) => tool.name);
     expect(aclTools.length).toBeGreaterThan(0);
-    expect(aclTools.every((name) => name.startsWith("acl") || name.startsWith("access"))).toBe(true);
+    expect(aclTools).toEqual(apiRoutes.filter((route) => route.tag === "Access control" && routeAdmits(route, ["agent"])).map((route) => route.operationId));
     await expect(connect("agent", {}, "/mcp?tools=intents,everything")).rejects.toThrow(/400|VALIDATION_FAILED/);
   });
 

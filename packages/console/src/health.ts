@@ -3,8 +3,9 @@ import { describe, isOutage } from "./session";
 
 /**
  * Whether the server answers, as the console's own calls find it: an outage (no answer, 502,
- * 503, 504) shows the banner, and the next call that succeeds (the inbox reads every few seconds)
- * takes it away, so it recovers by itself. Other failures are the error of one action.
+ * 503, 504) shows the banner, and the next call that succeeds takes it away: while it is up the
+ * inbox reads every 2 s and its stream reconnects within 5 s, so it recovers by itself. Other
+ * failures are the error of one action.
  */
 type Listener = () => void;
 let down: string | null = null;
@@ -25,6 +26,15 @@ export function reportError(error: unknown): void {
   if (isOutage(error)) down = (error as { status: number }).status === 0 ? "" : describe(error);
   else failure = describe(error);
   notify();
+}
+
+/** Whether the banner is up: the last call found the server not answering. */
+export const isDown = (): boolean => down !== null;
+
+/** Listens to every change of health (outside a component: the inbox store retries sooner while down). */
+export function onHealthChange(listener: Listener): () => void {
+  listeners.add(listener);
+  return () => void listeners.delete(listener);
 }
 
 export function dismissFailure(): void {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
-import type { Intentmesh, ResponseOf } from "@intentmesh/sdk";
-import { reportError, reportOk } from "./health";
+import { IntentmeshError, type Intentmesh, type ResponseOf } from "@intentmesh/sdk";
+import { isDown, onHealthChange, reportError, reportOk } from "./health";
 import { mapLimit } from "./util";
 
 export type Intent = ResponseOf<"intentsGet">;
@@ -28,6 +28,8 @@ const OPEN_STATUSES = "draft,active,blocked,suspended_awaiting_input";
  * under it, for a hint lost while the stream reconnected.
  */
 export const INBOX_SAFETY_READ_MS = 30_000;
+/** While the server does not answer (the banner), the inbox reads this often, so the banner goes soon after it answers again. */
+const OUTAGE_READ_MS = 2000;
 /** Hints that arrive together (a burst of suspensions) make one read. */
 const HINT_COALESCE_MS = 150;
 /** The most intents one read follows pages to (500 a page); beyond it the inbox says it is partial. */
@@ -67,14 +69,22 @@ class InboxStore {
   private readonly askers = new Map<string, string | null>();
   private readonly listeners = new Set<() => void>();
 
+  private unwatchHealth: (() => void) | null = null;
+
   start(client: Intentmesh): void {
     this.stop();
     this.client = client;
     void this.refresh();
     this.follow(client);
+    // Any call that found the server down (this store's or a page's) brings the next read forward.
+    this.unwatchHealth = onHealthChange(() => {
+      if (isDown() && this.client && !this.running) this.schedule(OUTAGE_READ_MS);
+    });
   }
 
   stop(): void {
+    this.unwatchHealth?.();
+    this.unwatchHealth = null;
     clearTimeout(this.timer);
     clearTimeout(this.hinted);
     this.stream?.abort();
@@ -103,9 +113,14 @@ class InboxStore {
       if (this.again) {
         this.again = false;
         void this.refresh();
-      } else this.timer = setTimeout(() => void this.refresh(), INBOX_SAFETY_READ_MS);
+      } else this.schedule(isDown() ? OUTAGE_READ_MS : INBOX_SAFETY_READ_MS);
     });
     return this.running;
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.refresh(), ms);
   }
 
   /** Follows the inbox stream until stop(); the SDK reconnects it by itself, and each connection reads the inbox again. */
@@ -120,7 +135,18 @@ class InboxStore {
       let connections = 0;
       try {
         // The first connection follows the first read (start); every later one may have missed hints.
-        for await (const _hint of client.subscribeInbox({ signal: controller.signal, onConnect: () => void (connections++ > 0 && onHint()) })) onHint();
+        const stream = client.subscribeInbox({
+          signal: controller.signal,
+          // Reconnect within 5 s of the server's return: the reconnection is what takes the banner away.
+          reconnect: { maxDelayMs: 5000 },
+          onConnect: () => {
+            reportOk();
+            if (connections++ > 0) onHint();
+          },
+          // A lost stream is the server not answering (the banner), whatever error the browser gave.
+          onDisconnect: (error) => reportError(error instanceof IntentmeshError ? error : new IntentmeshError("NETWORK_ERROR", "the inbox stream was lost", 0)),
+        });
+        for await (const _hint of stream) onHint();
       } catch {
         // Refused (a role without the inbox): the safety read still keeps the list.
       }

@@ -305,6 +305,8 @@ describe("the server down", () => {
     const { context, page } = await signedIn("operator", { viewport: { width: 390, height: 800 } });
     await page.getByText(/Nothing waits for you|question|approval/).first().waitFor(INBOX_WAIT);
     await page.route("**/api/v1/**", (route) => route.abort("connectionrefused"));
+    // The inbox stream already open is not cut by the route: the next call is what finds the server gone.
+    await page.getByRole("link", { name: "Intents" }).click();
     const banner = page.getByText("The server does not answer", { exact: false });
     await banner.waitFor(INBOX_WAIT);
     await shot(page, "server-down-phone");
