@@ -1,8 +1,9 @@
 import type { Request, Response } from "express";
 import { ACCESS_NARROWING_EVENTS, appError, channelsCommands, systemEvents, type Message } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
-import { metrics, type Logger } from "@intentmesh/telemetry";
+import type { Logger } from "@intentmesh/telemetry";
 import type { EventFeed } from "./event-feed";
+import { startSseResponse } from "./sse-response";
 
 export interface ChannelSseOptions {
   bus: BusClient;
@@ -65,18 +66,11 @@ export async function streamChannel(req: Request, res: Response, options: Channe
     });
   });
 
-  res.status(200).set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive", "X-Accel-Buffering": "no" });
-  res.flushHeaders();
-  res.write("retry: 2000\n\n");
-  metrics.sseConnections.inc({ stream: "channels" });
-  const ping = setInterval(() => {
-    if (!closed) res.write(": ping\n\n");
-  }, options.pingMs);
+  const stopResponse = startSseResponse(res, "channels", options.pingMs, () => closed);
   const close = () => {
     if (closed) return;
     closed = true;
-    metrics.sseConnections.dec({ stream: "channels" });
-    clearInterval(ping);
+    stopResponse();
     unsubscribe();
     unwatch?.();
     res.end();

@@ -2,7 +2,8 @@ import type { Request, Response } from "express";
 import type { Subscription } from "@nats-io/transport-node";
 import { aclCommands, type Caller, INBOX_EVENT_TYPES, INBOX_NOTICE_FILTER, InboxHint } from "@intentmesh/contracts";
 import type { Bus, BusClient } from "@intentmesh/bus";
-import { metrics, type Logger } from "@intentmesh/telemetry";
+import type { Logger } from "@intentmesh/telemetry";
+import { startSseResponse } from "./sse-response";
 
 type Listener = (hint: InboxHint) => void;
 
@@ -106,23 +107,11 @@ export function streamInbox(req: Request, res: Response, options: InboxSseOption
     if (!closed) send(hint);
   });
 
-  res.status(200).set({
-    "Content-Type": "text/event-stream; charset=utf-8",
-    "Cache-Control": "no-cache, no-transform",
-    Connection: "keep-alive",
-    "X-Accel-Buffering": "no",
-  });
-  res.flushHeaders();
-  res.write("retry: 2000\n\n");
-  metrics.sseConnections.inc({ stream: "inbox" });
-  const ping = setInterval(() => {
-    if (!closed) res.write(": ping\n\n");
-  }, options.pingMs);
+  const stopResponse = startSseResponse(res, "inbox", options.pingMs, () => closed);
   req.on("close", () => {
     if (closed) return;
     closed = true;
-    metrics.sseConnections.dec({ stream: "inbox" });
-    clearInterval(ping);
+    stopResponse();
     unsubscribe();
     res.end();
   });

@@ -45,6 +45,10 @@ describe("OpenAPI document", () => {
     }
   });
 
+  it("describes the inbox stream as text/event-stream", () => {
+    expect(Object.keys(operation("get", "/subscribe/inbox").responses[200]!.content ?? {})).toEqual(["text/event-stream"]);
+  });
+
   it("describes the SSE streams as text/event-stream with Last-Event-ID", () => {
     for (const path of ["/subscribe/intents/{intent_id}", "/subscribe/channels/{channel_id}", "/agents/{agent_id}/subscribe"]) {
       const op = operation("get", path);

@@ -131,6 +131,20 @@ export function buildOpenApi(routes: readonly ApiRoute[], version: string) {
       });
     }
   }
+  registry.registerPath({
+    method: "get",
+    path: "/api/v1/subscribe/inbox",
+    operationId: "subscribeInbox",
+    tags: ["Governance"],
+    summary:
+      "Server-sent hints for operators' inboxes (event: inbox, data: {intent_id, cause}) each time an intent's suspension or approvals change, only about intents the key may read; no ids, no replay: read the inbox again on connecting (docs/console.md)",
+    security: [{ ApiKey: [] }],
+    request: { headers: z.object({ "X-Agent-ID": X_AGENT_ID }) },
+    responses: {
+      200: { description: "An endless stream of hints", content: { "text/event-stream": { schema: z.string() } } },
+      ...errorResponses(["UNAUTHORIZED", "FORBIDDEN"]),
+    },
+  });
   // Federation between servers (docs/federation.md): the documents are anonymous (did:web resolution is an anonymous GET);
   // receive and callbacks need a peer's key (role federation), then an RFC 9421 signature.
   const signed = z.object({

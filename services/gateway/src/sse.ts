@@ -1,8 +1,9 @@
 import type { Request, Response } from "express";
 import { ACCESS_NARROWING_EVENTS, intentsCommands, type Caller, type CommandDef, type CommandInput, type z } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
-import { metrics, type Logger } from "@intentmesh/telemetry";
+import type { Logger } from "@intentmesh/telemetry";
 import type { EventFeed, StreamEvent } from "./event-feed";
+import { startSseResponse } from "./sse-response";
 
 export interface SseOptions {
   bus: BusClient;
@@ -166,26 +167,12 @@ export async function streamEvents(req: Request, res: Response, options: StreamO
   }
   lastSent = first.lastSequence;
 
-  res.status(200).set({
-    "Content-Type": "text/event-stream; charset=utf-8",
-    "Cache-Control": "no-cache, no-transform",
-    Connection: "keep-alive",
-    "X-Accel-Buffering": "no",
-  });
-  res.flushHeaders();
-  res.write("retry: 2000\n\n");
-  const kind = options.kind ?? "events";
-  metrics.sseConnections.inc({ stream: kind });
-
-  const ping = setInterval(() => {
-    if (!closed) res.write(": ping\n\n");
-  }, options.pingMs);
+  const stopResponse = startSseResponse(res, options.kind ?? "events", options.pingMs, () => closed);
 
   function close() {
     if (closed) return;
     closed = true;
-    metrics.sseConnections.dec({ stream: kind });
-    clearInterval(ping);
+    stopResponse();
     unsubscribe();
     res.end();
   }
