@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 
@@ -106,6 +107,8 @@ describe("arbitration", () => {
     const agent = uniqueTag("coord");
     const ask = (reason: string) => cluster.api(`/intents/${intent.id}/arbitrate`, { key: "agent", headers: { "X-Agent-ID": agent }, body: { reason } });
     const first = (await ask("first")).body;
+    // Oldest first: on the test's manual clock two requests of one instant would be ordered by id.
+    (cluster.clock as ManualClock).advance(1000);
     const second = (await ask("second")).body;
     expect((await escalate(intent.id, agent)).status).toBe(201);
     const denied = await cluster.api(`/intents/${intent.id}/approvals/${first.id}/deny`, { key: "operator", body: { reason: "no" } });
