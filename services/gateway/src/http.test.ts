@@ -67,3 +67,23 @@ describe("errorHandler's Retry-After", () => {
     expect(answer(appError("SERVICE_UNAVAILABLE", "down")).headers["Retry-After"]).toBe(String(RETRY_AFTER_SECONDS));
   });
 });
+
+describe("errorHandler's log level", () => {
+  const levelOf = (error: unknown) => {
+    const seen: string[] = [];
+    const logger = { error: () => void seen.push("error"), info: () => void seen.push("info") } as unknown as Parameters<typeof errorHandler>[0];
+    const res = { headersSent: false, set: () => res, get: () => "request-1", status: () => res, json: () => res };
+    errorHandler(logger)(error, { method: "POST", path: "/x" } as never, res as never, () => undefined);
+    return seen;
+  };
+
+  it("logs an ask that timed out (504 RESPONSE_TIMEOUT, an outcome the caller chose) at info", () => {
+    expect(levelOf(appError("RESPONSE_TIMEOUT", "no answer within 5 s"))).toEqual(["info"]);
+  });
+
+  it("logs every other 5xx at error, and a 4xx not at all", () => {
+    expect(levelOf(appError("UPSTREAM_TIMEOUT", "slow"))).toEqual(["error"]);
+    expect(levelOf(appError("SERVICE_UNAVAILABLE", "down"))).toEqual(["error"]);
+    expect(levelOf(appError("VERSION_MISMATCH", "stale"))).toEqual([]);
+  });
+});

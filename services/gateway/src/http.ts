@@ -23,11 +23,22 @@ export function parseIfMatch(header: string | undefined): number | null {
 
 export const etagOf = (version: number) => `"${version}"`;
 
+/**
+ * 5xx answers that are an outcome the caller asked for, not a failure of the server: an ask whose
+ * recipient did not answer within the caller's own timeout (POST /channels/{id}/ask). Logged at
+ * info; every other 5xx is an error worth an operator's look.
+ */
+const EXPECTED_5XX: ReadonlySet<string> = new Set(["RESPONSE_TIMEOUT"]);
+
 /** The one place errors become HTTP: {code, message, details} plus the spec's top-level fields. */
 export function errorHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const appError = toAppError(error);
-    if (appError.status >= 500) logger.error({ err: error, method: req.method, path: req.path }, "request failed");
+    if (appError.status >= 500) {
+      const fields = { err: error, method: req.method, path: req.path };
+      if (EXPECTED_5XX.has(appError.code)) logger.info({ ...fields, code: appError.code }, "request ended without the answer it waited for");
+      else logger.error(fields, "request failed");
+    }
     if (res.headersSent) {
       res.end();
       return;
