@@ -26,6 +26,7 @@ import { COST_FIXTURE_RECORDS, costFixtureIntent, getCostsRequests, recordCostRe
 import { answerLeftovers, governIntent, respondLatency, suspendRespondClientSetup } from "./lib/governance";
 import { taskClientSetup, taskWorkers } from "./lib/tasks";
 import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } from "./lib/profile";
+import { benchApi, type BenchApi } from "./lib/api-client";
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -287,7 +288,7 @@ async function main(): Promise<void> {
     { name: "bench (load)", pids: () => [process.pid] },
   ];
   const meter = new CpuMeter(groups);
-  const api = apiClient(baseUrl, apiKey);
+  const api = benchApi(baseUrl, { "X-API-Key": apiKey });
 
   // Fixtures
   log("creating fixtures");
@@ -615,47 +616,7 @@ function headerOf(headers: Record<string, unknown> | undefined, name: string): s
 // ---------------------------------------------------------------------------------------------
 // API helpers for fixtures
 
-interface IntentRef {
-  id: string;
-  version: number;
-}
-
-function apiClient(baseUrl: string, apiKey: string) {
-  const request = async (method: string, urlPath: string, body?: unknown, extraHeaders: Record<string, string> = {}) => {
-    const res = await fetch(`${baseUrl}${urlPath}`, {
-      method,
-      headers: { "X-API-Key": apiKey, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...extraHeaders },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      /* not JSON */
-    }
-    return { status: res.status, body: parsed };
-  };
-  const expect = async (status: number, method: string, urlPath: string, body?: unknown) => {
-    const res = await request(method, urlPath, body);
-    if (res.status !== status) throw new Error(`${method} ${urlPath} answered ${res.status}, not ${status}: ${JSON.stringify(res.body).slice(0, 300)}`);
-    return res.body as Record<string, unknown>;
-  };
-  return {
-    request,
-    createIntent: async (title: string): Promise<IntentRef> => {
-      const body = await expect(201, "POST", "/api/v1/intents", { title, status: "active", state: { phase: "start" } });
-      return { id: String(body.id), version: Number(body.version) };
-    },
-    getIntent: async (id: string): Promise<IntentRef> => {
-      const body = await expect(200, "GET", `/api/v1/intents/${id}`);
-      return { id: String(body.id), version: Number(body.version) };
-    },
-    appendEvent: (id: string, event: unknown) => expect(201, "POST", `/api/v1/intents/${id}/events`, event),
-  };
-}
-
-type Api = ReturnType<typeof apiClient>;
+type Api = BenchApi;
 
 async function outboxBacklog(api: Api): Promise<number | null> {
   const res = await api.request("GET", "/readyz");

@@ -24,6 +24,7 @@ import { BENCH_DIR, freePort, killAllNow, startNode, stopAll, tailOf, waitForOk,
 import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile } from "./lib/sse-fanout";
 import { formatReports, verifyWrites, WRITE_SCENARIOS, type ExactlyOnceReport, type WriteScenario } from "./lib/exactly-once";
+import { benchApi, type BenchApi, type IntentRef } from "./lib/api-client";
 
 const SCENARIOS = ["baseline", "get_intent", "create_intent", "state_patch", "post_message", "memory_write", "append_event"] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -204,7 +205,7 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
   log(`R=${replicas}: starting ${replicas} gateway(s) and ${replicas} replica(s) of ${config.services.join(", ")}`);
   const cluster = await startCluster(replicas);
   try {
-    const api = apiClient(cluster.gateways[0]!, cluster.headers);
+    const api = benchApi(cluster.gateways[0]!, cluster.headers);
     log(`R=${replicas}: cluster ready (gateways ${cluster.gateways.join(", ")}); creating fixtures`);
     const pool = await mapLimit(100, 16, (i) => api.createIntent(`pool ${i}`));
     const patchIntents = await mapLimit(config.connections, 16, (i) => api.createIntent(`patch ${i}`));
@@ -271,18 +272,13 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
 // ---------------------------------------------------------------------------------------------
 // Scenarios (the same requests as bench/run.ts and bench/memory.ts), recording acknowledged keys
 
-interface IntentRef {
-  id: string;
-  version: number;
-}
-
 interface PlanInput {
   pool: IntentRef[];
   patchIntents: IntentRef[];
   channels: string[];
   headers: Record<string, string>;
   acknowledged: Record<WriteScenario, string[]>;
-  api: ReturnType<typeof apiClient>;
+  api: BenchApi;
 }
 
 interface Plan {
@@ -445,39 +441,8 @@ async function load(targets: string[], options: Partial<autocannon.Options>, sec
 // ---------------------------------------------------------------------------------------------
 // Fixtures and outbox
 
-function apiClient(baseUrl: string, headers: Record<string, string>) {
-  const request = async (method: string, urlPath: string, body?: unknown) => {
-    const res = await fetch(`${baseUrl}${urlPath}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      /* not JSON */
-    }
-    return { status: res.status, body: parsed };
-  };
-  const expect = async (status: number, method: string, urlPath: string, body?: unknown) => {
-    const res = await request(method, urlPath, body);
-    if (res.status !== status) throw new Error(`${method} ${urlPath} answered ${res.status}, not ${status}: ${JSON.stringify(res.body).slice(0, 300)}`);
-    return res.body as Record<string, unknown>;
-  };
-  return {
-    request,
-    expect,
-    createIntent: async (title: string): Promise<IntentRef> => {
-      const body = await expect(201, "POST", "/api/v1/intents", { title, status: "active", state: { phase: "start" } });
-      return { id: String(body.id), version: Number(body.version) };
-    },
-    getIntent: async (id: string): Promise<IntentRef> => {
-      const body = await expect(200, "GET", `/api/v1/intents/${id}`);
-      return { id: String(body.id), version: Number(body.version) };
-    },
-  };
-}
-
 /** Waits until every service's outbox is published (the check reads the streams afterwards). */
-async function waitForOutbox(api: ReturnType<typeof apiClient>, services: readonly string[], timeoutMs: number): Promise<void> {
+async function waitForOutbox(api: BenchApi, services: readonly string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let backlog: Record<string, unknown> = {};
   while (Date.now() < deadline) {
