@@ -26,6 +26,7 @@ import { COST_FIXTURE_RECORDS, costFixtureIntent, getCostsRequests, recordCostRe
 import { answerLeftovers, governIntent, respondLatency, suspendRespondClientSetup } from "./lib/governance";
 import { taskClientSetup, taskWorkers } from "./lib/tasks";
 import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } from "./lib/profile";
+import { mapLimit } from "./lib/map-limit";
 import { benchApi, type BenchApi } from "./lib/api-client";
 
 // ---------------------------------------------------------------------------------------------
@@ -636,19 +637,6 @@ async function waitForOutbox(api: Api, timeoutMs: number): Promise<void> {
   log(`  (outbox backlog still ${backlog} after ${timeoutMs} ms; going on)`);
 }
 
-async function mapLimit<T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const out = new Array<T>(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, count) }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await fn(i);
-      }
-    }),
-  );
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Reporting

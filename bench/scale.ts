@@ -24,6 +24,7 @@ import { BENCH_DIR, freePort, killAllNow, startNode, stopAll, tailOf, waitForOk,
 import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile } from "./lib/sse-fanout";
 import { formatReports, verifyWrites, WRITE_SCENARIOS, type ExactlyOnceReport, type WriteScenario } from "./lib/exactly-once";
+import { mapLimit } from "./lib/map-limit";
 import { benchApi, type BenchApi, type IntentRef } from "./lib/api-client";
 
 const SCENARIOS = ["baseline", "get_intent", "create_intent", "state_patch", "post_message", "memory_write", "append_event"] as const;
@@ -454,19 +455,6 @@ async function waitForOutbox(api: BenchApi, services: readonly string[], timeout
   log(`  (outbox backlog still ${JSON.stringify(backlog)} after ${timeoutMs} ms; going on)`);
 }
 
-async function mapLimit<T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const out = new Array<T>(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, count) }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await fn(i);
-      }
-    }),
-  );
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Reporting
