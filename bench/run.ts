@@ -56,6 +56,20 @@ const config = {
   scenarios: parseScenarios(process.env.BENCH_SCENARIOS),
 };
 
+/**
+ * The services this run starts: all of the cluster's, less `BENCH_OMIT_SERVICES` (a comma list),
+ * which compares a tree against an older one that did not have those services yet, like for like.
+ * The intents service cannot be left out: every scenario goes through it.
+ */
+const STARTED_SERVICES: readonly string[] = (() => {
+  const omitted = (process.env.BENCH_OMIT_SERVICES ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+  for (const name of omitted) {
+    if (!(CLUSTER_SERVICES as readonly string[]).includes(name)) throw new Error(`BENCH_OMIT_SERVICES: ${name} is not a service of the cluster (${CLUSTER_SERVICES.join(", ")})`);
+    if (name === "intents") throw new Error("BENCH_OMIT_SERVICES: every scenario needs the intents service");
+  }
+  return CLUSTER_SERVICES.filter((name) => !omitted.includes(name));
+})();
+
 function parseScenarios(raw: string | undefined): ScenarioName[] {
   if (!raw?.trim()) return [...ALL_SCENARIOS];
   const wanted = raw.split(",").map((s) => s.trim()).filter(Boolean);
@@ -245,7 +259,7 @@ async function main(): Promise<void> {
   const profFlags = (name: string) => (config.profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(PROFILE_DIR, name)}`] : []);
   // Every service of the cluster, each its own process from its manifest (services/<name>/src/main.ts);
   // the gateway's /readyz asks each of them. Federation runs disabled (FEDERATION_ENABLED unset).
-  const services = CLUSTER_SERVICES.map((name) => ({
+  const services = STARTED_SERVICES.map((name) => ({
     name,
     child: startNode({ name, script: `services/${name}/src/main.ts`, env: common, logDir: LOG_DIR, nodeFlags: profFlags(name) }),
   }));
@@ -257,7 +271,7 @@ async function main(): Promise<void> {
     logDir: LOG_DIR,
     nodeFlags: profFlags("gateway"),
   });
-  await waitForServices(baseUrl, [...CLUSTER_SERVICES], [...services.map((service) => service.child), gateway]);
+  await waitForServices(baseUrl, [...STARTED_SERVICES], [...services.map((service) => service.child), gateway]);
   log(`cluster ready: gateway pid ${gateway.pid} on ${baseUrl}, intents pid ${intents.pid}`);
 
   // (c) the baseline pair
@@ -710,7 +724,7 @@ function renderTable(results: Result[]): string {
 }
 
 /** Every process the harness measures (the groups above); the rest of the machine is "other". */
-const GROUP_NAMES = ["gateway", "intents", "registry", "governance", "channels", "memory", "federation", "baseline", "postgres", "nats-server", "bench (load)"];
+const GROUP_NAMES = ["gateway", ...STARTED_SERVICES, "baseline", "postgres", "nats-server", "bench (load)"];
 
 /** Cores busy with processes that are not part of the benchmark (other people's work). */
 function otherCores(cpu: CpuReport): number {
