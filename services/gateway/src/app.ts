@@ -145,6 +145,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   if (options.corsOrigins?.length) app.use(cors(options.corsOrigins));
   app.use(traceRequests);
   app.use(accessLog(logger));
+  // The API's prefixes first: its requests, nearly all of the traffic, meet none of the layers of
+  // the public pages below (each one more path match per request). Filled further down: the
+  // peer servers' signed deliveries and /server/config, then every route of the catalogue.
+  const apiPrefixed = express.Router();
+  app.use(API_PREFIXES, apiPrefixed);
 
   // Public: the root's links, liveness, readiness, the API description and the discovery document carry no data.
   app.get("/", (_req, res) =>
@@ -174,12 +179,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   mountConsole(app, keys, options.consoleDir);
   app.get("/.well-known/openintent.json", (_req, res) => void res.json(discoveryDocument(VERSION, { federation: options.federation })));
   // Federation's documents (anonymous: did:web resolution) and the signed requests of other servers (a federation key, then the signature).
-  mountPublicFederationRoutes(app, client, slowClient, API_PREFIXES, keys);
+  mountPublicFederationRoutes(app, apiPrefixed, client, slowClient, keys);
   // The official clients read the platform default human retry policy here, without a key (CLIENTS.md).
-  app.get(["/server/config", ...API_PREFIXES.map((prefix) => `${prefix}/server/config`)], async (req, res) => {
+  const serverConfig = async (_req: Request, res: Response) => {
     const config = await client.request(governanceCommands.serverConfig, { principal: "anonymous", roles: [], actor: "anonymous", agent_id: null }, {});
     res.json(config);
-  });
+  };
+  app.get("/server/config", serverConfig);
+  apiPrefixed.get("/server/config", serverConfig);
 
   const api = express.Router();
   api.use(authenticate(keys));
@@ -293,7 +300,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   api.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
   });
-  app.use(API_PREFIXES, api);
+  apiPrefixed.use(api);
   app.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
   });

@@ -1,5 +1,5 @@
 import { appError } from "@intentmesh/contracts";
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type Response, type Router } from "express";
 import { errors, FEDERATION_PEER_ROLE, federationCommands as f, type Caller, type SignedRequest } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { ApiKeys } from "./api-keys";
@@ -51,25 +51,26 @@ function signedRequest(req: Request): SignedRequest {
 /**
  * The server-to-server part of federation: GET /.well-known/openintent-federation.json and
  * /.well-known/did.json (anonymous), and the signed POSTs of other servers (receive and
- * callbacks: a federation key, then the signature), mounted before the API router. Bodies are
+ * callbacks: a federation key, then the signature) on `api`, the router of the API prefixes, ahead
+ * of the catalogue's routes. Bodies are
  * kept as bytes: the signature covers their digest.
  */
-export function mountPublicFederationRoutes(app: Express, client: BusClient, slowClient: BusClient, prefixes: string[], keys: ApiKeys): void {
+export function mountPublicFederationRoutes(app: Express, api: Router, client: BusClient, slowClient: BusClient, keys: ApiKeys): void {
   const send = (res: Response, reply: { body: Uint8Array }, type = "application/json") =>
     void res.status(200).type(type).send(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
   app.get("/.well-known/openintent-federation.json", async (_req, res) => send(res, await client.requestRaw(f.discovery, PUBLIC_CALLER, {})));
   app.get("/.well-known/did.json", async (_req, res) => send(res, await client.requestRaw(f.did, PUBLIC_CALLER, {}), "application/did+json"));
   const raw = express.raw({ type: () => true, limit: FEDERATION_BODY_LIMIT });
   const peerKey = requirePeerKey(keys);
-  app.post(
-    prefixes.map((p) => `${p}/federation/receive`),
+  api.post(
+    "/federation/receive",
     peerKey,
     raw,
     // Slow: verifying may fetch the sender's did.json (up to the 10-second outbound deadline).
     async (req, res) => send(res, await slowClient.requestRaw(f.receive, req.caller!, { request: signedRequest(req) })),
   );
-  app.post(
-    prefixes.map((p) => `${p}/federation/callbacks/:dispatchId`),
+  api.post(
+    "/federation/callbacks/:dispatchId",
     peerKey,
     raw,
     async (req, res) => {
