@@ -2,10 +2,11 @@ import crypto from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { SystemEvent, systemEventStream } from "@intentmesh/contracts";
+import { SystemEvent, systemEventStream, z } from "@intentmesh/contracts";
 import { pinnedConnector } from "@intentmesh/ssrf";
+import { createClient } from "@intentmesh/sdk";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { allEvents, expectError, uniqueTag } from "../support/e2e-helpers";
+import { allEvents, expectError, expectRejected, uniqueTag } from "../support/e2e-helpers";
 import { readStream } from "../support/service-process";
 import { fakeResolver, tripwire } from "../../libs/ssrf/test/support";
 import { RESOLVED_PROBES, URL_PROBES } from "../../libs/ssrf/test/probes";
@@ -72,11 +73,32 @@ function strangerEnvelope(intentId: string) {
   };
 }
 
+/**
+ * The typed client with one attempt per call: a dispatch is a keyed write that the SDK would
+ * replay after a 502 or a 409 with Retry-After, and these tests assert each answer and count the
+ * attempts a peer sees.
+ */
+const sdk = (cluster: TestCluster, key: keyof typeof TEST_KEYS = "admin") => createClient({ baseUrl: cluster.baseUrl, apiKey: TEST_KEYS[key], retry: { attempts: 1 } });
+
 async function createIntent(cluster: TestCluster, title = uniqueTag("fed")) {
-  const res = await cluster.api("/intents", { body: { title, description: "federated work", state: { step: 1 }, status: "active" } });
+  const res = await sdk(cluster).send("intentsCreate", { body: { title, description: "federated work", state: { step: 1 }, status: "active" } });
   expect(res.status).toBe(201);
-  return res.body as { id: string; version: number };
+  return res.data;
 }
+
+/** Registers an agent on a cluster (201). */
+async function registerAgent(cluster: TestCluster, body: { agent_id: string; capabilities?: string[]; origin_server_url?: string; metadata?: Record<string, unknown> }) {
+  expect((await sdk(cluster, "agent").send("agentsRegister", { body })).status).toBe(201);
+}
+
+// The catalogue types a dispatch answer's dispatch_id and status and a status's `enabled`, and
+// passes the rest through: these read, checked, the other fields the tests use.
+const Dispatched = z.object({ remote_intent_id: z.string().uuid() });
+const remoteIntentOf = (answer: unknown) => Dispatched.parse(answer).remote_intent_id;
+const Counters = z.object({ received: z.number().int(), callbacks: z.object({ pending: z.number().int() }).passthrough() });
+
+/** The number of envelopes a cluster has received. */
+const receivedBy = async (cluster: TestCluster) => Counters.parse(await sdk(cluster).ops.federationStatus()).received;
 
 beforeAll(async () => {
   const common = { allowLoopback: true, dispatchTimeoutMs: 1500, resolve: resolver.resolve, connect: wire.connect, trustPolicy: "allowlist" as const };
@@ -133,54 +155,55 @@ describe("two federated clusters", () => {
 
   it("dispatch: a signed envelope creates the intent on the peer, assigned to the agent; a retry with the key gets the same answer", async () => {
     const worker = uniqueTag("worker");
-    expect((await b.api("/agents", { body: { agent_id: worker, capabilities: ["research"] }, key: "agent" })).status).toBe(201);
+    await registerAgent(b, { agent_id: worker, capabilities: ["research"] });
     const intent = await createIntent(a);
     const key = uniqueTag("key");
     const body = { intent_id: intent.id, target_server: b.baseUrl, agent_id: worker, delegation_scope: { permissions: ["intent.read", "intent.update_state", "admin.delete"], max_delegation_depth: 3 }, federation_policy: { max_cost: 50 } };
-    const first = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+    const first = await sdk(a).send("federationDispatch", { idempotency_key: key, body });
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ status: "accepted", intent_id: intent.id, target_server: b.baseUrl, agent_id: worker, idempotency_key: key });
-    const remote = await b.api(`/intents/${first.body.remote_intent_id}`);
+    expect(first.data).toMatchObject({ status: "accepted", intent_id: intent.id, target_server: b.baseUrl, agent_id: worker, idempotency_key: key });
+    const remoteId = remoteIntentOf(first.data);
+    const remote = await sdk(b).send("intentsGet", { intent_id: remoteId });
     expect(remote.status).toBe(200);
-    expect(remote.body).toMatchObject({ title: expect.stringMatching(/^fed-/), description: "federated work", created_by: a.federation.ctx.identity.did, status: "active", state: { step: 1 } });
-    const assigned = await b.api(`/intents/${first.body.remote_intent_id}/agents`);
-    expect(JSON.stringify(assigned.body)).toContain(worker);
+    expect(remote.data).toMatchObject({ title: expect.stringMatching(/^fed-/), description: "federated work", created_by: a.federation.ctx.identity.did, status: "active", state: { step: 1 } });
+    const assigned = await sdk(b).ops.intentsListAgents({ intent_id: remoteId });
+    expect(JSON.stringify(assigned)).toContain(worker);
 
     // The same key again, as a client whose answer was lost would send it: the stored answer, no second intent.
-    const retry = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+    const retry = await sdk(a).send("federationDispatch", { idempotency_key: key, body });
     expect(retry.status).toBe(200);
-    expect(retry.body).toEqual(first.body);
-    const status = await b.api("/federation/status");
-    const received = status.body.received;
+    expect(retry.data).toEqual(first.data);
+    const received = await receivedBy(b);
+    // Raw on purpose: the key in the body and no Idempotency-Key header (the typed client always sends the header).
     const again = await a.api("/federation/dispatch", { body: { ...body, idempotency_key: key } });
-    expect(again.body.remote_intent_id).toBe(first.body.remote_intent_id);
-    expect((await b.api("/federation/status")).body.received).toBe(received);
+    expect(again.body.remote_intent_id).toBe(remoteId);
+    expect(await receivedBy(b)).toBe(received);
     // The same key with another body is refused, not answered with the stored result.
-    expectError(await a.api("/federation/dispatch", { body: { ...body, federation_policy: { max_cost: 1 } }, headers: { "Idempotency-Key": key } }), 422, "IDEMPOTENCY_KEY_REUSED");
+    await expectRejected(sdk(a).ops.federationDispatch({ idempotency_key: key, body: { ...body, federation_policy: { max_cost: 1 } } }), 422, "IDEMPOTENCY_KEY_REUSED");
 
     // federation.dispatched on the origin's intent, federation.received on the peer's (system-event path).
     const dispatched = await until("federation.dispatched", async () => (await systemEvents(a)).find((e) => e.intent_id === intent.id && e.event_type === "federation.dispatched"));
-    expect(dispatched).toMatchObject({ source: "federation", payload: { dispatch_id: first.body.dispatch_id, remote_intent_id: first.body.remote_intent_id } });
+    expect(dispatched).toMatchObject({ source: "federation", payload: { dispatch_id: first.data.dispatch_id, remote_intent_id: remoteId } });
     // Shared contract point 1: subject, message id and schema header of the system-event path.
     const raw = await readStream(a.bus, a.bus.streamName(systemEventStream.name), (msg) => ({ subject: msg.subject, id: msg.headers?.get("Nats-Msg-Id"), schema: msg.headers?.get("Im-Schema"), event: msg.json<SystemEvent>() }));
     const wireEvent = raw.find((m) => m.event.id === dispatched.id)!;
     expect(wireEvent.subject).toBe(a.bus.subject(`im.sys.intent.${intent.id}.federation.dispatched`));
     expect(wireEvent.id).toBe(`sys:federation:${dispatched.id}`);
     expect(wireEvent.schema).toBe("im.system-event/1");
-    const receivedEvent = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === first.body.remote_intent_id && e.event_type === "federation.received"));
+    const receivedEvent = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === remoteId && e.event_type === "federation.received"));
     // Delegation narrowed (the peer's grant intersected, depth reduced) and governance composed.
     expect(receivedEvent.payload.delegation_scope).toEqual({ permissions: ["intent.read", "intent.update_state"], denied_operations: [], max_delegation_depth: 1 });
     expect(receivedEvent.payload.governance).toEqual({ max_cost: 50 });
     expect(receivedEvent.actor).toBe(a.federation.ctx.identity.did);
 
     // Callbacks: a state change and the completion on the peer come back signed to the origin's log.
-    let version = remote.body.version as number; // read after the assignment
-    const patched = await b.api(`/intents/${first.body.remote_intent_id}/state`, { body: [{ op: "set", path: "/result", value: "done" }], headers: { "If-Match": String(version) } });
+    let version = remote.data.version; // read after the assignment
+    const patched = await sdk(b).send("intentsPatchState", { intent_id: remoteId, ifMatch: version, body: [{ op: "set", path: "/result", value: "done" }] });
     expect(patched.status).toBe(200);
-    version = patched.body.version;
-    expect((await b.api(`/intents/${first.body.remote_intent_id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(version) } })).status).toBe(200);
+    version = patched.data.version;
+    expect((await sdk(b).send("intentsTransition", { intent_id: remoteId, ifMatch: version, body: { status: "completed" } })).status).toBe(200);
     const completed = await until("federation.completed", async () => (await systemEvents(a)).find((e) => e.intent_id === intent.id && e.event_type === "federation.completed"));
-    expect(completed.payload).toMatchObject({ dispatch_id: first.body.dispatch_id, callback_type: "completed", remote_intent_id: first.body.remote_intent_id });
+    expect(completed.payload).toMatchObject({ dispatch_id: first.data.dispatch_id, callback_type: "completed", remote_intent_id: remoteId });
     const callbacks = (await systemEvents(a)).filter((e) => e.intent_id === intent.id && e.event_type === "federation.callback");
     expect(callbacks.map((e) => e.payload.callback_type).sort()).toEqual(["completed", "state_delta"]);
     // End to end: the intents service appended them to the origin intent's own log, under their ids.
@@ -190,34 +213,33 @@ describe("two federated clusters", () => {
     });
     expect(logged.map((e: any) => e.event_type)).toEqual(expect.arrayContaining(["federation.dispatched", "federation.callback", "federation.completed"]));
     expect(logged.find((e: any) => e.event_type === "federation.dispatched").id).toBe(dispatched.id);
-    expect((await b.api("/federation/status")).body.callbacks).toMatchObject({ pending: 0, delivered: 2 });
+    expect((await sdk(b).ops.federationStatus()).callbacks).toMatchObject({ pending: 0, delivered: 2 });
     // The status carries the names the official clients read.
-    expect((await a.api("/federation/status")).body).toMatchObject({ enabled: true, server_did: a.federation.ctx.identity.did, trust_policy: "allowlist", peer_count: 1, active_dispatches: 0 });
+    expect(await sdk(a).ops.federationStatus()).toMatchObject({ enabled: true, server_did: a.federation.ctx.identity.did, trust_policy: "allowlist", peer_count: 1, active_dispatches: 0 });
     // callback_url (sent by the official clients) is accepted but must pass the guard like any outbound address.
-    const probe = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, callback_url: "http://[fd00:ec2::254]/latest" } });
-    expectError(probe, 400, "SSRF_BLOCKED");
-    expect(probe.body.details).toMatchObject({ field: "callback_url", refused_class: "metadata" });
+    const probe = await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: b.baseUrl, callback_url: "http://[fd00:ec2::254]/latest" } }), 400, "SSRF_BLOCKED");
+    expect(probe.details).toMatchObject({ field: "callback_url", refused_class: "metadata" });
   });
 
   it("calls back budget warnings and failure: federation.budget_warning and federation.failed on the origin's log", async () => {
     const worker = uniqueTag("worker");
-    expect((await b.api("/agents", { body: { agent_id: worker }, key: "agent" })).status).toBe(201);
+    await registerAgent(b, { agent_id: worker });
     // The budget travels in the envelope's constraints, so the peer's intent has the same one.
-    const created = await a.api("/intents", { body: { title: uniqueTag("budget"), status: "active", constraints: { budget: { max_total_cents: 1000, alert_threshold_percent: 80 } } } });
+    const created = await sdk(a).send("intentsCreate", { body: { title: uniqueTag("budget"), status: "active", constraints: { budget: { max_total_cents: 1000, alert_threshold_percent: 80 } } } });
     expect(created.status).toBe(201);
-    const sent = await a.api("/federation/dispatch", { body: { intent_id: created.body.id, target_server: b.baseUrl, agent_id: worker } });
+    const sent = await sdk(a).send("federationDispatch", { body: { intent_id: created.data.id, target_server: b.baseUrl, agent_id: worker } });
     expect(sent.status).toBe(200);
-    const remoteId = sent.body.remote_intent_id as string;
-    expect((await b.api(`/intents/${remoteId}/costs`, { body: { agent_id: worker, cost_type: "api_call", amount: 800, unit: "cents" } })).status).toBe(201);
-    const warning = await until("federation.budget_warning", async () => (await systemEvents(a)).find((e) => e.intent_id === created.body.id && e.event_type === "federation.budget_warning"));
+    const remoteId = remoteIntentOf(sent.data);
+    expect((await sdk(b).send("costsRecord", { intent_id: remoteId, body: { agent_id: worker, cost_type: "api_call", amount: 800, unit: "cents" } })).status).toBe(201);
+    const warning = await until("federation.budget_warning", async () => (await systemEvents(a)).find((e) => e.intent_id === created.data.id && e.event_type === "federation.budget_warning"));
     expect(warning.payload).toMatchObject({ callback_type: "budget_warning", remote_intent_id: remoteId, remote_event: { event_type: "budget_alert" } });
 
-    const remote = await b.api(`/intents/${remoteId}`);
-    expect((await b.api(`/intents/${remoteId}/status`, { body: { status: "abandoned", reason: "cannot be done" }, headers: { "If-Match": String(remote.body.version) } })).status).toBe(200);
+    const remote = await sdk(b).ops.intentsGet({ intent_id: remoteId });
+    expect((await sdk(b).send("intentsTransition", { intent_id: remoteId, ifMatch: remote.version, body: { status: "abandoned", reason: "cannot be done" } })).status).toBe(200);
     const failed = await until("federation.failed", async () =>
-      (await systemEvents(a)).find((e) => e.intent_id === created.body.id && e.event_type === "federation.failed" && e.payload.callback_type === "failed"),
+      (await systemEvents(a)).find((e) => e.intent_id === created.data.id && e.event_type === "federation.failed" && e.payload.callback_type === "failed"),
     );
-    expect(failed.payload).toMatchObject({ dispatch_id: sent.body.dispatch_id, remote_event: { event_type: "status_changed", payload: { to: "abandoned" } } });
+    expect(failed.payload).toMatchObject({ dispatch_id: sent.data.dispatch_id, remote_event: { event_type: "status_changed", payload: { to: "abandoned" } } });
   });
 
   it("a receive with a forged, tampered or replayed signature is 401 SIGNATURE_INVALID and creates nothing", async () => {
@@ -227,7 +249,7 @@ describe("two federated clusters", () => {
     const text = JSON.stringify(envelope);
     const targetUri = `${b.baseUrl}/api/v1/federation/receive`;
     const post = (headers: Record<string, string>, body = text) => b.api("/api/v1/federation/receive", { rawBody: body, headers, key: "federation" });
-    const before = (await b.api("/federation/status")).body.received;
+    const before = await receivedBy(b);
 
     // Signed with another key under A's key id.
     const forger = crypto.generateKeyPairSync("ed25519").privateKey;
@@ -256,21 +278,20 @@ describe("two federated clusters", () => {
     const replay = await post(genuine);
     expectError(replay, 401, "SIGNATURE_INVALID");
     expect(replay.body.message).toContain("replay");
-    expect((await b.api("/federation/status")).body.received).toBe(before + 1);
+    expect(await receivedBy(b)).toBe(before + 1);
   });
 
   it("refuses loops: a dispatch to this server or to a local agent, and a receive for an agent that is itself federated", async () => {
     const intent = await createIntent(a);
-    expectError(await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: a.baseUrl } }), 409, "FEDERATION_LOOP");
+    await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: a.baseUrl } }), 409, "FEDERATION_LOOP");
     const local = uniqueTag("local");
-    expect((await a.api("/agents", { body: { agent_id: local }, key: "agent" })).status).toBe(201);
-    expectError(await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: local } }), 409, "FEDERATION_LOOP");
+    await registerAgent(a, { agent_id: local });
+    await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: local } }), 409, "FEDERATION_LOOP");
     // On B, an agent registered with origin_server_url is a federated agent: B does not forward to it.
     const proxy = uniqueTag("proxy");
-    expect((await b.api("/agents", { body: { agent_id: proxy, origin_server_url: `${a.baseUrl}/` }, key: "agent" })).status).toBe(201);
-    const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: proxy } });
-    expectError(res, 502, "DISPATCH_FAILED");
-    expect(res.body.details).toMatchObject({ remote_status: 409, remote_error: { code: "FEDERATION_LOOP" } });
+    await registerAgent(b, { agent_id: proxy, origin_server_url: `${a.baseUrl}/` });
+    const res = await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: proxy } }), 502, "DISPATCH_FAILED");
+    expect(res.details).toMatchObject({ remote_status: 409, remote_error: { code: "FEDERATION_LOOP" } });
   });
 
   it("applies the trust policy: under allowlist a server that is not a peer is refused", async () => {
@@ -278,9 +299,8 @@ describe("two federated clusters", () => {
     const saved = peers.splice(0, peers.length);
     try {
       const intent = await createIntent(a);
-      const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } });
-      expectError(res, 502, "DISPATCH_FAILED");
-      expect(res.body.details).toMatchObject({ remote_status: 403, remote_error: { code: "UNTRUSTED_SERVER" } });
+      const res = await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: b.baseUrl } }), 502, "DISPATCH_FAILED");
+      expect(res.details).toMatchObject({ remote_status: 403, remote_error: { code: "UNTRUSTED_SERVER" } });
       // A stranger's claim is refused before anything is fetched for it (no lookup of its name).
       const stranger = { envelope_version: "1", source_server: "https://stranger.example.com", source_did: "did:web:stranger.example.com" };
       const claim = await b.api("/api/v1/federation/receive", { body: { ...strangerEnvelope(intent.id), ...stranger }, key: "federation" });
@@ -288,16 +308,16 @@ describe("two federated clusters", () => {
       expect(resolver.lookups).not.toContain("stranger.example.com");
 
       b.federation.ctx.settings.trustPolicy = "trustless";
-      const trustless = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, delegation_scope: { permissions: ["intent.read", "task.create"], max_delegation_depth: 5 } } });
+      const trustless = await sdk(a).send("federationDispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, delegation_scope: { permissions: ["intent.read", "task.create"], max_delegation_depth: 5 } } });
       expect(trustless.status).toBe(200);
-      const narrowed = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === trustless.body.remote_intent_id && e.event_type === "federation.received"));
+      const narrowed = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === remoteIntentOf(trustless.data) && e.event_type === "federation.received"));
       // A non-peer under trustless gets only the minimal grant (read and state updates, depth 1), narrowed further.
       expect(narrowed.payload).toMatchObject({ trust_policy: "trustless", delegation_scope: { permissions: ["intent.read"], denied_operations: [], max_delegation_depth: 0 } });
 
       b.federation.ctx.settings.trustPolicy = "open";
-      const open = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, delegation_scope: { permissions: ["intent.read", "task.create"], max_delegation_depth: 5 } } });
+      const open = await sdk(a).send("federationDispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, delegation_scope: { permissions: ["intent.read", "task.create"], max_delegation_depth: 5 } } });
       expect(open.status).toBe(200);
-      const granted = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === open.body.remote_intent_id && e.event_type === "federation.received"));
+      const granted = await until("federation.received", async () => (await systemEvents(b)).find((e) => e.intent_id === remoteIntentOf(open.data) && e.event_type === "federation.received"));
       expect(granted.payload.delegation_scope).toEqual({ permissions: ["intent.read", "task.create"], denied_operations: [], max_delegation_depth: 1 });
     } finally {
       peers.push(...saved);
@@ -308,9 +328,9 @@ describe("two federated clusters", () => {
   it("answers 502 DISPATCH_TIMEOUT when the peer never answers, within the deadline, and records federation.failed", async () => {
     const intent = await createIntent(a);
     const started = Date.now();
-    const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: silentUrl } });
+    const res = sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: silentUrl } });
+    await expectRejected(res, 502, "DISPATCH_TIMEOUT");
     const elapsed = Date.now() - started;
-    expectError(res, 502, "DISPATCH_TIMEOUT");
     expect(elapsed).toBeGreaterThanOrEqual(1400);
     expect(elapsed).toBeLessThan(5000);
     expect(hanging.length).toBeGreaterThan(0);
@@ -340,12 +360,13 @@ describe("two federated clusters", () => {
       const intent = await createIntent(a);
       const key = uniqueTag("busy-peer");
       const body = { intent_id: intent.id, target_server: busyUrl };
+      // Raw on purpose: the Retry-After header of an error answer is a wire detail the typed client hides.
       const first = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
       expectError(first, 409, "DISPATCH_IN_PROGRESS");
       expect(first.headers.get("retry-after")).toBe("1");
-      const retry = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+      const retry = await sdk(a).send("federationDispatch", { idempotency_key: key, body });
       expect(retry.status).toBe(200);
-      expect(retry.body).toMatchObject({ status: "accepted", remote_intent_id: remoteIntentId, idempotency_key: key });
+      expect(retry.data).toMatchObject({ status: "accepted", remote_intent_id: remoteIntentId, idempotency_key: key });
       expect(keysSeen).toEqual([key, key]);
       const dispatched = await until("federation.dispatched", async () => (await systemEvents(a)).find((e) => e.intent_id === intent.id && e.event_type === "federation.dispatched"));
       expect(dispatched.payload.remote_intent_id).toBe(remoteIntentId);
@@ -366,31 +387,27 @@ describe("two federated clusters", () => {
     const before = wire.calls.length;
     try {
       for (const [url, refusedClass] of URL_PROBES) {
-        const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: url } });
-        expect(res.status, url).toBe(400);
-        expect(res.body.code, url).toBe("SSRF_BLOCKED");
-        expect(res.body.details.refused_class, url).toBe(refusedClass);
-        const reg = await a.api("/agents", { body: { agent_id: uniqueTag("probe"), origin_server_url: url }, key: "agent" });
+        const res = await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: url } }), 400, "SSRF_BLOCKED");
+        expect(res.details.refused_class, url).toBe(refusedClass);
+        const reg = sdk(a, "agent").ops.agentsRegister({ body: { agent_id: uniqueTag("probe"), origin_server_url: url } });
         if (refusedClass === "scheme" || refusedClass === "invalid_url") {
           // The contract's URL check answers first for what is not an http(s) URL at all.
-          expect([400], url).toContain(reg.status);
+          await expect(reg, url).rejects.toMatchObject({ status: 400 });
         } else {
-          expect(reg.status, url).toBe(400);
-          expect(reg.body.code, url).toBe("SSRF_BLOCKED");
-          expect(reg.body.details.refused_class, url).toBe(refusedClass);
+          const refused = await expectRejected(reg, 400, "SSRF_BLOCKED");
+          expect(refused.details.refused_class, url).toBe(refusedClass);
         }
+
       }
       // Names whose resolver answers are refused, in every class; https so the scheme rule does not answer first.
       for (const [i, [address, refusedClass]] of RESOLVED_PROBES.entries()) {
-        const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: `https://r${i}.probe.example.com` } });
-        expect(res.status, address).toBe(400);
-        expect(res.body.details.refused_class, address).toBe(refusedClass);
+        const res = await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: `https://r${i}.probe.example.com` } }), 400, "SSRF_BLOCKED");
+        expect(res.details.refused_class, address).toBe(refusedClass);
       }
       // DNS rebinding: one refused answer among several refuses the call.
-      const rebind = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: "https://rebind.probe.example.com" } });
-      expectError(rebind, 400, "SSRF_BLOCKED");
+      await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: "https://rebind.probe.example.com" } }), 400, "SSRF_BLOCKED");
       // Plain http to a public name is refused without the test-only allowance.
-      expectError(await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: "http://peer.example.com" } }), 400, "SSRF_BLOCKED");
+      await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: "http://peer.example.com" } }), 400, "SSRF_BLOCKED");
       // No refused probe ever reached the connect step.
       expect(wire.calls.length).toBe(before);
     } finally {
@@ -403,19 +420,18 @@ describe("two federated clusters", () => {
   it("lists local agents by federation visibility, and a private agent cannot be dispatched to", async () => {
     const tag = uniqueTag("vis");
     for (const visibility of ["public", "unlisted", "private"]) {
-      expect((await b.api("/agents", { body: { agent_id: `${tag}-${visibility}`, metadata: { federation_visibility: visibility } }, key: "agent" })).status).toBe(201);
+      await registerAgent(b, { agent_id: `${tag}-${visibility}`, metadata: { federation_visibility: visibility } });
     }
-    expect((await b.api("/agents", { body: { agent_id: `${tag}-federated`, origin_server_url: a.baseUrl }, key: "agent" })).status).toBe(201);
-    const listed = async (query: string) =>
-      ((await b.api(`/federation/agents?limit=100${query}`).then((r) => (r.status === 200 ? r : Promise.reject(new Error(JSON.stringify(r.body)))))).body.agents as { agent_id: string; visibility: string }[]).filter((x) => x.agent_id.startsWith(tag));
-    expect(await listed("")).toEqual([expect.objectContaining({ agent_id: `${tag}-public`, visibility: "public" })]);
-    expect((await listed("&visibility=unlisted,private")).map((x) => x.agent_id).sort()).toEqual([`${tag}-private`, `${tag}-unlisted`]);
-    expectError(await b.api("/federation/agents?visibility=everyone"), 400, "VALIDATION_FAILED");
+    await registerAgent(b, { agent_id: `${tag}-federated`, origin_server_url: a.baseUrl });
+    const listed = async (visibility?: string) =>
+      (await sdk(b).ops.federationAgents({ query: { limit: 100, visibility } })).agents.filter((x) => x.agent_id.startsWith(tag));
+    expect(await listed()).toEqual([expect.objectContaining({ agent_id: `${tag}-public`, visibility: "public" })]);
+    expect((await listed("unlisted,private")).map((x) => x.agent_id).sort()).toEqual([`${tag}-private`, `${tag}-unlisted`]);
+    await expectRejected(sdk(b).ops.federationAgents({ query: { visibility: "everyone" } }), 400, "VALIDATION_FAILED");
     const intent = await createIntent(a);
-    const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: `${tag}-private` } });
-    expectError(res, 502, "DISPATCH_FAILED");
-    expect(res.body.details).toMatchObject({ remote_status: 404 });
-    expect((await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: `${tag}-unlisted` } })).status).toBe(200);
+    const res = await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: `${tag}-private` } }), 502, "DISPATCH_FAILED");
+    expect(res.details).toMatchObject({ remote_status: 404 });
+    expect((await sdk(a).send("federationDispatch", { body: { intent_id: intent.id, target_server: b.baseUrl, agent_id: `${tag}-unlisted` } })).status).toBe(200);
   });
 
   it("refuses a received body over the federation limit with 413, before reading it whole", async () => {
@@ -430,7 +446,7 @@ describe("two federated clusters", () => {
     const text = JSON.stringify(envelope);
     const signed = signRequest({ method: "POST", targetUri: `${b.baseUrl}/api/v1/federation/receive`, body: text, idempotencyKey: envelope.idempotency_key }, a.federation.ctx.identity, Date.now());
     const post = (key: keyof typeof TEST_KEYS | null, headers: Record<string, string> = signed, body = text) => b.api("/api/v1/federation/receive", { rawBody: body, headers, key });
-    const before = (await b.api("/federation/status")).body.received;
+    const before = await receivedBy(b);
     // A genuinely signed envelope without a key, with an unknown key, with a key of a person: refused before anything is read.
     expectError(await post(null), 401, "UNAUTHORIZED");
     const bad = await b.api("/api/v1/federation/receive", { rawBody: text, headers: { ...signed, "X-API-Key": "not-a-key-of-this-server" }, key: null });
@@ -442,12 +458,12 @@ describe("two federated clusters", () => {
     }
     // The key comes before the body: an oversized body without one is a 401, not a 413.
     expectError(await post(null, { "content-type": "application/json" }, JSON.stringify({ x: "y".repeat(300 * 1024) })), 401, "UNAUTHORIZED");
-    expect((await b.api("/federation/status")).body.received).toBe(before);
+    expect(await receivedBy(b)).toBe(before);
     // With the peer's key the signature is checked next: a missing one is 401 SIGNATURE_INVALID; the signed request is accepted once.
     expectError(await post("federation", { "content-type": "application/json" }), 401, "SIGNATURE_INVALID");
     const accepted = await post("federation");
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
-    expect((await b.api("/federation/status")).body.received).toBe(before + 1);
+    expect(await receivedBy(b)).toBe(before + 1);
     // Callbacks alike: the key first, then the dispatch and its signature.
     const callback = (key: keyof typeof TEST_KEYS | null) => a.api(`/api/v1/federation/callbacks/${crypto.randomUUID()}`, { body: {}, key });
     expectError(await callback(null), 401, "UNAUTHORIZED");
@@ -461,34 +477,33 @@ describe("two federated clusters", () => {
     delete peer.api_key;
     try {
       const intent = await createIntent(a);
-      const res = await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } });
-      expectError(res, 502, "DISPATCH_FAILED");
-      expect(res.body.details).toMatchObject({ remote_status: 401, remote_error: { code: "UNAUTHORIZED" } });
+      const res = await expectRejected(sdk(a).ops.federationDispatch({ body: { intent_id: intent.id, target_server: b.baseUrl } }), 502, "DISPATCH_FAILED");
+      expect(res.details).toMatchObject({ remote_status: 401, remote_error: { code: "UNAUTHORIZED" } });
       // The refusal names no key (none was sent, and none is ever repeated).
       expect(JSON.stringify(res.body)).not.toContain(TEST_KEYS.federation);
     } finally {
       peer.api_key = saved;
     }
     const intent = await createIntent(a);
-    expect((await a.api("/federation/dispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } })).status).toBe(200);
+    expect((await sdk(a).send("federationDispatch", { body: { intent_id: intent.id, target_server: b.baseUrl } })).status).toBe(200);
   });
 
   it("keeps idempotency and identity across a restart and another replica, and loses no callback while the origin is down", async () => {
     const worker = uniqueTag("worker");
-    expect((await b.api("/agents", { body: { agent_id: worker } , key: "agent" })).status).toBe(201);
+    await registerAgent(b, { agent_id: worker });
     const intent = await createIntent(a);
     const key = uniqueTag("restart");
     const body = { intent_id: intent.id, target_server: b.baseUrl, agent_id: worker };
-    const first = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+    const first = await sdk(a).send("federationDispatch", { idempotency_key: key, body });
     expect(first.status).toBe(200);
     const didBefore = (await a.api("/.well-known/did.json", { key: null })).body;
 
     // The origin's federation service goes away (a crash or a rolling restart): B's callbacks wait in its table.
     await a.federation.stop();
-    const remoteId = first.body.remote_intent_id as string;
-    const remote = await b.api(`/intents/${remoteId}`);
-    expect((await b.api(`/intents/${remoteId}/state`, { body: [{ op: "set", path: "/progress", value: 50 }], headers: { "If-Match": String(remote.body.version) } })).status).toBe(200);
-    await until("a failed callback attempt", async () => ((await b.api("/federation/status")).body.callbacks.pending > 0 && (await b.federation.callbacks.sweep()) === 0 ? true : undefined));
+    const remoteId = remoteIntentOf(first.data);
+    const remote = await sdk(b).ops.intentsGet({ intent_id: remoteId });
+    expect((await sdk(b).send("intentsPatchState", { intent_id: remoteId, ifMatch: remote.version, body: [{ op: "set", path: "/progress", value: 50 }] })).status).toBe(200);
+    await until("a failed callback attempt", async () => (Counters.parse(await sdk(b).ops.federationStatus()).callbacks.pending > 0 && (await b.federation.callbacks.sweep()) === 0 ? true : undefined));
 
     // A new process with the same configuration and database: same did:web, same key, same stored answers.
     const restarted = await startFederationService({
@@ -503,9 +518,9 @@ describe("two federated clusters", () => {
     });
     a.federation = restarted;
     expect((await a.api("/.well-known/did.json", { key: null })).body).toEqual(didBefore);
-    const retry = await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } });
+    const retry = await sdk(a).send("federationDispatch", { idempotency_key: key, body });
     expect(retry.status).toBe(200);
-    expect(retry.body).toEqual(first.body);
+    expect(retry.data).toEqual(first.data);
     // A second replica on the same database answers the retry from the stored row too.
     const replica = await startFederationService({
       bus: a.bus,
@@ -518,7 +533,7 @@ describe("two federated clusters", () => {
     });
     try {
       const answer = await dispatch(replica.ctx, body, key, { principal: "admin", roles: ["admin"], actor: "admin", agent_id: null });
-      expect(answer).toEqual(first.body);
+      expect(answer).toEqual(first.data);
     } finally {
       await replica.stop();
     }
@@ -537,14 +552,13 @@ describe("two federated clusters", () => {
     const intent = await createIntent(a);
     const key = uniqueTag("concurrent");
     const body = { intent_id: intent.id, target_server: silentUrl };
-    const [one, two] = await Promise.all([
-      a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } }),
-      new Promise((r) => setTimeout(r, 200)).then(() => a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } })),
+    const send = () => sdk(a).ops.federationDispatch({ idempotency_key: key, body });
+    await Promise.all([
+      expectRejected(send(), 502, "DISPATCH_TIMEOUT"),
+      new Promise((r) => setTimeout(r, 200)).then(() => expectRejected(send(), 409, "DISPATCH_IN_PROGRESS")),
     ]);
-    expectError(one, 502, "DISPATCH_TIMEOUT");
-    expectError(two, 409, "DISPATCH_IN_PROGRESS");
     // After the failure, the same key sends again (attempt 2), with the same dispatch id.
-    expectError(await a.api("/federation/dispatch", { body, headers: { "Idempotency-Key": key } }), 502, "DISPATCH_TIMEOUT");
+    await expectRejected(send(), 502, "DISPATCH_TIMEOUT");
     const failures = await until("two federation.failed", async () => {
       const found = (await systemEvents(a)).filter((e) => e.intent_id === intent.id && e.event_type === "federation.failed");
       return found.length === 2 ? found : undefined;
@@ -554,14 +568,16 @@ describe("two federated clusters", () => {
 
     // A row a crashed process left "sending" is taken over once its claim is older than the deadline.
     const worker = uniqueTag("worker");
-    expect((await b.api("/agents", { body: { agent_id: worker }, key: "agent" })).status).toBe(201);
+    await registerAgent(b, { agent_id: worker });
     const stuckKey = uniqueTag("stuck");
     const stuckBody = { intent_id: intent.id, target_server: b.baseUrl, agent_id: worker };
-    expect((await a.api("/federation/dispatch", { body: { ...stuckBody, target_server: silentUrl }, headers: { "Idempotency-Key": stuckKey } })).status).toBe(502);
+    const sendStuck = () => sdk(a).ops.federationDispatch({ idempotency_key: stuckKey, body: { ...stuckBody, target_server: silentUrl } });
+    expect((await expectRejected(sendStuck(), 502, "DISPATCH_TIMEOUT")).status).toBe(502);
     await a.database.query("stuck_dispatch", "update federation.dispatches set status = 'sending', claimed_at = $1 where idempotency_key = $2", [a.clock.now(), stuckKey]);
-    expectError(await a.api("/federation/dispatch", { body: { ...stuckBody, target_server: silentUrl }, headers: { "Idempotency-Key": stuckKey } }), 409, "DISPATCH_IN_PROGRESS");
+    await expectRejected(sendStuck(), 409, "DISPATCH_IN_PROGRESS");
     (a.clock as ManualClock).advance(1500 + 5001);
-    expectError(await a.api("/federation/dispatch", { body: { ...stuckBody, target_server: silentUrl }, headers: { "Idempotency-Key": stuckKey } }), 502, "DISPATCH_TIMEOUT");
+    await expectRejected(sendStuck(), 502, "DISPATCH_TIMEOUT");
+
   });
 
   it("never writes a signing key to a log line", () => {

@@ -3,8 +3,9 @@ import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { governancePolicyCommands, type Caller } from "@intentmesh/contracts";
 import { GovernanceChecks } from "@intentmesh/service";
 import { createLogger } from "@intentmesh/telemetry";
-import { startTestCluster, startTestGateway, type ApiResponse, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
+import { createClient, type BodyOf, type Intentmesh } from "@intentmesh/sdk";
+import { startTestCluster, startTestGateway, TEST_KEYS, type TestCluster } from "../support/cluster";
+import { allEvents, createIntent, expectError, expectRejected, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
 import type { Gateway } from "../../services/gateway/src/app";
@@ -14,7 +15,8 @@ let cluster: TestCluster;
 let secondBus: Bus;
 let secondIntents: IntentsService;
 let secondGateway: Gateway;
-let second: TestCluster["api"];
+/** The typed client on the second gateway, acting as an agent. */
+let second: (agentId: string) => Intentmesh;
 
 beforeAll(async () => {
   cluster = await startTestCluster();
@@ -22,7 +24,9 @@ beforeAll(async () => {
   secondBus = await connectBus(inject("natsUrl"), "replica", cluster.namespace);
   secondBus.checks = cluster.bus.checks; // the replica is held to the catalogue like the cluster
   secondIntents = await startIntentsService({ bus: secondBus, database: cluster.database, logger, clock: cluster.clock, leaseSweepIntervalMs: 3_600_000 });
-  ({ gateway: secondGateway, api: second } = await startTestGateway(secondBus, logger));
+  const replica = await startTestGateway(secondBus, logger);
+  secondGateway = replica.gateway;
+  second = (agentId) => createClient({ baseUrl: replica.baseUrl, apiKey: TEST_KEYS.agent, agentId, retry: { baseDelayMs: 10 } });
 });
 afterAll(async () => {
   await secondGateway?.stop();
@@ -31,87 +35,92 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const put = (intentId: string, policy: unknown, version: number | null, key: "admin" | "operator" | "agent" = "admin") =>
-  cluster.api(`/intents/${intentId}/governance`, { method: "PUT", body: policy, key, headers: version === null ? {} : { "If-Match": String(version) } });
-const agent = (id: string) => ({ key: "agent" as const, headers: { "X-Agent-ID": id } });
+type Policy = BodyOf<"governancePolicySet">;
 
-async function governed(policy: Record<string, unknown>) {
+const put = (intentId: string, policy: Policy, version: number, key: "admin" | "operator" | "agent" = "admin") =>
+  cluster.sdk(key).send("governancePolicySet", { intent_id: intentId, ifMatch: version, body: policy });
+/** Raw on purpose: a PUT without If-Match, or a policy the typed body forbids. */
+const putRaw = (intentId: string, policy: unknown, version: number | null) =>
+  cluster.api(`/intents/${intentId}/governance`, { method: "PUT", body: policy, headers: version === null ? {} : { "If-Match": String(version) } });
+/** The typed client acting as an agent (X-Agent-ID). */
+const agent = (id: string) => cluster.sdk("agent", id);
+const admin = () => cluster.sdk();
+
+async function governed(policy: Policy) {
   const intent = await createIntent(cluster);
   const res = await put(intent.id, policy, intent.version);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
+  expect(res.status).toBe(200);
+  return res.data;
 }
 
-function expectViolation(res: ApiResponse, rule: string) {
-  expectError(res, 403, "GOVERNANCE_VIOLATION");
-  expect(res.body.details.rule).toBe(rule);
-  expect(res.body).toMatchObject({ error: "governance_violation", rule });
+async function expectViolation(call: Promise<unknown>, rule: string) {
+  const error = await expectRejected(call, 403, "GOVERNANCE_VIOLATION");
+  expect(error.details.rule).toBe(rule);
+  expect(error.body).toMatchObject({ error: "governance_violation", rule });
+  return error;
 }
 
 describe("PUT / GET / DELETE /intents/{id}/governance (4.6)", () => {
   it("If-Match: 428 missing, 409 stale; version + 1, new ETag, governance.policy_set over SSE; GET shows the effective policy", async () => {
     const intent = await createIntent(cluster);
-    expectError(await put(intent.id, { write_scope: "assigned_only" }, null), 428, "PRECONDITION_REQUIRED");
-    expectError(await put(intent.id, { write_scope: "assigned_only" }, intent.version + 1), 409, "VERSION_MISMATCH");
+    expectError(await putRaw(intent.id, { write_scope: "assigned_only" }, null), 428, "PRECONDITION_REQUIRED");
+    await expectRejected(put(intent.id, { write_scope: "assigned_only" }, intent.version + 1), 409, "VERSION_MISMATCH");
     const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/intents/${intent.id}`, keyHeader("admin"));
     const res = await put(intent.id, { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 }, intent.version);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.version).toBe(intent.version + 1);
+    expect(res.status).toBe(200);
+    expect(res.data.version).toBe(intent.version + 1);
     expect(res.headers.get("etag")).toBe(`"${intent.version + 1}"`);
     await sse.waitFor((c) => c.events.some((e) => e.event === "governance.policy_set"));
     await sse.close();
-    const got = await cluster.api(`/intents/${intent.id}/governance`);
-    expect(got.body).toEqual({
+    const got = await admin().ops.governancePolicyGet({ intent_id: intent.id });
+    expect(got).toEqual({
       intent_id: intent.id,
       governance_policy: { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 },
       effective_policy: { completion_mode: "quorum", write_scope: "any", max_cost: 0, quorum_threshold: 0.5, allowed_agents: null, require_status_reason: false },
     });
+    // Raw on purpose: a DELETE without If-Match, which the typed request forbids.
     expectError(await cluster.api(`/intents/${intent.id}/governance`, { method: "DELETE" }), 428, "PRECONDITION_REQUIRED");
-    const removed = await cluster.api(`/intents/${intent.id}/governance`, { method: "DELETE", headers: { "If-Match": String(res.body.version) } });
+    const removed = await admin().send("governancePolicyRemove", { intent_id: intent.id, ifMatch: res.data.version });
     expect(removed.status).toBe(200);
-    expect(removed.body.version).toBe(res.body.version + 1);
-    expect((await cluster.api(`/intents/${intent.id}/governance`)).body.governance_policy).toBeNull();
+    expect(removed.data.version).toBe(res.data.version + 1);
+    expect((await admin().ops.governancePolicyGet({ intent_id: intent.id })).governance_policy).toBeNull();
     const log = await allEvents(cluster, intent.id);
     expect(log.find((e) => e.event_type === "governance.policy_set").payload).toEqual({ governance_policy: { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 }, version: intent.version + 1 });
     expect(log.find((e) => e.event_type === "governance.policy_removed").payload).toEqual({ version: intent.version + 2 });
-    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/governance`), 404, "INTENT_NOT_FOUND");
+    await expectRejected(admin().ops.governancePolicyGet({ intent_id: UNKNOWN_ID }), 404, "INTENT_NOT_FOUND");
   });
 
   it("PUT answers a body both readers use: the intent (the Python client's Intent.from_dict) and the policy (spec 4.6)", async () => {
     const intent = await createIntent(cluster, { title: "two readers", state: { step: 1 } });
-    const policy = { completion_mode: "require_approval", allowed_agents: ["a-1"] };
+    const policy = { completion_mode: "require_approval", allowed_agents: ["a-1"] } as const satisfies Policy;
     const res = await put(intent.id, policy, intent.version);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.status).toBe(200);
     // Read as the Python client does (models.py Intent.from_dict): the intent at its new version, governance_policy as set.
-    const stored = (await cluster.api(`/intents/${intent.id}`)).body;
+    const stored = await admin().ops.intentsGet({ intent_id: intent.id });
+    const answer: Record<string, unknown> = { ...res.data };
     // Every field of the intent as GET shows it (whatever fields later issues add), at the new version.
-    const asIntent = Object.fromEntries([...Object.keys(stored), "governance_policy"].map((key) => [key, res.body[key]]));
+    const asIntent = Object.fromEntries([...Object.keys(stored), "governance_policy"].map((key) => [key, answer[key]]));
     expect(asIntent).toEqual({ ...stored, governance_policy: policy });
     expect(asIntent.version).toBe(intent.version + 1);
     // Read as the policy of spec 2.11: its six fields at the top level, the effective values GET shows.
     const asPolicy = (({ completion_mode, write_scope, max_cost, quorum_threshold, allowed_agents, require_status_reason }) =>
-      ({ completion_mode, write_scope, max_cost, quorum_threshold, allowed_agents, require_status_reason }))(res.body);
-    const got = await cluster.api(`/intents/${intent.id}/governance`);
-    expect(asPolicy).toEqual(got.body.effective_policy);
+      ({ completion_mode, write_scope, max_cost, quorum_threshold, allowed_agents, require_status_reason }))(answer);
+    const got = await admin().ops.governancePolicyGet({ intent_id: intent.id });
+    expect(asPolicy).toEqual(got.effective_policy);
     expect(asPolicy).toEqual({ completion_mode: "require_approval", write_scope: "any", max_cost: null, quorum_threshold: 0.5, allowed_agents: ["a-1"], require_status_reason: false });
   });
 
   it("validates every field of 2.11 as 400 and writes nothing; agents may not set a policy", async () => {
     const intent = await createIntent(cluster);
-    for (const bad of [
-      { completion_mode: "vote" },
-      { write_scope: "mine" },
-      { max_cost: -1 },
-      { quorum_threshold: 0 },
-      { quorum_threshold: 1.01 },
-      { allowed_agents: "a" },
-      { require_status_reason: "yes" },
-      { unknown: 1 },
-    ]) {
-      expectError(await put(intent.id, bad, intent.version), 400, "VALIDATION_FAILED");
+    // Raw on purpose: values of a type the typed body forbids.
+    for (const bad of [{ completion_mode: "vote" }, { write_scope: "mine" }, { allowed_agents: "a" }, { require_status_reason: "yes" }, { unknown: 1 }]) {
+      expectError(await putRaw(intent.id, bad, intent.version), 400, "VALIDATION_FAILED");
     }
-    expectError(await put(intent.id, { write_scope: "any" }, intent.version, "agent"), 403, "FORBIDDEN");
-    expect((await cluster.api(`/intents/${intent.id}`)).body.version).toBe(intent.version);
+    for (const bad of [{ max_cost: -1 }, { quorum_threshold: 0 }, { quorum_threshold: 1.01 }]) {
+      await expectRejected(put(intent.id, bad, intent.version), 400, "VALIDATION_FAILED");
+    }
+    await expectRejected(put(intent.id, { write_scope: "any" }, intent.version, "agent"), 403, "FORBIDDEN");
+    expect((await admin().ops.intentsGet({ intent_id: intent.id })).version).toBe(intent.version);
   });
 });
 
@@ -119,69 +128,68 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
   it("write_scope assigned_only: unassigned agents cannot patch, post events, lease, record costs, attach or fail; assigned ones can", async () => {
     const intent = await governed({ write_scope: "assigned_only" });
     const who = agent("outsider");
-    expectViolation(await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 1 }], headers: { ...who.headers, "If-Match": String(intent.version) }, key: who.key }), "write_scope");
-    expectViolation(await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...who }), "write_scope");
-    expectViolation(await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "x" }, ...who }), "write_scope");
-    expectViolation(await cluster.api(`/intents/${intent.id}/costs`, { body: { cost_type: "api_call", amount: 1, unit: "cents" }, ...who }), "write_scope");
-    expectViolation(
-      await cluster.api(`/intents/${intent.id}/attachments`, { body: { filename: "a.txt", mime_type: "text/plain", size: 1, storage_url: "https://example.com/a.txt" }, ...who }),
+    const patch = () => who.ops.intentsPatchState({ intent_id: intent.id, ifMatch: intent.version, body: [{ op: "set", path: "/x", value: 1 }] });
+    await expectViolation(patch(), "write_scope");
+    await expectViolation(who.ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "note" } }), "write_scope");
+    await expectViolation(who.ops.intentsAcquireLease({ intent_id: intent.id, body: { scope: "x" } }), "write_scope");
+    await expectViolation(who.ops.costsRecord({ intent_id: intent.id, body: { cost_type: "api_call", amount: 1, unit: "cents" } }), "write_scope");
+    await expectViolation(
+      who.ops.attachmentsCreate({ intent_id: intent.id, body: { filename: "a.txt", mime_type: "text/plain", size: 1, storage_url: "https://example.com/a.txt" } }),
       "write_scope",
     );
-    expectViolation(await cluster.api(`/intents/${intent.id}/failures`, { body: { attempt_number: 1 }, ...who }), "write_scope");
-    expectViolation(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" }, headers: { ...who.headers, "If-Match": String(intent.version) }, key: who.key }), "write_scope");
-    const res = await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 1 }], headers: { ...who.headers, "If-Match": String(intent.version) }, key: who.key });
-    expect(res.body.details).toMatchObject({ rule: "write_scope", agent_id: "outsider", write_scope: "assigned_only" });
+    await expectViolation(who.ops.retriesRecordFailure({ intent_id: intent.id, body: { attempt_number: 1 } }), "write_scope");
+    await expectViolation(who.ops.intentsTransition({ intent_id: intent.id, ifMatch: intent.version, body: { status: "blocked" } }), "write_scope");
+    const res = await expectViolation(patch(), "write_scope");
+    expect(res.details).toMatchObject({ rule: "write_scope", agent_id: "outsider", write_scope: "assigned_only" });
     // Nothing was written by any refusal.
-    const after = (await cluster.api(`/intents/${intent.id}`)).body;
+    const after = await admin().ops.intentsGet({ intent_id: intent.id });
     expect(after.version).toBe(intent.version);
     expect((await allEvents(cluster, intent.id)).map((e) => e.event_type).filter((t) => !["intent_created", "governance.policy_set", "status_changed"].includes(t))).toEqual([]);
     // Assigned: allowed. A person (operator key, no agent id) is not bound by write_scope.
-    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "insider" } })).status).toBe(201);
-    const ok = await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 2 }], headers: { "X-Agent-ID": "insider", "If-Match": String(intent.version) }, key: "agent" });
-    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect((await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, key: "operator" })).status).toBe(201);
+    expect((await admin().send("intentsAssignAgent", { intent_id: intent.id, body: { agent_id: "insider" } })).status).toBe(201);
+    const ok = await agent("insider").send("intentsPatchState", { intent_id: intent.id, ifMatch: intent.version, body: [{ op: "set", path: "/x", value: 2 }] });
+    expect(ok.status).toBe(200);
+    expect((await cluster.sdk("operator").send("intentsAppendEvent", { intent_id: intent.id, body: { event_type: "note" } })).status).toBe(201);
   });
 
   it("allowed_agents: other agents are refused, and may not be assigned", async () => {
     const intent = await governed({ allowed_agents: ["alice"] });
-    expectViolation(await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...agent("bob") }), "allowed_agents");
-    const refused = await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "bob" } });
-    expectViolation(refused, "allowed_agents");
-    expect(refused.body.details).toMatchObject({ agent_id: "bob", allowed_agents: ["alice"] });
-    expect((await cluster.api(`/intents/${intent.id}/agents`)).body.agents).toEqual([]);
-    expect((await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...agent("alice") })).status).toBe(201);
+    await expectViolation(agent("bob").ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "note" } }), "allowed_agents");
+    const refused = await expectViolation(admin().ops.intentsAssignAgent({ intent_id: intent.id, body: { agent_id: "bob" } }), "allowed_agents");
+    expect(refused.details).toMatchObject({ agent_id: "bob", allowed_agents: ["alice"] });
+    expect((await admin().ops.intentsListAgents({ intent_id: intent.id })).agents).toEqual([]);
+    expect((await agent("alice").send("intentsAppendEvent", { intent_id: intent.id, body: { event_type: "note" } })).status).toBe(201);
     // A lease alice holds cannot be renewed or released by her once the policy leaves her out.
-    const lease = await cluster.api(`/intents/${intent.id}/leases`, { body: { scope: "draft" }, ...agent("alice") });
-    expect(lease.status, JSON.stringify(lease.body)).toBe(201);
-    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "alice" } })).status).toBe(201);
-    const current = (await cluster.api(`/intents/${intent.id}`)).body;
+    const lease = await agent("alice").send("intentsAcquireLease", { intent_id: intent.id, body: { scope: "draft" } });
+    expect(lease.status).toBe(201);
+    expect((await admin().send("intentsAssignAgent", { intent_id: intent.id, body: { agent_id: "alice" } })).status).toBe(201);
+    const current = await admin().ops.intentsGet({ intent_id: intent.id });
     expect((await put(intent.id, { allowed_agents: ["carol"] }, current.version)).status).toBe(200);
-    expectViolation(await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}/renew`, { body: {}, ...agent("alice") }), "allowed_agents");
-    expectViolation(await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
-    expectViolation(await cluster.api(`/intents/${intent.id}/agents/alice`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
-    expect((await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`)).body).toMatchObject({ released_at: null, expires_at: lease.body.expires_at });
+    const held = { intent_id: intent.id, lease_id: lease.data.id };
+    await expectViolation(agent("alice").ops.intentsRenewLease({ ...held, body: {} }), "allowed_agents");
+    await expectViolation(agent("alice").ops.intentsReleaseLease(held), "allowed_agents");
+    await expectViolation(agent("alice").ops.intentsUnassignAgent({ intent_id: intent.id, agent_id: "alice" }), "allowed_agents");
+    expect(await admin().ops.intentsGetLease(held)).toMatchObject({ released_at: null, expires_at: lease.data.expires_at });
     // People are not bound by allowed_agents: an operator removes alice.
-    expect((await cluster.api(`/intents/${intent.id}/agents/alice`, { method: "DELETE", key: "operator" })).status).toBe(200);
+    expect((await cluster.sdk("operator").send("intentsUnassignAgent", { intent_id: intent.id, agent_id: "alice" })).status).toBe(200);
   });
 
   it("binds memory writes scoped to the intent too: create, update and delete are refused for agents the policy leaves out", async () => {
     const intent = await governed({ allowed_agents: ["alice"] });
-    const entry = (namespace: string) => ({ namespace, key: "k", value: { v: 1 }, memory_type: "episodic", scope: { intent_id: intent.id } });
-    expectViolation(await cluster.api("/memory", { body: entry("bob-notes"), ...agent("bob") }), "allowed_agents");
-    expect((await cluster.api("/memory?agent_id=bob", { key: "admin" })).body.entries).toEqual([]);
-    const created = await cluster.api("/memory", { body: entry("alice-notes"), ...agent("alice") });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const entry = (namespace: string) => ({ namespace, key: "k", value: { v: 1 }, memory_type: "episodic", scope: { intent_id: intent.id } }) as const;
+    await expectViolation(agent("bob").ops.memoryCreate({ body: entry("bob-notes") }), "allowed_agents");
+    expect((await admin().ops.memoryQuery({ query: { agent_id: "bob" } })).entries).toEqual([]);
+    const created = await agent("alice").send("memoryCreate", { body: entry("alice-notes") });
+    expect(created.status).toBe(201);
     // Once the policy leaves alice out, she can neither change nor delete what she wrote on the intent.
-    const current = (await cluster.api(`/intents/${intent.id}`)).body;
+    const current = await admin().ops.intentsGet({ intent_id: intent.id });
     expect((await put(intent.id, { allowed_agents: ["carol"] }, current.version)).status).toBe(200);
-    const patch = await cluster.api(`/memory/${created.body.id}`, { method: "PATCH", body: { value: { v: 2 } }, key: "agent", headers: { "X-Agent-ID": "alice", "If-Match": "1" } });
-    expectViolation(patch, "allowed_agents");
-    expectViolation(await cluster.api(`/memory/${created.body.id}`, { method: "DELETE", ...agent("alice") }), "allowed_agents");
-    expect((await cluster.api(`/memory/${created.body.id}`, { key: "admin" })).body).toMatchObject({ version: 1, value: { v: 1 } });
+    await expectViolation(agent("alice").ops.memoryPatch({ entry_id: created.data.id, ifMatch: 1, body: { value: { v: 2 } } }), "allowed_agents");
+    await expectViolation(agent("alice").ops.memoryDelete({ entry_id: created.data.id }), "allowed_agents");
+    expect(await admin().ops.memoryGet({ entry_id: created.data.id })).toMatchObject({ version: 1, value: { v: 1 } });
     // Memory not scoped to a governed intent is not touched by its policy.
-    expect((await cluster.api("/memory", { body: { namespace: "free", key: "k", value: { v: 1 }, memory_type: "episodic" }, ...agent("alice") })).status).toBe(201);
+    expect((await agent("alice").send("memoryCreate", { body: { namespace: "free", key: "k", value: { v: 1 }, memory_type: "episodic" } })).status).toBe(201);
   });
-
   it("governance.check_many: each check with its own caller, answered in order; a refusal is that check's answer alone", async () => {
     const intent = await governed({ allowed_agents: ["alice"] });
     const open = await createIntent(cluster);
@@ -231,7 +239,7 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
       expect((outcomes[3] as PromiseRejectedResult).reason).toMatchObject({ code: "GOVERNANCE_VIOLATION", details: { agent_id: "carol" } });
       expect(seen).toEqual({ one: 0, many: [5] });
       // The policy changes and answers; the very next check sees it (a lone check goes as governance.check).
-      const current = (await cluster.api(`/intents/${intent.id}`)).body;
+      const current = await admin().ops.intentsGet({ intent_id: intent.id });
       expect((await put(intent.id, { allowed_agents: ["bob"] }, current.version)).status).toBe(200);
       await expect(checks.assertAllowed(as("alice"), intent.id, "memory")).rejects.toMatchObject({ code: "GOVERNANCE_VIOLATION" });
       await expect(checks.assertAllowed(as("bob"), intent.id, "memory")).resolves.toBeUndefined();
@@ -271,68 +279,70 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
 
   it("channel messages of agents the policy leaves out are refused while the allowed agent's, sent at the same moment, are written", async () => {
     const intent = await governed({ allowed_agents: ["alice"] });
-    const channel = await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "ops" }, key: "operator" });
-    expect(channel.status, JSON.stringify(channel.body)).toBe(201);
+    const channel = await cluster.sdk("operator").send("channelsCreate", { intent_id: intent.id, body: { name: "ops" } });
+    expect(channel.status).toBe(201);
     const senders = ["alice", "bob", "alice", "carol", "alice", "bob"];
-    const sent = await Promise.all(senders.map((id, i) => cluster.api(`/channels/${channel.body.id}/messages`, { body: { payload: { i } }, ...agent(id) })));
-    sent.forEach((res, i) => {
-      if (senders[i] === "alice") expect(res.status, JSON.stringify(res.body)).toBe(201);
-      else expectViolation(res, "allowed_agents");
-    });
-    const listed = await cluster.api(`/channels/${channel.body.id}/messages`, { key: "operator" });
-    expect(listed.body.map((m: { sender: string }) => m.sender)).toEqual(["alice", "alice", "alice"]);
+    await Promise.all(
+      senders.map(async (id, i) => {
+        const sent = agent(id).send("channelsSend", { channel_id: channel.data.id, body: { payload: { i } } });
+        if (id === "alice") expect((await sent).status).toBe(201);
+        else await expectViolation(sent, "allowed_agents");
+      }),
+    );
+    const listed = await cluster.sdk("operator").ops.channelsListMessages({ channel_id: channel.data.id });
+    expect(listed.map((m) => m.sender)).toEqual(["alice", "alice", "alice"]);
   });
 
   it("require_status_reason: a status change without a reason is 403", async () => {
     const intent = await governed({ require_status_reason: true });
-    expectViolation(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" }, headers: { "If-Match": String(intent.version) } }), "require_status_reason");
-    expectViolation(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked", reason: " " }, headers: { "If-Match": String(intent.version) } }), "require_status_reason");
-    expect((await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked", reason: "waiting on legal" }, headers: { "If-Match": String(intent.version) } })).status).toBe(200);
+    const transition = (body: BodyOf<"intentsTransition">) => admin().send("intentsTransition", { intent_id: intent.id, ifMatch: intent.version, body });
+    await expectViolation(transition({ status: "blocked" }), "require_status_reason");
+    await expectViolation(transition({ status: "blocked", reason: " " }), "require_status_reason");
+    expect((await transition({ status: "blocked", reason: "waiting on legal" })).status).toBe(200);
   });
 
   it("max_cost: a cost that would pass it is 403 with the values compared; up to it is fine", async () => {
     const intent = await governed({ max_cost: 100 });
-    const cost = (amount: number) => cluster.api(`/intents/${intent.id}/costs`, { body: { cost_type: "api_call", amount, unit: "cents" } });
+    const cost = (amount: number) => admin().send("costsRecord", { intent_id: intent.id, body: { cost_type: "api_call", amount, unit: "cents" } });
     expect((await cost(60)).status).toBe(201);
-    const over = await cost(41);
-    expectViolation(over, "max_cost");
-    expect(over.body.details).toMatchObject({ max_cost: 100, current_total: 60, amount: 41 });
+    const over = await expectViolation(cost(41), "max_cost");
+    expect(over.details).toMatchObject({ max_cost: 100, current_total: 60, amount: 41 });
     expect((await cost(40)).status).toBe(201);
-    expect((await cluster.api(`/intents/${intent.id}/costs`)).body.summary.count).toBe(2);
+    expect((await admin().ops.costsList({ intent_id: intent.id })).summary.count).toBe(2);
   });
 
   it("completion_mode require_approval: completion needs a granted approval of action complete", async () => {
     const intent = await governed({ completion_mode: "require_approval" });
-    const complete = () => cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } });
-    const refused = await complete();
-    expectViolation(refused, "completion_mode");
-    expect(refused.body.details).toMatchObject({ completion_mode: "require_approval", granted_approvals: 0, required: 1 });
-    const denied = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "complete" }, ...agent("w") })).body;
-    await cluster.api(`/intents/${intent.id}/approvals/${denied.id}/deny`, { body: {}, key: "operator" });
-    expectViolation(await complete(), "completion_mode");
-    const other = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "deploy" }, ...agent("w") })).body;
-    await cluster.api(`/intents/${intent.id}/approvals/${other.id}/approve`, { body: {}, key: "operator" });
-    expectViolation(await complete(), "completion_mode");
-    const approval = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "complete" }, ...agent("w") })).body;
-    expect((await cluster.api(`/intents/${intent.id}/approvals/${approval.id}/approve`, { body: {}, key: "operator" })).status).toBe(200);
+    const complete = () => admin().send("intentsTransition", { intent_id: intent.id, ifMatch: intent.version, body: { status: "completed" } });
+    const request = (action: string) => agent("w").ops.governanceCreateApproval({ intent_id: intent.id, body: { action } });
+    const operator = cluster.sdk("operator");
+    const refused = await expectViolation(complete(), "completion_mode");
+    expect(refused.details).toMatchObject({ completion_mode: "require_approval", granted_approvals: 0, required: 1 });
+    const denied = await request("complete");
+    await operator.ops.governanceDeny({ intent_id: intent.id, approval_id: denied.id, body: {} });
+    await expectViolation(complete(), "completion_mode");
+    const other = await request("deploy");
+    await operator.ops.governanceApprove({ intent_id: intent.id, approval_id: other.id, body: {} });
+    await expectViolation(complete(), "completion_mode");
+    const approval = await request("complete");
+    expect((await operator.send("governanceApprove", { intent_id: intent.id, approval_id: approval.id, body: {} })).status).toBe(200);
     // Read-your-writes: the grant that answered counts at once.
     const done = await complete();
-    expect(done.status, JSON.stringify(done.body)).toBe(200);
-    expect(done.body.status).toBe("completed");
+    expect(done.status).toBe(200);
+    expect(done.data.status).toBe("completed");
   });
 
   it("completion_mode quorum: granted approvals from at least quorum_threshold of the assigned agents (at least one)", async () => {
     const intent = await governed({ completion_mode: "quorum", quorum_threshold: 0.6 });
-    for (const a of ["a1", "a2", "a3"]) await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: a } });
-    const complete = () => cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } });
+    for (const a of ["a1", "a2", "a3"]) await admin().ops.intentsAssignAgent({ intent_id: intent.id, body: { agent_id: a } });
+    const complete = () => admin().send("intentsTransition", { intent_id: intent.id, ifMatch: intent.version, body: { status: "completed" } });
     const grant = async () => {
-      const a = (await cluster.api(`/intents/${intent.id}/approvals`, { body: { action: "complete" }, ...agent("a1") })).body;
-      expect((await cluster.api(`/intents/${intent.id}/approvals/${a.id}/approve`, { body: {}, key: "coordinator" })).status).toBe(200);
+      const a = await agent("a1").ops.governanceCreateApproval({ intent_id: intent.id, body: { action: "complete" } });
+      expect((await cluster.sdk("coordinator").send("governanceApprove", { intent_id: intent.id, approval_id: a.id, body: {} })).status).toBe(200);
     };
     await grant();
-    const refused = await complete();
-    expectViolation(refused, "completion_mode");
-    expect(refused.body.details).toMatchObject({ assigned_agents: 3, granted_approvals: 1, required: 2, quorum_threshold: 0.6 });
+    const refused = await expectViolation(complete(), "completion_mode");
+    expect(refused.details).toMatchObject({ assigned_agents: 3, granted_approvals: 1, required: 2, quorum_threshold: 0.6 });
     await grant();
     expect((await complete()).status).toBe(200);
   });
@@ -342,20 +352,18 @@ describe("enforcement on every mutation (403 with details, nothing written)", ()
       const intent = await createIntent(cluster);
       const set = await put(intent.id, { allowed_agents: ["only-me"] }, intent.version);
       expect(set.status).toBe(200);
-      const [viaSecond, viaFirst] = await Promise.all([
-        second(`/intents/${intent.id}/events`, { body: { event_type: "note" }, ...agent("intruder") }),
-        cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: round }], headers: { "X-Agent-ID": "intruder", "If-Match": String(set.body.version) }, key: "agent" }),
+      await Promise.all([
+        expectViolation(second("intruder").ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "note" } }), "allowed_agents"),
+        expectViolation(agent("intruder").ops.intentsPatchState({ intent_id: intent.id, ifMatch: set.data.version, body: [{ op: "set", path: "/x", value: round }] }), "allowed_agents"),
       ]);
-      expectViolation(viaSecond, "allowed_agents");
-      expectViolation(viaFirst, "allowed_agents");
       // And a state write checked under the old policy cannot commit after the PUT: the version moved.
-      const stale = await second(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/x", value: 1 }], headers: { "X-Agent-ID": "only-me", "If-Match": String(intent.version) }, key: "agent" });
-      expectError(stale, 409, "VERSION_MISMATCH");
+      const stale = second("only-me").ops.intentsPatchState({ intent_id: intent.id, ifMatch: intent.version, body: [{ op: "set", path: "/x", value: 1 }] });
+      await expectRejected(stale, 409, "VERSION_MISMATCH");
     }
   });
 
   it("an intent without a policy behaves as if no governance existed", async () => {
     const intent = await createIntent(cluster);
-    expect((await cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } })).status).toBe(200);
+    expect((await admin().send("intentsTransition", { intent_id: intent.id, ifMatch: intent.version, body: { status: "completed" } })).status).toBe(200);
   });
 });

@@ -1,3 +1,4 @@
+import { IntentmeshError, type ErrorCode } from "@intentmesh/sdk";
 import { expect } from "vitest";
 import type { ApiResponse, TestCluster } from "./cluster";
 import { TEST_KEYS } from "./cluster";
@@ -18,6 +19,29 @@ export function expectError(res: ApiResponse, status: number, code: string): voi
   expect(res.body.message.length).toBeGreaterThan(0);
   expect(res.body.details).toBeTypeOf("object");
   expect(res.body.details).not.toBeNull();
+}
+
+/**
+ * Awaits a typed-client call that must fail, and asserts the one error shape {code, message,
+ * details} with the given status and code (like expectError for a raw response). Returns the
+ * error, so a test can read its details. The SDK retries only 502/503/504 and a keyed 409 that
+ * carries Retry-After, so a 4xx asserted here is the first answer, never a replay's.
+ */
+export async function expectRejected(promise: Promise<unknown>, status: number, code: ErrorCode): Promise<IntentmeshError> {
+  let outcome: unknown;
+  try {
+    outcome = await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(IntentmeshError);
+    const failure = error as IntentmeshError;
+    expect({ status: failure.status, code: failure.code }, JSON.stringify(failure.body)).toEqual({ status, code });
+    expect(typeof failure.body?.message).toBe("string");
+    expect(failure.body!.message.length).toBeGreaterThan(0);
+    expect(failure.body!.details).toBeTypeOf("object");
+    expect(failure.body!.details).not.toBeNull();
+    return failure;
+  }
+  throw new Error(`expected a rejection with ${status} ${code}, got a success: ${JSON.stringify(outcome)}`);
 }
 
 /** POST /intents and returns the created intent (asserting 201). */
