@@ -1,3 +1,4 @@
+import { IntentmeshError } from "@intentmesh/sdk";
 import { expect } from "vitest";
 import type { ApiResponse, TestCluster } from "./cluster";
 import { TEST_KEYS } from "./cluster";
@@ -55,3 +56,26 @@ export const keyHeader = (key: keyof typeof TEST_KEYS = "admin") => ({ "X-API-Ke
  */
 export const isLeaseExpiry = (event: { event_type: string; payload: { reason?: unknown } }) =>
   event.event_type === "lease_released" && ["expired", "agent_dead", "agent_deregistered"].includes(String(event.payload.reason));
+
+/**
+ * Awaits a typed-client call that must fail (IntentmeshError) and asserts its status and code, and
+ * the one error shape {code, message, details}; returns the error for checks on its details.
+ */
+export async function expectRejected(promise: Promise<unknown>, status: number, code: string): Promise<IntentmeshError> {
+  let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+  try {
+    outcome = { ok: true, value: await promise };
+  } catch (error) {
+    outcome = { ok: false, error };
+  }
+  if (outcome.ok) throw new Error(`expected ${status} ${code}, the call succeeded: ${JSON.stringify(outcome.value)}`);
+  const error = outcome.error;
+  expect(error, String(error)).toBeInstanceOf(IntentmeshError);
+  const failure = error as IntentmeshError;
+  expect({ status: failure.status, code: failure.code }, JSON.stringify(failure.body ?? failure.message)).toEqual({ status, code });
+  expect(typeof failure.body?.message).toBe("string");
+  expect(failure.body!.message.length).toBeGreaterThan(0);
+  expect(failure.body!.details).toBeTypeOf("object");
+  expect(failure.body!.details).not.toBeNull();
+  return failure;
+}
