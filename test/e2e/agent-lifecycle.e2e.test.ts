@@ -3,8 +3,9 @@ import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { isoTimestamp, type ManualClock } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
-import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, isLeaseExpiry, uniqueTag } from "../support/e2e-helpers";
+import type { BodyOf } from "@intentmesh/sdk";
+import { startTestCluster, type TestCluster } from "../support/cluster";
+import { allEvents, createIntent, expectError, expectRejected, isLeaseExpiry, uniqueTag } from "../support/e2e-helpers";
 import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
 
 let cluster: TestCluster;
@@ -18,23 +19,26 @@ afterAll(async () => {
 const clock = () => cluster.clock as ManualClock;
 const advance = (seconds: number) => clock().advance(seconds * 1000);
 const sweep = () => cluster.registry.sweeper.sweep();
-const as = (agentId: string) => ({ "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": agentId });
+/** The typed client acting as an agent registered with the agent key. */
+const as = (agentId: string) => cluster.sdk("agent", agentId);
+/** The typed client with the agent key (the key agents register with). */
+const agentKey = () => cluster.sdk("agent");
 
 async function registerAgent(config = { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 }) {
   const id = uniqueTag("life");
-  const res = await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: config }, key: "agent" });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  const res = await agentKey().send("agentsRegister", { body: { agent_id: id, heartbeat_config: config } });
+  expect(res.status).toBe(201);
   return id;
 }
-const status = async (id: string) => (await cluster.api(`/agents/${id}`, { key: "agent" })).body.status as string;
-const heartbeat = (id: string, body: Record<string, unknown> = {}) =>
-  cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: clock().now().toISOString(), ...body }, key: "agent" });
+const status = async (id: string): Promise<string> => (await agentKey().ops.agentsGet({ agent_id: id })).status;
+const heartbeat = (id: string, body: Partial<BodyOf<"agentsHeartbeat">> = {}) =>
+  agentKey().send("agentsHeartbeat", { agent_id: id, body: { status: "active", client_timestamp: clock().now().toISOString(), ...body } });
 const lifecycle = async (id: string) =>
-  (await cluster.api(`/agents/${id}/events?limit=1000`, { key: "agent" })).body.events
-    .filter((e: any) => e.event_type === "agent.lifecycle")
-    .map((e: any) => `${e.payload.previous_status}>${e.payload.new_status}:${e.payload.reason}`);
+  (await agentKey().ops.agentsListEvents({ agent_id: id, query: { limit: 1000 } })).events
+    .filter((e) => e.event_type === "agent.lifecycle")
+    .map((e) => `${String(e.payload.previous_status)}>${String(e.payload.new_status)}:${String(e.payload.reason)}`);
 const acquire = (intentId: string, agentId: string, scope: string, ttl = 600) =>
-  cluster.api(`/intents/${intentId}/leases`, { body: { scope, ttl_seconds: ttl }, headers: as(agentId), key: null });
+  as(agentId).send("intentsAcquireLease", { intent_id: intentId, body: { scope, ttl_seconds: ttl } });
 
 describe("the health lifecycle on the server clock (3.4)", () => {
   it("active -> unhealthy after unhealthy_after_seconds of silence, not a second earlier", async () => {
@@ -54,12 +58,12 @@ describe("the health lifecycle on the server clock (3.4)", () => {
     advance(30);
     await sweep();
     await sweep();
-    const record = (await cluster.api(`/agents/${id}`, { key: "agent" })).body;
+    const record = (await agentKey().ops.agentsGet({ agent_id: id }));
     expect(record).toMatchObject({ status: "dead", version: 3 });
     expect(await lifecycle(id)).toEqual(["registering>active:registered", "active>unhealthy:heartbeat_timeout", "unhealthy>dead:heartbeat_timeout"]);
-    const events = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events;
-    expect(events[2].payload).toMatchObject({ type: "agent.lifecycle", agent_id: id, previous_status: "unhealthy", new_status: "dead", reason: "heartbeat_timeout", version: 3 });
-    expect(typeof events[2].payload.timestamp).toBe("string");
+    const events = (await agentKey().ops.agentsListEvents({ agent_id: id })).events;
+    expect(events[2]!.payload).toMatchObject({ type: "agent.lifecycle", agent_id: id, previous_status: "unhealthy", new_status: "dead", reason: "heartbeat_timeout", version: 3 });
+    expect(typeof events[2]!.payload.timestamp).toBe("string");
   });
 
   it("a sweeper that was away past both deadlines records both steps", async () => {
@@ -87,19 +91,19 @@ describe("the health lifecycle on the server clock (3.4)", () => {
     await sweep();
     const res = await heartbeat(id, { current_load: 2 });
     expect(res.status).toBe(200);
-    expect(res.body.agent_status).toBe("active");
+    expect(res.data.agent_status).toBe("active");
     expect(await lifecycle(id)).toEqual(["registering>active:registered", "active>unhealthy:heartbeat_timeout", "unhealthy>active:heartbeat_resumed"]);
-    expect((await cluster.api(`/agents/${id}`, { key: "agent" })).body.capacity.current_load).toBe(2);
+    expect((await agentKey().ops.agentsGet({ agent_id: id })).capacity.current_load).toBe(2);
   });
 
   it("answers 410 to a heartbeat from a dead or deregistered agent", async () => {
     const dead = await registerAgent();
     advance(61);
     await sweep();
-    expectError(await heartbeat(dead), 410, "AGENT_GONE");
+    await expectRejected(heartbeat(dead), 410, "AGENT_GONE");
     const gone = await registerAgent();
-    await cluster.api(`/agents/${gone}`, { method: "DELETE", key: "agent" });
-    expectError(await heartbeat(gone), 410, "AGENT_GONE");
+    await agentKey().send("agentsDeregister", { agent_id: gone });
+    await expectRejected(heartbeat(gone), 410, "AGENT_GONE");
   });
 });
 
@@ -109,21 +113,23 @@ describe("heartbeats (4.9)", () => {
     const res = await heartbeat(id, { current_load: 1, tasks_in_progress: ["t1"] });
     expect(res.status).toBe(200);
     // "t1" is no task the agent holds: reported, not refused (docs/tasks.md).
-    expect(res.body).toEqual({ acknowledged: true, server_timestamp: expect.any(String), agent_status: "active", pending_commands: [], unknown_tasks: ["t1"] });
-    expect(Date.parse(res.body.server_timestamp)).toBe(clock().now().getTime());
-    expect((await cluster.api(`/agents/${id}`, { key: "agent" })).body.tasks_in_progress).toEqual(["t1"]);
+    expect(res.data).toEqual({ acknowledged: true, server_timestamp: expect.any(String), agent_status: "active", pending_commands: [], unknown_tasks: ["t1"] });
+    expect(Date.parse(res.data.server_timestamp)).toBe(clock().now().getTime());
+    expect((await agentKey().ops.agentsGet({ agent_id: id })).tasks_in_progress).toEqual(["t1"]);
   });
 
   it("requires status and client_timestamp", async () => {
     const id = await registerAgent();
+    // Raw: the types require both fields.
     expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active" }, key: "agent" }), 400, "VALIDATION_FAILED");
     expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { client_timestamp: clock().now().toISOString() }, key: "agent" }), 400, "VALIDATION_FAILED");
   });
 
   it("accepts heartbeats only with the registering key (403), even from an admin", async () => {
     const id = await registerAgent();
-    expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: clock().now().toISOString() }, key: "other" }), 403, "AGENT_KEY_MISMATCH");
-    expectError(await cluster.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: clock().now().toISOString() }, key: "admin" }), 403, "AGENT_KEY_MISMATCH");
+    for (const key of ["other", "admin"] as const) {
+      await expectRejected(cluster.sdk(key).send("agentsHeartbeat", { agent_id: id, body: { status: "active", client_timestamp: clock().now().toISOString() } }), 403, "AGENT_KEY_MISMATCH");
+    }
   });
 
   it("logs a drift warning when client_timestamp is more than 2 x interval away", async () => {
@@ -131,11 +137,12 @@ describe("heartbeats (4.9)", () => {
     const logged = await startTestCluster({ logDestination: { write: (line: string) => void lines.push(line) } });
     try {
       const id = uniqueTag("drift");
-      await logged.api("/agents", { body: { agent_id: id, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" });
+      const agent = logged.sdk("agent");
+      await agent.ops.agentsRegister({ body: { agent_id: id, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } } });
       const now = logged.clock.now().getTime();
-      await logged.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: new Date(now - 20_000).toISOString() }, key: "agent" });
+      await agent.ops.agentsHeartbeat({ agent_id: id, body: { status: "active", client_timestamp: new Date(now - 20_000).toISOString() } });
       expect(lines.filter((l) => l.includes("clock drift"))).toHaveLength(0);
-      await logged.api(`/agents/${id}/heartbeat`, { body: { status: "active", client_timestamp: new Date(now - 20_001).toISOString() }, key: "agent" });
+      await agent.ops.agentsHeartbeat({ agent_id: id, body: { status: "active", client_timestamp: new Date(now - 20_001).toISOString() } });
       const warnings = lines.filter((l) => l.includes("clock drift")).map((l) => JSON.parse(l));
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatchObject({ level: 40, agent_id: id });
@@ -148,29 +155,28 @@ describe("heartbeats (4.9)", () => {
 describe("drain", () => {
   it("a server-initiated drain reaches the agent as a pending command, once", async () => {
     const id = await registerAgent();
-    const drained = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 120, reason: "scale down" }, headers: { "If-Match": "1" }, key: "coordinator" });
-    expect(drained.status, JSON.stringify(drained.body)).toBe(200);
-    expect(drained.body).toMatchObject({ status: "draining", version: 2 });
+    const drained = await cluster.sdk("coordinator").send("agentsChangeStatus", { agent_id: id, ifMatch: 1, body: { status: "draining", drain_timeout_seconds: 120, reason: "scale down" } });
+    expect(drained.status).toBe(200);
+    expect(drained.data).toMatchObject({ status: "draining", version: 2 });
     expect(drained.headers.get("etag")).toBe('"2"');
     const first = await heartbeat(id, { status: "draining" });
-    expect(first.body.agent_status).toBe("draining");
-    expect(first.body.pending_commands).toEqual([expect.objectContaining({ command: "drain", reason: "scale down", drain_timeout_seconds: 120 })]);
-    expect((await heartbeat(id, { status: "draining" })).body.pending_commands).toEqual([]);
+    expect(first.data.agent_status).toBe("draining");
+    expect(first.data.pending_commands).toEqual([expect.objectContaining({ command: "drain", reason: "scale down", drain_timeout_seconds: 120 })]);
+    expect((await heartbeat(id, { status: "draining" })).data.pending_commands).toEqual([]);
   });
 
   it("refuses a stale If-Match with 409 and a non-owner agent key with 403", async () => {
     const id = await registerAgent();
-    const stale = await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "7" }, key: "agent" });
-    expectError(stale, 409, "VERSION_MISMATCH");
-    expect(stale.body.current_version).toBe(1);
-    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "other" }), 403, "FORBIDDEN");
-    expectError(await cluster.api(`/agents/${id}`, { method: "DELETE", key: "other" }), 403, "FORBIDDEN");
-    expectError(await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "dead" }, headers: { "If-Match": "1" }, key: "agent" }), 409, "INVALID_AGENT_TRANSITION");
+    const stale = await expectRejected(agentKey().send("agentsChangeStatus", { agent_id: id, ifMatch: 7, body: { status: "draining" } }), 409, "VERSION_MISMATCH");
+    expect(stale.body?.current_version).toBe(1);
+    await expectRejected(cluster.sdk("other").send("agentsChangeStatus", { agent_id: id, ifMatch: 1, body: { status: "draining" } }), 403, "FORBIDDEN");
+    await expectRejected(cluster.sdk("other").send("agentsDeregister", { agent_id: id }), 403, "FORBIDDEN");
+    await expectRejected(agentKey().send("agentsChangeStatus", { agent_id: id, ifMatch: 1, body: { status: "dead" } }), 409, "INVALID_AGENT_TRANSITION");
   });
 
   it("the agent announcing draining in its heartbeat starts a drain (drain_initiated)", async () => {
     const id = await registerAgent();
-    expect((await heartbeat(id, { status: "draining" })).body.agent_status).toBe("draining");
+    expect((await heartbeat(id, { status: "draining" })).data.agent_status).toBe("draining");
     expect(await lifecycle(id)).toContain("active>draining:drain_initiated");
   });
 
@@ -179,14 +185,14 @@ describe("drain", () => {
     const intent = await createIntent(cluster);
     const lease = await acquire(intent.id, id, "work");
     expect(lease.status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 300 }, headers: { "If-Match": "1" }, key: "agent" });
+    await agentKey().send("agentsChangeStatus", { agent_id: id, ifMatch: 1, body: { status: "draining", drain_timeout_seconds: 300 } });
     // The intents service learns of the drain from the registry's event; then it refuses new leases.
     await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, id)).toBe("draining"));
-    expectError(await acquire(intent.id, id, "other"), 409, "AGENT_DRAINING");
+    await expectRejected(acquire(intent.id, id, "other"), 409, "AGENT_DRAINING");
     advance(5);
     await sweep();
     expect(await status(id)).toBe("draining"); // still holds work
-    expect((await cluster.api(`/intents/${intent.id}/leases/${lease.body.id}`, { method: "DELETE", headers: as(id), key: null })).status).toBe(200);
+    expect((await as(id).send("intentsReleaseLease", { intent_id: intent.id, lease_id: lease.data.id })).status).toBe(200);
     advance(5);
     await sweep();
     expect(await status(id)).toBe("deregistered");
@@ -197,11 +203,11 @@ describe("drain", () => {
     const id = await registerAgent();
     const intent = await createIntent(cluster);
     expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
+    await agentKey().send("agentsChangeStatus", { agent_id: id, ifMatch: 1, body: { status: "draining", drain_timeout_seconds: 60 } });
     advance(60);
     await sweep();
     expect(await status(id)).toBe("dead");
-    const types = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events.map((e: any) => e.event_type);
+    const types = (await agentKey().ops.agentsListEvents({ agent_id: id })).events.map((e) => e.event_type);
     expect(types.slice(-2)).toEqual(["agent.warning", "agent.lifecycle"]);
     await vi.waitFor(async () => {
       const expired = (await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e));
@@ -213,7 +219,7 @@ describe("drain", () => {
     const id = await registerAgent();
     const intent = await createIntent(cluster);
     expect((await acquire(intent.id, id, "work", 3600)).status).toBe(201);
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining", drain_timeout_seconds: 60 }, headers: { "If-Match": "1" }, key: "agent" });
+    await agentKey().send("agentsChangeStatus", { agent_id: id, ifMatch: 1, body: { status: "draining", drain_timeout_seconds: 60 } });
     advance(50);
     await heartbeat(id, { status: "draining" });
     advance(10);
@@ -244,14 +250,14 @@ describe("an agent's death and its leases (3.4, across services)", () => {
         expect(expired[0].payload).toMatchObject({ agent_id: id, reason: "agent_dead" });
       });
     }
-    const lease = (await cluster.api(`/intents/${a.id}/leases/${leaseA.body.id}`)).body;
+    const admin = cluster.sdk();
+    const lease = await admin.ops.intentsGetLease({ intent_id: a.id, lease_id: leaseA.data.id });
     expect(Date.parse(lease.expires_at)).toBeLessThanOrEqual(clock().now().getTime());
-    expect((await cluster.api(`/intents/${a.id}/leases?active=true`)).body.leases).toEqual([]);
+    expect((await admin.ops.intentsListLeases({ intent_id: a.id, query: { active: true } })).leases).toEqual([]);
     // Re-registered, the agent's earlier lease stays expired: writing under it is 412.
-    expect((await cluster.api("/agents", { body: { agent_id: id }, key: "agent" })).status).toBe(201);
-    const current = (await cluster.api(`/intents/${a.id}`)).body;
-    const write = await cluster.api(`/intents/${a.id}/state`, { body: [{ op: "set", path: "/research/x", value: 1 }], headers: { ...as(id), "If-Match": String(current.version) }, key: null });
-    expectError(write, 412, "LEASE_EXPIRED");
+    expect((await agentKey().send("agentsRegister", { body: { agent_id: id } })).status).toBe(201);
+    const current = await admin.ops.intentsGet({ intent_id: a.id });
+    await expectRejected(as(id).send("intentsPatchState", { intent_id: a.id, ifMatch: current.version, body: [{ op: "set", path: "/research/x", value: 1 }] }), 412, "LEASE_EXPIRED");
   });
 
   it("a lease whose TTL had already run out when its agent died ends as expired, at its own time", async () => {
@@ -264,9 +270,9 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e))).toHaveLength(2));
     const expired = (await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e));
     const byLease = Object.fromEntries(expired.map((e) => [e.payload.lease_id, e.payload]));
-    expect(byLease[short.body.id]).toMatchObject({ reason: "expired", expires_at: short.body.expires_at });
-    expect(byLease[long.body.id]).toMatchObject({ reason: "agent_dead" });
-    expect(Date.parse(byLease[long.body.id].expires_at)).toBe(clock().now().getTime());
+    expect(byLease[short.data.id]).toMatchObject({ reason: "expired", expires_at: short.data.expires_at });
+    expect(byLease[long.data.id]).toMatchObject({ reason: "agent_dead" });
+    expect(Date.parse(byLease[long.data.id].expires_at)).toBe(clock().now().getTime());
   });
 
   it("a lease expiring by timeout never changes the agent's status; unhealthy agents keep and take leases", async () => {
@@ -290,10 +296,10 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     await sweep();
     await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e))).toHaveLength(1));
     // Publish the same lifecycle event again, as a relay crash after publish would (different msg id: past the dedupe window).
-    const death = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events.find((e: any) => e.payload.new_status === "dead");
+    const death = (await agentKey().ops.agentsListEvents({ agent_id: id })).events.find((e) => e.payload.new_status === "dead")!;
     await cluster.bus.js.publish(cluster.bus.subject(`im.evt.agent.${id}.agent.lifecycle`), JSON.stringify(death));
     await cluster.bus.js.publish(cluster.bus.subject(`im.evt.agent.${id}.agent.lifecycle`), JSON.stringify(death), { msgID: `agent:${id}:e${death.sequence}` });
-    const marker = await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "test.marker" } });
+    const marker = await cluster.sdk().send("intentsAppendEvent", { intent_id: intent.id, body: { event_type: "test.marker" } });
     expect(marker.status).toBe(201);
     await new Promise((r) => setTimeout(r, 300));
     expect((await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e))).toHaveLength(1);
@@ -334,6 +340,6 @@ describe("an agent's death and its leases (3.4, across services)", () => {
     });
     expect(await knownAgentStatus(cluster.database.db, id)).toBe("active");
     expect((await allEvents(cluster, after.id)).filter((e) => isLeaseExpiry(e))).toEqual([]);
-    expect((await cluster.api(`/intents/${after.id}/leases?active=true`)).body.leases.map((l: any) => l.id)).toEqual([fresh.body.id]);
+    expect((await cluster.sdk().ops.intentsListLeases({ intent_id: after.id, query: { active: true } })).leases.map((l) => l.id)).toEqual([fresh.data.id]);
   });
 });

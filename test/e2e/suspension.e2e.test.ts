@@ -1,15 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
-import type { ManualClock } from "@intentmesh/contracts";
+import type { ManualClock, SuspensionRecord } from "@intentmesh/contracts";
+import { IntentmeshError, type BodyOf, type Intentmesh } from "@intentmesh/sdk";
 import { rowsOf } from "@intentmesh/db";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, keyHeader } from "../support/e2e-helpers";
+import { allEvents, createIntent, expectError, expectRejected, keyHeader } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 
 let cluster: TestCluster;
+/** The typed client with the admin key. */
+let admin: Intentmesh;
 beforeAll(async () => {
   cluster = await startTestCluster();
+  admin = cluster.sdk();
 });
 afterAll(async () => {
   await cluster?.stop();
@@ -21,19 +25,22 @@ const CHOICES = [
   { value: "reject", label: "Reject" },
 ];
 
-async function suspend(intentId: string, body: Record<string, unknown>) {
-  return cluster.api(`/intents/${intentId}/suspend`, { body: { question: "Ship?", fallback_policy: "fail", choices: CHOICES, ...body }, key: "agent" });
+async function suspend(intentId: string, body: Partial<BodyOf<"governanceSuspend">>) {
+  return cluster.sdk("agent").send("governanceSuspend", { intent_id: intentId, body: { question: "Ship?", fallback_policy: "fail", choices: CHOICES, ...body } });
 }
 
-async function suspended(body: Record<string, unknown> = {}) {
+async function suspended(body: Partial<BodyOf<"governanceSuspend">> = {}) {
   const intent = await createIntent(cluster);
   const res = await suspend(intent.id, body);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
+  expect(res.status).toBe(201);
+  return res.data;
 }
 
-const respond = (intentId: string, body: Record<string, unknown>, key: "operator" | "agent" | "admin" | "coordinator" = "operator") =>
-  cluster.api(`/intents/${intentId}/suspend/respond`, { body, key });
+/** The suspension record an intent's state carries (2.9: state._suspension). */
+const suspensionOf = (intent: { state: Record<string, unknown> }) => intent.state._suspension as SuspensionRecord;
+
+const respond = (intentId: string, body: BodyOf<"governanceRespond">, key: "operator" | "agent" | "admin" | "coordinator" = "operator") =>
+  cluster.sdk(key).send("governanceRespond", { intent_id: intentId, body });
 
 const eventsOfType = async (intentId: string, type: string) => (await allEvents(cluster, intentId)).filter((e) => e.event_type === type);
 
@@ -47,107 +54,105 @@ async function tracked(suspensionId: string) {
 describe("POST /intents/{id}/suspend", () => {
   it("validates the record as 2.9 requires: choice needs choices, a fallback policy is required, response_type is an enum", async () => {
     const intent = await createIntent(cluster);
-    expectError(await suspend(intent.id, { choices: undefined }), 400, "VALIDATION_FAILED");
-    expectError(await suspend(intent.id, { fallback_policy: undefined }), 400, "VALIDATION_FAILED");
-    expectError(await suspend(intent.id, { response_type: "maybe" }), 400, "VALIDATION_FAILED");
-    expectError(await suspend(intent.id, { question: "" }), 400, "VALIDATION_FAILED");
-    expectError(await suspend(intent.id, { timeout_seconds: 0 }), 400, "VALIDATION_FAILED");
+    await expectRejected(suspend(intent.id, { choices: undefined }), 400, "VALIDATION_FAILED");
+    await expectRejected(suspend(intent.id, { fallback_policy: undefined }), 400, "VALIDATION_FAILED");
+    // Raw: the types allow only the response types of 2.9.
+    expectError(await cluster.api(`/intents/${intent.id}/suspend`, { body: { question: "Ship?", fallback_policy: "fail", choices: CHOICES, response_type: "maybe" }, key: "agent" }), 400, "VALIDATION_FAILED");
+    await expectRejected(suspend(intent.id, { question: "" }), 400, "VALIDATION_FAILED");
+    await expectRejected(suspend(intent.id, { timeout_seconds: 0 }), 400, "VALIDATION_FAILED");
     // Nothing was written by the refusals.
-    expect((await cluster.api(`/intents/${intent.id}`)).body).toMatchObject({ status: "active", version: intent.version });
+    expect((await admin.ops.intentsGet({ intent_id: intent.id }))).toMatchObject({ status: "active", version: intent.version });
   });
 
   it("suspends in one step: suspended_at and expires_at on the server clock, status, version + 1, one intent.suspended; a draft cannot be suspended", async () => {
     const intent = await createIntent(cluster);
     const now = clock().now();
-    const res = await suspend(intent.id, { timeout_seconds: 600, suspended_at: undefined });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const res = await suspend(intent.id, { timeout_seconds: 600 });
+    expect(res.status).toBe(201);
     expect(res.headers.get("etag")).toBe(`"${intent.version + 1}"`);
-    const record = res.body.state._suspension;
-    expect(res.body.status).toBe("suspended_awaiting_input");
+    const record = suspensionOf(res.data);
+    expect(res.data.status).toBe("suspended_awaiting_input");
     expect(new Date(record.suspended_at).getTime()).toBe(now.getTime());
-    expect(new Date(record.expires_at).getTime()).toBe(now.getTime() + 600_000);
+    expect(new Date(record.expires_at!).getTime()).toBe(now.getTime() + 600_000);
     expect(await eventsOfType(intent.id, "intent.suspended")).toHaveLength(1);
     expect(await tracked(record.id)).toMatchObject({ status: "waiting", attempt: 1 });
-    expectError(await suspend(intent.id, {}), 409, "INVALID_TRANSITION");
+    await expectRejected(suspend(intent.id, {}), 409, "INVALID_TRANSITION");
     const draft = await createIntent(cluster, { status: "draft" });
-    expectError(await suspend(draft.id, {}), 409, "INVALID_TRANSITION");
+    await expectRejected(suspend(draft.id, {}), 409, "INVALID_TRANSITION");
   });
 
   it("honours If-Match when sent", async () => {
     const intent = await createIntent(cluster);
-    const res = await cluster.api(`/intents/${intent.id}/suspend`, { body: { question: "q", fallback_policy: "fail", response_type: "text" }, headers: { "If-Match": String(intent.version + 5) } });
-    expectError(res, 409, "VERSION_MISMATCH");
+    await expectRejected(admin.send("governanceSuspend", { intent_id: intent.id, ifMatch: intent.version + 5, body: { question: "q", fallback_policy: "fail", response_type: "text" } }), 409, "VERSION_MISMATCH");
   });
 });
 
 describe("POST /intents/{id}/suspend/respond (4.5, part 7)", () => {
   it("answers a choice: label and description, resolution responded, intent active, intent.resumed over SSE", async () => {
     const intent = await suspended();
-    const id = intent.state._suspension.id;
+    const id = suspensionOf(intent).id;
     const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/intents/${intent.id}`, keyHeader("operator"));
     const res = await respond(intent.id, { suspension_id: id, value: "approve", responded_by: "alice", metadata: { via: "slack" } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ intent_id: intent.id, suspension_id: id, resolution: "responded", value: "approve", choice_label: "Approve", choice_description: "ship it", responded_by: "alice" });
-    expect(res.body.responded_at).toBe(clock().now().toISOString().replace("Z", "+00:00"));
-    const after = (await cluster.api(`/intents/${intent.id}`)).body;
+    expect(res.status).toBe(200);
+    expect(res.data).toMatchObject({ intent_id: intent.id, suspension_id: id, resolution: "responded", value: "approve", choice_label: "Approve", choice_description: "ship it", responded_by: "alice" });
+    expect(res.data.responded_at).toBe(clock().now().toISOString().replace("Z", "+00:00"));
+    const after = (await admin.ops.intentsGet({ intent_id: intent.id }));
     expect(after.status).toBe("active");
-    expect(after.state._suspension).toMatchObject({ id, resolution: "responded", response: "approve", responded_by: "alice" });
+    expect(suspensionOf(after)).toMatchObject({ id, resolution: "responded", response: "approve", responded_by: "alice" });
     await sse.waitFor((c) => c.events.some((e) => e.event === "intent.resumed"));
     await sse.close();
     const resumed = sse.events.find((e) => e.event === "intent.resumed")!.data;
     expect(resumed.payload).toMatchObject({ intent_id: intent.id, suspension_id: id, resolution: "responded", value: "approve", response: "approve", responded_by: "alice" });
     expect(await tracked(id)).toMatchObject({ status: "responded", next_due_at: null });
     // Answered once: a second answer finds the intent active.
-    expectError(await respond(intent.id, { suspension_id: id, value: "reject" }), 409, "NOT_SUSPENDED");
+    await expectRejected(respond(intent.id, { suspension_id: id, value: "reject" }), 409, "NOT_SUSPENDED");
   });
 
   it("422 for a missing or empty suspension_id and for a value outside the choices (valid_choices); 409 for another id; 403 for agent keys", async () => {
     const intent = await suspended();
-    const id = intent.state._suspension.id;
-    expectError(await respond(intent.id, { value: "approve" }), 422, "SUSPENSION_ID_REQUIRED");
-    expectError(await respond(intent.id, { suspension_id: "", value: "approve" }), 422, "SUSPENSION_ID_REQUIRED");
-    const wrong = await respond(intent.id, { suspension_id: id, value: "maybe" });
-    expectError(wrong, 422, "INVALID_RESPONSE_VALUE");
-    expect(wrong.body.valid_choices).toEqual(["approve", "reject"]);
-    expectError(await respond(intent.id, { suspension_id: id }), 422, "INVALID_RESPONSE_VALUE");
-    const other = await respond(intent.id, { suspension_id: randomUUID(), value: "approve" });
-    expectError(other, 409, "SUSPENSION_MISMATCH");
+    const id = suspensionOf(intent).id;
+    await expectRejected(respond(intent.id, { value: "approve" }), 422, "SUSPENSION_ID_REQUIRED");
+    await expectRejected(respond(intent.id, { suspension_id: "", value: "approve" }), 422, "SUSPENSION_ID_REQUIRED");
+    const wrong = await expectRejected(respond(intent.id, { suspension_id: id, value: "maybe" }), 422, "INVALID_RESPONSE_VALUE");
+    expect(wrong.body?.valid_choices).toEqual(["approve", "reject"]);
+    await expectRejected(respond(intent.id, { suspension_id: id }), 422, "INVALID_RESPONSE_VALUE");
+    const other = await expectRejected(respond(intent.id, { suspension_id: randomUUID(), value: "approve" }), 409, "SUSPENSION_MISMATCH");
     expect(JSON.stringify(other.body)).not.toContain(id);
-    expectError(await respond(intent.id, { suspension_id: id, value: "approve" }, "agent"), 403, "FORBIDDEN");
+    await expectRejected(respond(intent.id, { suspension_id: id, value: "approve" }, "agent"), 403, "FORBIDDEN");
     // None of the refusals moved the intent.
-    expect((await cluster.api(`/intents/${intent.id}`)).body).toMatchObject({ status: "suspended_awaiting_input", version: intent.version });
+    expect((await admin.ops.intentsGet({ intent_id: intent.id }))).toMatchObject({ status: "suspended_awaiting_input", version: intent.version });
     for (const key of ["coordinator", "admin"] as const) expect(key).toBeTruthy();
     expect((await respond(intent.id, { suspension_id: id, value: "reject" }, "coordinator")).status).toBe(200);
     const notSuspended = await createIntent(cluster);
-    expectError(await respond(notSuspended.id, { suspension_id: id, value: "x" }), 409, "NOT_SUSPENDED");
+    await expectRejected(respond(notSuspended.id, { suspension_id: id, value: "x" }), 409, "NOT_SUSPENDED");
   });
 
   it("confirm accepts yes/no without choices; text needs a non-empty string; form passes any value through", async () => {
     const confirm = await suspended({ response_type: "confirm", choices: undefined });
-    const cid = confirm.state._suspension.id;
-    const bad = await respond(confirm.id, { suspension_id: cid, value: "sure" });
-    expectError(bad, 422, "INVALID_RESPONSE_VALUE");
-    expect(bad.body.valid_choices).toEqual(["yes", "no"]);
+    const cid = suspensionOf(confirm).id;
+    const bad = await expectRejected(respond(confirm.id, { suspension_id: cid, value: "sure" }), 422, "INVALID_RESPONSE_VALUE");
+    expect(bad.body?.valid_choices).toEqual(["yes", "no"]);
     expect((await respond(confirm.id, { suspension_id: cid, value: "no" })).status).toBe(200);
 
     const text = await suspended({ response_type: "text", choices: undefined });
-    const tid = text.state._suspension.id;
-    expectError(await respond(text.id, { suspension_id: tid, value: "  " }), 422, "INVALID_RESPONSE_VALUE");
-    expectError(await respond(text.id, { suspension_id: tid, value: 42 }), 422, "INVALID_RESPONSE_VALUE");
-    expect((await respond(text.id, { suspension_id: tid, value: "go ahead" })).body.value).toBe("go ahead");
+    const tid = suspensionOf(text).id;
+    await expectRejected(respond(text.id, { suspension_id: tid, value: "  " }), 422, "INVALID_RESPONSE_VALUE");
+    await expectRejected(respond(text.id, { suspension_id: tid, value: 42 }), 422, "INVALID_RESPONSE_VALUE");
+    expect((await respond(text.id, { suspension_id: tid, value: "go ahead" })).data.value).toBe("go ahead");
 
     const form = await suspended({ response_type: "form", choices: undefined, context: { fields: ["budget"] } });
-    const res = await respond(form.id, { suspension_id: form.state._suspension.id, value: { budget: 12 } });
+    const res = await respond(form.id, { suspension_id: suspensionOf(form).id, value: { budget: 12 } });
     expect(res.status).toBe(200);
-    expect((await cluster.api(`/intents/${form.id}`)).body.state._suspension.response).toEqual({ budget: 12 });
+    expect(suspensionOf(await admin.ops.intentsGet({ intent_id: form.id })).response).toEqual({ budget: 12 });
   });
 
   it("two concurrent answers: exactly one is accepted", async () => {
     const intent = await suspended();
-    const id = intent.state._suspension.id;
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => respond(intent.id, { suspension_id: id, value: i % 2 ? "approve" : "reject" })));
-    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
-    expect(answers.filter((a) => a.status === 409)).toHaveLength(5);
+    const id = suspensionOf(intent).id;
+    const answers = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => respond(intent.id, { suspension_id: id, value: i % 2 ? "approve" : "reject" })));
+    const statuses = answers.map((a) => (a.status === "fulfilled" ? a.value.status : a.reason instanceof IntentmeshError ? a.reason.status : a.reason));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(5);
     expect(await eventsOfType(intent.id, "intent.resumed")).toHaveLength(1);
   });
 });
@@ -156,9 +161,10 @@ describe("the official clients' sequence: status, _suspension patch, intent.susp
   it("ends in one tracked suspension with server times and one intent.suspended, timed out like any other", async () => {
     const intent = await createIntent(cluster);
     const headers = { "X-Agent-ID": "py-agent" };
-    const s1 = await cluster.api(`/intents/${intent.id}/status`, { body: { status: "suspended_awaiting_input" }, headers: { ...headers, "If-Match": String(intent.version) }, key: "agent" });
-    expect(s1.status, JSON.stringify(s1.body)).toBe(200);
-    expect(s1.body.status).toBe("suspended_awaiting_input");
+    const pyAgent = cluster.sdk("agent", "py-agent");
+    const s1 = await pyAgent.send("intentsTransition", { intent_id: intent.id, ifMatch: intent.version, body: { status: "suspended_awaiting_input" } });
+    expect(s1.status).toBe(200);
+    expect(s1.data.status).toBe("suspended_awaiting_input");
     const id = randomUUID();
     const record = {
       id,
@@ -170,9 +176,10 @@ describe("the official clients' sequence: status, _suspension patch, intent.susp
       suspended_at: "2001-01-01T00:00:00+00:00",
       expires_at: "2001-01-01T00:01:00+00:00",
     };
+    // Raw: the clients' wrapped form {patches: [...]}; the typed client sends the bare array.
     const s2 = await cluster.api(`/intents/${intent.id}/state`, {
       body: { patches: [{ op: "set", path: "_suspension", value: record }] },
-      headers: { ...headers, "If-Match": String(s1.body.version) },
+      headers: { ...headers, "If-Match": String(s1.data.version) },
       key: "agent",
     });
     expect(s2.status, JSON.stringify(s2.body)).toBe(200);
@@ -180,29 +187,28 @@ describe("the official clients' sequence: status, _suspension patch, intent.susp
     // The server's clock, not the client's.
     expect(new Date(stored.suspended_at).getTime()).toBe(clock().now().getTime());
     expect(new Date(stored.expires_at).getTime()).toBe(clock().now().getTime() + 60_000);
-    const s3 = await cluster.api(`/intents/${intent.id}/events`, {
+    const s3 = await pyAgent.send("intentsAppendEvent", {
+      intent_id: intent.id,
       body: { event_type: "intent.suspended", actor: "py-agent", payload: { suspension_id: id, question: "Pick" } },
-      headers,
-      key: "agent",
     });
-    expect(s3.status, JSON.stringify(s3.body)).toBe(201);
+    expect(s3.status).toBe(201);
     expect(await eventsOfType(intent.id, "intent.suspended")).toHaveLength(1);
-    expect(s3.body.id).toBe((await eventsOfType(intent.id, "intent.suspended"))[0].id);
+    expect(s3.data.id).toBe((await eventsOfType(intent.id, "intent.suspended"))[0].id);
     // A second record while this one waits is refused; so is a _suspension patch on an active intent.
-    expectError(await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "_suspension", value: record }], headers: { "If-Match": String(s2.body.version) } }), 409, "SUSPENSION_ACTIVE");
+    await expectRejected(admin.send("intentsPatchState", { intent_id: intent.id, ifMatch: s2.body.version, body: [{ op: "set", path: "_suspension", value: record }] }), 409, "SUSPENSION_ACTIVE");
     const active = await createIntent(cluster);
-    expectError(await cluster.api(`/intents/${active.id}/state`, { body: [{ op: "set", path: "_suspension", value: record }], headers: { "If-Match": String(active.version) } }), 400, "PATCH_FAILED");
-    expectError(await cluster.api(`/intents/${active.id}/events`, { body: { event_type: "intent.suspended", payload: {} } }), 400, "RESERVED_EVENT_TYPE");
+    await expectRejected(admin.send("intentsPatchState", { intent_id: active.id, ifMatch: active.version, body: [{ op: "set", path: "_suspension", value: record }] }), 400, "PATCH_FAILED");
+    await expectRejected(admin.send("intentsAppendEvent", { intent_id: active.id, body: { event_type: "intent.suspended", payload: {} } }), 400, "RESERVED_EVENT_TYPE");
 
     await vi.waitFor(async () => expect(await tracked(id)).toMatchObject({ status: "waiting" }));
     clock().advance(59_000);
     await cluster.governance.timer.sweep();
-    expect((await cluster.api(`/intents/${intent.id}`)).body.status).toBe("suspended_awaiting_input");
+    expect((await admin.ops.intentsGet({ intent_id: intent.id })).status).toBe("suspended_awaiting_input");
     clock().advance(1_000);
     expect(await cluster.governance.timer.sweep()).toBe(1);
-    const ended = (await cluster.api(`/intents/${intent.id}`)).body;
+    const ended = (await admin.ops.intentsGet({ intent_id: intent.id }));
     expect(ended.status).toBe("abandoned");
-    expect(ended.state._suspension.resolution).toBe("expired");
+    expect(suspensionOf(ended).resolution).toBe("expired");
     expect(await eventsOfType(intent.id, "intent.suspension_expired")).toHaveLength(1);
   });
 });
@@ -210,37 +216,37 @@ describe("the official clients' sequence: status, _suspension patch, intent.susp
 describe("server-side timeouts (ManualClock)", () => {
   it("fail: at expires_at the intent is abandoned, resolution expired, intent.suspension_expired; the sweep is idempotent", async () => {
     const intent = await suspended({ timeout_seconds: 30 });
-    const id = intent.state._suspension.id;
+    const id = suspensionOf(intent).id;
     clock().advance(29_999);
     expect(await cluster.governance.timer.sweep()).toBe(0);
     clock().advance(1);
     expect(await cluster.governance.timer.sweep()).toBe(1);
     expect(await cluster.governance.timer.sweep()).toBe(0);
-    const after = (await cluster.api(`/intents/${intent.id}`)).body;
+    const after = (await admin.ops.intentsGet({ intent_id: intent.id }));
     expect(after).toMatchObject({ status: "abandoned", state: { _suspension: { id, resolution: "expired" } } });
     expect((await eventsOfType(intent.id, "intent.suspension_expired"))[0].payload).toMatchObject({ suspension_id: id, resolution: "expired", status: "abandoned" });
     expect(await tracked(id)).toMatchObject({ status: "expired", next_due_at: null });
-    expectError(await respond(intent.id, { suspension_id: id, value: "approve" }), 409, "NOT_SUSPENDED");
+    await expectRejected(respond(intent.id, { suspension_id: id, value: "approve" }), 409, "NOT_SUSPENDED");
   });
 
-  for (const policy of ["complete_with_fallback", "use_default_and_continue"]) {
+  for (const policy of ["complete_with_fallback", "use_default_and_continue"] as const) {
     it(`${policy}: fallback_value becomes the response, resolution expired, intent active`, async () => {
       const intent = await suspended({ timeout_seconds: 10, fallback_policy: policy, fallback_value: "reject" });
       clock().advance(10_000);
       expect(await cluster.governance.timer.sweep()).toBe(1);
-      const after = (await cluster.api(`/intents/${intent.id}`)).body;
+      const after = (await admin.ops.intentsGet({ intent_id: intent.id }));
       expect(after.status).toBe("active");
-      expect(after.state._suspension).toMatchObject({ resolution: "expired", response: "reject" });
-      expect(after.state._suspension.responded_by).toBeUndefined();
+      expect(suspensionOf(after)).toMatchObject({ resolution: "expired", response: "reject" });
+      expect(suspensionOf(after).responded_by).toBeUndefined();
     });
   }
 
   it("a suspension without a deadline is never timed out", async () => {
     const intent = await suspended();
-    expect(await tracked(intent.state._suspension.id)).toMatchObject({ status: "waiting", next_due_at: null });
+    expect(await tracked(suspensionOf(intent).id)).toMatchObject({ status: "waiting", next_due_at: null });
     clock().advance(365 * 24 * 3600_000);
     await cluster.governance.timer.sweep();
-    expect((await cluster.api(`/intents/${intent.id}`)).body.status).toBe("suspended_awaiting_input");
+    expect((await admin.ops.intentsGet({ intent_id: intent.id })).status).toBe("suspended_awaiting_input");
   });
 
   it("retry policy (fixed, client escalation names): re-notifies each interval, runs the escalation step, then the final fallback at interval x max_attempts", async () => {
@@ -256,9 +262,9 @@ describe("server-side timeouts (ManualClock)", () => {
       fallback_value: "approve",
       channel_hint: "slack",
     });
-    const id = intent.state._suspension.id;
-    expect(new Date(intent.state._suspension.expires_at).getTime() - new Date(intent.state._suspension.suspended_at).getTime()).toBe(300_000);
-    expect(intent.state._suspension.retry_policy.escalation_ladder).toEqual([{ after_attempt: 2, channel: "pager", notify: "oncall" }]);
+    const id = suspensionOf(intent).id;
+    expect(new Date(suspensionOf(intent).expires_at!).getTime() - new Date(suspensionOf(intent).suspended_at).getTime()).toBe(300_000);
+    expect(suspensionOf(intent).retry_policy?.escalation_ladder).toEqual([{ after_attempt: 2, channel: "pager", notify: "oncall" }]);
     clock().advance(100_000);
     expect(await cluster.governance.timer.sweep()).toBe(1);
     await vi.waitFor(async () => expect(await eventsOfType(intent.id, "intent.suspension_renotified")).toHaveLength(1));
@@ -269,10 +275,10 @@ describe("server-side timeouts (ManualClock)", () => {
     await vi.waitFor(async () => expect(await eventsOfType(intent.id, "intent.suspension_escalated")).toHaveLength(1));
     expect((await eventsOfType(intent.id, "intent.suspension_escalated"))[0].payload).toMatchObject({ suspension_id: id, after_attempt: 2, channel: "pager", notify: "oncall" });
     expect(await eventsOfType(intent.id, "intent.suspension_renotified")).toHaveLength(2);
-    expect((await cluster.api(`/intents/${intent.id}`)).body.status).toBe("suspended_awaiting_input");
+    expect((await admin.ops.intentsGet({ intent_id: intent.id })).status).toBe("suspended_awaiting_input");
     clock().advance(100_000);
     expect(await cluster.governance.timer.sweep()).toBe(1);
-    const after = (await cluster.api(`/intents/${intent.id}`)).body;
+    const after = (await admin.ops.intentsGet({ intent_id: intent.id }));
     expect(after).toMatchObject({ status: "active", state: { _suspension: { resolution: "expired", response: "approve" } } });
     // Nothing more fires, and nothing fired twice.
     clock().advance(1_000_000);
@@ -288,18 +294,18 @@ describe("server-side timeouts (ManualClock)", () => {
     clock().advance(35_000);
     expect(await cluster.governance.timer.sweep()).toBe(1);
     await vi.waitFor(async () => expect((await eventsOfType(intent.id, "intent.suspension_renotified")).map((e) => e.payload.attempt)).toEqual([2, 3]));
-    expect(await tracked(intent.state._suspension.id)).toMatchObject({ attempt: 3 });
+    expect(await tracked(suspensionOf(intent).id)).toMatchObject({ attempt: 3 });
     clock().advance(5_000);
     expect(await cluster.governance.timer.sweep()).toBe(1);
-    expect((await cluster.api(`/intents/${intent.id}`)).body.status).toBe("abandoned");
+    expect((await admin.ops.intentsGet({ intent_id: intent.id })).status).toBe("abandoned");
   });
 
   it("abandoning a suspended intent cancels its suspension: resolution cancelled, and the timer fires nothing", async () => {
     const intent = await suspended({ timeout_seconds: 50 });
-    const id = intent.state._suspension.id;
-    const res = await cluster.api(`/intents/${intent.id}/status`, { body: { status: "abandoned", reason: "not needed" }, headers: { "If-Match": String(intent.version) } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.state._suspension.resolution).toBe("cancelled");
+    const id = suspensionOf(intent).id;
+    const res = await admin.send("intentsTransition", { intent_id: intent.id, ifMatch: intent.version, body: { status: "abandoned", reason: "not needed" } });
+    expect(res.status).toBe(200);
+    expect(suspensionOf(res.data).resolution).toBe("cancelled");
     await vi.waitFor(async () => expect(await tracked(id)).toMatchObject({ status: "cancelled", next_due_at: null }));
     clock().advance(60_000);
     expect(await cluster.governance.timer.sweep()).toBe(0);
@@ -308,7 +314,7 @@ describe("server-side timeouts (ManualClock)", () => {
 
   it("an answer that wins the race with the timeout: the timer finds it ended and fires nothing", async () => {
     const intent = await suspended({ timeout_seconds: 20 });
-    const id = intent.state._suspension.id;
+    const id = suspensionOf(intent).id;
     expect((await respond(intent.id, { suspension_id: id, value: "approve" })).status).toBe(200);
     // As if governance had crashed before recording the end: the row waits and is due. (First let
     // the tracker apply intent.resumed, so it does not mark the row again behind the test's back.)
@@ -318,7 +324,7 @@ describe("server-side timeouts (ManualClock)", () => {
     await new Promise((r) => setTimeout(r, 200));
     await cluster.database.db.execute(sql`update governance.suspensions set status = 'waiting', next_due_at = ${clock().now()} where suspension_id = ${id}`);
     expect(await cluster.governance.timer.sweep()).toBe(1);
-    expect((await cluster.api(`/intents/${intent.id}`)).body).toMatchObject({ status: "active", state: { _suspension: { resolution: "responded" } } });
+    expect((await admin.ops.intentsGet({ intent_id: intent.id }))).toMatchObject({ status: "active", state: { _suspension: { resolution: "responded" } } });
     expect(await eventsOfType(intent.id, "intent.suspension_expired")).toHaveLength(0);
     expect(await tracked(id)).toMatchObject({ status: "ended" });
   });
@@ -344,15 +350,16 @@ describe("platform default human retry policy (cascade level 3)", () => {
   });
 
   it("applies to a suspension with neither retry_policy nor timeout_seconds; a call-site timeout wins", async () => {
-    const a = (await withDefault.api("/intents", { body: { title: "a", status: "active" } })).body;
-    const res = await withDefault.api(`/intents/${a.id}/suspend`, { body: { question: "q", response_type: "text", fallback_policy: "fail" } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const record = res.body.state._suspension;
+    const client = withDefault.sdk();
+    const a = await client.ops.intentsCreate({ body: { title: "a", status: "active" } });
+    const res = await client.send("governanceSuspend", { intent_id: a.id, body: { question: "q", response_type: "text", fallback_policy: "fail" } });
+    expect(res.status).toBe(201);
+    const record = suspensionOf(res.data);
     expect(record.retry_policy).toMatchObject({ max_attempts: 2, interval_seconds: 60, final_fallback_policy: "fail" });
-    expect(new Date(record.expires_at).getTime() - new Date(record.suspended_at).getTime()).toBe(120_000);
-    const b = (await withDefault.api("/intents", { body: { title: "b", status: "active" } })).body;
-    const own = (await withDefault.api(`/intents/${b.id}/suspend`, { body: { question: "q", response_type: "text", fallback_policy: "fail", timeout_seconds: 5 } })).body;
-    expect(own.state._suspension.retry_policy).toBeUndefined();
-    expect(new Date(own.state._suspension.expires_at).getTime() - new Date(own.state._suspension.suspended_at).getTime()).toBe(5_000);
+    expect(new Date(record.expires_at!).getTime() - new Date(record.suspended_at).getTime()).toBe(120_000);
+    const b = await client.ops.intentsCreate({ body: { title: "b", status: "active" } });
+    const own = await client.ops.governanceSuspend({ intent_id: b.id, body: { question: "q", response_type: "text", fallback_policy: "fail", timeout_seconds: 5 } });
+    expect(suspensionOf(own).retry_policy).toBeUndefined();
+    expect(new Date(suspensionOf(own).expires_at!).getTime() - new Date(suspensionOf(own).suspended_at).getTime()).toBe(5_000);
   });
 });

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
-import { allEvents, createIntent, expectError, UNKNOWN_ID } from "../support/e2e-helpers";
+import { allEvents, createIntent, expectError, expectRejected, UNKNOWN_ID } from "../support/e2e-helpers";
+import type { Intentmesh } from "@intentmesh/sdk";
 
 /**
  * Issue 25, RFC 0019 verifiable event logs, through the gateway as the Python client calls it
@@ -114,10 +115,13 @@ const SIGNING_KEY = crypto.generateKeyPairSync("ed25519").privateKey.export({ fo
 const clock = new ManualClock(new Date("2026-03-01T10:00:00.000Z"));
 let cluster: TestCluster;
 let db: pg.Client;
+/** The typed client with the admin key. */
+let admin: Intentmesh;
 
 beforeAll(async () => {
   // Federation on with a configured key: the did.json it publishes names the key checkpoints are signed with.
   cluster = await startTestCluster({ clock, federation: { signingKeyPem: SIGNING_KEY }, checkpoints: { batchEvents: 5, maxAgeMs: 60_000 } });
+  admin = cluster.sdk();
   db = new pg.Client({ connectionString: cluster.databaseUrl });
   await db.connect();
 }, 60_000);
@@ -126,26 +130,26 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-/** The Python client's session headers (X-API-Key, X-Agent-ID, Content-Type) on every request. */
-const py = (key: keyof typeof TEST_KEYS = "admin") => ({ key: null, headers: { "X-API-Key": TEST_KEYS[key], "X-Agent-ID": "py-client", "Content-Type": "application/json" } });
+/** The Python client's session (X-API-Key, X-Agent-ID, Content-Type with a body) on every request, on the typed client. */
+const py = (key: keyof typeof TEST_KEYS = "admin") => cluster.sdk(key, "py-client");
 
 const append = (intentId: string, payload: Record<string, unknown>, eventType = "comment") =>
-  cluster.api(`/intents/${intentId}/events`, { body: { event_type: eventType, payload } });
+  admin.send("intentsAppendEvent", { intent_id: intentId, body: { event_type: eventType, payload } });
 
 async function appendMany(intentId: string, n: number) {
   for (let i = 0; i < n; i++) expect((await append(intentId, { i })).status).toBe(201);
 }
 
 const checkpoint = async (intentId: string) => {
-  const res = await cluster.api("/admin/checkpoints", { ...py(), body: { intent_id: intentId, scope: "intent" } });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
+  const res = await py().send("checkpointsCreate", { body: { intent_id: intentId, scope: "intent" } });
+  expect(res.status).toBe(201);
+  return res.data;
 };
 
 const verify = async (intentId: string) => {
-  const res = await cluster.api(`/intents/${intentId}/events/verify`, py("agent"));
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
+  const res = await py("agent").send("eventsVerify", { intent_id: intentId });
+  expect(res.status).toBe(200);
+  return res.data;
 };
 
 async function until<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
@@ -160,28 +164,30 @@ async function until<T>(read: () => Promise<T | undefined>, what: string): Promi
 describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
   it("is carried by the events of every writer, and an independent verifier accepts the log", async () => {
     const intent = await createIntent(cluster, { constraints: { budget: { max_total_cents: 100, alert_threshold_percent: 50 } }, state: { n: 1 } });
-    const agent = await agentHeaders(cluster, "vlog-agent", "agent");
+    await agentHeaders(cluster, "vlog-agent", "agent");
+    const agent = cluster.sdk("agent", "vlog-agent");
     // The one-statement hot paths: append, state patch, status change.
     const first = await append(intent.id, { note: "ünïcode ✓", list: [1, 2.5, -0, 1e21, 1e-7, { z: 1, a: 2 }] });
     expect(first.status).toBe(201);
     // With the optional fields the hot path hashes around (trace_id sorts after sequence, parent_event_id before payload).
-    const traced = await cluster.api(`/intents/${intent.id}/events`, {
-      body: { event_type: "comment", payload: { quote: 'say "hi"\n\u0001' }, trace_id: "0af7651916cd43dd8448eb211c80319c", parent_event_id: first.body.id },
+    const traced = await admin.send("intentsAppendEvent", {
+      intent_id: intent.id,
+      body: { event_type: "comment", payload: { quote: 'say "hi"\n\u0001' }, trace_id: "0af7651916cd43dd8448eb211c80319c", parent_event_id: first.data.id },
     });
-    expect(traced.status, JSON.stringify(traced.body)).toBe(201);
-    const patched = await cluster.api(`/intents/${intent.id}/state`, { body: { patches: [{ op: "set", path: "/n", value: 0.1 }] }, headers: { "If-Match": "1" } });
+    expect(traced.status).toBe(201);
+    const patched = await admin.send("intentsPatchState", { intent_id: intent.id, ifMatch: 1, body: [{ op: "set", path: "/n", value: 0.1 }] });
     expect(patched.status).toBe(200);
     // The transaction path: an assignment and a lease.
-    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: "vlog-agent" } })).status).toBe(201);
-    expect((await cluster.api(`/intents/${intent.id}/leases`, { key: null, headers: agent, body: { scope: "n", ttl_seconds: 60 } })).status).toBe(201);
+    expect((await admin.send("intentsAssignAgent", { intent_id: intent.id, body: { agent_id: "vlog-agent" } })).status).toBe(201);
+    expect((await agent.send("intentsAcquireLease", { intent_id: intent.id, body: { scope: "n", ttl_seconds: 60 } })).status).toBe(201);
     // The budget statement: one cost writes a budget_alert and the move to blocked in one statement.
-    const cost = await cluster.api(`/intents/${intent.id}/costs`, { key: null, headers: agent, body: { cost_type: "api_call", amount: 101.37, unit: "cents" } });
-    expect(cost.status, JSON.stringify(cost.body)).toBe(201);
+    const cost = await agent.send("costsRecord", { intent_id: intent.id, body: { cost_type: "api_call", amount: 101.37, unit: "cents" } });
+    expect(cost.status).toBe(201);
     // The system-event path: an audit channel's message is put into the log by the channels service.
-    const ch = await cluster.api(`/intents/${intent.id}/channels`, { key: null, headers: agent, body: { name: "audited", options: { audit: true } } });
-    expect(ch.status, JSON.stringify(ch.body)).toBe(201);
-    const message = await cluster.api(`/channels/${ch.body.id}/messages`, { key: null, headers: agent, body: { message_type: "broadcast", payload: { x: 1.5 } } });
-    expect(message.status, JSON.stringify(message.body)).toBe(201);
+    const ch = await agent.send("channelsCreate", { intent_id: intent.id, body: { name: "audited", options: { audit: true } } });
+    expect(ch.status).toBe(201);
+    const message = await agent.send("channelsSend", { channel_id: ch.data.id, body: { message_type: "broadcast", payload: { x: 1.5 } } });
+    expect(message.status).toBe(201);
     const events = await until(async () => {
       const all = await allEvents(cluster, intent.id);
       return all.some((e) => e.event_type === "channel_message") ? all : undefined;
@@ -198,18 +204,18 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     expect(firstBreak(events)).toBeNull();
 
     // The other read paths serve the same fields: a type filter, the tail, and the append's own answer.
-    const filtered = await cluster.api(`/intents/${intent.id}/events?event_type=budget_alert`);
+    const filtered = await admin.ops.intentsListEvents({ intent_id: intent.id, query: { event_type: "budget_alert" } });
     const alert = events.find((e) => e.event_type === "budget_alert");
-    expect(filtered.body.events).toEqual([alert]);
-    const tail = await cluster.api(`/intents/${intent.id}/events?tail=true&limit=2`);
-    expect(tail.body.events).toEqual(events.slice(-2));
-    const appended = await append(intent.id, { last: true });
-    expect(appended.body.previous_event_hash).toBe(events[events.length - 1].event_hash);
-    expect(rfcEventHash(appended.body)).toBe(appended.body.event_hash);
+    expect(filtered.events).toEqual([alert]);
+    const tail = await admin.ops.intentsListEvents({ intent_id: intent.id, query: { tail: true, limit: 2 } });
+    expect(tail.events).toEqual(events.slice(-2));
+    const appended = (await append(intent.id, { last: true })).data;
+    expect(appended.previous_event_hash).toBe(events[events.length - 1].event_hash);
+    expect(rfcEventHash(appended)).toBe(appended.event_hash);
 
     // What the relay publishes (SSE subscribers, other services) is the completed event too.
-    const { rows } = await db.query<{ payload: string }>("select payload from intents.outbox where msg_id = $1", [`intent:${intent.id}:e${appended.body.sequence}`]);
-    expect(JSON.parse(rows[0]!.payload)).toEqual(appended.body);
+    const { rows } = await db.query<{ payload: string }>("select payload from intents.outbox where msg_id = $1", [`intent:${intent.id}:e${appended.sequence}`]);
+    expect(JSON.parse(rows[0]!.payload)).toEqual(appended);
 
     const verified = await verify(intent.id);
     expect(verified).toMatchObject({ intent_id: intent.id, chain_valid: true, valid: true, breaks: [], event_count: events.length + 1, first_sequence: 1, last_sequence: events.length + 1 });
@@ -219,10 +225,10 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     const intent = await createIntent(cluster);
     const writes = Array.from({ length: 40 }, (_, i) =>
       i % 4 === 3
-        ? cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: `racer-${i}` } })
+        ? admin.send("intentsAssignAgent", { intent_id: intent.id, body: { agent_id: `racer-${i}` } })
         : append(intent.id, { i }),
     );
-    for (const res of await Promise.all(writes)) expect(res.status, JSON.stringify(res.body)).toBe(201);
+    for (const res of await Promise.all(writes)) expect(res.status, JSON.stringify(res.data)).toBe(201);
     const events = await allEvents(cluster, intent.id);
     expect(events).toHaveLength(41);
     expect(firstBreak(events)).toBeNull();
@@ -258,7 +264,7 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     ]);
     // The checkpoint commits to the stored hashes, which were left alone: it still holds, and so do its proofs.
     expect(verified.checkpoint_breaks).toEqual([]);
-    expect((await cluster.api(`/checkpoints/${cp.checkpoint_id}/proof/${after[0].id}`)).status).toBe(200);
+    expect((await admin.send("checkpointsProof", { checkpoint_id: cp.checkpoint_id, event_id: after[0].id })).status).toBe(200);
     await append(intent.id, { more: 1 });
     await db.query("set session_replication_role = replica");
     try {
@@ -266,7 +272,7 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     } finally {
       await db.query("set session_replication_role = origin");
     }
-    expectError(await cluster.api("/admin/checkpoints", { body: { intent_id: intent.id } }), 409, "LOG_TAMPERED");
+    await expectRejected(admin.send("checkpointsCreate", { body: { intent_id: intent.id } }), 409, "LOG_TAMPERED");
 
     // A thorough administrator rewrites event 4 and re-hashes it and every event after it: the
     // chain is whole again, but no longer gives the root the server signed before.
@@ -301,7 +307,7 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     expect(reverified.breaks).toEqual([]);
     expect(reverified.chain_valid).toBe(false);
     expect(reverified.checkpoint_breaks).toEqual([expect.objectContaining({ checkpoint_id: signed.checkpoint_id, reason: "merkle_root_mismatch" })]);
-    expectError(await cluster.api(`/checkpoints/${signed.checkpoint_id}/proof/${served[0].id}`), 409, "LOG_TAMPERED");
+    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: signed.checkpoint_id, event_id: served[0].id }), 409, "LOG_TAMPERED");
 
     // A column edited without the served form is caught too (the row no longer tells one story).
     const other = await createIntent(cluster);
@@ -348,24 +354,25 @@ describe("checkpoints, proofs and consistency (RFC 0019 sections 3 to 6)", () =>
     expect(cp.signed_by).toBe(`did:key:${did.body.verificationMethod[0].publicKeyMultibase}`);
 
     for (const [i, event] of events.entries()) {
-      const res = await cluster.api(`/checkpoints/${cp.checkpoint_id}/proof/${event.id}`, py("agent"));
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body).toMatchObject({ event_id: event.id, event_hash: event.event_hash, checkpoint_id: cp.checkpoint_id, merkle_root: cp.merkle_root, leaf_index: i });
-      expect(res.body.proof_hashes).toHaveLength(3);
-      expect(rfcProofHolds(res.body)).toBe(true);
-      expect(pythonMerkleProofVerify(res.body)).toBe(true);
-      expect(pythonMerkleProofVerify({ ...res.body, event_hash: events[(i + 1) % 7].event_hash })).toBe(false);
+      const res = await py("agent").send("checkpointsProof", { checkpoint_id: cp.checkpoint_id, event_id: event.id });
+      expect(res.status).toBe(200);
+      expect(res.data).toMatchObject({ event_id: event.id, event_hash: event.event_hash, checkpoint_id: cp.checkpoint_id, merkle_root: cp.merkle_root, leaf_index: i });
+      expect(res.data.proof_hashes).toHaveLength(3);
+      expect(rfcProofHolds(res.data)).toBe(true);
+      expect(pythonMerkleProofVerify(res.data)).toBe(true);
+      expect(pythonMerkleProofVerify({ ...res.data, event_hash: events[(i + 1) % 7].event_hash })).toBe(false);
     }
 
     // Nothing new: no empty checkpoint. An event of another intent, or none, is in no proof.
-    expectError(await cluster.api("/admin/checkpoints", { ...py(), body: { intent_id: intent.id, scope: "intent" } }), 409, "NOTHING_TO_CHECKPOINT");
+    await expectRejected(py().send("checkpointsCreate", { body: { intent_id: intent.id, scope: "intent" } }), 409, "NOTHING_TO_CHECKPOINT");
     const stranger = await createIntent(cluster);
     const strangerEvents = await allEvents(cluster, stranger.id);
-    expectError(await cluster.api(`/checkpoints/${cp.checkpoint_id}/proof/${strangerEvents[0].id}`), 404, "EVENT_NOT_IN_CHECKPOINT");
-    expectError(await cluster.api(`/checkpoints/${UNKNOWN_ID}/proof/${events[0].id}`), 404, "CHECKPOINT_NOT_FOUND");
-    expectError(await cluster.api("/admin/checkpoints", { body: { intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
+    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: cp.checkpoint_id, event_id: strangerEvents[0].id }), 404, "EVENT_NOT_IN_CHECKPOINT");
+    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: UNKNOWN_ID, event_id: events[0].id }), 404, "CHECKPOINT_NOT_FOUND");
+    await expectRejected(admin.send("checkpointsCreate", { body: { intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
     // Only an administrator creates them; server-scoped ones are not kept.
-    expectError(await cluster.api("/admin/checkpoints", { ...py("coordinator"), body: { intent_id: intent.id } }), 403, "FORBIDDEN");
+    await expectRejected(py("coordinator").send("checkpointsCreate", { body: { intent_id: intent.id } }), 403, "FORBIDDEN");
+    // Raw: the types allow only scope "intent".
     expectError(await cluster.api("/admin/checkpoints", { body: { intent_id: intent.id, scope: "server" } }), 400, "VALIDATION_FAILED");
   });
 
@@ -378,19 +385,19 @@ describe("checkpoints, proofs and consistency (RFC 0019 sections 3 to 6)", () =>
     expect([second.first_sequence, second.last_sequence, second.event_count]).toEqual([4, 7, 4]);
 
     // list_checkpoints: a bare list of LogCheckpoint objects.
-    const listed = await cluster.api(`/checkpoints?intent_id=${intent.id}&scope=intent`, py("agent"));
+    const listed = await py("agent").send("checkpointsList", { query: { intent_id: intent.id, scope: "intent" } });
     expect(listed.status).toBe(200);
-    expect(listed.body).toEqual([first, second]);
-    expect((await cluster.api(`/checkpoints?intent_id=${intent.id}&after=${first.checkpoint_id}`)).body).toEqual([second]);
-    expect((await cluster.api(`/checkpoints?intent_id=${intent.id}&scope=server`)).body).toEqual([]);
-    expect((await cluster.api(`/checkpoints/${second.checkpoint_id}`, py("agent"))).body).toEqual(second);
-    expectError(await cluster.api(`/checkpoints/${UNKNOWN_ID}`), 404, "CHECKPOINT_NOT_FOUND");
+    expect(listed.data).toEqual([first, second]);
+    expect(await admin.ops.checkpointsList({ query: { intent_id: intent.id, after: first.checkpoint_id } })).toEqual([second]);
+    expect(await admin.ops.checkpointsList({ query: { intent_id: intent.id, scope: "server" } })).toEqual([]);
+    expect(await py("agent").ops.checkpointsGet({ checkpoint_id: second.checkpoint_id })).toEqual(second);
+    await expectRejected(admin.send("checkpointsGet", { checkpoint_id: UNKNOWN_ID }), 404, "CHECKPOINT_NOT_FOUND");
 
     // verify_consistency: the later checkpoint starts right after the earlier, chained across.
     const events = await allEvents(cluster, intent.id);
-    const proof = await cluster.api(`/verify/consistency?from_checkpoint=${first.checkpoint_id}&to_checkpoint=${second.checkpoint_id}`, py("agent"));
+    const proof = await py("agent").send("checkpointsConsistency", { query: { from_checkpoint: first.checkpoint_id, to_checkpoint: second.checkpoint_id } });
     expect(proof.status).toBe(200);
-    expect(proof.body).toEqual({
+    expect(proof.data).toEqual({
       from_checkpoint: first.checkpoint_id,
       to_checkpoint: second.checkpoint_id,
       consistent: true,
@@ -398,21 +405,21 @@ describe("checkpoints, proofs and consistency (RFC 0019 sections 3 to 6)", () =>
       events_checked: 7,
       reason: null,
     });
-    expect(proof.body.boundary_event.previous_event_hash).toBe(events[first.last_sequence - 1].event_hash);
-    expectError(await cluster.api(`/verify/consistency?from_checkpoint=${second.checkpoint_id}&to_checkpoint=${first.checkpoint_id}`), 422, "CHECKPOINTS_NOT_COMPARABLE");
+    expect(proof.data.boundary_event?.previous_event_hash).toBe(events[first.last_sequence - 1].event_hash);
+    await expectRejected(admin.send("checkpointsConsistency", { query: { from_checkpoint: second.checkpoint_id, to_checkpoint: first.checkpoint_id } }), 422, "CHECKPOINTS_NOT_COMPARABLE");
     const elsewhere = await createIntent(cluster);
     const foreign = await checkpoint(elsewhere.id);
-    expectError(await cluster.api(`/verify/consistency?from_checkpoint=${first.checkpoint_id}&to_checkpoint=${foreign.checkpoint_id}`), 422, "CHECKPOINTS_NOT_COMPARABLE");
+    await expectRejected(admin.send("checkpointsConsistency", { query: { from_checkpoint: first.checkpoint_id, to_checkpoint: foreign.checkpoint_id } }), 422, "CHECKPOINTS_NOT_COMPARABLE");
 
     // The anchor: recorded once, never replaced, and the signature still holds (it was made with anchor null).
     const anchor = { provider: "rfc3161-notary", reference: "receipt-0001", timestamp_proof: "MIIB-proof", anchored_at: "2026-03-01T10:05:00Z" };
-    const anchored = await cluster.api(`/admin/checkpoints/${first.checkpoint_id}/anchor`, { body: anchor });
-    expect(anchored.status, JSON.stringify(anchored.body)).toBe(200);
-    expect(anchored.body.anchor).toEqual({ type: "external-timestamp", ...anchor, anchored_at: "2026-03-01T10:05:00.000+00:00" });
-    expect(signatureHolds(anchored.body)).toBe(true);
-    expectError(await cluster.api(`/admin/checkpoints/${first.checkpoint_id}/anchor`, { body: { ...anchor, reference: "other" } }), 409, "CHECKPOINT_ANCHORED");
-    expectError(await cluster.api(`/admin/checkpoints/${second.checkpoint_id}/anchor`, { key: "operator", body: anchor }), 403, "FORBIDDEN");
-    expect((await cluster.api(`/checkpoints/${first.checkpoint_id}`)).body.anchor.reference).toBe("receipt-0001");
+    const anchored = await admin.send("checkpointsAnchor", { checkpoint_id: first.checkpoint_id, body: anchor });
+    expect(anchored.status).toBe(200);
+    expect(anchored.data.anchor).toEqual({ type: "external-timestamp", ...anchor, anchored_at: "2026-03-01T10:05:00.000+00:00" });
+    expect(signatureHolds(anchored.data)).toBe(true);
+    await expectRejected(admin.send("checkpointsAnchor", { checkpoint_id: first.checkpoint_id, body: { ...anchor, reference: "other" } }), 409, "CHECKPOINT_ANCHORED");
+    await expectRejected(cluster.sdk("operator").send("checkpointsAnchor", { checkpoint_id: second.checkpoint_id, body: anchor }), 403, "FORBIDDEN");
+    expect((await admin.ops.checkpointsGet({ checkpoint_id: first.checkpoint_id })).anchor?.reference).toBe("receipt-0001");
     // Verification checked both checkpoints of the intent.
     expect(await verify(intent.id)).toMatchObject({ chain_valid: true, checkpoints_checked: 2, checkpoint_breaks: [] });
   });
@@ -421,7 +428,7 @@ describe("checkpoints, proofs and consistency (RFC 0019 sections 3 to 6)", () =>
     const intent = await createIntent(cluster);
     await appendMany(intent.id, 11); // 12 events with intent_created
     const sweeper = cluster.intents.checkpointSweeper;
-    const mine = async () => (await cluster.api(`/checkpoints?intent_id=${intent.id}`)).body as any[];
+    const mine = () => admin.ops.checkpointsList({ query: { intent_id: intent.id } });
     // Two sweeps at once (two replicas): the batches are made once each.
     await Promise.all([sweeper.sweep(), sweeper.sweep()]);
     expect((await mine()).map((c) => [c.first_sequence, c.last_sequence])).toEqual([
@@ -449,9 +456,9 @@ describe("the Python client's RFC 0019 calls (client.py, models.py from_dict)", 
     const intent = await createIntent(cluster);
     await appendMany(intent.id, 3);
     // get_events(intent_id, event_type=None, since=None, limit=100): GET /intents/{id}/events?limit=100
-    const page = await cluster.api(`/intents/${intent.id}/events?limit=100`, py("agent"));
+    const page = await py("agent").send("intentsListEvents", { intent_id: intent.id, query: { limit: 100 } });
     expect(page.status).toBe(200);
-    const events = page.body.events as any[];
+    const events = page.data.events;
     for (const event of events) {
       // IntentEvent.from_dict: event_hash, previous_event_hash, sequence (the RFC 0019 fields).
       expect(Object.keys(event)).toEqual(expect.arrayContaining(["id", "intent_id", "event_type", "actor", "payload", "created_at", "event_hash", "previous_event_hash", "sequence"]));
@@ -464,23 +471,23 @@ describe("the Python client's RFC 0019 calls (client.py, models.py from_dict)", 
     await appendMany(intent.id, 1);
     const second = await checkpoint(intent.id);
     // list_checkpoints(intent_id, scope): a bare list, each LogCheckpoint.from_dict.
-    const listed = await cluster.api(`/checkpoints?intent_id=${intent.id}&scope=intent`, py("agent"));
-    expect(Array.isArray(listed.body)).toBe(true);
+    const listed = await py("agent").send("checkpointsList", { query: { intent_id: intent.id, scope: "intent" } });
+    expect(Array.isArray(listed.data)).toBe(true);
     const keys = ["checkpoint_id", "intent_id", "scope", "merkle_root", "event_count", "first_sequence", "last_sequence", "created_at", "signed_by", "signature", "anchor"];
-    for (const cp of listed.body) expect(Object.keys(cp).sort()).toEqual([...keys].sort());
+    for (const cp of listed.data) expect(Object.keys(cp).sort()).toEqual([...keys].sort());
     // get_checkpoint(checkpoint_id)
-    expect((await cluster.api(`/checkpoints/${first.checkpoint_id}`, py("agent"))).body).toEqual(first);
+    expect(await py("agent").ops.checkpointsGet({ checkpoint_id: first.checkpoint_id })).toEqual(first);
     // get_merkle_proof(checkpoint_id, event_id): MerkleProof.from_dict, then .verify().
-    const proof = await cluster.api(`/checkpoints/${first.checkpoint_id}/proof/${events[2].id}`, py("agent"));
-    expect(proof.body).toMatchObject({ event_id: events[2].id, event_hash: events[2].event_hash, checkpoint_id: first.checkpoint_id, merkle_root: first.merkle_root, leaf_index: 2 });
-    expect(pythonMerkleProofVerify(proof.body)).toBe(true);
+    const proof = await py("agent").ops.checkpointsProof({ checkpoint_id: first.checkpoint_id, event_id: events[2]!.id });
+    expect(proof).toMatchObject({ event_id: events[2]!.id, event_hash: events[2]!.event_hash, checkpoint_id: first.checkpoint_id, merkle_root: first.merkle_root, leaf_index: 2 });
+    expect(pythonMerkleProofVerify(proof)).toBe(true);
     // verify_consistency(from_checkpoint, to_checkpoint): ConsistencyProof.from_dict.
-    const consistent = await cluster.api(`/verify/consistency?from_checkpoint=${first.checkpoint_id}&to_checkpoint=${second.checkpoint_id}`, py("agent"));
-    expect(consistent.body).toMatchObject({ from_checkpoint: first.checkpoint_id, to_checkpoint: second.checkpoint_id, consistent: true, boundary_event: { sequence: 5 } });
+    const consistent = await py("agent").ops.checkpointsConsistency({ query: { from_checkpoint: first.checkpoint_id, to_checkpoint: second.checkpoint_id } });
+    expect(consistent).toMatchObject({ from_checkpoint: first.checkpoint_id, to_checkpoint: second.checkpoint_id, consistent: true, boundary_event: { sequence: 5 } });
     // Hostile ids are refused before anything is read.
-    expectError(await cluster.api("/checkpoints/not-an-id", py("agent")), 400, "VALIDATION_FAILED");
-    expectError(await cluster.api(`/verify/consistency?from_checkpoint=${first.checkpoint_id}`, py("agent")), 400, "VALIDATION_FAILED");
-    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/events/verify`, py("agent")), 404, "INTENT_NOT_FOUND");
+    await expectRejected(py("agent").send("checkpointsGet", { checkpoint_id: "not-an-id" }), 400, "VALIDATION_FAILED");
+    await expectRejected(py("agent").send("checkpointsConsistency", { query: { from_checkpoint: first.checkpoint_id } }), 400, "VALIDATION_FAILED");
+    await expectRejected(py("agent").send("eventsVerify", { intent_id: UNKNOWN_ID }), 404, "INTENT_NOT_FOUND");
   });
 });
 
@@ -492,41 +499,41 @@ describe("the official MCP server's RFC 0019 paths (mcp-server/src/client.ts)", 
     const events = await allEvents(cluster, intent.id);
 
     // The chain of a range: the stored fields, in order, and what is left after it.
-    const range = await cluster.api(`/intents/${intent.id}/events/hashchain?from=2&to=4`);
-    expect(range.status, JSON.stringify(range.body)).toBe(200);
-    expect(range.body).toMatchObject({ intent_id: intent.id, algorithm: "sha256", from_sequence: 2, to_sequence: 4, last_sequence: 4, has_more: false });
-    expect(range.body.links).toEqual(
+    const range = await admin.send("eventsHashChain", { intent_id: intent.id, query: { from: 2, to: 4 } });
+    expect(range.status).toBe(200);
+    expect(range.data).toMatchObject({ intent_id: intent.id, algorithm: "sha256", from_sequence: 2, to_sequence: 4, last_sequence: 4, has_more: false });
+    expect(range.data.links).toEqual(
       events.slice(1, 4).map((e) => ({ sequence: e.sequence, event_id: e.id, event_type: e.event_type, created_at: e.created_at, previous_event_hash: e.previous_event_hash, event_hash: e.event_hash })),
     );
-    expect((await cluster.api(`/intents/${intent.id}/events/hashchain?from=1&to=2`)).body).toMatchObject({ to_sequence: 2, has_more: true });
-    expect((await cluster.api(`/intents/${intent.id}/events/hashchain`)).body.links).toHaveLength(4);
-    expectError(await cluster.api(`/intents/${intent.id}/events/hashchain?from=3&to=2`), 400, "VALIDATION_FAILED");
-    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/events/hashchain`), 404, "INTENT_NOT_FOUND");
+    expect(await admin.ops.eventsHashChain({ intent_id: intent.id, query: { from: 1, to: 2 } })).toMatchObject({ to_sequence: 2, has_more: true });
+    expect((await admin.ops.eventsHashChain({ intent_id: intent.id })).links).toHaveLength(4);
+    await expectRejected(admin.send("eventsHashChain", { intent_id: intent.id, query: { from: 3, to: 2 } }), 400, "VALIDATION_FAILED");
+    await expectRejected(admin.send("eventsHashChain", { intent_id: UNKNOWN_ID }), 404, "INTENT_NOT_FOUND");
 
     // Nothing checkpointed yet: no proof, no latest checkpoint.
-    expectError(await cluster.api(`/intents/${intent.id}/events/${events[0].id}/proof`), 404, "EVENT_NOT_IN_CHECKPOINT");
-    expectError(await cluster.api(`/intents/${intent.id}/events/checkpoints/latest`), 404, "CHECKPOINT_NOT_FOUND");
+    await expectRejected(admin.send("eventsProof", { intent_id: intent.id, event_id: events[0].id }), 404, "EVENT_NOT_IN_CHECKPOINT");
+    await expectRejected(admin.send("intentCheckpointLatest", { intent_id: intent.id }), 404, "CHECKPOINT_NOT_FOUND");
 
     const first = await checkpoint(intent.id);
     await appendMany(intent.id, 2);
     const second = await checkpoint(intent.id);
-    const latest = await cluster.api(`/intents/${intent.id}/events/checkpoints/latest`);
+    const latest = await admin.send("intentCheckpointLatest", { intent_id: intent.id });
     expect(latest.status).toBe(200);
-    expect(latest.body).toEqual(second);
-    expect((await cluster.api(`/intents/${intent.id}/events/checkpoints/${first.checkpoint_id}`)).body).toEqual(first);
+    expect(latest.data).toEqual(second);
+    expect(await admin.ops.intentCheckpointGet({ intent_id: intent.id, checkpoint_id: first.checkpoint_id })).toEqual(first);
 
     // The proof comes from the checkpoint covering the event, and an independent verifier accepts it.
     for (const [event, cp] of [[events[2], first], [(await allEvents(cluster, intent.id))[5], second]] as const) {
-      const proof = await cluster.api(`/intents/${intent.id}/events/${event.id}/proof`);
-      expect(proof.status, JSON.stringify(proof.body)).toBe(200);
-      expect(proof.body).toMatchObject({ event_id: event.id, event_hash: event.event_hash, checkpoint_id: cp.checkpoint_id, merkle_root: cp.merkle_root });
-      expect(rfcProofHolds(proof.body)).toBe(true);
+      const proof = await admin.send("eventsProof", { intent_id: intent.id, event_id: event.id });
+      expect(proof.status).toBe(200);
+      expect(proof.data).toMatchObject({ event_id: event.id, event_hash: event.event_hash, checkpoint_id: cp.checkpoint_id, merkle_root: cp.merkle_root });
+      expect(rfcProofHolds(proof.data)).toBe(true);
     }
 
     // Another intent's checkpoint or event is not found under this one.
     const stranger = await createIntent(cluster);
     const strangerEvents = await allEvents(cluster, stranger.id);
-    expectError(await cluster.api(`/intents/${stranger.id}/events/checkpoints/${first.checkpoint_id}`), 404, "CHECKPOINT_NOT_FOUND");
-    expectError(await cluster.api(`/intents/${intent.id}/events/${strangerEvents[0].id}/proof`), 404, "EVENT_NOT_IN_CHECKPOINT");
+    await expectRejected(admin.send("intentCheckpointGet", { intent_id: stranger.id, checkpoint_id: first.checkpoint_id }), 404, "CHECKPOINT_NOT_FOUND");
+    await expectRejected(admin.send("eventsProof", { intent_id: intent.id, event_id: strangerEvents[0].id }), 404, "EVENT_NOT_IN_CHECKPOINT");
   });
 });
