@@ -4,7 +4,7 @@ import { defineEvent, eventNames, type EventDefinition, type EventLog } from "./
 import { agentEvents, intentEvents, portfolioEvents } from "./event-types";
 import { taskEvents } from "./tasks";
 import { planEvents } from "./plans";
-import { ToolInvokedPayload, vaultEventTypes } from "./vault";
+import { vaultEvents } from "./vault";
 import { TriggerFiredPayload } from "./triggers";
 
 /**
@@ -196,8 +196,8 @@ export const systemEvents = {
   memoryEvicted: memoryEvents.evicted,
   memoryExpired: memoryEvents.expired,
   ...governanceEvents,
-  // The name is the vault catalogue's (vault.ts vaultEventTypes): the vault writes it on its own log too.
-  toolInvoked: systemEvent(vaultEventTypes.toolInvoked, ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material"),
+  // The vault's definition (vault.ts vaultEvents): it goes to the vault's own log and to the intent's.
+  toolInvoked: vaultEvents.toolInvoked,
   triggerFired: systemEvent("trigger.fired", ["intent"], TriggerFiredPayload, "the intent was created by a trigger firing (RFC-0017 §3.2, §5.2 lineage)"),
   ...federationEvents,
 } as const satisfies Record<string, EventDefinition>;
@@ -212,7 +212,7 @@ const distinct = (...groups: Record<string, EventDefinition>[]): EventDefinition
  * Every event, keyed by log and name. agent_assigned / agent_unassigned are written on both an
  * intent's and an agent's log, so one name may appear under two logs.
  */
-export const eventCatalogue: readonly EventDefinition[] = distinct(intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents);
+export const eventCatalogue: readonly EventDefinition[] = distinct(intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents, vaultEvents);
 
 const systemByName: ReadonlyMap<string, EventDefinition> = new Map(Object.values(systemEvents).map((definition) => [definition.name, definition]));
 
