@@ -97,6 +97,9 @@ describe("event catalogue", () => {
     const schema = systemEventPayloadSchema("memory.archived")!;
     const data = { entries_archived: 1, snapshot: [{ namespace: "ns", key: "k", value: { x: 1 }, tags: [] }] };
     expect(schema.safeParse({ ...memoryEvent, data }).success).toBe(true);
+    // A snapshot too large for one message is written in parts (services/memory task-consumer.ts).
+    expect(schema.safeParse({ ...memoryEvent, data: { ...data, part: 2, parts: 3 } }).success).toBe(true);
+    expect(schema.safeParse({ ...memoryEvent, data: { ...data, part: 0, parts: 3 } }).success).toBe(false);
     expect(schema.safeParse({ ...memoryEvent, data: { ...data, entries_archived: 1.5 } }).success).toBe(false);
     expect(schema.safeParse({ ...memoryEvent, data: memoryData }).success).toBe(false);
   });

@@ -66,6 +66,9 @@ export const MemoryArchivedPayload = z
       .object({
         entries_archived: z.number().int().nonnegative(),
         snapshot: z.array(z.object({ namespace: z.string(), key: z.string(), value: z.unknown(), tags: Tags }).strict()),
+        /** A snapshot larger than one message is written as several events: this one's place (from 1) among `parts`. */
+        part: z.number().int().positive().optional(),
+        parts: z.number().int().positive().optional(),
       })
       .strict(),
   })
