@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentEvents, intentEvents, taskEvents } from "@intentmesh/contracts";
+import { agentEvents, intentEvents, taskEvents, vaultEventSubject, vaultEvents } from "@intentmesh/contracts";
 import { eventFamilyOn, eventOn, eventsOfLog } from "./subscribe";
 
 /**
@@ -22,6 +22,22 @@ describe("subscribe's subject filters", () => {
   it("refuses a definition on a log it does not go to, and a family member outside the prefix", () => {
     expect(() => eventOn(intentEvents.statusChanged, "agent" as "intent")).toThrow(/does not go to the agent log/);
     expect(() => eventFamilyOn([taskEvents.completed, intentEvents.statusChanged], "intent", "task.")).toThrow(/not in the family/);
+  });
+
+  it("match the vault's subjects, which carry a kind and an id (im.evt.vault.<kind>.<id>.<name>)", () => {
+    const matches = (filter: string, subject: string) => {
+      const f = filter.split("."), s = subject.split(".");
+      return f.every((token, i) => token === ">" ? s.length > i : token === "*" ? s[i] !== undefined : token === s[i]) && (f.at(-1) === ">" || f.length === s.length);
+    };
+    const dormant = eventOn(vaultEvents.grantDormant, "vault").filterSubject;
+    expect(dormant).toBe("im.evt.vault.*.*.grant.dormant");
+    expect(matches(dormant, vaultEventSubject(vaultEvents.grantDormant, "g-1"))).toBe(true);
+    expect(matches(dormant, vaultEventSubject(vaultEvents.grantAwake, "g-1"))).toBe(false);
+    const grants = eventFamilyOn([vaultEvents.grantCreated, vaultEvents.grantRevoked], "vault", "grant.").filterSubject;
+    expect(matches(grants, vaultEventSubject(vaultEvents.grantRevoked, "g-1"))).toBe(true);
+    expect(matches(grants, vaultEventSubject(vaultEvents.credentialRevoked, "c-1"))).toBe(false);
+    expect(matches(eventOn(vaultEvents.identityRotated, "vault").filterSubject, vaultEventSubject(vaultEvents.identityRotated, "agent.one"))).toBe(true);
+    expect(eventsOfLog("vault").filterSubject).toBe("im.evt.vault.>");
   });
 });
 

@@ -4,6 +4,8 @@ import {
   IntentEvent,
   PortfolioEvent,
   streams,
+  VaultEvent,
+  vaultStream,
   type EventData,
   type EventDefinition,
   type EventLog,
@@ -18,9 +20,12 @@ export interface LogEnvelopes {
   intent: IntentEvent;
   agent: AgentEvent;
   portfolio: PortfolioEvent;
+  vault: VaultEvent;
 }
-const ENVELOPES = { intent: IntentEvent, agent: AgentEvent, portfolio: PortfolioEvent } as const;
-const LOG_STREAMS: Record<EventLog, string> = { intent: streams.intents.name, agent: streams.registry.name, portfolio: streams.portfolios.name };
+const ENVELOPES = { intent: IntentEvent, agent: AgentEvent, portfolio: PortfolioEvent, vault: VaultEvent } as const;
+const LOG_STREAMS: Record<EventLog, string> = { intent: streams.intents.name, agent: streams.registry.name, portfolio: streams.portfolios.name, vault: vaultStream.name };
+/** The subject tokens between im.evt.<log> and the event type: the aggregate's id, and for the vault its kind too (vaultEventSubject). */
+const AGGREGATE_TOKENS: Record<EventLog, string> = { intent: "*", agent: "*", portfolio: "*", vault: "*.*" };
 
 /** An event of a definition as a subscriber gets it: the log's envelope, its name and its parsed payload typed. */
 export type TypedEvent<Log extends EventLog, D> = D extends EventDefinition
@@ -38,9 +43,9 @@ export interface EventSource<Log extends EventLog, Event> {
   parse(data: unknown): Event | null;
 }
 
-/** Every event of a definition on one of its logs: filter im.evt.<log>.*.<name>, payload parsed with its schema. */
+/** Every event of a definition on one of its logs: filter im.evt.<log>.*.<name> (vault: im.evt.vault.*.*.<name>), payload parsed with its schema. */
 export function eventOn<D extends EventDefinition, Log extends D["logs"][number]>(definition: D, log: Log): EventSource<Log, TypedEvent<Log, D>> {
-  return familyOn([definition], log, `im.evt.${log}.*.${definition.name}`);
+  return familyOn([definition], log, `im.evt.${log}.${AGGREGATE_TOKENS[log]}.${definition.name}`);
 }
 
 /**
@@ -57,7 +62,7 @@ export function eventFamilyOn<D extends EventDefinition, Log extends D["logs"][n
   for (const definition of list) {
     if (!definition.name.startsWith(prefix)) throw new Error(`event ${definition.name} is not in the family ${prefix}*`);
   }
-  return familyOn<D, Log>(list, log, `im.evt.${log}.*.${prefix}>`);
+  return familyOn<D, Log>(list, log, `im.evt.${log}.${AGGREGATE_TOKENS[log]}.${prefix}>`);
 }
 
 function familyOn<D extends EventDefinition, Log extends EventLog>(definitions: readonly D[], log: Log, filterSubject: string): EventSource<Log, TypedEvent<Log, D>> {

@@ -5,13 +5,14 @@ import { federationEventTypes, federationEvents, governanceEvents, memoryEventTy
 import { agentEvents, intentEvents, portfolioEvents } from "./event-types";
 import { taskEvents } from "./tasks";
 import { planEvents } from "./plans";
+import { vaultEventTypes, vaultEvents } from "./vault";
 
 const memoryData = { entry_id: "e1", namespace: "ns", key: "k", memory_type: "working", version: 2, previous_version: 1, tags: ["a"] };
 const memoryEvent = { agent_id: "agent-1", intent_id: "i1", task_id: null, data: memoryData };
 
 describe("event catalogue", () => {
   it("holds every definition of every group, and the name maps are the groups' names", () => {
-    for (const group of [intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents, memoryEvents, federationEvents, governanceEvents]) {
+    for (const group of [intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents, memoryEvents, federationEvents, governanceEvents, vaultEvents]) {
       for (const definition of Object.values(group)) expect(eventCatalogue, definition.name).toContain(definition);
     }
     expect(intentEventTypes.statusChanged).toBe(intentEvents.statusChanged.name);
@@ -28,6 +29,7 @@ describe("event catalogue", () => {
     for (const name of Object.values(portfolioEventTypes)) expect(findEvent("portfolio", name)?.name).toBe(name);
     for (const name of Object.values(agentEventTypes)) expect(findEvent("agent", name)?.name).toBe(name);
     for (const name of Object.values(federationEventTypes)) expect(findEvent("intent", name)?.system).toBe(true);
+    for (const name of Object.values(vaultEventTypes)) expect(findEvent("vault", name)?.name).toBe(name);
     const keys = eventCatalogue.flatMap((event) => event.logs.map((log) => `${log}:${event.name}`));
     expect(new Set(keys).size).toBe(keys.length);
   });
@@ -95,6 +97,9 @@ describe("event catalogue", () => {
     const schema = systemEventPayloadSchema("memory.archived")!;
     const data = { entries_archived: 1, snapshot: [{ namespace: "ns", key: "k", value: { x: 1 }, tags: [] }] };
     expect(schema.safeParse({ ...memoryEvent, data }).success).toBe(true);
+    // A snapshot too large for one message is written in parts (services/memory task-consumer.ts).
+    expect(schema.safeParse({ ...memoryEvent, data: { ...data, part: 2, parts: 3 } }).success).toBe(true);
+    expect(schema.safeParse({ ...memoryEvent, data: { ...data, part: 0, parts: 3 } }).success).toBe(false);
     expect(schema.safeParse({ ...memoryEvent, data: { ...data, entries_archived: 1.5 } }).success).toBe(false);
     expect(schema.safeParse({ ...memoryEvent, data: memoryData }).success).toBe(false);
   });
@@ -117,6 +122,24 @@ describe("event catalogue", () => {
     const granted = systemEventPayloadSchema("governance.approval_granted")!;
     expect(granted.safeParse({ approval_id: "a", action: "deploy", decision: "approved", requested_by: "w", decided_by: "op" }).success).toBe(true);
     expect(granted.safeParse({ approval_id: "a", action: "deploy", decision: "maybe", requested_by: "w", decided_by: "op" }).success).toBe(false);
+  });
+
+  it("defines the vault's own events, with tool.invoked one definition on the vault's log and the intent's", () => {
+    expect(Object.keys(vaultEventTypes)).toEqual(Object.keys(vaultEvents));
+    expect(vaultEventTypes.grantDormant).toBe("grant.dormant");
+    expect(findEvent("intent", "tool.invoked")).toBe(vaultEvents.toolInvoked);
+    expect(findEvent("vault", "tool.invoked")).toBe(vaultEvents.toolInvoked);
+    expect(systemEvents.toolInvoked).toBe(vaultEvents.toolInvoked);
+    for (const definition of Object.values(vaultEvents)) {
+      expect(isReservedEventType(definition.name), definition.name).toBe(true);
+      if (definition !== vaultEvents.toolInvoked) expect(findEvent("intent", definition.name), definition.name).toBeUndefined();
+    }
+    const revoked = vaultEvents.grantRevoked.payload;
+    expect(revoked.safeParse({ grant_id: "g", reason: "cascade", cascade_count: 0 }).success).toBe(true);
+    expect(revoked.safeParse({ grant_id: "g", reason: "bored", cascade_count: 0 }).success).toBe(false);
+    const rotated = vaultEvents.identityRotated.payload;
+    expect(rotated.safeParse({ agent_id: "a", public_key: "k", did: "did:key:z", previous_public_key: "o", overlap_until: "2026-01-01T00:00:00Z" }).success).toBe(true);
+    expect(rotated.safeParse({ agent_id: "a", public_key: "k", did: "did:key:z" }).success).toBe(false);
   });
 
   it("pins every event type the server writes itself: none is left as an open object", () => {

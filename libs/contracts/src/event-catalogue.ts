@@ -4,7 +4,7 @@ import { defineEvent, eventNames, type EventDefinition, type EventLog } from "./
 import { agentEvents, intentEvents, portfolioEvents } from "./event-types";
 import { taskEvents } from "./tasks";
 import { planEvents } from "./plans";
-import { ToolInvokedPayload, vaultEventTypes } from "./vault";
+import { vaultEvents } from "./vault";
 import { TriggerFiredPayload } from "./triggers";
 
 /**
@@ -66,6 +66,9 @@ export const MemoryArchivedPayload = z
       .object({
         entries_archived: z.number().int().nonnegative(),
         snapshot: z.array(z.object({ namespace: z.string(), key: z.string(), value: z.unknown(), tags: Tags }).strict()),
+        /** A snapshot larger than one message is written as several events: this one's place (from 1) among `parts`. */
+        part: z.number().int().positive().optional(),
+        parts: z.number().int().positive().optional(),
       })
       .strict(),
   })
@@ -196,8 +199,8 @@ export const systemEvents = {
   memoryEvicted: memoryEvents.evicted,
   memoryExpired: memoryEvents.expired,
   ...governanceEvents,
-  // The name is the vault catalogue's (vault.ts vaultEventTypes): the vault writes it on its own log too.
-  toolInvoked: systemEvent(vaultEventTypes.toolInvoked, ["intent"], ToolInvokedPayload, "a tool invoked through the vault's tool proxy for the intent (RFC-0014 §6.1); never credential material"),
+  // The vault's definition (vault.ts vaultEvents): it goes to the vault's own log and to the intent's.
+  toolInvoked: vaultEvents.toolInvoked,
   triggerFired: systemEvent("trigger.fired", ["intent"], TriggerFiredPayload, "the intent was created by a trigger firing (RFC-0017 §3.2, §5.2 lineage)"),
   ...federationEvents,
 } as const satisfies Record<string, EventDefinition>;
@@ -212,7 +215,7 @@ const distinct = (...groups: Record<string, EventDefinition>[]): EventDefinition
  * Every event, keyed by log and name. agent_assigned / agent_unassigned are written on both an
  * intent's and an agent's log, so one name may appear under two logs.
  */
-export const eventCatalogue: readonly EventDefinition[] = distinct(intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents);
+export const eventCatalogue: readonly EventDefinition[] = distinct(intentEvents, portfolioEvents, agentEvents, taskEvents, planEvents, systemEvents, vaultEvents);
 
 const systemByName: ReadonlyMap<string, EventDefinition> = new Map(Object.values(systemEvents).map((definition) => [definition.name, definition]));
 

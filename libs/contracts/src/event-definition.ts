@@ -1,7 +1,10 @@
 import type { z, ZodType } from "zod";
 
-/** The logs an event can go to: each is a stream of im.evt.<log>.<aggregate id>.<event type> subjects. */
-export type EventLog = "intent" | "portfolio" | "agent";
+/**
+ * The logs an event can go to: each is a stream of im.evt.<log>.<aggregate id>.<event type>
+ * subjects; the vault's (IM_VAULT) has two tokens for the aggregate, im.evt.vault.<kind>.<id>.<event type>.
+ */
+export type EventLog = "intent" | "portfolio" | "agent" | "vault";
 
 /**
  * One event, spelled once: its name (a NATS subject token), the logs it goes to and the schema of

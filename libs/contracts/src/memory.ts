@@ -326,5 +326,6 @@ export const memoryStream = { name: "IM_MEMORY", subjects: ["im.evt.memory.>"] }
 export const MEMORY_EVENT_SCHEMA = "im.memory-event/1";
 export const AgentMemoryEvent = z.object({ id: Uuid, event_type: z.string(), actor: z.string(), payload: MemoryEventPayload });
 export type AgentMemoryEvent = z.infer<typeof AgentMemoryEvent>;
-export const memoryEventSubject = (agentId: string, eventType: string) => `im.evt.memory.${agentSubjectToken(agentId)}.${eventType}`;
+/** The subject of an agent-scoped memory event: the name comes from its definition (event-catalogue.ts memoryEvents). */
+export const memoryEventSubject = (agentId: string, definition: { readonly name: `memory.${string}` }) => `im.evt.memory.${agentSubjectToken(agentId)}.${definition.name}`;
 export const memoryEventMsgId = (eventId: string) => `memory:${eventId}`;

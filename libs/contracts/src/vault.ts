@@ -2,6 +2,8 @@ import { z } from "./zod";
 import { ActorId, AgentId, JsonObject, Timestamp, Uuid, boundedJsonObject, pageLimit } from "./common";
 import { command } from "./command";
 import { agentSubjectToken } from "./registry";
+import type { ZodType } from "zod";
+import { defineEvent, eventNames, type EventDefinition } from "./event-definition";
 
 /**
  * Credential vaults, credentials, tool grants, tool invocations (RFC-0014) and agent identity
@@ -418,24 +420,6 @@ export const vaultCommands = {
 // Events
 // ---------------------------------------------------------------------------------------------
 
-/** RFC-0014 §6 and RFC-0018 event names. */
-export const vaultEventTypes = {
-  credentialCreated: "credential.created",
-  credentialRotated: "credential.rotated",
-  credentialRevoked: "credential.revoked",
-  grantCreated: "grant.created",
-  grantRevoked: "grant.revoked",
-  grantSuspended: "grant.suspended",
-  grantResumed: "grant.resumed",
-  grantDormant: "grant.dormant",
-  grantAwake: "grant.awake",
-  toolInvoked: "tool.invoked",
-  identityRegistered: "agent.identity.registered",
-  identityRotated: "agent.identity.rotated",
-  identityRevoked: "agent.identity.revoked",
-} as const;
-export type VaultEventType = (typeof vaultEventTypes)[keyof typeof vaultEventTypes];
-
 /**
  * The vault service's own events: `im.evt.vault.<kind>.<token>.<event_type>` on stream IM_VAULT,
  * kind `credential`, `grant`, `invocation` (token: the id) or `identity` (token: the agent's
@@ -445,9 +429,6 @@ export type VaultEventType = (typeof vaultEventTypes)[keyof typeof vaultEventTyp
 export const vaultStream = { name: "IM_VAULT", subjects: ["im.evt.vault.>"] } as const;
 export const VAULT_EVENT_SCHEMA = "im.vault-event/1";
 export type VaultEventKind = "credential" | "grant" | "invocation" | "identity";
-export const vaultEventSubject = (kind: VaultEventKind, key: string, eventType: string) =>
-  `im.evt.vault.${kind}.${kind === "identity" ? agentSubjectToken(key) : key}.${eventType}`;
-export const vaultEventMsgId = (eventId: string) => `vault:${eventId}`;
 
 export const VaultEvent = z.object({
   id: Uuid,
@@ -474,3 +455,72 @@ export const ToolInvokedPayload = z
     parameters_summary: JsonObject,
   })
   .passthrough();
+
+// Payloads: what the vault's handlers and its agent projection write (RFC-0014 §6 and RFC-0018
+// name the events and show no payloads). Never secret material: ids, labels, public keys.
+const VaultId = z.string().min(1);
+const CredentialCreatedPayload = z.object({ credential_id: VaultId, vault_id: VaultId, service: z.string(), auth_type: z.string() }).passthrough();
+const CredentialRotatedPayload = z.object({ credential_id: VaultId, rotated_by: z.string() }).passthrough();
+const CredentialRevokedPayload = z.object({ credential_id: VaultId, reason: z.literal("revoked"), affected_grants_count: z.number().int().nonnegative() }).passthrough();
+const GrantCreatedPayload = z
+  .object({ grant_id: VaultId, credential_id: VaultId, agent_id: z.string(), scopes: z.array(z.string()), expires_at: z.string().nullable() })
+  .passthrough();
+/** revoked: the grant itself; cascade: a grant delegated from it; credential_revoked: its credential was revoked. */
+const GrantRevokedPayload = z
+  .object({ grant_id: VaultId, reason: z.enum(["revoked", "cascade", "credential_revoked"]), cascade_count: z.number().int().nonnegative() })
+  .passthrough();
+const GrantSuspendedPayload = z.object({ grant_id: VaultId, reason: z.string().nullable() }).passthrough();
+const GrantResumedPayload = z.object({ grant_id: VaultId }).passthrough();
+const GrantDormancyPayload = z.object({ grant_id: VaultId, agent_id: z.string(), reason: z.enum(["agent_deregistered", "agent_registered"]) }).passthrough();
+const IdentityKey = { agent_id: z.string().min(1), public_key: z.string(), did: z.string() };
+const IdentityRegisteredPayload = z.object(IdentityKey).passthrough();
+const IdentityRotatedPayload = z.object({ ...IdentityKey, previous_public_key: z.string(), overlap_until: z.string() }).passthrough();
+const IdentityRevokedPayload = z.object({ ...IdentityKey, reason: z.string().nullable() }).passthrough();
+
+const VAULT = "written by the vault on its own log (IM_VAULT); never credential material";
+/** A vault event: its definition and the kind of subject it is published under (im.evt.vault.<kind>.<token>.<name>). */
+const vaultEvent = <const Name extends string, Schema extends ZodType, const Kind extends VaultEventKind>(kind: Kind, name: Name, payload: Schema) => ({
+  ...defineEvent({ name, logs: ["vault"], payload, description: VAULT }),
+  kind,
+});
+
+/** RFC-0014 §6 and RFC-0018 events, each one definition (defineEvent): the only place their names are spelled. */
+export const vaultEvents = {
+  credentialCreated: vaultEvent("credential", "credential.created", CredentialCreatedPayload),
+  credentialRotated: vaultEvent("credential", "credential.rotated", CredentialRotatedPayload),
+  credentialRevoked: vaultEvent("credential", "credential.revoked", CredentialRevokedPayload),
+  grantCreated: vaultEvent("grant", "grant.created", GrantCreatedPayload),
+  grantRevoked: vaultEvent("grant", "grant.revoked", GrantRevokedPayload),
+  grantSuspended: vaultEvent("grant", "grant.suspended", GrantSuspendedPayload),
+  grantResumed: vaultEvent("grant", "grant.resumed", GrantResumedPayload),
+  /** The grant's agent was deregistered (spec 4.9 heartbeat rule 6): every use refused until it registers again. */
+  grantDormant: vaultEvent("grant", "grant.dormant", GrantDormancyPayload),
+  grantAwake: vaultEvent("grant", "grant.awake", GrantDormancyPayload),
+  /**
+   * On the vault's log, and on the intent's log too when the invocation names an intent: a system
+   * event there (the intents service appends it after checking it against this schema).
+   */
+  toolInvoked: {
+    ...defineEvent({
+      name: "tool.invoked",
+      logs: ["vault", "intent"],
+      payload: ToolInvokedPayload,
+      system: true,
+      description: "a tool invoked through the vault's tool proxy or recorded by its agent (RFC-0014 §6.1); on the intent's log when the invocation names one; never credential material",
+    }),
+    kind: "invocation" as const,
+  },
+  identityRegistered: vaultEvent("identity", "agent.identity.registered", IdentityRegisteredPayload),
+  identityRotated: vaultEvent("identity", "agent.identity.rotated", IdentityRotatedPayload),
+  identityRevoked: vaultEvent("identity", "agent.identity.revoked", IdentityRevokedPayload),
+} as const satisfies Record<string, EventDefinition & { kind: VaultEventKind }>;
+/** The names of vaultEvents by key, derived (a name is spelled once, above). */
+export const vaultEventTypes = eventNames(vaultEvents);
+export type VaultEventType = (typeof vaultEventTypes)[keyof typeof vaultEventTypes];
+/** One of the vault's event definitions. */
+export type VaultEventDefinition = (typeof vaultEvents)[keyof typeof vaultEvents];
+
+/** The subject of a vault event: kind and name from its definition, token from its key (identity: the agent's subject token). */
+export const vaultEventSubject = (definition: VaultEventDefinition, key: string) =>
+  `im.evt.vault.${definition.kind}.${definition.kind === "identity" ? agentSubjectToken(key) : key}.${definition.name}`;
+export const vaultEventMsgId = (eventId: string) => `vault:${eventId}`;

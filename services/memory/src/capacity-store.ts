@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { appError, memoryEventTypes } from "@intentmesh/contracts";
+import { appError, memoryEvents } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { agentSettings, entries } from "./db/schema";
 import type { MemoryContext } from "./context";
@@ -55,7 +55,7 @@ export async function makeRoomForEpisodic(ctx: MemoryContext, tx: Tx, agentId: s
     .delete(entries)
     .where(sql`${entries.id} in (${sql.join(victims.map((v) => sql`${v.id}`), sql`, `)})`)
     .returning();
-  return deleted.map((row) => entryEvent(memoryEventTypes.evicted, row, row.version, actor));
+  return deleted.map((row) => entryEvent(memoryEvents.evicted, row, row.version, actor));
 }
 
 /** Before a task's working memory grows: its memory_policy limits (and the guardrail), or 429. */

@@ -6,25 +6,45 @@ import {
   isoTimestamp,
   memoryEventMsgId,
   memoryEventSubject,
-  type MemoryEventType,
+  memoryEvents,
+  type EventPayload,
 } from "@intentmesh/contracts";
-import { enqueue, systemEventMessage, type OutboxMessage } from "@intentmesh/bus";
+import { enqueue, newSystemEvent, systemEventMessage, type OutboxMessage } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { outbox } from "./db/schema";
 import type { EntryRow } from "./mapping";
 
-/** A memory event about to be written (part 6): never the value, except the archived snapshot. */
+/** One of the memory events' definitions (libs/contracts event-catalogue.ts memoryEvents). */
+export type MemoryEventDefinition = (typeof memoryEvents)[keyof typeof memoryEvents];
+/** The definitions whose data is an entry's coordinates: memory.created / updated / deleted / evicted / expired. */
+export type EntryEventDefinition = Exclude<MemoryEventDefinition, typeof memoryEvents.archived>;
+/** What a definition's payload carries under `data`. */
+export type MemoryEventData<D extends MemoryEventDefinition> = EventPayload<D>["data"];
+
+/** A memory event about to be written (part 6): never the value, except the archived snapshot. Built by memoryEvent. */
 export interface NewMemoryEvent {
-  type: MemoryEventType;
+  definition: MemoryEventDefinition;
   agentId: string;
   intentId: string | null;
   taskId: string | null;
-  data: Record<string, unknown>;
+  data: MemoryEventData<MemoryEventDefinition>;
   actor: string;
 }
 
-/** data of memory.created / updated / deleted / evicted / expired. */
-export function entryEventData(row: EntryRow, previousVersion: number | null): Record<string, unknown> {
+/**
+ * One memory event, typed by its definition: the name comes from the definition and `data` must
+ * have its schema's shape (an entry's coordinates, or the archived snapshot), so a writer cannot
+ * misspell the one or put the value into the other (it does not compile).
+ */
+export function memoryEvent<D extends MemoryEventDefinition>(
+  definition: D,
+  event: { agentId: string; intentId: string | null; taskId: string | null; actor: string; data: MemoryEventData<D> },
+): NewMemoryEvent {
+  return { definition, ...event };
+}
+
+/** data of memory.created / updated / deleted / evicted / expired: the entry's coordinates, never its value. */
+export function entryEventData(row: EntryRow, previousVersion: number | null): MemoryEventData<EntryEventDefinition> {
   return {
     entry_id: row.id,
     namespace: row.namespace,
@@ -36,8 +56,8 @@ export function entryEventData(row: EntryRow, previousVersion: number | null): R
   };
 }
 
-export function entryEvent(type: MemoryEventType, row: EntryRow, previousVersion: number | null, actor: string): NewMemoryEvent {
-  return { type, agentId: row.agentId, intentId: row.intentId, taskId: row.taskId, data: entryEventData(row, previousVersion), actor };
+export function entryEvent(definition: EntryEventDefinition, row: EntryRow, previousVersion: number | null, actor: string): NewMemoryEvent {
+  return memoryEvent(definition, { agentId: row.agentId, intentId: row.intentId, taskId: row.taskId, data: entryEventData(row, previousVersion), actor });
 }
 
 /**
@@ -57,11 +77,13 @@ export function memoryEventMessages(events: NewMemoryEvent[], at: Date): OutboxM
   const timestamp = isoTimestamp(at);
   return events.map((event) => {
     const id = randomUUID();
-    const payload = { type: event.type, agent_id: event.agentId, intent_id: event.intentId, task_id: event.taskId, data: event.data, timestamp };
+    const name = event.definition.name;
+    // The memory events' common envelope (part 6) around the data the definition typed.
+    const payload = { type: name, agent_id: event.agentId, intent_id: event.intentId, task_id: event.taskId, data: event.data, timestamp };
     if (event.intentId) {
-      return systemEventMessage({ id, source: "memory", intent_id: event.intentId, event_type: event.type, actor: event.actor, payload, occurred_at: timestamp });
+      return systemEventMessage(newSystemEvent(event.definition, { id, source: "memory", intentId: event.intentId, actor: event.actor, payload: payload as EventPayload<MemoryEventDefinition>, at }));
     }
-    const message: AgentMemoryEvent = { id, event_type: event.type, actor: event.actor, payload };
-    return { subject: memoryEventSubject(event.agentId, event.type), msgId: memoryEventMsgId(id), payload: message, headers: { [SCHEMA_HEADER]: MEMORY_EVENT_SCHEMA } };
+    const message: AgentMemoryEvent = { id, event_type: name, actor: event.actor, payload };
+    return { subject: memoryEventSubject(event.agentId, event.definition), msgId: memoryEventMsgId(id), payload: message, headers: { [SCHEMA_HEADER]: MEMORY_EVENT_SCHEMA } };
   });
 }

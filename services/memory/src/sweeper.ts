@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { memoryEventTypes } from "@intentmesh/contracts";
+import { memoryEvents } from "@intentmesh/contracts";
 import { Sweeper } from "@intentmesh/service";
 import { entries } from "./db/schema";
 import type { MemoryContext } from "./context";
@@ -31,7 +31,7 @@ export class ExpirySweeper extends Sweeper {
           sql`delete from ${entries} where ${entries.id} in (select ${entries.id} from ${entries} where ${entries.expiresAt} <= ${now.toISOString()} order by ${entries.expiresAt} limit ${BATCH} for update skip locked) returning *`,
         );
         const deleted = ((due as { rows?: Record<string, unknown>[] }).rows ?? (due as unknown as Record<string, unknown>[])).map(fromRaw);
-        await writeMemoryEvents(tx, deleted.map((row) => entryEvent(memoryEventTypes.expired, row, row.version, "system:memory-expiry")), now);
+        await writeMemoryEvents(tx, deleted.map((row) => entryEvent(memoryEvents.expired, row, row.version, "system:memory-expiry")), now);
         return deleted;
       });
       total += rows.length;

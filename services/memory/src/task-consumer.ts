@@ -1,10 +1,10 @@
 import { eq, sql } from "drizzle-orm";
-import { AppError, LIMITS, memoryEventTypes, taskCommands, taskEvents } from "@intentmesh/contracts";
+import { AppError, LIMITS, memoryEvents, taskCommands, taskEvents } from "@intentmesh/contracts";
 import { eventFamilyOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
 import { entries, inbox, tasks } from "./db/schema";
 import { SERVICE_CALLER, type MemoryContext } from "./context";
-import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "./events";
+import { entryEvent, memoryEvent, writeMemoryEvents, type NewMemoryEvent } from "./events";
 import { upsertTask } from "./task-views";
 import { splitSnapshot } from "./domain/archive";
 
@@ -89,19 +89,20 @@ export async function endTaskMemory(ctx: MemoryContext, tx: Tx, taskId: string, 
     // The archive speaks for the task, not one agent: agent_id is the task's last holder among the owners.
     const owner = working[working.length - 1]!.agentId;
     parts.forEach((snapshot, i) =>
-      events.push({
-        type: memoryEventTypes.archived,
-        agentId: owner,
-        intentId,
-        taskId,
-        data: { entries_archived: snapshot.length, snapshot, ...(parts.length > 1 ? { part: i + 1, parts: parts.length } : {}) },
-        actor,
-      }),
+      events.push(
+        memoryEvent(memoryEvents.archived, {
+          agentId: owner,
+          intentId,
+          taskId,
+          data: { entries_archived: snapshot.length, snapshot, ...(parts.length > 1 ? { part: i + 1, parts: parts.length } : {}) },
+          actor,
+        }),
+      ),
     );
   } else {
-    for (const row of working) events.push(entryEvent(memoryEventTypes.deleted, row, row.version, actor));
+    for (const row of working) events.push(entryEvent(memoryEvents.deleted, row, row.version, actor));
   }
-  for (const row of others) events.push(entryEvent(memoryEventTypes.expired, row, row.version, actor));
+  for (const row of others) events.push(entryEvent(memoryEvents.expired, row, row.version, actor));
   await writeMemoryEvents(tx, events, ctx.clock.now());
   return rows.length;
 }

@@ -1,10 +1,10 @@
 import { and, eq, ne, sql } from "drizzle-orm";
-import { agentEvents, vaultEventTypes } from "@intentmesh/contracts";
+import { agentEvents, vaultEvents } from "@intentmesh/contracts";
 import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { VaultContext } from "./context";
 import { agentStatuses, grants, inbox } from "./db/schema";
-import { writeVaultEvents } from "./events";
+import { vaultEvent, writeVaultEvents } from "./events";
 
 /**
  * Spec 4.9 heartbeat rule 6: grants are tied to agent_id and persist across re-registration; for
@@ -43,14 +43,14 @@ export async function applyLifecycle(ctx: VaultContext, tx: Tx, agentId: string,
     .limit(1000);
   await writeVaultEvents(
     tx,
-    affected.map((grant) => ({
-      kind: "grant" as const,
-      key: grant.id,
-      type: isDormant ? vaultEventTypes.grantDormant : vaultEventTypes.grantAwake,
-      actor: "system:vault",
-      agentId,
-      payload: { grant_id: grant.id, agent_id: agentId, reason: isDormant ? "agent_deregistered" : "agent_registered" },
-    })),
+    affected.map((grant) =>
+      vaultEvent(isDormant ? vaultEvents.grantDormant : vaultEvents.grantAwake, {
+        key: grant.id,
+        actor: "system:vault",
+        agentId,
+        payload: { grant_id: grant.id, agent_id: agentId, reason: isDormant ? "agent_deregistered" : "agent_registered" },
+      }),
+    ),
     now,
   );
 }

@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { AppError, memoryEventTypes, type Caller, type MemoryBatchBody, type MemoryDeleteFilter, type MemoryEntry } from "@intentmesh/contracts";
+import { AppError, memoryEvents, type Caller, type MemoryBatchBody, type MemoryDeleteFilter, type MemoryEntry } from "@intentmesh/contracts";
 import { entries } from "../db/schema";
 import type { MemoryContext } from "../context";
 import { actingAgent } from "@intentmesh/contracts";
@@ -94,7 +94,7 @@ export async function batchDelete(ctx: MemoryContext, filter: MemoryDeleteFilter
       .delete(entries)
       .where(sql`${entries.id} in (${sql.join(chosen.map((id) => sql`${id}`), sql`, `)})`)
       .returning();
-    await writeMemoryEvents(tx, rows.map((row) => entryEvent(memoryEventTypes.deleted, row, row.version, actingAgent(caller))), now);
+    await writeMemoryEvents(tx, rows.map((row) => entryEvent(memoryEvents.deleted, row, row.version, actingAgent(caller))), now);
     return { rows, hasMore: ids.length > DELETE_BATCH_MAX };
   });
   ctx.published();

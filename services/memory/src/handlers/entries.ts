@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
-import { appError, AppError, type Caller, type CreateMemoryBody, errors, intentsCommands, jsonBytes, type MemoryEntry, memoryEventTypes, type PatchMemoryBody } from "@intentmesh/contracts";
+import { appError, AppError, type Caller, type CreateMemoryBody, errors, intentsCommands, jsonBytes, type MemoryEntry, memoryEvents, type PatchMemoryBody } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { entries, tasks } from "../db/schema";
 import type { MemoryContext } from "../context";
@@ -101,7 +101,7 @@ export async function insertPrepared(ctx: MemoryContext, tx: Tx, prepared: Prepa
   if (createNeedsChecks(row)) await checkCreate(ctx, tx, prepared, caller, events);
   const [inserted] = await tx.insert(entries).values(row).onConflictDoNothing().returning();
   if (!inserted) throw await entryExists(tx, row);
-  events.push(entryEvent(memoryEventTypes.created, inserted, null, actingAgent(caller)));
+  events.push(entryEvent(memoryEvents.created, inserted, null, actingAgent(caller)));
   return inserted;
 }
 
@@ -138,7 +138,7 @@ export async function createEntry(ctx: MemoryContext, body: CreateMemoryBody, ca
   const prepared = await prepareCreate(ctx, body, caller, now);
   if (!createNeedsChecks(prepared.row)) {
     const { row } = prepared;
-    const [event] = memoryEventMessages([entryEvent(memoryEventTypes.created, row, null, actingAgent(caller))], now);
+    const [event] = memoryEventMessages([entryEvent(memoryEvents.created, row, null, actingAgent(caller))], now);
     if (!(await createInOneStatement(ctx.query, row, event!))) throw await entryExists(ctx.db, row);
     ctx.published();
     return toEntry(row);
@@ -219,7 +219,7 @@ export async function applyUpdate(ctx: MemoryContext, tx: Tx, current: EntryRow,
     .where(and(eq(entries.id, current.id), eq(entries.version, expected)))
     .returning();
   if (!row) throw versionMismatch(current, expected);
-  events.push(entryEvent(memoryEventTypes.updated, row, current.version, actingAgent(caller)));
+  events.push(entryEvent(memoryEvents.updated, row, current.version, actingAgent(caller)));
   return row;
 }
 
@@ -251,7 +251,7 @@ export async function deleteEntry(ctx: MemoryContext, id: string, caller: Caller
   await ctx.db.transaction(async (tx) => {
     const [row] = await tx.delete(entries).where(eq(entries.id, id)).returning();
     if (!row) throw entryNotFound(id);
-    await writeMemoryEvents(tx, [entryEvent(memoryEventTypes.deleted, row, row.version, actingAgent(caller))], now);
+    await writeMemoryEvents(tx, [entryEvent(memoryEvents.deleted, row, row.version, actingAgent(caller))], now);
   });
   ctx.published();
   return { status: "deleted", entry_id: id };

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, inArray, or, sql, type SQL } from "drizzle-orm";
-import { appError, errors, intentsCommands, vaultEventTypes, type Caller, type CreateGrantBody, type GrantToolBody, type ListGrantsQuery, type ToolGrant } from "@intentmesh/contracts";
+import { appError, errors, intentsCommands, vaultEvents, type Caller, type CreateGrantBody, type GrantToolBody, type ListGrantsQuery, type ToolGrant } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { isAdmin, mayReadAllGrants, type VaultContext } from "../context";
 import { agentStatuses, credentials, grants } from "../db/schema";
 import { toGrant, type CredentialRow, type GrantRow } from "../mapping";
 import { credentialStatus, grantStatus, scopeOfTool, scopesOutsideCredential } from "../domain/grants";
-import { writeVaultEvents } from "../events";
+import { vaultEvent, writeVaultEvents } from "../events";
 import { ownedCredential, parseTime } from "./vaults";
 
 /** Tool grants (RFC-0014 §2): created and managed by the vault's owner, read by the grantee too. */
@@ -62,7 +62,7 @@ async function insertGrant(ctx: VaultContext, credential: CredentialRow, grant: 
     await tx.insert(grants).values(row);
     await writeVaultEvents(
       tx,
-      [{ kind: "grant", key: row.id, type: vaultEventTypes.grantCreated, actor: caller.actor, agentId: row.agentId, payload: { grant_id: row.id, credential_id: row.credentialId, agent_id: row.agentId, scopes: row.scopes, expires_at: row.expiresAt?.toISOString() ?? null } }],
+      [vaultEvent(vaultEvents.grantCreated, { key: row.id, actor: caller.actor, agentId: row.agentId, payload: { grant_id: row.id, credential_id: row.credentialId, agent_id: row.agentId, scopes: row.scopes, expires_at: row.expiresAt?.toISOString() ?? null } })],
       now,
     );
   });
@@ -231,14 +231,14 @@ export async function revokeGrant(ctx: VaultContext, grantId: string, caller: Ca
     if (!rows.length) return;
     await writeVaultEvents(
       tx,
-      rows.map((row) => ({
-        kind: "grant" as const,
-        key: row.id,
-        type: vaultEventTypes.grantRevoked,
-        actor: caller.actor,
-        agentId: row.agent_id,
-        payload: { grant_id: row.id, reason: row.id === grantId ? "revoked" : "cascade", cascade_count: row.id === grantId ? rows.length - 1 : 0 },
-      })),
+      rows.map((row) =>
+        vaultEvent(vaultEvents.grantRevoked, {
+          key: row.id,
+          actor: caller.actor,
+          agentId: row.agent_id,
+          payload: { grant_id: row.id, reason: row.id === grantId ? "revoked" : "cascade", cascade_count: row.id === grantId ? rows.length - 1 : 0 },
+        }),
+      ),
       now,
     );
   });
@@ -262,7 +262,11 @@ async function setSuspended(ctx: VaultContext, grantId: string, suspend: boolean
     }
     await writeVaultEvents(
       tx,
-      [{ kind: "grant", key: grantId, type: suspend ? vaultEventTypes.grantSuspended : vaultEventTypes.grantResumed, actor: caller.actor, agentId: updated.agentId, payload: suspend ? { grant_id: grantId, reason: reason ?? null } : { grant_id: grantId } }],
+      [
+        suspend
+          ? vaultEvent(vaultEvents.grantSuspended, { key: grantId, actor: caller.actor, agentId: updated.agentId, payload: { grant_id: grantId, reason: reason ?? null } })
+          : vaultEvent(vaultEvents.grantResumed, { key: grantId, actor: caller.actor, agentId: updated.agentId, payload: { grant_id: grantId } }),
+      ],
       now,
     );
   });

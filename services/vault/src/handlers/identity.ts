@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
-import { appError, errors, isoTimestamp, vaultEventTypes, type AgentIdentity, type Caller } from "@intentmesh/contracts";
+import { appError, errors, isoTimestamp, vaultEvents, type AgentIdentity, type Caller } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { isAdmin, type VaultContext } from "../context";
 import { identityChallenges, identityKeys } from "../db/schema";
 import { canonicalPublicKey, decodeBase64Any, didKeyOf, parsePublicKey, parseSignature, publicKeyOfDid, verifyCanonical, verifyEd25519 } from "../identity/keys";
-import { writeVaultEvents } from "../events";
+import { vaultEvent, writeVaultEvents } from "../events";
 import { parseTime } from "./vaults";
 
 /**
@@ -116,7 +116,7 @@ export async function completeChallenge(ctx: VaultContext, agentId: string, body
       .onConflictDoNothing()
       .returning();
     if (!inserted) throw appError("IDENTITY_EXISTS", `agent ${agentId} registered a key meanwhile; rotate it instead`, { agent_id: agentId });
-    await writeVaultEvents(tx, [{ kind: "identity", key: agentId, type: vaultEventTypes.identityRegistered, actor: caller.actor, agentId, payload: { agent_id: agentId, public_key: inserted.publicKey, did: inserted.did } }], now);
+    await writeVaultEvents(tx, [vaultEvent(vaultEvents.identityRegistered, { key: agentId, actor: caller.actor, agentId, payload: { agent_id: agentId, public_key: inserted.publicKey, did: inserted.did } })], now);
     return identityOf(tx, agentId, now);
   });
   ctx.published();
@@ -199,7 +199,14 @@ export async function rotateKey(ctx: VaultContext, agentId: string, body: { new_
       .returning();
     await writeVaultEvents(
       tx,
-      [{ kind: "identity", key: agentId, type: vaultEventTypes.identityRotated, actor: caller.actor, agentId, payload: { agent_id: agentId, public_key: inserted!.publicKey, did: inserted!.did, previous_public_key: current.publicKey, overlap_until: isoTimestamp(retired.overlapUntil!) } }],
+      [
+        vaultEvent(vaultEvents.identityRotated, {
+          key: agentId,
+          actor: caller.actor,
+          agentId,
+          payload: { agent_id: agentId, public_key: inserted!.publicKey, did: inserted!.did, previous_public_key: current.publicKey, overlap_until: isoTimestamp(retired.overlapUntil!) },
+        }),
+      ],
       now,
     );
     return identityOf(tx, agentId, now);
@@ -223,7 +230,7 @@ export async function revokeIdentity(ctx: VaultContext, agentId: string, reason:
       .update(identityKeys)
       .set({ revokedAt: now, revokeReason: reason ?? null })
       .where(and(eq(identityKeys.agentId, agentId), isNull(identityKeys.revokedAt), sql`(${identityKeys.retiredAt} is null or ${identityKeys.overlapUntil} > ${now.toISOString()}::timestamptz)`));
-    await writeVaultEvents(tx, [{ kind: "identity", key: agentId, type: vaultEventTypes.identityRevoked, actor: caller.actor, agentId, payload: { agent_id: agentId, public_key: current.publicKey, did: current.did, reason: reason ?? null } }], now);
+    await writeVaultEvents(tx, [vaultEvent(vaultEvents.identityRevoked, { key: agentId, actor: caller.actor, agentId, payload: { agent_id: agentId, public_key: current.publicKey, did: current.did, reason: reason ?? null } })], now);
     return { agent_id: agentId, revoked: true as const, public_key: current.publicKey, revoked_at: isoTimestamp(now) };
   });
   ctx.published();

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, count, desc, eq, gt, min, sql } from "drizzle-orm";
-import { appError, errors, findUnsafeJsonValue, vaultEventTypes, type Caller, type InvokeToolBody, type RecordInvocationBody, type ToolInvocation } from "@intentmesh/contracts";
+import { appError, errors, findUnsafeJsonValue, vaultEvents, type Caller, type InvokeToolBody, type RecordInvocationBody, type ToolInvocation } from "@intentmesh/contracts";
 import { guardedFetch, isOutboundError } from "@intentmesh/ssrf";
 import type { Tx } from "@intentmesh/db";
 import { isAdmin, mayReadAllGrants, type VaultContext } from "../context";
@@ -8,7 +8,7 @@ import { credentials, grants, invocations } from "../db/schema";
 import { toInvocation, type CredentialRow, type GrantRow, type InvocationRow } from "../mapping";
 import { bindContext, grantCovers, parameterRefusal, scopeOfTool, usability, usageRefusal, type Refusal } from "../domain/grants";
 import { redactJson, redactText, secretSpellings } from "../domain/redact";
-import { writeVaultEvents } from "../events";
+import { vaultEvent, writeVaultEvents } from "../events";
 import { dormantAgents, readableGrant } from "./grants";
 import { centsOfReportedCost, recordInvocationCost } from "../costs";
 
@@ -302,10 +302,8 @@ function summarize(parameters: Record<string, unknown>): Record<string, unknown>
 }
 
 function invokedEvent(row: InvocationRow, grant: GrantRow, parametersSummary: Record<string, unknown>, caller: Caller) {
-  return {
-    kind: "invocation" as const,
+  return vaultEvent(vaultEvents.toolInvoked, {
     key: row.id,
-    type: vaultEventTypes.toolInvoked,
     actor: caller.actor,
     agentId: row.agentId,
     intentId: row.intentId,
@@ -322,7 +320,7 @@ function invokedEvent(row: InvocationRow, grant: GrantRow, parametersSummary: Re
       ...(row.error ? { error_code: String(row.error.code) } : {}),
       ...(row.reported ? { reported: true } : {}),
     },
-  };
+  });
 }
 
 /**

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { SECRET_METADATA_KEYS, appError, errors, vaultEventTypes, type Caller, type Credential, type CredentialBody, type CreateVaultBody, type RotateCredentialBody, type Vault } from "@intentmesh/contracts";
+import { SECRET_METADATA_KEYS, appError, errors, vaultEvents, type Caller, type Credential, type CredentialBody, type CreateVaultBody, type RotateCredentialBody, type Vault } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { isAdmin, type VaultContext } from "../context";
 import { credentials, grants, vaults } from "../db/schema";
 import { toCredential, toVault, type CredentialRow, type VaultRow } from "../mapping";
-import { writeVaultEvents } from "../events";
+import { vaultEvent, writeVaultEvents } from "../events";
 
 /** Vaults and credentials (RFC-0014 §1). Ownership: the vault's creating principal, and admins. */
 
@@ -178,7 +178,7 @@ export async function createCredential(ctx: VaultContext, pathVaultId: string | 
       .onConflictDoNothing()
       .returning();
     if (!inserted) throw appError("CREDENTIAL_LABEL_TAKEN", `vault ${vaultId} already has a credential labelled ${label}`, { vault_id: vaultId, label });
-    await writeVaultEvents(tx, [{ kind: "credential", key: id, type: vaultEventTypes.credentialCreated, actor: caller.actor, agentId: null, payload: { credential_id: id, vault_id: vaultId, service, auth_type: authType } }], now);
+    await writeVaultEvents(tx, [vaultEvent(vaultEvents.credentialCreated, { key: id, actor: caller.actor, agentId: null, payload: { credential_id: id, vault_id: vaultId, service, auth_type: authType } })], now);
     return inserted;
   });
   ctx.published();
@@ -222,7 +222,7 @@ export async function rotateCredential(ctx: VaultContext, credentialId: string, 
       .where(and(eq(credentials.id, credentialId), eq(credentials.status, "active")))
       .returning();
     if (!updated) throw appError("CREDENTIAL_REVOKED", `credential ${credentialId} was revoked; create a new one`, { credential_id: credentialId });
-    await writeVaultEvents(tx, [{ kind: "credential", key: credentialId, type: vaultEventTypes.credentialRotated, actor: caller.actor, agentId: null, payload: { credential_id: credentialId, rotated_by: caller.actor } }], now);
+    await writeVaultEvents(tx, [vaultEvent(vaultEvents.credentialRotated, { key: credentialId, actor: caller.actor, agentId: null, payload: { credential_id: credentialId, rotated_by: caller.actor } })], now);
     return updated;
   });
   ctx.published();
@@ -252,8 +252,8 @@ export async function revokeCredential(ctx: VaultContext, credentialId: string, 
     await writeVaultEvents(
       tx,
       [
-        { kind: "credential", key: credentialId, type: vaultEventTypes.credentialRevoked, actor: caller.actor, agentId: null, payload: { credential_id: credentialId, reason: "revoked", affected_grants_count: revoked.length } },
-        ...revoked.map((grant) => ({ kind: "grant" as const, key: grant.id, type: vaultEventTypes.grantRevoked, actor: caller.actor, agentId: grant.agentId, payload: { grant_id: grant.id, reason: "credential_revoked", cascade_count: 0 } })),
+        vaultEvent(vaultEvents.credentialRevoked, { key: credentialId, actor: caller.actor, agentId: null, payload: { credential_id: credentialId, reason: "revoked", affected_grants_count: revoked.length } }),
+        ...revoked.map((grant) => vaultEvent(vaultEvents.grantRevoked, { key: grant.id, actor: caller.actor, agentId: grant.agentId, payload: { grant_id: grant.id, reason: "credential_revoked", cascade_count: 0 } })),
       ],
       now,
     );
