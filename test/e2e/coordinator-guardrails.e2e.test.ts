@@ -143,3 +143,64 @@ describe("on_exceed (RFC-0013 3.1)", () => {
     expectError(await take(intent.id, uniqueTag("coord"), { guardrails: { scope: { allowed_capabilities: "all" } } }), 400, "VALIDATION_FAILED");
   });
 });
+
+describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
+  const stalls = async (intentId: string) => (await allEvents(cluster, intentId)).filter((e) => e.event_type === "coordinator.stalled");
+  const sweep = () => cluster.intents.coordinatorStallSweeper.sweep();
+
+  it("require_progress_every_minutes: one coordinator.stalled per stall on the server clock, even with sweeps racing; progress starts a new window", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { supervisor_id: "lead", guardrails: { temporal: { require_progress_every_minutes: 30 } } })).body;
+    advance(29 * 60);
+    await sweep();
+    expect(await stalls(intent.id)).toEqual([]);
+    advance(2 * 60);
+    await Promise.all([sweep(), sweep(), sweep()]);
+    const first = await stalls(intent.id);
+    expect(first.map((e) => e.payload)).toEqual([
+      { lease_id: lease.id, coordinator_id: holder, supervisor_id: "lead", last_progress_at: lease.granted_at, require_progress_every_minutes: 30 },
+    ]);
+    // Heartbeats are not progress; the same stall is not reported again.
+    expect((await cluster.api(`/coordinators/${lease.id}/heartbeat`, { ...as(holder), method: "POST" })).status).toBe(200);
+    advance(40 * 60);
+    await sweep();
+    expect(await stalls(intent.id)).toHaveLength(1);
+    expect((await decideAs(intent.id, holder, "task_assigned")).status).toBe(201);
+    advance(29 * 60);
+    await sweep();
+    expect(await stalls(intent.id)).toHaveLength(1);
+    advance(60);
+    await Promise.all([sweep(), sweep()]);
+    expect(await stalls(intent.id)).toHaveLength(2);
+  });
+
+  it("auto_escalate_after_failures: the failure that reaches the limit opens one escalation; a completion starts the count again", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    await take(intent.id, holder, { supervisor_id: "lead", guardrails: { review: { auto_escalate_after_failures: 2 } } });
+    const admin = (path: string, body: unknown = {}) => cluster.api(path, { key: "admin", body });
+    const finish = async (action: "fail" | "complete") => {
+      const task = (await createTask(intent.id, null, { title: action })).body;
+      for (const step of ["claim", "start"]) expect((await admin(`/tasks/${task.id}/${step}`)).status).toBe(200);
+      expect((await admin(`/tasks/${task.id}/${action}`, action === "fail" ? { error: "boom" } : { output: {} })).status).toBe(200);
+      advance(1);
+    };
+    const initiated = async () => (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.escalation_initiated");
+    await finish("fail");
+    await finish("complete");
+    await finish("fail");
+    expect(await initiated()).toEqual([]);
+    await finish("fail");
+    await finish("fail");
+    const events = await initiated();
+    expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ coordinator_id: holder, escalated_to: "lead", guardrail: "auto_escalate_after_failures" })]);
+    await vi.waitFor(
+      async () => {
+        const listed = (await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations;
+        expect(listed.map((e: any) => e.id)).toEqual([events[0].id]);
+      },
+      { timeout: 5000, interval: 50 },
+    );
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { judgeDecision, judgeTaskCreation, onExceedActions, readGuardrails, type GuardrailFacts, type TaskCreationFacts } from "./guardrails";
+import { failureStreak, judgeDecision, judgeTaskCreation, onExceedActions, stallDue, readGuardrails, type GuardrailFacts, type TaskCreationFacts } from "./guardrails";
 
 const start = new Date("2026-02-07T10:00:00Z");
 const facts = (over: Partial<GuardrailFacts> = {}): GuardrailFacts => ({ spentCents: 0, coordinationStartedAt: start, planDecisions: 0, reviewedDecisions: 0, ...over });
@@ -80,5 +80,27 @@ describe("onExceedActions (RFC-0013 3.1)", () => {
     expect(onExceedActions({ on_exceed: "pause_and_escalate" })).toEqual({ pause: true, escalate: true });
     expect(onExceedActions({ on_exceed: "notify" })).toEqual({ pause: false, escalate: false });
     expect(onExceedActions({})).toEqual({ pause: false, escalate: false });
+  });
+});
+
+describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
+  const minutes = (m: number) => new Date(start.getTime() + m * 60_000);
+  it("stallDue: after a full window without progress, once per stall", () => {
+    const g = readGuardrails({ temporal: { require_progress_every_minutes: 30 } });
+    expect(stallDue(g, start, null, minutes(29))).toBe(false);
+    expect(stallDue(g, start, null, minutes(30))).toBe(true);
+    expect(stallDue(g, start, minutes(30), minutes(90))).toBe(false);
+    // New progress after the report starts a new window.
+    expect(stallDue(g, minutes(40), minutes(30), minutes(69))).toBe(false);
+    expect(stallDue(g, minutes(40), minutes(30), minutes(70))).toBe(true);
+    expect(stallDue({}, start, null, minutes(1000))).toBe(false);
+  });
+  it("failureStreak: consecutive failures escalate once, when the streak reaches the limit; a completion ends the streak", () => {
+    const g = readGuardrails({ review: { auto_escalate_after_failures: 2 } });
+    expect(failureStreak(g, 0, "failed")).toEqual({ streak: 1, escalate: false });
+    expect(failureStreak(g, 1, "failed")).toEqual({ streak: 2, escalate: true });
+    expect(failureStreak(g, 2, "failed")).toEqual({ streak: 3, escalate: false });
+    expect(failureStreak(g, 3, "completed")).toEqual({ streak: 0, escalate: false });
+    expect(failureStreak({}, 5, "failed")).toEqual({ streak: 6, escalate: false });
   });
 });

@@ -214,3 +214,26 @@ export function onExceedActions(g: Guardrails): { pause: boolean; escalate: bool
       return { pause: false, escalate: false };
   }
 }
+
+/**
+ * RFC-0013 3.3 require_progress_every_minutes: whether the intent has gone the window without
+ * progress (its last event other than coordinator.stalled, or the lease's grant if later) and this
+ * stall has not been reported yet (one coordinator.stalled per stall: a new one only after new
+ * progress and another full window).
+ */
+export function stallDue(g: Guardrails, lastProgressAt: Date, stallReportedAt: Date | null, now: Date): boolean {
+  if (g.require_progress_every_minutes === undefined) return false;
+  if (stallReportedAt && stallReportedAt.getTime() >= lastProgressAt.getTime()) return false;
+  return now.getTime() - lastProgressAt.getTime() >= g.require_progress_every_minutes * 60_000;
+}
+
+/**
+ * RFC-0013 3.4 auto_escalate_after_failures: the intent's consecutive task failures after a task
+ * ends (a completed task ends the streak), and whether this failure is the one that escalates
+ * (exactly when the streak reaches the limit: once per streak).
+ */
+export function failureStreak(g: Guardrails, before: number, ended: "failed" | "completed"): { streak: number; escalate: boolean } {
+  if (ended === "completed") return { streak: 0, escalate: false };
+  const streak = before + 1;
+  return { streak, escalate: g.auto_escalate_after_failures !== undefined && streak === g.auto_escalate_after_failures };
+}

@@ -6,7 +6,7 @@ import { coordinatorLeases } from "../db/schema-coordinators";
 import { tasks } from "../db/schema-tasks";
 import type { NewEvent } from "../kernel/event-log";
 import { TASK_END_STATUSES } from "../tasks/task-status";
-import { judgeTaskCreation, onExceedActions, readGuardrails, type GuardrailBreach } from "./guardrails";
+import { failureStreak, judgeTaskCreation, onExceedActions, readGuardrails, type GuardrailBreach } from "./guardrails";
 import { assertNotPaused, isLive, type CoordinatorLeaseRow } from "./rules";
 
 /**
@@ -131,4 +131,22 @@ export async function guardTaskCreation(tx: Tx, intentId: string, actor: string,
 export function guardrailRefusal(intentId: string, breach: GuardrailBreach): Error {
   const { guardrail, attempted_value, limit, message } = breach;
   return appError("GUARDRAIL_VIOLATION", `refused by the coordinator's guardrail ${guardrail}: ${message}`, { intent_id: intentId, guardrail, attempted_value, limit });
+}
+
+/**
+ * In the transaction of every task change (tasks/moves.ts changeTask), under the intent's lock:
+ * a failed or completed task moves the intent's failure streak on its holding coordinator lease,
+ * and the failure that reaches auto_escalate_after_failures logs coordinator.escalation_initiated
+ * (the governance service opens the escalation). Once per streak, whatever the replicas: the
+ * counter is on the lease row, changed under the intent's row lock.
+ */
+export async function coordinatorEffectsOfTaskChange(tx: Tx, intentId: string, taskId: string, status: string): Promise<NewEvent[]> {
+  if (status !== "failed" && status !== "completed") return [];
+  const [lease] = await tx.select().from(coordinatorLeases).where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true))).for("update");
+  if (!lease) return [];
+  const g = readGuardrails(lease.guardrails);
+  const { streak, escalate } = failureStreak(g, lease.consecutiveFailures, status);
+  if (streak !== lease.consecutiveFailures) await tx.update(coordinatorLeases).set({ consecutiveFailures: streak }).where(eq(coordinatorLeases.id, lease.id));
+  if (!escalate) return [];
+  return [escalationInitiated(lease, "auto_escalate_after_failures", `${streak} consecutive task failures on the intent (the last: task ${taskId})`, "high")];
 }
