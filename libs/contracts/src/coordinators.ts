@@ -11,7 +11,11 @@ import { command, IntentRef } from "./command";
 
 export const COORDINATOR_TYPES = ["llm", "human", "composite", "system"] as const;
 /** What a lease answers: `active` (heartbeats on time), `unresponsive` (two intervals without one; another may take over), `failed_over` (ended). */
-export const COORDINATOR_STATUSES = ["active", "unresponsive", "failed_over"] as const;
+export const COORDINATOR_STATUSES = ["active", "paused", "unresponsive", "failed_over"] as const;
+/** Why a lease ended: taken over once unresponsive, its agent died, handed off by its holder, replaced by a supervisor. */
+export const COORDINATOR_END_REASONS = ["expired", "agent_dead", "handed_off", "replaced"] as const;
+/** RFC-0013 3.1 on_exceed: what a guardrail refusal also starts (docs/coordinators.md). `fail` is not served. */
+export const ON_EXCEED_VALUES = ["notify", "pause", "escalate", "pause_and_escalate"] as const;
 /** The RFC's decision types (section 4.2), which the client's DecisionType enum holds. */
 export const DECISION_TYPES = [
   "plan_created",
@@ -43,6 +47,14 @@ const ENFORCED_GUARDRAILS: Record<string, z.ZodType> = {
   max_plan_duration_hours: z.number().min(0),
   requires_plan_review: z.boolean(),
   requires_replan_review: z.boolean(),
+  max_tasks_per_plan: z.number().int().min(0),
+  max_concurrent_tasks: z.number().int().min(0),
+  max_delegation_depth: z.number().int().min(0),
+  allowed_capabilities: z.array(z.string().min(1).max(200)).max(100),
+  require_human_for_capabilities: z.array(z.string().min(1).max(200)).max(100),
+  on_exceed: z.enum(ON_EXCEED_VALUES),
+  require_progress_every_minutes: z.number().min(1).max(525_600),
+  auto_escalate_after_failures: z.number().int().min(1),
 };
 const GUARDRAIL_SECTION_NAMES = ["budget", "scope", "temporal", "review"] as const;
 
@@ -106,7 +118,10 @@ export const CoordinatorLease = z
     granted_at: Timestamp,
     expires_at: Timestamp.openapi({ description: "two heartbeat intervals after the last heartbeat" }),
     ended_at: Timestamp.nullable(),
-    end_reason: z.enum(["expired", "agent_dead"]).nullable(),
+    end_reason: z.enum(COORDINATOR_END_REASONS).nullable(),
+    paused_at: Timestamp.nullable(),
+    paused_by: z.string().nullable(),
+    pause_reason: z.string().nullable(),
     predecessor_id: Uuid.nullable(),
     version: z.number().int(),
     metadata: JsonObject,
@@ -223,9 +238,9 @@ export const coordinatorCommands = {
   getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND"]),
   listLeases: command("intents", "coordinators.list", IntentRef, CoordinatorLeaseList, ["INTENT_NOT_FOUND"]),
   heartbeat: command("intents", "coordinators.heartbeat", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "NOT_LEASE_HOLDER"]),
-  createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
+  createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
-  recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND"]),
+  recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
   /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
   coordinates: command(

@@ -65,10 +65,37 @@ export const CoordinatorAssignedPayload = z.object({ lease_id: Id, coordinator_i
 export const CoordinatorFailedOverPayload = z
   .object({ old_lease_id: Id, old_coordinator_id: Id, new_lease_id: Id.nullable(), new_coordinator_id: Id.nullable(), reason: z.enum(["expired", "agent_dead"]) })
   .passthrough();
-const GuardrailValue = z.union([z.number(), z.boolean()]);
+const GuardrailValue = z.union([z.number(), z.boolean(), z.array(z.string())]);
 export const CoordinatorGuardrailWarningPayload = z.object({ lease_id: Id, coordinator_id: Id, guardrail: z.string(), current_value: z.number(), limit: z.number() }).passthrough();
 export const CoordinatorGuardrailViolationPayload = z
-  .object({ lease_id: Id, coordinator_id: Id, guardrail: z.string(), attempted_value: GuardrailValue, limit: GuardrailValue, decision_type: z.string() })
+  .object({
+    lease_id: Id,
+    coordinator_id: Id,
+    guardrail: z.string(),
+    attempted_value: GuardrailValue,
+    limit: GuardrailValue,
+    /** The refused decision's type, or (a task or plan creation refused) null with `action` naming it. */
+    decision_type: z.string().nullable(),
+    action: z.string().optional(),
+    on_exceed: z.string().nullable().optional(),
+  })
+  .passthrough();
+const Changes = z.object({}).passthrough();
+export const CoordinatorPausedPayload = z.object({ lease_id: Id, coordinator_id: Id, paused_by: z.string(), reason: z.string() }).passthrough();
+export const CoordinatorResumedPayload = z.object({ lease_id: Id, coordinator_id: Id, resumed_by: z.string() }).passthrough();
+export const CoordinatorStalledPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), last_progress_at: z.string(), require_progress_every_minutes: z.number() })
+  .passthrough();
+export const CoordinatorEscalationInitiatedPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, escalated_to: z.string().nullable(), reason: z.string(), guardrail: z.string(), priority: z.enum(["low", "medium", "high", "critical"]) })
+  .passthrough();
+export const CoordinatorGuardrailsUpdatedPayload = z.object({ lease_id: Id, coordinator_id: Id, updated_by: z.string(), changes: Changes, version: Version }).passthrough();
+export const CoordinatorUpdatedPayload = z.object({ lease_id: Id, coordinator_id: Id, updated_by: z.string(), changes: Changes, version: Version }).passthrough();
+export const CoordinatorHandoffPayload = z
+  .object({ old_lease_id: Id, new_lease_id: Id, from_coordinator: Id, to_coordinator: Id, reason: z.string().nullable(), state_summary: Changes.nullable() })
+  .passthrough();
+export const CoordinatorReplacedPayload = z
+  .object({ old_lease_id: Id, new_lease_id: Id, old_coordinator_id: Id, new_coordinator_id: Id, replaced_by: z.string(), reason: z.string().nullable() })
   .passthrough();
 export const CoordinatorDecisionPayload = z
   .object({ coordinator_id: Id, decision_type: Id, summary: z.string(), rationale: z.string(), outcome: z.union([z.string(), z.object({}).passthrough()]).nullable(), lease_id: Id.nullable() })

@@ -74,6 +74,20 @@ export const intentEvents = {
   coordinatorGuardrailWarning: intentsEvent("coordinator.guardrail_warning", ["intent"], P.CoordinatorGuardrailWarningPayload),
   /** RFC-0013 3: a decision of the coordinator refused by a guardrail, logged with the refusal. */
   coordinatorGuardrailViolation: intentsEvent("coordinator.guardrail_violation", ["intent"], P.CoordinatorGuardrailViolationPayload),
+  /** RFC-0013 2.1: the lease paused (by its supervisor, an admin or coordinator key, or an on_exceed guardrail): the holder's work is refused. */
+  coordinatorPaused: intentsEvent("coordinator.paused", ["intent"], P.CoordinatorPausedPayload),
+  coordinatorResumed: intentsEvent("coordinator.resumed", ["intent"], P.CoordinatorResumedPayload),
+  /** RFC-0013 3.3: no progress on the intent within require_progress_every_minutes (once per stall). */
+  coordinatorStalled: intentsEvent("coordinator.stalled", ["intent"], P.CoordinatorStalledPayload),
+  /** RFC-0013 2.2: a guardrail escalated to a human; the governance service opens the escalation (approval action `escalation`). */
+  coordinatorEscalationInitiated: intentsEvent("coordinator.escalation_initiated", ["intent"], P.CoordinatorEscalationInitiatedPayload),
+  coordinatorGuardrailsUpdated: intentsEvent("coordinator.guardrails_updated", ["intent"], P.CoordinatorGuardrailsUpdatedPayload),
+  /** PATCH /coordinators/{id}: the lease's other terms (supervisor, heartbeat interval, failover candidates, metadata). Ours: the RFC names no event. */
+  coordinatorUpdated: intentsEvent("coordinator.updated", ["intent"], P.CoordinatorUpdatedPayload),
+  /** RFC-0013 5.3: the holder handed its lease to another agent. */
+  coordinatorHandoff: intentsEvent("coordinator.handoff", ["intent"], P.CoordinatorHandoffPayload),
+  /** RFC-0013 2.1: a supervisor revoked the lease and gave the intent to another agent. */
+  coordinatorReplaced: intentsEvent("coordinator.replaced", ["intent"], P.CoordinatorReplacedPayload),
   // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.
   /** A trace was started on the intent (POST /intents/{id}/traces). */
   traceStarted: intentsEvent("intent.trace_started", ["intent"], P.TraceStartedPayload),

@@ -210,7 +210,7 @@ export const RejectCheckpointBody = z.object({ reason: z.string().trim().max(200
 
 const CHECKPOINT_ERRORS = ["PLAN_NOT_FOUND", "PLAN_CHECKPOINT_NOT_FOUND", "CHECKPOINT_NOT_AWAITING", "FORBIDDEN"] as const;
 
-const PLAN_CREATE_ERRORS = ["INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"] as const;
+const PLAN_CREATE_ERRORS = ["COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"] as const;
 
 export const planCommands = {
   create: command("intents", "plans.create", z.object({ intent_id: Uuid, body: CreatePlanBody }), Plan, PLAN_CREATE_ERRORS),

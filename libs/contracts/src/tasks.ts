@@ -200,7 +200,15 @@ export const UnknownTasks = z.object({ unknown: z.array(z.string()) });
 const TASK_MOVE_ERRORS = ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "PLAN_PAUSED", "TASK_CONDITION_PENDING", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"] as const;
 
 export const taskCommands = {
-  create: command("intents", "tasks.create", z.object({ intent_id: Uuid, body: CreateTaskBody }), Task, ["INTENT_CLOSED", "INTENT_NOT_FOUND", "INVALID_PLAN_TRANSITION", "UNKNOWN_PLAN_REFERENCE", "UNKNOWN_TASK_REFERENCE"]),
+  create: command("intents", "tasks.create", z.object({ intent_id: Uuid, body: CreateTaskBody }), Task, [
+    "COORDINATOR_PAUSED",
+    "GUARDRAIL_VIOLATION",
+    "INTENT_CLOSED",
+    "INTENT_NOT_FOUND",
+    "INVALID_PLAN_TRANSITION",
+    "UNKNOWN_PLAN_REFERENCE",
+    "UNKNOWN_TASK_REFERENCE",
+  ]),
   get: command("intents", "tasks.get", TaskRef, Task, ["TASK_NOT_FOUND"]),
   list: command("intents", "tasks.list", z.object({ intent_id: Uuid, query: ListTasksQuery }), z.union([TaskPage, z.array(Task)]), ["INTENT_NOT_FOUND"]),
   patch: command("intents", "tasks.patch", TaskRef.merge(IfMatch).extend({ body: PatchTaskBody }), Task, ["AGENT_DRAINING", "INTENT_SUSPENDED", "INVALID_TASK_TRANSITION", "MISSING_OUTPUT", "OUTPUT_TYPE_MISMATCH", "PLAN_PAUSED", "PRECONDITION_REQUIRED", "TASK_CONDITION_PENDING", "TASK_DEPENDENCIES_PENDING", "TASK_NOT_FOUND", "TASK_SUSPENDED", "UNRESOLVABLE_INPUT", "VERSION_MISMATCH"]),

@@ -13,6 +13,7 @@ import { arbitrationHistory, escalate, escalationIntents, listEscalations, reque
 import { engagementDecision } from "./handlers/engagement";
 import { SuspensionTimer } from "./timer";
 import { startSuspensionTracker } from "./tracker";
+import { startCoordinatorEscalations } from "./coordinator-escalations";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
 
@@ -89,6 +90,7 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     ),
   );
   const tracker = await startSuspensionTracker(ctx, core.bus);
-  const running = core.launch({ workers: [timer], running: [tracker] });
+  const escalations = await startCoordinatorEscalations(ctx, core.bus);
+  const running = core.launch({ workers: [timer], running: [tracker, escalations] });
   return { ctx, relay, timer, stop: running.stop };
 }

@@ -8,6 +8,7 @@ import type { Logger } from "@intentmesh/telemetry";
 import type { IntentsContext } from "./kernel/context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./leases/sweeper";
+import { CoordinatorStallSweeper } from "./coordinators/stall-sweeper";
 import { CheckpointSweeper, DEFAULT_CHECKPOINT_SCHEDULE, type CheckpointSchedule } from "./verifiable/sweeper";
 import { anchorCheckpoint, consistency, createCheckpoint, getCheckpoint, inclusionProof, listCheckpoints, verifyLog } from "./verifiable/handlers";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./portfolios/handlers";
@@ -60,6 +61,8 @@ export interface IntentsService {
   /** Ends expired access-control entries (access_expired). */
   aclSweeper: AclExpirySweeper;
   planCheckpointSweeper: PlanCheckpointSweeper;
+  /** Logs coordinator.stalled (RFC-0013 require_progress_every_minutes). */
+  coordinatorStallSweeper: CoordinatorStallSweeper;
   /** Portfolios follow their members through this consumer of status_changed. */
   portfolioProjection: PortfolioProjection;
   /** Dependents of a completed intent are announced ready (intent.ready) by this consumer of status_changed. */
@@ -85,6 +88,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const aclSweeper = new AclExpirySweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
   // Plan checkpoints time out on the same cadence (timeout_hours are hours; a second is plenty).
   const planCheckpointSweeper = new PlanCheckpointSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
+  // Coordinator stalls are minutes; the lease sweeper's cadence is plenty.
+  const coordinatorStallSweeper = new CoordinatorStallSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
   // Every group goes through the access guard (acl/guard.ts): each command's rule from the
   // catalogue (libs/contracts intent-access.ts) is checked before its handler; get, appendEvent
   // and patchState check after the read they make anyway.
@@ -239,6 +244,6 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const systemEvents = await startSystemEventConsumer(bus, database.db, ctx.clock, logger, core.published);
   const portfolioProjection = await startPortfolioProjection(ctx, bus);
   const readinessProjection = await startReadinessProjection(ctx, bus);
-  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper, planCheckpointSweeper], running: [agentLifecycle, systemEvents, portfolioProjection, readinessProjection] });
-  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, planCheckpointSweeper, portfolioProjection, readinessProjection, stop: running.stop };
+  const running = core.launch({ workers: [sweeper, aclSweeper, checkpointSweeper, planCheckpointSweeper, coordinatorStallSweeper], running: [agentLifecycle, systemEvents, portfolioProjection, readinessProjection] });
+  return { ctx, relay, sweeper, aclSweeper, checkpointSweeper, planCheckpointSweeper, coordinatorStallSweeper, portfolioProjection, readinessProjection, stop: running.stop };
 }

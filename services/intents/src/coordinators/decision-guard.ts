@@ -6,8 +6,9 @@ import { events } from "../db/schema";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { costTotals } from "../db/schema-costs";
 import type { NewEvent } from "../kernel/event-log";
-import { judgeDecision, needsReview, PLAN_DECISIONS, readGuardrails, type GuardrailBreach, type Guardrails } from "./guardrails";
-import type { CoordinatorLeaseRow } from "./rules";
+import { judgeDecision, needsReview, PLAN_DECISIONS, readGuardrails, WORK_DECISIONS, type GuardrailBreach, type Guardrails } from "./guardrails";
+import { refusalEvents } from "./holder-guard";
+import { assertNotPaused, type CoordinatorLeaseRow } from "./rules";
 
 /**
  * A coordinator's decision under its lease's guardrails (guardrails.ts): the facts the rules
@@ -61,6 +62,8 @@ export async function guardedDecision(
   now: Date,
 ): Promise<{ events: NewEvent[]; breach: GuardrailBreach | null }> {
   const decision = (extra: Record<string, unknown> = {}): NewEvent => ({ eventType: intentEventTypes.coordinatorDecision, actor: lease.agentId, payload: { ...draft.payload, ...extra } });
+  // A paused coordinator may still escalate, hand off or handle a failure, not start or change work.
+  if (WORK_DECISIONS.has(draft.decisionType)) assertNotPaused(lease);
   const g: Guardrails = readGuardrails(lease.guardrails);
   if (Object.keys(g).length === 0) return { events: [decision()], breach: null };
   const [spent] = await tx.select({ cents: costTotals.cents }).from(costTotals).where(eq(costTotals.intentId, lease.intentId));
@@ -73,15 +76,7 @@ export async function guardedDecision(
     grantedReviews,
   };
   const verdict = judgeDecision(g, draft.decisionType, facts, now);
-  if (verdict.refused) {
-    const { guardrail, attempted_value, limit } = verdict.refused;
-    const violation: NewEvent = {
-      eventType: intentEventTypes.coordinatorGuardrailViolation,
-      actor: "system",
-      payload: { lease_id: lease.id, coordinator_id: lease.agentId, guardrail, attempted_value, limit, decision_type: draft.decisionType },
-    };
-    return { events: [violation], breach: verdict.refused };
-  }
+  if (verdict.refused) return { events: await refusalEvents(tx, lease, verdict.refused, { decisionType: draft.decisionType, action: "decision" }, now), breach: verdict.refused };
   const logged: NewEvent[] = [decision(verdict.usesReview ? { plan_review: true } : {})];
   for (const warning of verdict.warnings) {
     const [seen] = await tx

@@ -14,6 +14,17 @@ export interface Guardrails {
   max_plan_duration_hours?: number;
   requires_plan_review?: boolean;
   requires_replan_review?: boolean;
+  // Scope (RFC-0013 3.2, 3.4), on the tasks the holder creates (judgeTaskCreation).
+  max_tasks_per_plan?: number;
+  max_concurrent_tasks?: number;
+  max_delegation_depth?: number;
+  allowed_capabilities?: string[];
+  require_human_for_capabilities?: string[];
+  /** RFC-0013 3.1: what a refusal also starts (onExceedActions). */
+  on_exceed?: string;
+  // Temporal and review timers (RFC-0013 3.3, 3.4), run by the intents service (stall sweeper, failure count).
+  require_progress_every_minutes?: number;
+  auto_escalate_after_failures?: number;
 }
 
 export const GUARDRAIL_SECTIONS = ["budget", "scope", "temporal", "review"] as const;
@@ -41,8 +52,8 @@ export interface GuardrailFacts {
 
 export interface GuardrailBreach {
   guardrail: keyof Guardrails;
-  attempted_value: number | boolean;
-  limit: number | boolean;
+  attempted_value: number | boolean | string[];
+  limit: number | boolean | string[];
   message: string;
 }
 
@@ -56,6 +67,8 @@ export type GuardrailVerdict = { refused: GuardrailBreach } | { refused: null; w
 
 const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
 const bool = (value: unknown): boolean | undefined => (typeof value === "boolean" ? value : undefined);
+const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
+const strings = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((v) => typeof v === "string") ? (value as string[]) : undefined);
 
 /** The enforced keys of a lease's guardrails; a section's object wins over a flat key of the same name. */
 export function readGuardrails(stored: Record<string, unknown> | null | undefined): Guardrails {
@@ -72,6 +85,14 @@ export function readGuardrails(stored: Record<string, unknown> | null | undefine
     max_plan_duration_hours: num(merged.max_plan_duration_hours),
     requires_plan_review: bool(merged.requires_plan_review),
     requires_replan_review: bool(merged.requires_replan_review),
+    max_tasks_per_plan: num(merged.max_tasks_per_plan),
+    max_concurrent_tasks: num(merged.max_concurrent_tasks),
+    max_delegation_depth: num(merged.max_delegation_depth),
+    allowed_capabilities: strings(merged.allowed_capabilities),
+    require_human_for_capabilities: strings(merged.require_human_for_capabilities),
+    on_exceed: str(merged.on_exceed),
+    require_progress_every_minutes: num(merged.require_progress_every_minutes),
+    auto_escalate_after_failures: num(merged.auto_escalate_after_failures),
   };
   return Object.fromEntries(Object.entries(g).filter(([, v]) => v !== undefined)) as Guardrails;
 }
@@ -122,4 +143,97 @@ export function judgeDecision(g: Guardrails, decisionType: string, facts: Guardr
     if (spentUsd * 100 >= g.max_budget_usd * percent) warnings.push({ guardrail: "max_budget_usd", current_value: spentUsd, limit: g.max_budget_usd });
   }
   return { refused: null, warnings, usesReview };
+}
+
+/** What the holder's act would add: tasks created directly (POST /tasks) or in a plan (POST /plans with steps or tasks). */
+export interface TaskCreationFacts {
+  /** Tasks the plan they join will hold afterwards (null: they join no plan). */
+  planTasksAfter: number | null;
+  /** The intent's tasks not ended (pending, ready, claimed, running, blocked) afterwards. */
+  openTasksAfter: number;
+  /** The deepest sub-task nesting the act creates: 0 for a task without parent_task_id, its parent's depth + 1 otherwise. */
+  depth: number;
+  /** Every capability the new tasks require. */
+  capabilities: string[];
+}
+
+/**
+ * RFC-0013 3.2 and 3.4 on the tasks the lease holder creates on its intent, checked in this
+ * order: capabilities outside allowed_capabilities, capabilities that need a human
+ * (require_human_for_capabilities: the coordinator may not route them, a human key creates
+ * those tasks), delegation depth (sub-task nesting), tasks per plan, concurrent (open) tasks.
+ */
+export function judgeTaskCreation(g: Guardrails, facts: TaskCreationFacts): GuardrailBreach | null {
+  const capabilities = [...new Set(facts.capabilities)].sort();
+  if (g.allowed_capabilities) {
+    const allowed = new Set(g.allowed_capabilities);
+    const outside = capabilities.filter((c) => !allowed.has(c));
+    if (outside.length) {
+      return { guardrail: "allowed_capabilities", attempted_value: outside, limit: g.allowed_capabilities, message: `capabilities ${outside.join(", ")} are outside the coordinator's allowed capabilities` };
+    }
+  }
+  if (g.require_human_for_capabilities) {
+    const human = new Set(g.require_human_for_capabilities);
+    const needHuman = capabilities.filter((c) => human.has(c));
+    if (needHuman.length) {
+      return {
+        guardrail: "require_human_for_capabilities",
+        attempted_value: needHuman,
+        limit: g.require_human_for_capabilities,
+        message: `capabilities ${needHuman.join(", ")} are routed by a human, not by the coordinator`,
+      };
+    }
+  }
+  if (g.max_delegation_depth !== undefined && facts.depth > g.max_delegation_depth) {
+    return { guardrail: "max_delegation_depth", attempted_value: facts.depth, limit: g.max_delegation_depth, message: `sub-task depth ${facts.depth} exceeds the limit of ${g.max_delegation_depth}` };
+  }
+  if (g.max_tasks_per_plan !== undefined && facts.planTasksAfter !== null && facts.planTasksAfter > g.max_tasks_per_plan) {
+    return { guardrail: "max_tasks_per_plan", attempted_value: facts.planTasksAfter, limit: g.max_tasks_per_plan, message: `the plan would hold ${facts.planTasksAfter} tasks, the limit is ${g.max_tasks_per_plan}` };
+  }
+  if (g.max_concurrent_tasks !== undefined && facts.openTasksAfter > g.max_concurrent_tasks) {
+    return {
+      guardrail: "max_concurrent_tasks",
+      attempted_value: facts.openTasksAfter,
+      limit: g.max_concurrent_tasks,
+      message: `the intent would have ${facts.openTasksAfter} open tasks, the limit is ${g.max_concurrent_tasks}`,
+    };
+  }
+  return null;
+}
+
+/** What a refusal starts: pause the lease, escalate to a human through governance. notify (and no on_exceed) only logs the violation. */
+export function onExceedActions(g: Guardrails): { pause: boolean; escalate: boolean } {
+  switch (g.on_exceed) {
+    case "pause":
+      return { pause: true, escalate: false };
+    case "escalate":
+      return { pause: false, escalate: true };
+    case "pause_and_escalate":
+      return { pause: true, escalate: true };
+    default:
+      return { pause: false, escalate: false };
+  }
+}
+
+/**
+ * RFC-0013 3.3 require_progress_every_minutes: whether the intent has gone the window without
+ * progress (its last event other than coordinator.stalled, or the lease's grant if later) and this
+ * stall has not been reported yet (one coordinator.stalled per stall: a new one only after new
+ * progress and another full window).
+ */
+export function stallDue(g: Guardrails, lastProgressAt: Date, stallReportedAt: Date | null, now: Date): boolean {
+  if (g.require_progress_every_minutes === undefined) return false;
+  if (stallReportedAt && stallReportedAt.getTime() >= lastProgressAt.getTime()) return false;
+  return now.getTime() - lastProgressAt.getTime() >= g.require_progress_every_minutes * 60_000;
+}
+
+/**
+ * RFC-0013 3.4 auto_escalate_after_failures: the intent's consecutive task failures after a task
+ * ends (a completed task ends the streak), and whether this failure is the one that escalates
+ * (exactly when the streak reaches the limit: once per streak).
+ */
+export function failureStreak(g: Guardrails, before: number, ended: "failed" | "completed"): { streak: number; escalate: boolean } {
+  if (ended === "completed") return { streak: 0, escalate: false };
+  const streak = before + 1;
+  return { streak, escalate: g.auto_escalate_after_failures !== undefined && streak === g.auto_escalate_after_failures };
 }

@@ -42,7 +42,7 @@ const failedOver = (old: CoordinatorLeaseRow, next: CoordinatorLeaseRow | undefi
   newEvent(intentEvents.coordinatorFailedOver, "system", { old_lease_id: old.id, old_coordinator_id: old.agentId, new_lease_id: next?.id ?? null, new_coordinator_id: next?.agentId ?? null, reason });
 
 /** The row of a new lease taking over (or granted fresh), live for two heartbeat intervals. */
-function newLease(intentId: string, agentId: string, from: Omit<CoordinatorLeaseRow, "id" | "intentId" | "agentId" | "holds" | "grantedAt" | "lastHeartbeat" | "expiresAt" | "endedAt" | "endReason" | "predecessorId" | "version">, now: Date, predecessorId: string | null): CoordinatorLeaseRow {
+function newLease(intentId: string, agentId: string, from: Omit<CoordinatorLeaseRow, "id" | "intentId" | "agentId" | "holds" | "grantedAt" | "lastHeartbeat" | "expiresAt" | "endedAt" | "endReason" | "predecessorId" | "version" | "pausedAt" | "pausedBy" | "pauseReason" | "stallReportedAt" | "consecutiveFailures">, now: Date, predecessorId: string | null): CoordinatorLeaseRow {
   return {
     id: randomUUID(),
     intentId,
@@ -61,6 +61,11 @@ function newLease(intentId: string, agentId: string, from: Omit<CoordinatorLease
     endReason: null,
     predecessorId,
     version: 1,
+    pausedAt: null,
+    pausedBy: null,
+    pauseReason: null,
+    stallReportedAt: null,
+    consecutiveFailures: 0,
   };
 }
 

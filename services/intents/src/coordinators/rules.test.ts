@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AppError } from "@intentmesh/contracts";
-import { assertNoLiveHolder, expiryAfter, isLive, leaseStatus, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
+import { assertNoLiveHolder, assertNotPaused, expiryAfter, isLive, leaseStatus, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
 
 const t0 = new Date("2026-11-25T10:00:00.000Z");
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
@@ -22,10 +22,24 @@ const lease = (extra: Partial<CoordinatorLeaseRow> = {}): CoordinatorLeaseRow =>
   endReason: null,
   predecessorId: null,
   version: 1,
+  pausedAt: null,
+  pausedBy: null,
+  pauseReason: null,
+  stallReportedAt: null,
+  consecutiveFailures: 0,
   ...extra,
 });
 
 describe("coordinator leases (RFC-0013)", () => {
+  it("a paused lease answers paused while live, unresponsive once past its expiry, and refuses its holder's work (409)", () => {
+    const paused = lease({ pausedAt: at(10), pausedBy: "lead", pauseReason: "review" });
+    expect(leaseStatus(paused, at(30))).toBe("paused");
+    expect(leaseStatus(paused, at(121))).toBe("unresponsive");
+    expect(toCoordinatorLease(paused, at(30))).toMatchObject({ status: "paused", paused_by: "lead", pause_reason: "review" });
+    expect(() => assertNotPaused(paused)).toThrow(expect.objectContaining({ code: "COORDINATOR_PAUSED" }));
+    expect(() => assertNotPaused(lease())).not.toThrow();
+  });
+
   it("hold for two heartbeat intervals after the last heartbeat, on the server clock", () => {
     expect(expiryAfter(t0, 60)).toEqual(at(120));
     expect(isLive(lease(), at(119))).toBe(true);

@@ -14,9 +14,19 @@ export const expiryAfter = (at: Date, intervalSeconds: number): Date => new Date
 export const isLive = (row: Pick<CoordinatorLeaseRow, "holds" | "expiresAt">, now: Date): boolean => row.holds && row.expiresAt.getTime() > now.getTime();
 
 /** What a lease answers: active while live, unresponsive once past its expiry and not taken over, failed_over once ended. */
-export function leaseStatus(row: Pick<CoordinatorLeaseRow, "holds" | "expiresAt">, now: Date): CoordinatorLease["status"] {
+export function leaseStatus(row: Pick<CoordinatorLeaseRow, "holds" | "expiresAt" | "pausedAt">, now: Date): CoordinatorLease["status"] {
   if (!row.holds) return "failed_over";
-  return isLive(row, now) ? "active" : "unresponsive";
+  if (!isLive(row, now)) return "unresponsive";
+  return row.pausedAt ? "paused" : "active";
+}
+
+/** A paused lease's holder may not start or change work (decisions, tasks, plans) until it is resumed: 409 COORDINATOR_PAUSED. */
+export function assertNotPaused(row: CoordinatorLeaseRow): void {
+  if (!row.pausedAt) return;
+  throw appError("COORDINATOR_PAUSED", `coordinator lease ${row.id} of intent ${row.intentId} is paused (${row.pauseReason ?? "no reason"}) by ${row.pausedBy}; it acts again once resumed`, {
+    lease_id: row.id,
+    paused_by: row.pausedBy,
+  });
 }
 
 export function toCoordinatorLease(row: CoordinatorLeaseRow, now: Date): CoordinatorLease {
@@ -38,6 +48,9 @@ export function toCoordinatorLease(row: CoordinatorLeaseRow, now: Date): Coordin
     expires_at: isoTimestamp(row.expiresAt),
     ended_at: row.endedAt ? isoTimestamp(row.endedAt) : null,
     end_reason: (row.endReason as CoordinatorLease["end_reason"]) ?? null,
+    paused_at: row.pausedAt ? isoTimestamp(row.pausedAt) : null,
+    paused_by: row.pausedBy,
+    pause_reason: row.pauseReason,
     predecessor_id: row.predecessorId,
     version: row.version,
     metadata: row.metadata,

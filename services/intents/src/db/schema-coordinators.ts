@@ -29,9 +29,17 @@ export const coordinatorLeases = intentsSchema.table(
     lastHeartbeat: ts("last_heartbeat").notNull(),
     expiresAt: ts("expires_at").notNull(),
     endedAt: ts("ended_at"),
-    /** expired (taken over after it went unresponsive), agent_dead (its agent died: failover). */
+    /** expired (taken over after it went unresponsive), agent_dead (its agent died: failover), handed_off, replaced. */
     endReason: text("end_reason"),
     predecessorId: uuid("predecessor_id"),
+    /** Paused by a supervisor or by an on_exceed guardrail: the holder's work is refused until resumed. */
+    pausedAt: ts("paused_at"),
+    pausedBy: text("paused_by"),
+    pauseReason: text("pause_reason"),
+    /** The last coordinator.stalled logged for this lease (require_progress_every_minutes): one per stall. */
+    stallReportedAt: ts("stall_reported_at"),
+    /** Task failures on the intent since the last completed task (auto_escalate_after_failures). */
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     version: integer("version").notNull(),
   },
   (t) => [

@@ -5,6 +5,7 @@ import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { plans } from "../db/schema-plans";
 import { tasks } from "../db/schema-tasks";
+import { guardrailRefusal, guardTaskCreation } from "../coordinators/holder-guard";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { withinPageBytes } from "../kernel/page-bytes";
@@ -118,9 +119,22 @@ export async function createPlan(ctx: IntentsContext, intentId: string, body: Cr
     const steps = body.steps ?? [];
     const stepTasks = steps.length ? resolveSteps(steps, steps.map(() => randomUUID()), new Set(await intentTaskIds(tx, intentId, steps))) : [];
     if (stepTasks.length) for (const [id, status] of await statusesOf(tx, stepTasks)) statuses.set(id, status);
+    // The existing tasks joining the plan count toward max_tasks_per_plan; only the steps are new tasks.
+    const refused = await guardTaskCreation(
+      tx,
+      intentId,
+      caller.actor,
+      { action: "plan_created", planTasksBefore: existing.length, newTasks: stepTasks.map((t) => ({ parentTaskId: t.parentTaskId, capabilities: [] })) },
+      now,
+    );
+    if (refused) {
+      await appendToLog(tx, intentId, refused.events, now);
+      return { refused: refused.breach };
+    }
     return writeNewPlan(tx, { intentId, planId, title: body.title ?? null, state: body.state ?? (steps.length ? "active" : "draft"), existing, newTasks: stepTasks, statuses, body, caller, now });
   });
   ctx.published();
+  if ("refused" in row) throw guardrailRefusal(intentId, row.refused);
   return answer(ctx.db, row);
 }
 

@@ -21,6 +21,7 @@ import { assertTaskTransition, initialTaskStatus, TASK_HELD_STATUSES } from "./t
 import { assertMayClaimTask, assertMayMoveTask, assertMayPatchTask } from "./task-access";
 import { heldByAgent, taskEvent, toTask, type TaskChange, type TaskRow } from "./store";
 import { appendTaskToPlan, planTakingTask } from "../plans/effects";
+import { guardrailRefusal, guardTaskCreation } from "../coordinators/holder-guard";
 import { checkCompletionOutputs } from "../workflows/effects";
 import { assertDependenciesMet, changeTask, planTransition, waitsOnDependencies, type Move } from "./moves";
 
@@ -51,6 +52,17 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
       });
     }
     const plan = body.plan_id ? await planTakingTask(tx, intentId, body.plan_id) : null;
+    const refused = await guardTaskCreation(
+      tx,
+      intentId,
+      caller.actor,
+      { action: "task_created", planTasksBefore: plan ? plan.taskIds.length : null, newTasks: [{ parentTaskId: body.parent_task_id ?? null, capabilities: body.capabilities_required }] },
+      now,
+    );
+    if (refused) {
+      await appendToLog(tx, intentId, refused.events, now);
+      return { refused: refused.breach };
+    }
     const [row] = await tx
       .insert(tasks)
       .values({
@@ -100,6 +112,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
     return created;
   });
   ctx.published();
+  if ("refused" in task) throw guardrailRefusal(intentId, task.refused);
   return toTask(task);
 }
 

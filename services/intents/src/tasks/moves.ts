@@ -9,6 +9,7 @@ import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { assertDependenciesDone, assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
 import { assertPlanLetsTaskStart, planEffectsOfTaskChange } from "../plans/effects";
+import { coordinatorEffectsOfTaskChange } from "../coordinators/holder-guard";
 import { readyDependents } from "./dependents";
 import { checkCompletionOutputs, claimInputs } from "../workflows/effects";
 import { decideAfterFailure, type RetryRules } from "../failures/retry-delay";
@@ -231,6 +232,8 @@ export async function changeTask(
     if (row.status !== task.status && DEPENDENCY_DONE_STATUSES.includes(row.status as TaskStatus)) newEvents.push(...(await readyDependents(tx, row, now)));
     // Its plan follows in the same transaction (completed when all its tasks are done, on_failure on a failure).
     if (row.status !== task.status) newEvents.push(...(await planEffectsOfTaskChange(tx, row, now)));
+    // The intent's coordinator counts consecutive failures (auto_escalate_after_failures).
+    if (row.status !== task.status) newEvents.push(...(await coordinatorEffectsOfTaskChange(tx, intentId, row.id, row.status)));
     if (newEvents.length) await appendToLog(tx, intentId, newEvents, now);
     return row;
   });

@@ -1,0 +1,57 @@
+import { intentEvents } from "@intentmesh/contracts";
+import { eventOn, subscribe, type Bus, type TypedEvent } from "@intentmesh/bus";
+import type { Tx } from "@intentmesh/db";
+import type { GovernanceContext } from "./context";
+import { approvals, inbox } from "./db/schema";
+import { announceApproval } from "./handlers/approvals";
+import { ESCALATION_ACTION } from "./handlers/escalations";
+
+/**
+ * Escalations a coordinator's guardrails start (RFC-0013 2.2 "coordinator hits guardrail ...
+ * auto-escalates"; docs/coordinators.md "on_exceed", "auto_escalate_after_failures"): the intents
+ * service logs coordinator.escalation_initiated in the transaction that decided it, and this
+ * consumer opens the escalation, an approval with action `escalation` whose id is the event's id.
+ * The insert ignores an id it already holds and commits with the inbox row: one escalation per
+ * event, whatever the redeliveries and replicas. The escalator is the coordinator (it may not
+ * resolve it, as for any escalation), the requesting principal the system.
+ */
+export const COORDINATOR_ESCALATIONS_DURABLE = "governance-coordinator-escalations";
+/** The principal of escalations the platform opens; no key has it, so none is refused as self-approval. */
+export const GUARDRAIL_ESCALATION_PRINCIPAL = "system:coordinator-guardrails";
+
+type EscalationInitiated = TypedEvent<"intent", typeof intentEvents.coordinatorEscalationInitiated>;
+
+export async function openGuardrailEscalation(tx: Tx, event: EscalationInitiated, now: Date): Promise<boolean> {
+  const p = event.payload;
+  const inserted = await tx
+    .insert(approvals)
+    .values({
+      id: event.id,
+      intentId: event.intent_id,
+      action: ESCALATION_ACTION,
+      reason: p.reason,
+      context: { source: "coordinator_guardrail", guardrail: p.guardrail, lease_id: p.lease_id, coordinator_id: p.coordinator_id, escalated_to: p.escalated_to, event_id: event.id },
+      requestedBy: p.coordinator_id,
+      requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL,
+      status: "pending",
+      createdAt: now,
+      priority: p.priority,
+      urgency: p.priority,
+      resolution: null,
+    })
+    .onConflictDoNothing()
+    .returning({ id: approvals.id });
+  return inserted.length > 0;
+}
+
+export async function startCoordinatorEscalations(ctx: GovernanceContext, bus: Bus): Promise<{ stop(): Promise<void> }> {
+  return subscribe(bus, eventOn(intentEvents.coordinatorEscalationInitiated, "intent"), {
+    db: ctx.db,
+    inbox,
+    durable: COORDINATOR_ESCALATIONS_DURABLE,
+    logger: ctx.logger,
+    handle: async (tx: Tx, event: EscalationInitiated) => {
+      if (await openGuardrailEscalation(tx, event, ctx.clock.now())) announceApproval(ctx, event.intent_id);
+    },
+  });
+}
