@@ -215,8 +215,8 @@ describe("intents", () => {
     expect((await cli(["respond", intent.id, "yes"], { key: "operator" })).code).toBe(4);
 
     await vi.waitFor(() => expect(watch.output()).toContain("intent.resumed"), { timeout: 15_000 });
-    const current = (await cluster.api(`/intents/${intent.id}`)).body;
-    await cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(current.version) } });
+    const current = await cluster.sdk().ops.intentsGet({ intent_id: intent.id });
+    await cluster.sdk().ops.intentsTransition({ intent_id: intent.id, ifMatch: current.version, body: { status: "completed" } });
     expect(await watch.exit).toBe(0);
     const lines = watch.output().split("\n");
     expect(lines.some((l) => /#\d+\s+status_changed\s+\S+\s+active → suspended_awaiting_input/.test(l))).toBe(true);
@@ -236,7 +236,7 @@ describe("intents", () => {
 describe("events", () => {
   it("tail prints events live and resumes after a given event", async () => {
     const intent = await createIntent(cluster);
-    for (const n of [1, 2, 3]) await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "progress", payload: { n } } });
+    for (const n of [1, 2, 3]) await cluster.sdk().ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "progress", payload: { n } } });
     const first = await cli(["events", "tail", intent.id, "--from-start", "--count", "2", "--json"]);
     const events = first.stdout.trim().split("\n").map((line) => JSON.parse(line) as { sequence: number; event_type: string });
     expect(events.map((e) => e.event_type)).toEqual(["intent_created", "progress"]);
@@ -246,7 +246,7 @@ describe("events", () => {
 
     // Resuming after #4: deterministic however long the process takes to start.
     const live = start(["events", "tail", intent.id, "--after", "4", "--until", "done"]);
-    await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "done", payload: {} } });
+    await cluster.sdk().ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "done", payload: {} } });
     expect(await live.exit).toBe(0);
     expect(live.output()).toMatch(/#5\s+done/);
   }, 30_000);
@@ -255,9 +255,9 @@ describe("events", () => {
 describe("approvals", () => {
   it("list, approve and deny", async () => {
     const intent = await createIntent(cluster);
-    const ask = (action: string) => cluster.api(`/intents/${intent.id}/approvals`, { body: { action }, key: "agent" });
-    const one = (await ask("complete")).body;
-    const two = (await ask("publish")).body;
+    const ask = (action: string) => cluster.sdk("agent").ops.governanceCreateApproval({ intent_id: intent.id, body: { action } });
+    const one = await ask("complete");
+    const two = await ask("publish");
     const listed = await cli(["approvals", "list", intent.id], { key: "operator" });
     expect(listed.stdout.split("\n")[0]).toMatch(/^APPROVAL\s+STATUS\s+ACTION\s+BY\s+ASKED\s+REASON$/);
     expect(listed.stdout).toContain(one.id);
@@ -275,7 +275,7 @@ describe("approvals", () => {
 describe("agents", () => {
   it("list, show, drain", async () => {
     const agentId = uniqueTag("cli-agent");
-    await cluster.api("/agents", { body: { agent_id: agentId, capabilities: ["write"] }, key: "agent" });
+    await cluster.sdk("agent").ops.agentsRegister({ body: { agent_id: agentId, capabilities: ["write"] } });
     const listed = await cli(["agents", "list", "--capability", "write"], { key: "coordinator" });
     expect(listed.stdout.split("\n")[0]).toMatch(/^AGENT\s+STATUS\s+ROLE\s+LOAD\s+HEARTBEAT\s+CAPABILITIES$/);
     expect(listed.stdout).toMatch(new RegExp(`${agentId}\\s+active`));
@@ -309,7 +309,7 @@ describe("tasks", () => {
 describe("channels", () => {
   it("send and tail", async () => {
     const intent = await createIntent(cluster);
-    const channel = (await cluster.api(`/intents/${intent.id}/channels`, { body: { name: uniqueTag("ch") } })).body;
+    const channel = await cluster.sdk().ops.channelsCreate({ intent_id: intent.id, body: { name: uniqueTag("ch") } });
     // From the start of the (empty) channel: deterministic however long the process takes to start.
     const tail = start(["channels", "tail", channel.id, "--after", "0", "--count", "2"]);
     const sent = await cli(["channels", "send", channel.id, '{"text":"hello"}', "--type", "broadcast"], { key: "agent", agent: "chatty" });
@@ -326,7 +326,7 @@ describe("channels", () => {
 describe("memory", () => {
   it("set creates then updates an entry; get reads it", async () => {
     const agent = uniqueTag("rememberer");
-    await cluster.api("/agents", { body: { agent_id: agent }, key: "agent" });
+    await cluster.sdk("agent").ops.agentsRegister({ body: { agent_id: agent } });
     const created = await cli(["memory", "set", "drafts", "launch", '{"text":"v1"}', "--type", "episodic"], { key: "agent", agent });
     expect(created.stdout).toBe("drafts/launch at version 1 (episodic)\n");
     expect((await cli(["memory", "set", "drafts", "launch", '{"text":"v2"}', "--type", "episodic"], { key: "agent", agent })).stdout).toBe("drafts/launch at version 2 (episodic)\n");

@@ -56,7 +56,7 @@ describe("a write whose answer is lost after the server committed it", () => {
       [200, true],
       [409, false],
     ]);
-    const after = (await cluster.api(`/intents/${intent.id}`)).body;
+    const after = await cluster.sdk().ops.intentsGet({ intent_id: intent.id });
     expect(after.state.items).toEqual(["once"]);
     expect(after.version).toBe(intent.version + 1);
   });
@@ -66,13 +66,13 @@ describe("a write whose answer is lost after the server committed it", () => {
     proxy.dropAnswer((method, path) => method === "POST" && path.endsWith(`/intents/${intent.id}/state`));
     const failure = await updateIntentState(client, intent.id, () => [{ op: "append", path: "/items", value: "once" }]).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(OutcomeUnknownError);
-    expect((await cluster.api(`/intents/${intent.id}`)).body.state.items).toEqual(["once"]);
+    expect((await cluster.sdk().ops.intentsGet({ intent_id: intent.id })).state.items).toEqual(["once"]);
     // Without a fault the helper retries a real conflict: another writer slips in between its read and its write.
     const seen: number[] = [];
     const updated = await updateIntentState(client, intent.id, async (current) => {
       seen.push(current.version);
       if (seen.length === 1) {
-        const other = await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "append", path: "/items", value: "other" }], headers: { "If-Match": String(current.version) } });
+        const other = await cluster.sdk().send("intentsPatchState", { intent_id: intent.id, ifMatch: current.version, body: [{ op: "append", path: "/items", value: "other" }] });
         expect(other.status).toBe(200);
       }
       return [{ op: "append", path: "/items", value: "mine" }];
@@ -81,11 +81,11 @@ describe("a write whose answer is lost after the server committed it", () => {
     expect(seen).toEqual([seen[0], seen[0]! + 1]);
     // A bounded policy: a conflict on every attempt ends with the conflict itself.
     const stubborn = await updateIntentState(client, intent.id, async (current) => {
-      await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/n", value: current.version }], headers: { "If-Match": String(current.version) } });
+      await cluster.sdk().ops.intentsPatchState({ intent_id: intent.id, ifMatch: current.version, body: [{ op: "set", path: "/n", value: current.version }] });
       return [{ op: "append", path: "/items", value: "never" }];
     }, { attempts: 3, baseDelayMs: 1 }).catch((e: unknown) => e);
     expect(isApiError(stubborn, "VERSION_MISMATCH")).toBe(true);
-    expect((await cluster.api(`/intents/${intent.id}`)).body.state.items).not.toContain("never");
+    expect((await cluster.sdk().ops.intentsGet({ intent_id: intent.id })).state.items).not.toContain("never");
   });
 
   it("a lease release (DELETE) is replayed and answers the released lease once", async () => {
@@ -112,8 +112,8 @@ describe("a write whose answer is lost after the server committed it", () => {
     const attempts = sentTo("POST", "/federation/dispatch");
     expect(attempts.map((r) => r.dropped)).toEqual([true, false]);
     expect(result.remote_intent_id).toBeTruthy();
-    const onPeer = (await peer.api(`/intents?limit=500`)).body.intents.filter((i: { title: string }) => i.title === intent.title);
+    const onPeer = (await peer.sdk().ops.intentsList({ query: { limit: 500 } })).intents.filter((i) => i.title === intent.title);
     expect(onPeer).toHaveLength(1);
-    expect(onPeer[0].id).toBe(result.remote_intent_id);
+    expect(onPeer[0]!.id).toBe(result.remote_intent_id);
   });
 });

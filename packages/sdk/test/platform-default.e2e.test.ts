@@ -24,7 +24,8 @@ it("without a call-site policy or an agent default, the server's platform defaul
   asked.catch(() => undefined); // awaited below; a failure before that must not go unhandled
   let record: { id: string; retry_policy: unknown } | undefined;
   await eventually(async () => {
-    record = (await cluster.api(`/intents/${intent.id}`)).body.state._suspension;
+    // The suspension record the server keeps in the intent's state (spec 4.5): free-form JSON to the catalogue.
+    record = (await cluster.sdk().ops.intentsGet({ intent_id: intent.id })).state._suspension as typeof record;
     expect(record?.id).toBeTruthy();
   });
   expect(record!.retry_policy).toMatchObject({ max_attempts: 4, interval_seconds: 900, strategy: "exponential" });

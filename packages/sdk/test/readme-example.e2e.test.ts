@@ -26,7 +26,7 @@ it("the README shows examples/agent.ts as it is", () => {
 
 it("the README's agent claims a task, asks a human, and completes the task with the answer", async () => {
   const intent = await createIntent(cluster, { title: "Launch post" });
-  const task = await cluster.api(`/intents/${intent.id}/tasks`, { body: { title: "the launch post" }, key: "coordinator" });
+  const task = await cluster.sdk("coordinator").send("tasksCreate", { intent_id: intent.id, body: { title: "the launch post" } });
   expect(task.status).toBe(201);
 
   const child = spawn(process.execPath, ["--import", "tsx", example], {
@@ -42,21 +42,22 @@ it("the README's agent claims a task, asks a human, and completes the task with 
     let suspension: { id: string; question: string } | undefined;
     await vi.waitFor(
       async () => {
-        const current = (await cluster.api(`/intents/${intent.id}`)).body;
+        const current = await cluster.sdk().ops.intentsGet({ intent_id: intent.id });
         expect(current.status, output).toBe("suspended_awaiting_input");
-        suspension = current.state._suspension;
+        // The suspension record the server keeps in the intent's state (spec 4.5): free-form JSON to the catalogue.
+        suspension = current.state._suspension as typeof suspension;
       },
       { timeout: 20_000, interval: 100 },
     );
     expect(suspension!.question).toBe('Publish "the launch post" now?');
-    const answered = await cluster.api(`/intents/${intent.id}/suspend/respond`, { body: { suspension_id: suspension!.id, value: "yes" }, key: "operator" });
+    const answered = await cluster.sdk("operator").send("governanceRespond", { intent_id: intent.id, body: { suspension_id: suspension!.id, value: "yes" } });
     expect(answered.status).toBe(200);
     expect(await exited, output).toBe(0);
   } finally {
     child.kill("SIGKILL");
   }
   expect(output).toContain("completed 1 task(s)");
-  const done = (await cluster.api(`/tasks/${task.body.id}`)).body;
+  const done = await cluster.sdk().ops.tasksGet({ task_id: task.data.id });
   expect(done).toMatchObject({ status: "completed", assigned_agent: "writer-1", output: { published: true } });
-  expect((await cluster.api("/agents/writer-1")).body.status).toBe("deregistered");
+  expect((await cluster.sdk().ops.agentsGet({ agent_id: "writer-1" })).status).toBe("deregistered");
 }, 60_000);
