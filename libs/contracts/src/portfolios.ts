@@ -134,12 +134,12 @@ export const PORTFOLIO_EVENT_SCHEMA = "im.portfolio-event/2";
 const PortfolioRef = z.object({ portfolio_id: Uuid });
 
 export const portfoliosCommands = {
-  create: command("intents", "portfolios.create", z.object({ body: CreatePortfolioBody }), Portfolio),
-  get: command("intents", "portfolios.get", PortfolioRef, Portfolio, ["PORTFOLIO_NOT_FOUND"]),
+  create: command("intents", "portfolios.create", z.object({ body: CreatePortfolioBody }), PortfolioDetail),
+  get: command("intents", "portfolios.get", PortfolioRef, PortfolioDetail, ["PORTFOLIO_NOT_FOUND"]),
   list: command("intents", "portfolios.list", z.object({ query: ListPortfoliosQuery }), PortfolioPage),
-  update: command("intents", "portfolios.update", PortfolioRef.merge(IfMatch).extend({ body: UpdatePortfolioBody }), Portfolio, ["PORTFOLIO_NOT_FOUND", "PRECONDITION_REQUIRED", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"]),
-  addMember: command("intents", "portfolios.members.add", PortfolioRef.merge(IfMatch).extend({ body: AddMemberBody }), Portfolio, ["INTENT_NOT_FOUND", "MEMBER_EXISTS", "PORTFOLIO_FULL", "PORTFOLIO_NOT_FOUND", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"]),
-  removeMember: command("intents", "portfolios.members.remove", PortfolioRef.merge(IfMatch).extend({ intent_id: Uuid }), Portfolio, ["INTENT_NOT_FOUND", "MEMBER_NOT_FOUND", "PORTFOLIO_NOT_FOUND"]),
+  update: command("intents", "portfolios.update", PortfolioRef.merge(IfMatch).extend({ body: UpdatePortfolioBody }), PortfolioDetail, ["PORTFOLIO_NOT_FOUND", "PRECONDITION_REQUIRED", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"]),
+  addMember: command("intents", "portfolios.members.add", PortfolioRef.merge(IfMatch).extend({ body: AddMemberBody }), PortfolioDetail, ["INTENT_NOT_FOUND", "MEMBER_EXISTS", "PORTFOLIO_FULL", "PORTFOLIO_NOT_FOUND", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH"]),
+  removeMember: command("intents", "portfolios.members.remove", PortfolioRef.merge(IfMatch).extend({ intent_id: Uuid }), PortfolioDetail, ["INTENT_NOT_FOUND", "MEMBER_NOT_FOUND", "PORTFOLIO_NOT_FOUND"]),
   listEvents: command("intents", "portfolios.events.list", PortfolioRef.extend({ query: ListEventsQuery }), PortfolioEventPage, ["PORTFOLIO_NOT_FOUND"]),
   ofIntent: command("intents", "portfolios.of_intent", IntentRef.extend({ query: ListIntentPortfoliosQuery }), PortfolioPage, ["INTENT_NOT_FOUND"]),
 } as const;
