@@ -1,4 +1,4 @@
-import { IntentmeshError } from "@intentmesh/sdk";
+import { IntentmeshError, type ErrorCode } from "@intentmesh/sdk";
 import { expect } from "vitest";
 import type { ApiResponse, TestCluster } from "./cluster";
 import { TEST_KEYS } from "./cluster";
@@ -19,6 +19,29 @@ export function expectError(res: ApiResponse, status: number, code: string): voi
   expect(res.body.message.length).toBeGreaterThan(0);
   expect(res.body.details).toBeTypeOf("object");
   expect(res.body.details).not.toBeNull();
+}
+
+/**
+ * Awaits a typed-client call that must fail, and asserts the one error shape {code, message,
+ * details} with the given status and code (like expectError for a raw response). Returns the
+ * error, so a test can read its details. The SDK retries only 502/503/504 and a keyed 409 that
+ * carries Retry-After, so a 4xx asserted here is the first answer, never a replay's.
+ */
+export async function expectRejected(promise: Promise<unknown>, status: number, code: ErrorCode): Promise<IntentmeshError> {
+  let outcome: unknown;
+  try {
+    outcome = await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(IntentmeshError);
+    const failure = error as IntentmeshError;
+    expect({ status: failure.status, code: failure.code }, JSON.stringify(failure.body)).toEqual({ status, code });
+    expect(typeof failure.body?.message).toBe("string");
+    expect(failure.body!.message.length).toBeGreaterThan(0);
+    expect(failure.body!.details).toBeTypeOf("object");
+    expect(failure.body!.details).not.toBeNull();
+    return failure;
+  }
+  throw new Error(`expected a rejection with ${status} ${code}, got a success: ${JSON.stringify(outcome)}`);
 }
 
 /** POST /intents and returns the created intent (asserting 201). */
@@ -56,26 +79,3 @@ export const keyHeader = (key: keyof typeof TEST_KEYS = "admin") => ({ "X-API-Ke
  */
 export const isLeaseExpiry = (event: { event_type: string; payload: { reason?: unknown } }) =>
   event.event_type === "lease_released" && ["expired", "agent_dead", "agent_deregistered"].includes(String(event.payload.reason));
-
-/**
- * Awaits a typed-client call that must fail (IntentmeshError) and asserts its status and code, and
- * the one error shape {code, message, details}; returns the error for checks on its details.
- */
-export async function expectRejected(promise: Promise<unknown>, status: number, code: string): Promise<IntentmeshError> {
-  let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
-  try {
-    outcome = { ok: true, value: await promise };
-  } catch (error) {
-    outcome = { ok: false, error };
-  }
-  if (outcome.ok) throw new Error(`expected ${status} ${code}, the call succeeded: ${JSON.stringify(outcome.value)}`);
-  const error = outcome.error;
-  expect(error, String(error)).toBeInstanceOf(IntentmeshError);
-  const failure = error as IntentmeshError;
-  expect({ status: failure.status, code: failure.code }, JSON.stringify(failure.body ?? failure.message)).toEqual({ status, code });
-  expect(typeof failure.body?.message).toBe("string");
-  expect(failure.body!.message.length).toBeGreaterThan(0);
-  expect(failure.body!.details).toBeTypeOf("object");
-  expect(failure.body!.details).not.toBeNull();
-  return failure;
-}
