@@ -3,6 +3,7 @@ import { inject } from "vitest";
 import { connectBus, type Bus } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
+import { IntentmeshError } from "@intentmesh/sdk";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
 
@@ -31,12 +32,24 @@ afterAll(async () => {
 
 const owner = { key: "agent" as const, headers: { "X-Agent-ID": "owner" } };
 const reader = { key: "other" as const, headers: { "X-Agent-ID": "reader" } };
+/** The typed clients of the owner and of the reader. */
+const asOwner = () => cluster.sdk(owner.key, "owner");
+const asReader = () => cluster.sdk(reader.key, "reader");
+/** The HTTP status a typed call ended with: its success status, or the status of the IntentmeshError it threw. */
+const statusOf = (call: Promise<{ status: number }>) =>
+  call.then(
+    (res) => res.status,
+    (error: unknown) => {
+      if (error instanceof IntentmeshError) return error.status;
+      throw error;
+    },
+  );
 
 async function closedIntentReadBy(principal: string) {
-  const created = await cluster.api("/intents", { ...owner, body: { title: "watched", status: "active", acl: { default_policy: "closed", entries: [{ principal_id: principal, permission: "read" }] } } });
+  const created = await asOwner().send("intentsCreate", { body: { title: "watched", status: "active", acl: { default_policy: "closed", entries: [{ principal_id: principal, permission: "read" }] } } });
   expect(created.status).toBe(201);
-  const acl = await cluster.api(`/intents/${created.body.id}/acl`, owner);
-  return { id: created.body.id as string, entryId: acl.body.entries[0].id as string };
+  const acl = await asOwner().ops.aclGet({ intent_id: created.data.id });
+  return { id: created.data.id, entryId: acl.entries[0]!.id };
 }
 
 async function open(path: string, who: { key: keyof typeof TEST_KEYS; headers: Record<string, string> }) {
@@ -51,27 +64,27 @@ describe("revocation and the SSE streams", () => {
     expect((await open(`/subscribe/intents/${id}`, { key: "other", headers: { "X-Agent-ID": "stranger" } })).status).toBe(403);
     const stream = await open(`/subscribe/intents/${id}`, reader);
     expect(stream.status).toBe(200);
-    await cluster.api(`/intents/${id}/events`, { ...owner, body: { event_type: "comment", payload: { n: 1 } } });
+    await asOwner().ops.intentsAppendEvent({ intent_id: id, body: { event_type: "comment", payload: { n: 1 } } });
     await stream.waitFor((s) => s.events.some((e) => e.event === "comment"));
-    expect((await cluster.api(`/intents/${id}/acl/entries/${entryId}`, { ...owner, method: "DELETE" })).status).toBe(204);
-    const after = await cluster.api(`/intents/${id}/events`, { ...owner, body: { event_type: "comment", payload: { n: 2 } } });
+    expect((await asOwner().send("aclRevoke", { intent_id: id, entry_id: entryId })).status).toBe(204);
+    const after = await asOwner().send("intentsAppendEvent", { intent_id: id, body: { event_type: "comment", payload: { n: 2 } } });
     await stream.ended();
     const seen = stream.events.map((e) => e.event);
     expect(seen).toContain("access_revoked");
-    expect(stream.events.map((e) => e.id)).not.toContain(after.body.id);
+    expect(stream.events.map((e) => e.id)).not.toContain(after.data.id);
   });
 
   it("ends a channel stream of a revoked reader", async () => {
     const { id, entryId } = await closedIntentReadBy("reader");
-    const channel = await cluster.api(`/intents/${id}/channels`, { ...owner, body: { name: "news" } });
+    const channel = await asOwner().send("channelsCreate", { intent_id: id, body: { name: "news" } });
     expect(channel.status).toBe(201);
-    const stream = await open(`/subscribe/channels/${channel.body.id}`, reader);
+    const stream = await open(`/subscribe/channels/${channel.data.id}`, reader);
     expect(stream.status).toBe(200);
-    await cluster.api(`/channels/${channel.body.id}/messages`, { ...owner, body: { message_type: "broadcast", payload: { n: 1 } } });
+    await asOwner().ops.channelsSend({ channel_id: channel.data.id, body: { message_type: "broadcast", payload: { n: 1 } } });
     await stream.waitFor((s) => s.events.length === 1);
-    await cluster.api(`/intents/${id}/acl/entries/${entryId}`, { ...owner, method: "DELETE" });
+    await asOwner().ops.aclRevoke({ intent_id: id, entry_id: entryId });
     await stream.ended();
-    expect((await open(`/subscribe/channels/${channel.body.id}`, reader)).status).toBe(403);
+    expect((await open(`/subscribe/channels/${channel.data.id}`, reader)).status).toBe(403);
   });
 });
 
@@ -81,16 +94,16 @@ describe("read-your-writes across replicas", () => {
   it("refuses every request after a revocation has answered, on either intents replica, and allows every one after a grant", async () => {
     const { id } = await closedIntentReadBy("reader");
     for (let round = 0; round < 5; round++) {
-      const granted = await cluster.api(`/intents/${id}/acl/entries`, { ...owner, body: { principal_id: "reader", permission: "write" } });
+      const granted = await asOwner().send("aclGrant", { intent_id: id, body: { principal_id: "reader", permission: "write" } });
       expect(granted.status).toBe(201);
       for (let i = 0; i < 10; i++) {
-        const res = await cluster.api(`/intents/${id}/events`, { ...reader, body: { event_type: "comment", payload: { round, i } } });
+        const res = await asReader().send("intentsAppendEvent", { intent_id: id, body: { event_type: "comment", payload: { round, i } } });
         expect(res.status).toBe(201);
       }
-      expect((await cluster.api(`/intents/${id}/acl/entries/${granted.body.id}`, { ...owner, method: "DELETE" })).status).toBe(204);
+      expect((await asOwner().send("aclRevoke", { intent_id: id, entry_id: granted.data.id })).status).toBe(204);
       for (let i = 0; i < 10; i++) {
-        expect((await cluster.api(`/intents/${id}/events`, { ...reader, body: { event_type: "comment", payload: {} } })).status).toBe(403);
-        expect((await cluster.api(`/intents/${id}`, reader)).status).toBe(403);
+        expect(await statusOf(asReader().send("intentsAppendEvent", { intent_id: id, body: { event_type: "comment", payload: {} } }))).toBe(403);
+        expect(await statusOf(asReader().send("intentsGet", { intent_id: id }))).toBe(403);
       }
     }
   });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { allEvents, expectError } from "../support/e2e-helpers";
+import { IntentmeshError } from "@intentmesh/sdk";
+import { allEvents, expectError, expectRejected } from "../support/e2e-helpers";
 
 /**
  * Access control (RFC-0011) through the gateway: the official Python client's eight calls with
@@ -96,6 +97,16 @@ function expectRefused(res: { status: number; body: any; text?: string }, status
   expect(res.status, res.text).toBe(status);
   expect(res.body.code).toBe(code);
 }
+
+/** The HTTP status a typed call ended with: its success status, or the status of the IntentmeshError it threw. */
+const statusOf = (call: Promise<{ status: number }>) =>
+  call.then(
+    (res) => res.status,
+    (error: unknown) => {
+      if (error instanceof IntentmeshError) return error.status;
+      throw error;
+    },
+  );
 
 /** Python's datetime.isoformat() of an aware UTC datetime. */
 const pyIso = (date: Date) => date.toISOString().replace("Z", "+00:00");
@@ -213,8 +224,11 @@ describe("the Python client's access-control calls", () => {
     // Only an admin of the intent decides, and decided_by is the caller.
     const third = await outsider.requestAccess(id, "outsider-f");
     expectRefused(await outsider.approveAccessRequest(id, third.body.id), 403, "INTENT_ACCESS_DENIED");
-    const mismatch = await cluster.api(`/intents/${id}/access-requests/${third.body.id}/deny`, { key: "agent", headers: { "X-Agent-ID": "owner-e" }, body: { decided_by: "someone-else" } });
-    expectError(mismatch, 400, "AGENT_MISMATCH");
+    await expectRejected(
+      cluster.sdk("agent", "owner-e").send("accessRequestDeny", { intent_id: id, request_id: third.body.id, body: { decided_by: "someone-else" } }),
+      400,
+      "AGENT_MISMATCH",
+    );
 
     const events = await allEvents(cluster, id);
     expect(events.filter((e) => e.event_type.startsWith("access_")).map((e) => e.event_type)).toEqual([
@@ -250,8 +264,8 @@ describe("enforcement", () => {
   it("keeps an intent without an ACL exactly as open as before, for every key", async () => {
     const id = (await pythonClient("maker-j").createIntent("no acl")).body.id as string;
     for (const key of ["agent", "other", "operator", "coordinator"] as const) {
-      expect((await cluster.api(`/intents/${id}`, { key })).status).toBe(200);
-      expect((await cluster.api(`/intents/${id}/events`, { key, body: { event_type: "comment", payload: {} } })).status).toBe(201);
+      expect((await cluster.sdk(key).send("intentsGet", { intent_id: id })).status).toBe(200);
+      expect((await cluster.sdk(key).send("intentsAppendEvent", { intent_id: id, body: { event_type: "comment", payload: {} } })).status).toBe(201);
     }
   });
 
@@ -259,30 +273,28 @@ describe("enforcement", () => {
     const owner = pythonClient("owner-k");
     const id = (await owner.createIntent("closed to all")).body.id as string;
     await owner.setAcl(id, "closed");
-    expect((await cluster.api(`/intents/${id}`, { key: "admin" })).status).toBe(200);
+    expect((await cluster.sdk("admin").send("intentsGet", { intent_id: id })).status).toBe(200);
     // The owner is the key (agent-1), whatever X-Agent-ID it sends.
     expect((await pythonClient("another-name").getIntent(id)).status).toBe(200);
-    expect((await cluster.api(`/intents/${id}`, { key: "other" })).status).toBe(403);
-    const listedByOther = await cluster.api("/intents?limit=500", { key: "other" });
-    expect(listedByOther.body.intents.map((i: any) => i.id)).not.toContain(id);
-    expect((await cluster.api("/intents?limit=500", { key: "agent" })).body.intents.map((i: any) => i.id)).toContain(id);
-    expect((await cluster.api("/intents?limit=500", { key: "admin" })).body.intents.map((i: any) => i.id)).toContain(id);
+    expect(await statusOf(cluster.sdk("other").send("intentsGet", { intent_id: id }))).toBe(403);
+    const listed = async (key: keyof typeof TEST_KEYS) => (await cluster.sdk(key).ops.intentsList({ query: { limit: 500 } })).intents.map((i) => i.id);
+    expect(await listed("other")).not.toContain(id);
+    expect(await listed("agent")).toContain(id);
+    expect(await listed("admin")).toContain(id);
     // A group entry names a key role.
     await owner.grantAccess(id, "operator", { principal_type: "group", permission: "read" });
-    expect((await cluster.api(`/intents/${id}`, { key: "operator" })).status).toBe(200);
-    expect((await cluster.api("/intents?limit=500", { key: "operator" })).body.intents.map((i: any) => i.id)).toContain(id);
+    expect((await cluster.sdk("operator").send("intentsGet", { intent_id: id })).status).toBe(200);
+    expect(await listed("operator")).toContain(id);
   });
 
   it("creates an intent with its ACL in one step, never open in between", async () => {
-    const res = await cluster.api("/intents", {
-      key: "agent",
-      headers: { "X-Agent-ID": "maker-l" },
+    const res = await cluster.sdk("agent", "maker-l").send("intentsCreate", {
       body: { title: "born closed", acl: { default_policy: "closed", entries: [{ principal_id: "helper-m", permission: "write" }] } },
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const id = res.body.id;
-    expect((await cluster.api(`/intents/${id}`, { key: "other" })).status).toBe(403);
-    expect((await cluster.api(`/intents/${id}`, { key: "other", headers: { "X-Agent-ID": "helper-m" } })).status).toBe(200);
+    expect(res.status).toBe(201);
+    const id = res.data.id;
+    expect(await statusOf(cluster.sdk("other").send("intentsGet", { intent_id: id }))).toBe(403);
+    expect((await cluster.sdk("other", "helper-m").send("intentsGet", { intent_id: id })).status).toBe(200);
     const events = await allEvents(cluster, id);
     expect(events.map((e) => e.event_type)).toEqual(["intent_created", "access_granted"]);
     expect(events[1].payload).toMatchObject({ action: "acl_set", default_policy: "closed", entries: [expect.objectContaining({ principal_id: "helper-m", permission: "write" })] });
@@ -293,14 +305,13 @@ describe("enforcement", () => {
     const id = (await owner.createIntent("nothing written")).body.id as string;
     await owner.setAcl(id, "open");
     const before = (await allEvents(cluster, id)).length;
-    const res = await cluster.api(`/intents/${id}/events`, { key: "other", body: { event_type: "comment", payload: {} } });
-    expectError(res, 403, "INTENT_ACCESS_DENIED");
-    const state = await cluster.api(`/intents/${id}/state`, { key: "other", headers: { "If-Match": "1" }, body: [{ op: "set", path: "/x", value: 1 }] });
-    expectError(state, 403, "INTENT_ACCESS_DENIED");
+    const other = cluster.sdk("other");
+    await expectRejected(other.send("intentsAppendEvent", { intent_id: id, body: { event_type: "comment", payload: {} } }), 403, "INTENT_ACCESS_DENIED");
+    await expectRejected(other.send("intentsPatchState", { intent_id: id, ifMatch: 1, body: [{ op: "set", path: "/x", value: 1 }] }), 403, "INTENT_ACCESS_DENIED");
     expect((await allEvents(cluster, id)).length).toBe(before);
     // Open with the default read: reading is allowed.
-    expect((await cluster.api(`/intents/${id}/events`, { key: "other" })).status).toBe(200);
-    expectError(await cluster.api(`/intents/00000000-0000-4000-8000-000000000000`, { key: "other" }), 404, "INTENT_NOT_FOUND");
+    expect((await other.send("intentsListEvents", { intent_id: id })).status).toBe(200);
+    await expectRejected(other.send("intentsGet", { intent_id: "00000000-0000-4000-8000-000000000000" }), 404, "INTENT_NOT_FOUND");
   });
 });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
-import { createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
+import { createIntent, expectError, expectRejected, uniqueTag } from "../support/e2e-helpers";
 
 let cluster: TestCluster;
 const open: SseClient[] = [];
@@ -14,6 +14,9 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
+/** The typed client with the agent key (the key the agents of this file register with). */
+const agentKey = () => cluster.sdk("agent");
+
 async function subscribe(agentId: string, key: keyof typeof TEST_KEYS = "agent", headers: Record<string, string> = {}) {
   const client = await SseClient.open(`${cluster.baseUrl}/api/v1/subscribe/agents/${encodeURIComponent(agentId)}`, { "X-API-Key": TEST_KEYS[key], ...headers });
   open.push(client);
@@ -23,13 +26,13 @@ async function subscribe(agentId: string, key: keyof typeof TEST_KEYS = "agent",
 describe("GET /api/v1/subscribe/agents/{id}", () => {
   it("streams the agent's lifecycle, pending commands and assignments, with the intent framing", async () => {
     const id = `${uniqueTag("sse")}.dotted`;
-    expect((await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 } }, key: "agent" })).status).toBe(201);
+    expect((await agentKey().send("agentsRegister", { body: { agent_id: id, heartbeat_config: { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 } } })).status).toBe(201);
     const sse = await subscribe(id);
     expect(sse.status).toBe(200);
 
     const intent = await createIntent(cluster);
-    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: id, role: "writer" } })).status).toBe(201);
-    await cluster.api(`/agents/${encodeURIComponent(id)}/status`, { method: "PATCH", body: { status: "draining", reason: "rebalance" }, headers: { "If-Match": "1" }, key: "coordinator" });
+    expect((await cluster.sdk().send("intentsAssignAgent", { intent_id: intent.id, body: { agent_id: id, role: "writer" } })).status).toBe(201);
+    await cluster.sdk("coordinator").send("agentsChangeStatus", { agent_id: id, ifMatch: 1, body: { status: "draining", reason: "rebalance" } });
     await sse.waitFor((c) => c.events.length >= 3, 5000);
 
     const types = sse.events.map((e) => e.event);
@@ -39,16 +42,16 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
     const drain = sse.events.find((e) => e.event === "agent.lifecycle")!;
     expect(drain.data.payload).toMatchObject({ previous_status: "active", new_status: "draining", reason: "drain_initiated" });
     const frame = sse.frames.find((f) => f.event === "agent.command")!;
-    const log = (await cluster.api(`/agents/${encodeURIComponent(id)}/events`, { key: "agent" })).body.events;
-    const logged = log.find((e: any) => e.event_type === "agent.command");
+    const log = (await agentKey().ops.agentsListEvents({ agent_id: id })).events;
+    const logged = log.find((e) => e.event_type === "agent.command")!;
     expect(frame.id).toBe(logged.id);
     expect(JSON.parse(frame.data!)).toEqual(logged);
   });
 
   it("resumes after Last-Event-ID with everything since, in order, once", async () => {
     const id = uniqueTag("resume");
-    await cluster.api("/agents", { body: { agent_id: id, heartbeat_config: { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 } }, key: "agent" });
-    const first = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events[0];
+    await agentKey().ops.agentsRegister({ body: { agent_id: id, heartbeat_config: { interval_seconds: 5, unhealthy_after_seconds: 10, dead_after_seconds: 20 } } });
+    const first = (await agentKey().ops.agentsListEvents({ agent_id: id })).events[0]!;
     (cluster.clock as ManualClock).advance(21_000);
     await cluster.registry.sweeper.sweep();
     const sse = await subscribe(id, "agent", { "Last-Event-ID": first.id });
@@ -59,16 +62,16 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
 
   it("reads the agent's log after a cursor; a cursor number larger than any sequence is 400", async () => {
     const id = uniqueTag("cursor");
-    await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });
-    await cluster.api(`/agents/${id}/status`, { method: "PATCH", body: { status: "draining" }, headers: { "If-Match": "1" }, key: "agent" });
-    const after1 = await cluster.api(`/agents/${id}/events?after=1`, { key: "agent" });
-    expect(after1.body.events.map((e: any) => e.sequence)).toEqual([2]);
-    expectError(await cluster.api(`/agents/${id}/events?after=99999999999999999999`, { key: "agent" }), 400, "VALIDATION_FAILED");
+    await agentKey().ops.agentsRegister({ body: { agent_id: id } });
+    await agentKey().ops.agentsChangeStatus({ agent_id: id, ifMatch: 1, body: { status: "draining" } });
+    const after1 = await agentKey().ops.agentsListEvents({ agent_id: id, query: { after: 1 } });
+    expect(after1.events.map((e) => e.sequence)).toEqual([2]);
+    await expectRejected(agentKey().send("agentsListEvents", { agent_id: id, query: { after: "99999999999999999999" } }), 400, "VALIDATION_FAILED");
   });
 
   it("is refused to other agents' keys (403) and answers 404 for an unknown agent", async () => {
     const id = uniqueTag("private");
-    await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });
+    await agentKey().ops.agentsRegister({ body: { agent_id: id } });
     const other = await fetch(`${cluster.baseUrl}/api/v1/subscribe/agents/${id}`, { headers: { "X-API-Key": TEST_KEYS.other } });
     expectError({ status: other.status, headers: other.headers, body: await other.json() }, 403, "FORBIDDEN");
     const unknown = await fetch(`${cluster.baseUrl}/api/v1/subscribe/agents/${uniqueTag("nobody")}`, { headers: { "X-API-Key": TEST_KEYS.admin } });
@@ -79,13 +82,13 @@ describe("GET /api/v1/subscribe/agents/{id}", () => {
 describe("the paths and frames of the official clients (issue 10)", () => {
   it("serves the agent stream at /agents/{id}/subscribe; an assignment is its agent_assigned frame, then an AGENT_ASSIGNED frame with data.intent_id and no id", async () => {
     const id = uniqueTag("base-agent");
-    expect((await cluster.api("/agents/register", { body: { agent_id: id, capabilities: ["write"] }, key: "agent" })).status).toBe(201);
+    expect((await agentKey().send("agentsRegisterAlias", { body: { agent_id: id, capabilities: ["write"] } })).status).toBe(201);
     const headers = { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": id, Accept: "text/event-stream", "Content-Type": "application/json" };
     const sse = await SseClient.open(`${cluster.baseUrl}/api/v1/agents/${id}/subscribe`, headers);
     open.push(sse);
     expect(sse.status).toBe(200);
     const intent = await createIntent(cluster);
-    expect((await cluster.api(`/intents/${intent.id}/agents`, { body: { agent_id: id } })).status).toBe(201);
+    expect((await cluster.sdk().send("intentsAssignAgent", { intent_id: intent.id, body: { agent_id: id } })).status).toBe(201);
     await sse.waitFor((c) => c.frames.some((f) => f.event === "AGENT_ASSIGNED"), 5000);
     const at = sse.frames.findIndex((f) => f.event === "agent_assigned");
     const spec = sse.frames[at]!;
@@ -96,7 +99,7 @@ describe("the paths and frames of the official clients (issue 10)", () => {
     expect(JSON.parse(spec.data!)).toMatchObject({ event_type: "agent_assigned", payload: { intent_id: intent.id, agent_id: id } });
 
     // Resuming before the assignment replays both frames of it.
-    const first = (await cluster.api(`/agents/${id}/events`, { key: "agent" })).body.events[0];
+    const first = (await agentKey().ops.agentsListEvents({ agent_id: id })).events[0]!;
     const resumed = await SseClient.open(`${cluster.baseUrl}/api/v1/agents/${id}/subscribe`, { ...headers, "Last-Event-ID": first.id });
     open.push(resumed);
     await resumed.waitFor((c) => c.frames.some((f) => f.event === "AGENT_ASSIGNED"), 5000);
@@ -108,12 +111,12 @@ describe("the paths and frames of the official clients (issue 10)", () => {
     const intentSse = await SseClient.open(`${cluster.baseUrl}/api/v1/intents/${intent.id}/subscribe`, { "X-API-Key": TEST_KEYS.admin });
     open.push(intentSse);
     expect(intentSse.status).toBe(200);
-    const portfolio = (await cluster.api("/portfolios", { body: { name: uniqueTag("pf") } })).body;
+    const portfolio = await cluster.sdk().ops.portfoliosCreate({ body: { name: uniqueTag("pf") } });
     const portfolioSse = await SseClient.open(`${cluster.baseUrl}/api/v1/portfolios/${portfolio.id}/subscribe`, { "X-API-Key": TEST_KEYS.admin });
     open.push(portfolioSse);
     expect(portfolioSse.status).toBe(200);
-    await cluster.api(`/intents/${intent.id}/state`, { body: { patches: [{ op: "set", path: "progress", value: 1 }] }, headers: { "If-Match": "1" } });
-    await cluster.api(`/portfolios/${portfolio.id}/intents`, { body: { intent_id: intent.id } });
+    await cluster.sdk().ops.intentsPatchState({ intent_id: intent.id, ifMatch: 1, body: [{ op: "set", path: "progress", value: 1 }] });
+    await cluster.sdk().ops.portfoliosAddMember({ portfolio_id: portfolio.id, body: { intent_id: intent.id } });
     await intentSse.waitFor((c) => c.events.length >= 1, 5000);
     await portfolioSse.waitFor((c) => c.events.some((e) => e.event === "added_to_portfolio"), 5000);
     expect(intentSse.events[0]).toMatchObject({ event: "state_patched", data: { intent_id: intent.id } });

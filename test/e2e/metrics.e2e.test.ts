@@ -5,7 +5,7 @@ import { Sweeper } from "@intentmesh/service";
 import { BusClient } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
 import { deleteNamespaceStreams, startTestCluster, type TestCluster } from "../support/cluster";
-import { createIntent, keyHeader } from "../support/e2e-helpers";
+import { createIntent, expectRejected, keyHeader } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 import { createTestDatabase } from "../support/backends";
 import { killServiceProcess, startServiceProcess, untilHealthy } from "../support/service-process";
@@ -35,8 +35,8 @@ describe("GET /metrics", () => {
   it("counts HTTP requests by route template and status, times them, and counts bus commands by subject and outcome", async () => {
     const intent = await createIntent(cluster);
     const before = valueOf(await scrape(`${cluster.baseUrl}/metrics`), 'intentmesh_http_requests_total{method="GET",route="/intents/{intent_id}",status="200"}') ?? 0;
-    for (let i = 0; i < 3; i++) expect((await cluster.api(`/intents/${intent.id}`)).status).toBe(200);
-    await cluster.api("/intents/00000000-0000-4000-8000-000000000000");
+    for (let i = 0; i < 3; i++) expect((await cluster.sdk().send("intentsGet", { intent_id: intent.id })).status).toBe(200);
+    await expectRejected(cluster.sdk().send("intentsGet", { intent_id: "00000000-0000-4000-8000-000000000000" }), 404, "INTENT_NOT_FOUND");
     const text = await scrape(`${cluster.baseUrl}/metrics`);
     expect(valueOf(text, 'intentmesh_http_requests_total{method="GET",route="/intents/{intent_id}",status="200"}')).toBe(before + 3);
     expect(valueOf(text, 'intentmesh_http_requests_total{method="GET",route="/intents/{intent_id}",status="404"}')).toBeGreaterThanOrEqual(1);
@@ -49,7 +49,7 @@ describe("GET /metrics", () => {
 
   it("reports the outbox backlog and lag per relay, consumer outcomes, pool use and process metrics", async () => {
     const intent = await createIntent(cluster, { status: "active" });
-    await cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } });
+    await cluster.sdk().ops.intentsTransition({ intent_id: intent.id, ifMatch: intent.version, body: { status: "completed" } });
     await new Promise((r) => setTimeout(r, 300));
     const text = await scrape(`${cluster.baseUrl}/metrics`);
     expect(valueOf(text, 'intentmesh_outbox_backlog{relay="intents"}')).toBeGreaterThanOrEqual(0);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { intentEventTypes, streams, type Caller, type ManualClock } from "@intentmesh/contracts";
+import type { Intentmesh } from "@intentmesh/sdk";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { PrivatePostgres } from "../support/private-postgres";
 import { readStream, untilOutboxDrained } from "../support/service-process";
@@ -17,10 +18,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("PostgreSQL crash and restart under load", () => {
   let postgres: PrivatePostgres;
   let cluster: TestCluster;
+  /** The typed client with the admin key. */
+  let client: Intentmesh;
 
   beforeAll(async () => {
     postgres = await PrivatePostgres.start();
     cluster = await startTestCluster({ databaseAdminUrl: postgres.url, leaseSweepIntervalMs: 200 });
+    client = cluster.sdk();
   }, 60_000);
 
   afterAll(async () => {
@@ -33,15 +37,16 @@ describe("PostgreSQL crash and restart under load", () => {
   it("answers 503 while it is down, resumes by itself, loses and duplicates nothing", async () => {
     const intentIds: string[] = [];
     for (let i = 0; i < WRITERS; i++) {
-      const created = await cluster.api("/intents", { body: { title: `writer ${i}`, status: "active" } });
+      const created = await client.send("intentsCreate", { body: { title: `writer ${i}`, status: "active" } });
       expect(created.status).toBe(201);
-      intentIds.push(created.body.id);
+      intentIds.push(created.data.id);
     }
     const acknowledged = new Map<string, string[]>(intentIds.map((id) => [id, []]));
     const refusals: { status: number; code: unknown; retryAfter: string | null; phase: string }[] = [];
     let phase: "before" | "down" | "after" = "before";
     let stop = false;
 
+    // Raw: each refusal's Retry-After header is checked, which the typed client's errors do not carry.
     const writer = async (intentId: string, n: number) => {
       for (let i = 0; !stop; i++) {
         const res = await cluster.api(`/intents/${intentId}/events`, { body: { event_type: "progress", payload: { writer: n, i } } });
@@ -90,11 +95,11 @@ describe("PostgreSQL crash and restart under load", () => {
       const events: { id: string; sequence: number }[] = [];
       let after = "0";
       for (;;) {
-        const page = await cluster.api(`/intents/${intentId}/events?after=${after}&limit=1000`);
+        const page = await client.send("intentsListEvents", { intent_id: intentId, query: { after, limit: 1000 } });
         expect(page.status).toBe(200);
-        events.push(...page.body.events);
-        if (!page.body.has_more) break;
-        after = page.body.next_cursor;
+        events.push(...page.data.events);
+        if (!page.data.has_more) break;
+        after = page.data.next_cursor!;
       }
       expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
       const ids = new Set(events.map((e) => e.id));
@@ -110,20 +115,16 @@ describe("PostgreSQL crash and restart under load", () => {
     for (const id of logged) expect(counts.get(id), `event ${id}`).toBe(1);
 
     // The lease sweeper runs again too: a lease that lapses after the restart is expired by it.
-    const agent = await cluster.api("/agents", { key: "agent", body: { agent_id: "pg-restart-agent" } });
+    const agent = await cluster.sdk("agent").send("agentsRegister", { body: { agent_id: "pg-restart-agent" } });
     expect(agent.status).toBe(201);
-    const lease = await cluster.api(`/intents/${intentIds[0]}/leases`, {
-      key: "agent",
-      body: { scope: "after-restart", ttl_seconds: 1 },
-      headers: { "X-Agent-ID": "pg-restart-agent" },
-    });
+    const lease = await cluster.sdk("agent", "pg-restart-agent").send("intentsAcquireLease", { intent_id: intentIds[0]!, body: { scope: "after-restart", ttl_seconds: 1 } });
     expect(lease.status).toBe(201);
     (cluster.clock as ManualClock).advance(5_000);
     let expired = false;
     for (let i = 0; i < 50 && !expired; i++) {
       await sleep(100);
-      const tail = await cluster.api(`/intents/${intentIds[0]}/events?tail=true&limit=5`);
-      expired = tail.body.events.some((e: { event_type: string; payload: { reason?: string } }) => e.event_type === intentEventTypes.leaseReleased && e.payload.reason === "expired");
+      const tail = await client.ops.intentsListEvents({ intent_id: intentIds[0]!, query: { tail: true, limit: 5 } });
+      expired = tail.events.some((e) => e.event_type === intentEventTypes.leaseReleased && e.payload.reason === "expired");
     }
     expect(expired).toBe(true);
   }, 90_000);

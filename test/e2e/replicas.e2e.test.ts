@@ -3,6 +3,7 @@ import type { ManualClock } from "@intentmesh/contracts";
 import type { Server } from "node:http";
 import { connectBus, type Bus } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
+import { createClient, IntentmeshError, type Intentmesh } from "@intentmesh/sdk";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
 import { allEvents } from "../support/e2e-helpers";
@@ -17,6 +18,9 @@ let secondBus: Bus;
 let secondGateway: Gateway;
 let secondIntents: IntentsService;
 let secondUrl: string;
+/** The typed client (admin key) against the first gateway, and against the second. */
+let admin: Intentmesh;
+let second: Intentmesh;
 
 beforeAll(async () => {
   cluster = await startTestCluster();
@@ -28,6 +32,8 @@ beforeAll(async () => {
   const server: Server = await secondGateway.listen(0, "127.0.0.1");
   const address = server.address();
   secondUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  admin = cluster.sdk();
+  second = createClient({ baseUrl: secondUrl, apiKey: TEST_KEYS.admin, retry: { baseDelayMs: 10 } });
 });
 afterAll(async () => {
   await secondGateway?.stop();
@@ -38,13 +44,13 @@ afterAll(async () => {
 
 describe("two replicas of the gateway and of the intents service", () => {
   it("stream to a subscriber of one gateway the writes made through the other, in order, once", async () => {
-    const created = await cluster.api("/intents", { body: { title: "replicated", status: "active" } });
-    const id = created.body.id as string;
+    const created = await admin.ops.intentsCreate({ body: { title: "replicated", status: "active" } });
+    const id = created.id;
     const sse = await SseClient.open(`${secondUrl}/api/v1/subscribe/intents/${id}`, { "X-API-Key": TEST_KEYS.admin });
     expect(sse.status).toBe(200);
 
     // Forty appends through the first gateway; the two intents replicas answer them between them.
-    await Promise.all(Array.from({ length: 40 }, (_, i) => cluster.api(`/intents/${id}/events`, { body: { event_type: "step", payload: { i } } })));
+    await Promise.all(Array.from({ length: 40 }, (_, i) => admin.ops.intentsAppendEvent({ intent_id: id, body: { event_type: "step", payload: { i } } })));
     await sse.waitFor((c) => c.events.length >= 40, 10_000);
     expect(sse.events.map((e) => e.data.sequence)).toEqual(Array.from({ length: 40 }, (_, i) => i + 2));
     await sse.close();
@@ -55,24 +61,25 @@ describe("two replicas of the gateway and of the intents service", () => {
   });
 
   it("serve reads through either gateway", async () => {
-    const created = await cluster.api("/intents", { body: { title: "either", status: "active" } });
-    const res = await fetch(`${secondUrl}/api/v1/intents/${created.body.id}`, { headers: { "X-API-Key": TEST_KEYS.admin } });
+    const created = await admin.ops.intentsCreate({ body: { title: "either", status: "active" } });
+    const res = await second.send("intentsGet", { intent_id: created.id });
     expect(res.status).toBe(200);
     expect(res.headers.get("etag")).toBe('"1"');
   });
 
   it("a plan follows its tasks exactly when they complete at once through both gateways and both intents replicas (RFC 0012)", async () => {
-    const intent = (await cluster.api("/intents", { body: { title: "planned", status: "active" } })).body;
-    const secondApi = (path: string, body: unknown) =>
-      fetch(`${secondUrl}/api/v1${path}`, { method: "POST", headers: { "X-API-Key": TEST_KEYS.admin, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const intent = await admin.ops.intentsCreate({ body: { title: "planned", status: "active" } });
     const ids: string[] = [];
-    for (let i = 0; i < 12; i++) ids.push((await cluster.api("/tasks", { body: { intent_id: intent.id, name: `t${i}` } })).body.id);
-    const plan = (await cluster.api("/plans", { body: { intent_id: intent.id, tasks: ids, state: "active" } })).body;
-    for (const id of ids) for (const action of ["claim", "start"]) expect((await cluster.api(`/tasks/${id}/${action}`, { body: {} })).status).toBe(200);
+    for (let i = 0; i < 12; i++) ids.push((await admin.ops.tasksCreateWithIntentId({ body: { intent_id: intent.id, name: `t${i}` } })).id);
+    const plan = await admin.ops.plansCreate({ body: { intent_id: intent.id, tasks: ids, state: "active" } });
+    for (const id of ids) {
+      expect((await admin.send("tasksClaim", { task_id: id, body: {} })).status).toBe(200);
+      expect((await admin.send("tasksStart", { task_id: id, body: {} })).status).toBe(200);
+    }
     // Half through each gateway, all at once: the two intents replicas serve them between them.
-    const answers = await Promise.all(ids.map((id, i) => (i % 2 ? secondApi(`/tasks/${id}/complete`, { output: {} }).then((r) => r.status) : cluster.api(`/tasks/${id}/complete`, { body: { output: {} } }).then((r) => r.status))));
+    const answers = await Promise.all(ids.map((id, i) => (i % 2 ? second : admin).send("tasksComplete", { task_id: id, body: { output: {} } }).then((r) => r.status)));
     expect(answers).toEqual(ids.map(() => 200));
-    const read = (await cluster.api(`/plans/${plan.id}`)).body;
+    const read = await admin.ops.plansGet({ plan_id: plan.id });
     expect(read).toMatchObject({ state: "completed", version: 2, progress: { total: 12, done: 12, percent_complete: 100 } });
     const log = await allEvents(cluster, intent.id);
     const completed = log.filter((e) => e.event_type === "plan.completed");
@@ -84,18 +91,15 @@ describe("two replicas of the gateway and of the intents service", () => {
   });
 
   it("intent graphs: concurrent dependency additions through both replicas that would close cycles: exactly one of each pair wins", async () => {
-    const api = (path: string, init: { body?: unknown; headers?: Record<string, string> } = {}, second = false) =>
-      second
-        ? fetch(`${secondUrl}/api/v1${path}`, { method: "POST", headers: { "X-API-Key": TEST_KEYS.admin, "Content-Type": "application/json", ...init.headers }, body: JSON.stringify(init.body) }).then(async (r) => ({ status: r.status, body: await r.json() }))
-        : cluster.api(path, init);
     for (let round = 0; round < 6; round++) {
-      const x = (await cluster.api("/intents", { body: { title: "x" } })).body;
-      const y = (await cluster.api("/intents", { body: { title: "y" } })).body;
-      const results = await Promise.all([
-        api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: y.id } }),
-        api(`/intents/${y.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: x.id } }, true),
+      const x = await admin.ops.intentsCreate({ body: { title: "x" } });
+      const y = await admin.ops.intentsCreate({ body: { title: "y" } });
+      const results = await Promise.allSettled([
+        admin.send("graphAddDependency", { intent_id: x.id, ifMatch: 1, body: { dependency_id: y.id } }),
+        second.send("graphAddDependency", { intent_id: y.id, ifMatch: 1, body: { dependency_id: x.id } }),
       ]);
-      expect(results.map((r) => r.status).sort(), JSON.stringify(results.map((r) => r.body))).toEqual([200, 409]);
+      const statuses = results.map((r) => (r.status === "fulfilled" ? r.value.status : r.reason instanceof IntentmeshError ? r.reason.status : r.reason));
+      expect(statuses.sort(), JSON.stringify(results.map((r) => (r.status === "fulfilled" ? r.value.data : String(r.reason))))).toEqual([200, 409]);
     }
   });
 
@@ -104,10 +108,10 @@ describe("two replicas of the gateway and of the intents service", () => {
     const holders: string[] = [];
     for (let i = 0; i < 4; i++) {
       const holder = `replica-coord-${i}-${cluster.namespace}`;
-      expect((await cluster.api("/agents", { body: { agent_id: holder, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" })).status).toBe(201);
-      const intent = (await cluster.api("/intents", { body: { title: `coordinated ${i}`, status: "active" } })).body;
-      const lease = await cluster.api("/coordinators", { key: null, headers: { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": holder }, body: { agent_id: holder, intent_id: intent.id, heartbeat_interval_seconds: 3600, failover_candidates: [`standby-${i}`] } });
-      expect(lease.status, JSON.stringify(lease.body)).toBe(201);
+      expect((await cluster.sdk("agent").send("agentsRegister", { body: { agent_id: holder, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } } })).status).toBe(201);
+      const intent = await admin.ops.intentsCreate({ body: { title: `coordinated ${i}`, status: "active" } });
+      const lease = await cluster.sdk("agent", holder).send("coordinatorsCreateLease", { body: { agent_id: holder, intent_id: intent.id, heartbeat_interval_seconds: 3600, failover_candidates: [`standby-${i}`] } });
+      expect(lease.status).toBe(201);
       intents.push(intent.id);
       holders.push(holder);
     }
@@ -116,15 +120,15 @@ describe("two replicas of the gateway and of the intents service", () => {
     for (const [i, intentId] of intents.entries()) {
       await vi.waitFor(
         async () => {
-          const leases = (await cluster.api(`/intents/${intentId}/coordinators`)).body;
-          expect(leases.map((l: any) => [l.agent_id, l.status])).toEqual([
+          const leases = await admin.ops.coordinatorsListForIntent({ intent_id: intentId });
+          expect(leases.map((l) => [l.agent_id, l.status])).toEqual([
             [`standby-${i}`, "active"],
             [holders[i], "failed_over"],
           ]);
         },
         { timeout: 10_000, interval: 50 },
       );
-      const events = (await cluster.api(`/intents/${intentId}/events?limit=100`)).body.events.filter((e: any) => e.event_type === "coordinator.failed_over");
+      const events = (await admin.ops.intentsListEvents({ intent_id: intentId, query: { limit: 100 } })).events.filter((e) => e.event_type === "coordinator.failed_over");
       expect(events).toHaveLength(1);
     }
   });

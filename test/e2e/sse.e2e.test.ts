@@ -22,7 +22,7 @@ async function subscribe(intentId: string, headers: Record<string, string> = {},
 
 async function append(intentId: string, n: number, tag: string): Promise<void> {
   for (let i = 0; i < n; i++) {
-    const res = await cluster.api(`/intents/${intentId}/events`, { body: { event_type: `note.${tag}`, payload: { tag, i } } });
+    const res = await cluster.sdk().send("intentsAppendEvent", { intent_id: intentId, body: { event_type: `note.${tag}`, payload: { tag, i } } });
     expect(res.status).toBe(201);
   }
 }
@@ -38,7 +38,7 @@ describe("GET /api/v1/subscribe/intents/{id}", () => {
     await res?.body?.cancel();
 
     const sse = await subscribe(intent.id);
-    await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/a", value: 1 }], headers: { "If-Match": "1" } });
+    await cluster.sdk().ops.intentsPatchState({ intent_id: intent.id, ifMatch: 1, body: [{ op: "set", path: "/a", value: 1 }] });
     await append(intent.id, 1, "frame");
     await sse.waitFor((c) => c.events.length >= 2);
 
@@ -133,7 +133,7 @@ describe("GET /api/v1/subscribe/intents/{id}", () => {
     const clients = await Promise.all(Array.from({ length: 20 }, () => subscribe(intent.id)));
     await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
-        cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "note.burst", payload: { i } } }).then((r) => expect(r.status).toBe(201)),
+        cluster.sdk().send("intentsAppendEvent", { intent_id: intent.id, body: { event_type: "note.burst", payload: { i } } }).then((r) => expect(r.status).toBe(201)),
       ),
     );
     const log = (await allEvents(cluster, intent.id)).slice(1);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ManualClock } from "@intentmesh/contracts";
+import { ManualClock, type SuspensionRecord } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../../../test/support/cluster";
 import { startCuttingProxy, type CuttingProxy } from "../../../test/support/cutting-proxy";
 import { allEvents, createIntent, uniqueTag } from "../../../test/support/e2e-helpers";
@@ -28,6 +28,8 @@ let cluster: TestCluster;
 let proxy: CuttingProxy;
 const clock = new ManualClock(new Date());
 const client = (key: keyof typeof TEST_KEYS, agentId?: string, baseUrl = cluster.baseUrl): Intentmesh => createClient({ baseUrl, apiKey: TEST_KEYS[key], agentId, retry: { baseDelayMs: 10 } });
+/** The suspension record an intent's state carries (2.9: state._suspension). */
+const suspensionOf = (intent: { state: Record<string, unknown> }) => intent.state._suspension as SuspensionRecord;
 
 beforeAll(async () => {
   cluster = await startTestCluster({ clock });
@@ -60,7 +62,7 @@ describe("register and heartbeats", () => {
       onDrain: (command) => drains.push(command),
     });
     expect(session.agent).toMatchObject({ agent_id: agentId, status: "active", capabilities: ["write"] });
-    await eventually(async () => expect((await cluster.api(`/agents/${agentId}`)).body.capacity.current_load).toBe(2));
+    await eventually(async () => expect((await client("admin").ops.agentsGet({ agent_id: agentId })).capacity.current_load).toBe(2));
     expect(session.lastHeartbeat).toMatchObject({ acknowledged: true, agent_status: "active" });
 
     // The agent holds a lease; a coordinator asks it to drain.
@@ -80,7 +82,7 @@ describe("register and heartbeats", () => {
     await cluster.registry.sweeper.sweep();
     expect(await session.ended).toBe("deregistered");
     expect(session.signal.aborted).toBe(true);
-    expect((await cluster.api(`/agents/${agentId}`)).body.status).toBe("deregistered");
+    expect((await client("admin").ops.agentsGet({ agent_id: agentId })).status).toBe("deregistered");
   });
 
   it("stop({deregister: true}) stops the heartbeats and deregisters at once", async () => {
@@ -88,7 +90,7 @@ describe("register and heartbeats", () => {
     await eventually(() => expect(session.lastHeartbeat).toBeDefined());
     await session.stop({ deregister: true });
     expect(await session.ended).toBe("deregistered");
-    expect((await cluster.api(`/agents/${session.agentId}`)).body.status).toBe("deregistered");
+    expect((await client("admin").ops.agentsGet({ agent_id: session.agentId })).status).toBe("deregistered");
   });
 });
 
@@ -102,7 +104,7 @@ describe("leases", () => {
       expect(renewals.length).toBeGreaterThanOrEqual(2);
     });
     expect(held.signal.aborted).toBe(false);
-    await cluster.api(`/intents/${intent.id}/leases/${held.lease.id}`, { method: "DELETE" });
+    await client("admin").ops.intentsReleaseLease({ intent_id: intent.id, lease_id: held.lease.id });
     await eventually(() => expect(held.signal.aborted).toBe(true));
     expect(held.signal.reason).toBeInstanceOf(LeaseLostError);
     expect((held.signal.reason as LeaseLostError).code).toBe("LEASE_RELEASED");
@@ -131,7 +133,7 @@ describe("streams", () => {
     const connects: (string | undefined)[] = [];
     const stop = new AbortController();
     const stream = admin.subscribe("intents", intent.id, { signal: stop.signal, reconnect: { minDelayMs: 20 }, onConnect: (id) => connects.push(id) });
-    const append = (n: number) => cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "progress", payload: { n } } });
+    const append = (n: number) => client("admin").ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "progress", payload: { n } } });
     const firstTwo = collect(stream, 2);
     await eventually(() => expect(connects).toHaveLength(1));
     await append(1);
@@ -151,7 +153,7 @@ describe("streams", () => {
   it("start from the beginning of the log, or from a given event", async () => {
     const intent = await createIntent(cluster);
     const admin = client("admin");
-    for (const n of [1, 2, 3]) await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "progress", payload: { n } } });
+    for (const n of [1, 2, 3]) await admin.ops.intentsAppendEvent({ intent_id: intent.id, body: { event_type: "progress", payload: { n } } });
     const stop = new AbortController();
     const all = await collect(admin.subscribe("intents", intent.id, { from: "start", signal: stop.signal }), 4);
     expect(all.map((m) => m.event)).toEqual(["intent_created", "progress", "progress", "progress"]);
@@ -164,7 +166,7 @@ describe("streams", () => {
     const intent = await createIntent(cluster);
     const admin = client("admin", undefined, proxy.url);
     const channel = await admin.ops.channelsCreate({ intent_id: intent.id, body: { name: uniqueTag("ch") } });
-    const send = (n: number) => cluster.api(`/channels/${channel.id}/messages`, { body: { message_type: "broadcast", payload: { n } } });
+    const send = (n: number) => client("admin").ops.channelsSend({ channel_id: channel.id, body: { message_type: "broadcast", payload: { n } } });
     await send(0); // before the subscription: not delivered
     const stop = new AbortController();
     const connects: (string | undefined)[] = [];
@@ -258,9 +260,9 @@ describe("human input", () => {
   const waitForSuspension = async (intentId: string) => {
     let id = "";
     await eventually(async () => {
-      const intent = (await cluster.api(`/intents/${intentId}`)).body;
+      const intent = await client("admin").ops.intentsGet({ intent_id: intentId });
       expect(intent.status).toBe("suspended_awaiting_input");
-      id = intent.state._suspension.id;
+      id = suspensionOf(intent).id;
     });
     return id;
   };
@@ -308,7 +310,7 @@ describe("human input", () => {
     const intent = await createIntent(cluster);
     const asked = requestInput(client("agent", uniqueTag("cancel")), intent.id, { question: "Go on?", responseType: "confirm" }).catch((e: unknown) => e);
     await waitForSuspension(intent.id);
-    const current = (await cluster.api(`/intents/${intent.id}`)).body;
+    const current = await client("admin").ops.intentsGet({ intent_id: intent.id });
     await client("operator").ops.intentsTransition({ intent_id: intent.id, ifMatch: current.version, body: { status: "abandoned", reason: "not needed" } });
     expect(await asked).toBeInstanceOf(InputCancelledError);
   });
@@ -327,7 +329,7 @@ describe("human input", () => {
       const asked = requestInput(agent, intent.id, { question: "Which?", responseType: "text", ...request }, { defaultRetryPolicy: agentDefault, signal: stop.signal });
       asked.catch(() => undefined); // awaited below; a failure before that must not go unhandled
       const suspensionId = await waitForSuspension(intent.id);
-      const record = (await cluster.api(`/intents/${intent.id}`)).body.state._suspension;
+      const record = suspensionOf(await client("admin").ops.intentsGet({ intent_id: intent.id }));
       expect(record.retry_policy).toMatchObject({ max_attempts: expected.policy.max_attempts, interval_seconds: expected.policy.interval_seconds, strategy: expected.policy.strategy });
       await client("operator").ops.governanceRespond({ intent_id: intent.id, body: { suspension_id: suspensionId, value: "ok" } });
       expect((await asked).cascade).toBe(expected.level);
