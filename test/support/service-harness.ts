@@ -1,11 +1,11 @@
-import { inject } from "vitest";
-import { ManualClock, type CommandDef, type CommandInput, type CommandOutput, type Caller } from "@intentmesh/contracts";
+import { expect, inject } from "vitest";
+import { ManualClock, type OperationId, type CommandDef, type CommandInput, type CommandOutput, type Caller } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { createTestDatabase, testNamespace } from "./backends";
 import { deleteNamespaceStreams, startTestGateway, type TestCluster } from "./cluster";
-import { typedApi } from "./typed-api";
+import { typedApi, type OperationResponse } from "./typed-api";
 import { eventsOffCatalogue } from "./event-check";
 
 /** What a service's start function takes in tests: the harness's connections and clock. */
@@ -67,4 +67,35 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
       if (offCatalogue.length) throw new Error(`events that do not match the event catalogue:\n${offCatalogue.slice(0, 20).join("\n")}`);
     },
   };
+}
+
+/**
+ * Several services started in the order of `starts`' keys and stopped in the reverse order, as one
+ * thing for startServiceHarness: the service under test and, before it, only those it asks on
+ * every request (the gateway asks the registry whom an X-Agent-ID is bound to; channels ask the
+ * intents service for the intent's ACL). The rules under test stay the one service's.
+ */
+export async function startTogether<S extends Record<string, { stop(): Promise<void> }>>(starts: { [K in keyof S]: () => Promise<S[K]> }): Promise<S & { stop(): Promise<void> }> {
+  const started: Partial<S> = {};
+  const order = Object.keys(starts) as (keyof S)[];
+  for (const name of order) started[name] = await starts[name]();
+  return {
+    ...(started as S),
+    stop: async () => {
+      for (const name of [...order].reverse()) await started[name]!.stop();
+    },
+  };
+}
+
+/** An error body with the fields some codes add beside code, message and details (ENTRY_EXISTS' entry_id, a 409's current entry, a title). */
+export type ErrorAnswer = { code: string; message: string; details: Record<string, unknown> } & Record<string, unknown>;
+
+/** The error of a refused typed call, its status and code checked and the one error shape held; extra top-level fields of the body included. */
+export function expectApiError<Id extends OperationId>(res: OperationResponse<Id>, status: number, code: string): ErrorAnswer {
+  const body = res.error();
+  expect({ status: res.status, code: body.code }, JSON.stringify(body)).toEqual({ status, code });
+  expect(body.message.length).toBeGreaterThan(0);
+  expect(body.details).toBeTypeOf("object");
+  expect(body.details).not.toBeNull();
+  return body as ErrorAnswer;
 }
