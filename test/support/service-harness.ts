@@ -1,8 +1,10 @@
 import { expect, inject } from "vitest";
-import { ManualClock, type OperationId, type CommandDef, type CommandInput, type CommandOutput, type Caller } from "@intentmesh/contracts";
+import { ManualClock, type OperationId, type ServiceName, type CommandDef, type CommandInput, type CommandOutput, type Caller } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
+import type { AnyServiceDefinition, OptionsOf, ServiceOf } from "@intentmesh/service";
+import { clusterServices, type ClusterServices } from "../../services/cluster";
 import { createTestDatabase, testNamespace } from "./backends";
 import { deleteNamespaceStreams, startTestGateway, type TestCluster } from "./cluster";
 import { typedApi, type OperationResponse } from "./typed-api";
@@ -70,20 +72,27 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
 }
 
 /**
- * Several services started in the order of `starts`' keys and stopped in the reverse order, as one
- * thing for startServiceHarness: the service under test and, before it, only those it asks on
- * every request (the gateway asks the registry whom an X-Agent-ID is bound to; channels ask the
- * intents service for the intent's ACL). The rules under test stay the one service's.
+ * Services of the manifest (services/cluster.ts) on the harness's connections, as one thing for
+ * startServiceHarness: started in the order of `options`' keys, stopped in the reverse order, each
+ * with the options the test changes. For the service under test and, before it, only those it
+ * asks on every request (the gateway asks the registry whom an X-Agent-ID is bound to; channels
+ * ask the intents service for the intent's ACL): the rules under test stay the one service's.
  */
-export async function startTogether<S extends Record<string, { stop(): Promise<void> }>>(starts: { [K in keyof S]: () => Promise<S[K]> }): Promise<S & { stop(): Promise<void> }> {
-  const started: Partial<S> = {};
-  const order = Object.keys(starts) as (keyof S)[];
-  for (const name of order) started[name] = await starts[name]();
-  return {
-    ...(started as S),
-    stop: async () => {
-      for (const name of [...order].reverse()) await started[name]!.stop();
-    },
+export function manifestServices<const Names extends ServiceName>(options: { [Name in Names]: Partial<OptionsOf<ClusterServices[Name]>> }) {
+  type Running = { [Name in Names]: ServiceOf<ClusterServices[Name]> };
+  return async (connections: HarnessConnections): Promise<Running & { stop(): Promise<void> }> => {
+    const order = Object.keys(options) as Names[];
+    const started = {} as Running;
+    for (const name of order) {
+      const definition = clusterServices[name] as AnyServiceDefinition;
+      (started as Record<string, unknown>)[name] = await definition.start({ ...connections, ...options[name] });
+    }
+    return {
+      ...started,
+      stop: async () => {
+        for (const name of [...order].reverse()) await (started[name] as { stop(): Promise<void> }).stop();
+      },
+    };
   };
 }
 

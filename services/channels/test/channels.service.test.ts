@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
-import { expectApiError as expectError, startServiceHarness, startTogether, type ServiceHarness } from "../../../test/support/service-harness";
+import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import type { OperationRequest } from "../../../test/support/typed-api";
 import { UNKNOWN_ID, uniqueTag } from "../../../test/support/e2e-helpers";
-import { clusterServices } from "../../cluster";
 import { findChannel } from "../src/access";
 import { channels as channelRows } from "../src/db/schema";
 import type { ChannelsService } from "../src/service";
@@ -19,11 +18,11 @@ import type { ChannelsService } from "../src/service";
  */
 let harness: ServiceHarness<{ channels: ChannelsService; stop(): Promise<void> }>;
 beforeAll(async () => {
-  harness = await startServiceHarness((connections) =>
-    startTogether({
-      intents: () => clusterServices.intents.start({ ...connections, leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } }),
-      registry: () => clusterServices.registry.start({ ...connections, sweepIntervalMs: 3_600_000 }),
-      channels: () => clusterServices.channels.start({ ...connections, sweepIntervalMs: 3_600_000 }),
+  harness = await startServiceHarness(
+    manifestServices({
+      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+      registry: { sweepIntervalMs: 3_600_000 },
+      channels: { sweepIntervalMs: 3_600_000 },
     }),
   );
 });

@@ -3,10 +3,9 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import { sql } from "drizzle-orm";
 import { memoryStream, type AgentMemoryEvent } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
-import { expectApiError as expectError, startServiceHarness, startTogether, type ServiceHarness } from "../../../test/support/service-harness";
+import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import type { OperationRequest } from "../../../test/support/typed-api";
 import { UNKNOWN_ID, uniqueTag } from "../../../test/support/e2e-helpers";
-import { clusterServices } from "../../cluster";
 import type { MemoryService } from "../src/service";
 
 /**
@@ -18,11 +17,8 @@ import type { MemoryService } from "../src/service";
  */
 let harness: ServiceHarness<{ memory: MemoryService; stop(): Promise<void> }>;
 beforeAll(async () => {
-  harness = await startServiceHarness((connections) =>
-    startTogether({
-      registry: () => clusterServices.registry.start({ ...connections, sweepIntervalMs: 3_600_000 }),
-      memory: () => clusterServices.memory.start({ ...connections, sweepIntervalMs: 3_600_000, episodicCapacity: 3 }),
-    }),
+  harness = await startServiceHarness(
+    manifestServices({ registry: { sweepIntervalMs: 3_600_000 }, memory: { sweepIntervalMs: 3_600_000, episodicCapacity: 3 } }),
   );
 });
 afterAll(async () => {

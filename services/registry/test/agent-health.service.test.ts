@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectApiError as expectError, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { uniqueTag } from "../../../test/support/e2e-helpers";
-import { clusterServices } from "../../cluster";
-import type { RegistryService } from "../src/service";
+import { startRegistryService, type RegistryService } from "../src/service";
 
 /** GET /agents/{id}/health (issue 31 part 2; the official MCP server's get_health): the registry alone. */
 let harness: ServiceHarness<RegistryService>;
 beforeAll(async () => {
-  harness = await startServiceHarness((connections) => clusterServices.registry.start({ ...connections, sweepIntervalMs: 3_600_000 }));
+  harness = await startServiceHarness((connections) => startRegistryService({ ...connections, sweepIntervalMs: 3_600_000 }));
 });
 afterAll(async () => {
   await harness?.stop();

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectApiError as expectError, startServiceHarness, startTogether, type ServiceHarness } from "../../../test/support/service-harness";
+import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { TIMESTAMP, uniqueTag } from "../../../test/support/e2e-helpers";
-import { clusterServices } from "../../cluster";
 import type { RegistryService } from "../src/service";
 
 /**
@@ -14,11 +13,8 @@ import type { RegistryService } from "../src/service";
  */
 let harness: ServiceHarness<{ registry: RegistryService; stop(): Promise<void> }>;
 beforeAll(async () => {
-  harness = await startServiceHarness((connections) =>
-    startTogether({
-      intents: () => clusterServices.intents.start({ ...connections, leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } }),
-      registry: () => clusterServices.registry.start({ ...connections, sweepIntervalMs: 3_600_000 }),
-    }),
+  harness = await startServiceHarness(
+    manifestServices({ intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } }, registry: { sweepIntervalMs: 3_600_000 } }),
   );
 });
 afterAll(async () => {

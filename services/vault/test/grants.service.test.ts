@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllowedNetworks, pinnedConnector } from "@intentmesh/ssrf";
-import { expectApiError as expectError, startServiceHarness, startTogether, type ServiceHarness } from "../../../test/support/service-harness";
+import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import type { OperationRequest } from "../../../test/support/typed-api";
 import { testKeyRing } from "../../../test/support/cluster";
 import { readBody, startLoopbackServer, tripwire, type LoopbackServer } from "../../../libs/ssrf/test/support";
-import { clusterServices } from "../../cluster";
 import type { VaultService } from "../src/service";
 
 /**
@@ -31,16 +30,14 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ ok: true, path: req.url }));
   });
-  harness = await startServiceHarness((connections) =>
-    startTogether({
-      registry: () => clusterServices.registry.start({ ...connections, sweepIntervalMs: 3_600_000 }),
-      vault: () =>
-        clusterServices.vault.start({
-          ...connections,
-          sweepIntervalMs: 3_600_000,
-          keys: testKeyRing(),
-          proxy: { outbound: { allowedNetworks: parseAllowedNetworks(["127.0.0.1/32"]), connect: wire.connect } },
-        }),
+  harness = await startServiceHarness(
+    manifestServices({
+      registry: { sweepIntervalMs: 3_600_000 },
+      vault: {
+        sweepIntervalMs: 3_600_000,
+        keys: testKeyRing(),
+        proxy: { outbound: { allowedNetworks: parseAllowedNetworks(["127.0.0.1/32"]), connect: wire.connect } },
+      },
     }),
   );
 });
