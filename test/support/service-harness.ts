@@ -1,11 +1,13 @@
-import { inject } from "vitest";
-import { ManualClock, type CommandDef, type CommandInput, type CommandOutput, type Caller } from "@intentmesh/contracts";
+import { expect, inject } from "vitest";
+import { ManualClock, type OperationId, type ServiceName, type CommandDef, type CommandInput, type CommandOutput, type Caller } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
+import type { AnyServiceDefinition, OptionsOf, ServiceOf } from "@intentmesh/service";
+import { clusterServices, type ClusterServices } from "../../services/cluster";
 import { createTestDatabase, testNamespace } from "./backends";
 import { deleteNamespaceStreams, startTestGateway, type TestCluster } from "./cluster";
-import { typedApi } from "./typed-api";
+import { typedApi, type OperationResponse } from "./typed-api";
 import { eventsOffCatalogue } from "./event-check";
 
 /** What a service's start function takes in tests: the harness's connections and clock. */
@@ -67,4 +69,42 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
       if (offCatalogue.length) throw new Error(`events that do not match the event catalogue:\n${offCatalogue.slice(0, 20).join("\n")}`);
     },
   };
+}
+
+/**
+ * Services of the manifest (services/cluster.ts) on the harness's connections, as one thing for
+ * startServiceHarness: started in the order of `options`' keys, stopped in the reverse order, each
+ * with the options the test changes. For the service under test and, before it, only those it
+ * asks on every request (the gateway asks the registry whom an X-Agent-ID is bound to; channels
+ * ask the intents service for the intent's ACL): the rules under test stay the one service's.
+ */
+export function manifestServices<const Names extends ServiceName>(options: { [Name in Names]: Partial<OptionsOf<ClusterServices[Name]>> }) {
+  type Running = { [Name in Names]: ServiceOf<ClusterServices[Name]> };
+  return async (connections: HarnessConnections): Promise<Running & { stop(): Promise<void> }> => {
+    const order = Object.keys(options) as Names[];
+    const started = {} as Running;
+    for (const name of order) {
+      const definition = clusterServices[name] as AnyServiceDefinition;
+      (started as Record<string, unknown>)[name] = await definition.start({ ...connections, ...options[name] });
+    }
+    return {
+      ...started,
+      stop: async () => {
+        for (const name of [...order].reverse()) await (started[name] as { stop(): Promise<void> }).stop();
+      },
+    };
+  };
+}
+
+/** An error body with the fields some codes add beside code, message and details (ENTRY_EXISTS' entry_id, a 409's current entry, a title). */
+export type ErrorAnswer = { code: string; message: string; details: Record<string, unknown> } & Record<string, unknown>;
+
+/** The error of a refused typed call, its status and code checked and the one error shape held; extra top-level fields of the body included. */
+export function expectApiError(res: Pick<OperationResponse<OperationId>, "status" | "error">, status: number, code: string): ErrorAnswer {
+  const body = res.error();
+  expect({ status: res.status, code: body.code }, JSON.stringify(body)).toEqual({ status, code });
+  expect(body.message.length).toBeGreaterThan(0);
+  expect(body.details).toBeTypeOf("object");
+  expect(body.details).not.toBeNull();
+  return body as ErrorAnswer;
 }

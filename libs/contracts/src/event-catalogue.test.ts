@@ -6,6 +6,7 @@ import { agentEvents, intentEvents, portfolioEvents } from "./event-types";
 import { taskEvents } from "./tasks";
 import { planEvents } from "./plans";
 import { vaultEventTypes, vaultEvents } from "./vault";
+import { triggerEventAliases } from "./triggers";
 
 const memoryData = { entry_id: "e1", namespace: "ns", key: "k", memory_type: "working", version: 2, previous_version: 1, tags: ["a"] };
 const memoryEvent = { agent_id: "agent-1", intent_id: "i1", task_id: null, data: memoryData };
@@ -140,6 +141,13 @@ describe("event catalogue", () => {
     const rotated = vaultEvents.identityRotated.payload;
     expect(rotated.safeParse({ agent_id: "a", public_key: "k", did: "did:key:z", previous_public_key: "o", overlap_until: "2026-01-01T00:00:00Z" }).success).toBe(true);
     expect(rotated.safeParse({ agent_id: "a", public_key: "k", did: "did:key:z" }).success).toBe(false);
+  });
+
+  it("keeps the triggers' RFC aliases apart from every name the server writes, and reserved from clients", () => {
+    for (const alias of Object.values(triggerEventAliases)) {
+      expect(eventCatalogue.some((definition) => definition.name === alias), alias).toBe(false);
+      expect(isReservedEventType(alias), alias).toBe(true);
+    }
   });
 
   it("pins every event type the server writes itself: none is left as an open object", () => {

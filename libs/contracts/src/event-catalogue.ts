@@ -10,7 +10,8 @@ import { TriggerFiredPayload } from "./triggers";
 /**
  * The event catalogue: every event type the server writes, with its payload schema and the logs
  * (and their streams) it goes to. Names come from ./event-types (and ./federation for
- * federation.*); this module adds what a reader of a log may rely on about each payload.
+ * federation.*, ./vault for the vault's own log); this module adds what a reader of a log may
+ * rely on about each payload.
  *
  * Strictness: schemas are `passthrough` objects: the named fields are always there, a later
  * field is not a break. Where the spec gives a shape (part 6: channel_message, memory.*,

@@ -4,7 +4,7 @@ import * as P from "./event-payloads";
 /**
  * The events of the intents service's and the registry's own logs, each one definition
  * (defineEvent: name, logs, payload schema): every name the server writes to a log is spelled
- * once, in a definition here or in the event catalogue (tasks.ts, plans.ts, event-catalogue.ts),
+ * once, in a definition here or in the event catalogue (tasks.ts, plans.ts, vault.ts, event-catalogue.ts),
  * and every writer (newEvent), subscriber (subscribe), test and document takes it from there.
  * The name maps (intentEventTypes, ...) are derived from the definitions.
  *

@@ -239,6 +239,32 @@ export const triggersCommands = {
   deleteScoped: command("triggers", "scoped.delete", ScopedRef.merge(TriggerRef), TriggerDeleted, ["INTENT_NOT_FOUND", "TRIGGER_NOT_FOUND"]),
 } as const;
 
+/**
+ * RFC-0017 §3.2's names for events the server writes under names of its own (event-types.ts): a
+ * trigger's event condition may name either. Aliases a trigger matches, never written to a log;
+ * spelled here so the triggers service spells no event name (services/triggers domain/rules.ts).
+ */
+export const triggerEventAliases = {
+  /** intent_created */
+  intentCreated: "intent.created",
+  /** status_changed, any move */
+  intentStateChanged: "intent.state_changed",
+  /** status_changed to completed */
+  intentResolved: "intent.resolved",
+  /** status_changed to abandoned */
+  intentFailed: "intent.failed",
+  /** lease_acquired */
+  leaseClaimed: "lease.claimed",
+  /** lease_released with reason expired */
+  leaseExpired: "lease.expired",
+  /** agent.lifecycle, any move */
+  agentStatusChanged: "agent.status_changed",
+  /** agent.lifecycle with reason registered or re_registered */
+  agentRegistered: "agent.registered",
+  /** agent.lifecycle to dead */
+  agentDead: "agent.dead",
+} as const;
+
 /** The event a firing appends to the log of the intent it created (§5.2 lineage, §3.2 trigger.fired). */
 export const TriggerFiredPayload = z
   .object({

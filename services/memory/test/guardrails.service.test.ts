@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
-import { clusterServices } from "../../cluster";
-import type { MemoryService } from "../src/service";
+import { startMemoryService, type MemoryService } from "../src/service";
 
 /**
  * The coordinator guardrails of 2.14 that the memory service keeps alone, configured server-wide
@@ -11,7 +10,7 @@ import type { MemoryService } from "../src/service";
 let harness: ServiceHarness<MemoryService>;
 beforeAll(async () => {
   harness = await startServiceHarness((connections) =>
-    clusterServices.memory.start({ ...connections, sweepIntervalMs: 3_600_000, guardrails: { denied_semantic_namespaces: ["secret.*"] } }),
+    startMemoryService({ ...connections, sweepIntervalMs: 3_600_000, guardrails: { denied_semantic_namespaces: ["secret.*"] } }),
   );
 });
 afterAll(async () => {

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { sql } from "drizzle-orm";
-import { memoryStream, type AgentMemoryEvent, type OperationId } from "@intentmesh/contracts";
+import { memoryStream, type AgentMemoryEvent } from "@intentmesh/contracts";
 import { rowsOf } from "@intentmesh/db";
-import { startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
-import type { OperationRequest, OperationResponse } from "../../../test/support/typed-api";
+import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import type { OperationRequest } from "../../../test/support/typed-api";
 import { UNKNOWN_ID, uniqueTag } from "../../../test/support/e2e-helpers";
-import { clusterServices } from "../../cluster";
 import type { MemoryService } from "../src/service";
 
 /**
@@ -16,23 +15,11 @@ import type { MemoryService } from "../src/service";
  * test/e2e/memory.e2e.test.ts. The registry runs beside memory only because the gateway asks it
  * whom an X-Agent-ID is bound to (an agent acts under its own id).
  */
-interface Running {
-  memory: MemoryService;
-  stop(): Promise<void>;
-}
-let harness: ServiceHarness<Running>;
+let harness: ServiceHarness<{ memory: MemoryService; stop(): Promise<void> }>;
 beforeAll(async () => {
-  harness = await startServiceHarness(async (connections) => {
-    const registry = await clusterServices.registry.start({ ...connections, sweepIntervalMs: 3_600_000 });
-    const memory = await clusterServices.memory.start({ ...connections, sweepIntervalMs: 3_600_000, episodicCapacity: 3 });
-    return {
-      memory,
-      stop: async () => {
-        await memory.stop();
-        await registry.stop();
-      },
-    };
-  });
+  harness = await startServiceHarness(
+    manifestServices({ registry: { sweepIntervalMs: 3_600_000 }, memory: { sweepIntervalMs: 3_600_000, episodicCapacity: 3 } }),
+  );
 });
 afterAll(async () => {
   await harness?.stop();
@@ -55,15 +42,6 @@ async function newAgent(prefix = "mem", key: KeyName = "agent"): Promise<Agent> 
 const write = (agent: Agent, body: Record<string, unknown>) => harness.api("memoryCreate", { ...agent.as, body });
 const read = (agent: Agent, entryId: string) => harness.api("memoryGet", { ...agent.as, params: { entry_id: entryId } });
 const query = (agent: Agent, q: Record<string, string | number>) => harness.api("memoryQuery", { ...agent.as, query: q });
-
-/** The error of a refused call, with its status and code checked; extra top-level fields of the body included. */
-function expectError<Id extends OperationId>(res: OperationResponse<Id>, status: number, code: string): Record<string, unknown> & { message: string; details: Record<string, unknown> } {
-  const body = res.error();
-  expect({ status: res.status, code: body.code }, JSON.stringify(body)).toEqual({ status, code });
-  expect(body.message.length).toBeGreaterThan(0);
-  expect(body.details).toBeTypeOf("object");
-  return body as unknown as Record<string, unknown> & { message: string; details: Record<string, unknown> };
-}
 
 /** The agent-stream memory events (no task or intent context) of one agent, oldest first. */
 async function agentMemoryEvents(agentId: string): Promise<AgentMemoryEvent[]> {

@@ -1,5 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
-import { EventCondition, ScheduleCondition, agentEvents, errors, intentEvents } from "@intentmesh/contracts";
+import { EventCondition, ScheduleCondition, agentEvents, errors, intentEvents, triggerEventAliases as alias } from "@intentmesh/contracts";
 import type { z } from "zod";
 
 /**
@@ -115,23 +115,23 @@ export function eventNames(event: Pick<ObservedEvent, "event_type" | "payload">)
   const p = event.payload;
   switch (event.event_type) {
     case intentEvents.created.name:
-      names.push("intent.created");
+      names.push(alias.intentCreated);
       break;
     case intentEvents.statusChanged.name:
-      names.push("intent.state_changed");
-      if (p.to === "completed") names.push("intent.resolved");
-      if (p.to === "abandoned") names.push("intent.failed");
+      names.push(alias.intentStateChanged);
+      if (p.to === "completed") names.push(alias.intentResolved);
+      if (p.to === "abandoned") names.push(alias.intentFailed);
       break;
     case intentEvents.leaseAcquired.name:
-      names.push("lease.claimed");
+      names.push(alias.leaseClaimed);
       break;
     case intentEvents.leaseReleased.name:
-      if (p.reason === "expired") names.push("lease.expired");
+      if (p.reason === "expired") names.push(alias.leaseExpired);
       break;
     case agentEvents.lifecycle.name:
-      names.push("agent.status_changed");
-      if (p.reason === "registered" || p.reason === "re_registered") names.push("agent.registered");
-      if (p.new_status === "dead") names.push("agent.dead");
+      names.push(alias.agentStatusChanged);
+      if (p.reason === "registered" || p.reason === "re_registered") names.push(alias.agentRegistered);
+      if (p.new_status === "dead") names.push(alias.agentDead);
       break;
   }
   return names;

@@ -3,6 +3,7 @@ import { and, asc, desc, eq, isNull, type SQL } from "drizzle-orm";
 import {
   errors,
   isoTimestamp,
+  triggerEventAliases,
   type Caller,
   type CreateScopedTriggerBody,
   type CreateTriggerBody,
@@ -113,7 +114,7 @@ export async function createScopedTrigger(ctx: TriggersContext, intentId: string
 function stateChangeCondition(condition: Record<string, unknown>): Record<string, unknown> {
   if (typeof condition.event === "string") return condition;
   const { filter, ...rest } = condition;
-  return { event: "intent.state_changed", filter: filter && typeof filter === "object" ? filter : rest };
+  return { event: triggerEventAliases.intentStateChanged, filter: filter && typeof filter === "object" ? filter : rest };
 }
 
 async function insertTrigger(ctx: TriggersContext, fields: Omit<typeof triggers.$inferInsert, "id" | "createdAt" | "updatedAt" | "nextFireAt">): Promise<Trigger> {
