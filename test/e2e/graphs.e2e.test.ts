@@ -2,7 +2,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
+import { IntentmeshError, type BodyOf, type ResponseOf } from "@intentmesh/sdk";
+import { allEvents, createIntent, expectError, expectRejected, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 import { READINESS_PROJECTION_DURABLE } from "../../services/intents/src/graph/projection";
 
@@ -34,60 +35,86 @@ const childBody = (parentId: string, title: string, dependsOn: string[] = []) =>
   depends_on: dependsOn,
 });
 
-async function child(parentId: string, title: string, dependsOn: string[] = []): Promise<any> {
+const admin = () => cluster.sdk();
+
+async function child(parentId: string, title: string, dependsOn: string[] = []) {
   // Lists are oldest first: a millisecond apart, the order of creation is the order listed.
   (cluster.clock as ManualClock).advance(1);
-  const res = await cluster.api(`/intents/${parentId}/children`, { body: childBody(parentId, title, dependsOn) });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
+  const res = await admin().send("graphCreateChild", { intent_id: parentId, body: childBody(parentId, title, dependsOn) });
+  expect(res.status).toBe(201);
+  return res.data;
 }
 
-const get = async (id: string) => (await cluster.api(`/intents/${id}`)).body;
+const get = (id: string) => admin().ops.intentsGet({ intent_id: id });
 
-async function setStatus(id: string, status: string): Promise<any> {
+async function setStatus(id: string, status: BodyOf<"intentsTransition">["status"]) {
   const current = await get(id);
-  return cluster.api(`/intents/${id}/status`, { body: { status }, headers: { "If-Match": String(current.version) } });
+  return admin().send("intentsTransition", { intent_id: id, ifMatch: current.version, body: { status } });
 }
 
-async function complete(id: string): Promise<any> {
+async function complete(id: string) {
   if ((await get(id)).status === "draft") expect((await setStatus(id, "active")).status).toBe(200);
   const res = await setStatus(id, "completed");
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
+  expect(res.status).toBe(200);
+  return res.data;
 }
 
+/** The status (and error code) of a call that may lose a race: either side may be the one refused. */
+async function settle(call: Promise<{ status: number }>): Promise<{ status: number; code?: string }> {
+  try {
+    return { status: (await call).status };
+  } catch (error) {
+    if (!(error instanceof IntentmeshError)) throw error;
+    return { status: error.status, code: error.code };
+  }
+}
+
+type Intent = ResponseOf<"intentsGet">;
+const LISTS = {
+  children: "graphChildren",
+  descendants: "graphDescendants",
+  ancestors: "graphAncestors",
+  dependencies: "graphDependencies",
+  dependents: "graphDependents",
+  ready: "graphReady",
+  blocked: "graphBlocked",
+} as const;
+type ListName = keyof typeof LISTS;
+
 const ids = (list: { id: string }[]) => list.map((i) => i.id);
-const list = async (id: string, what: string, key: "admin" | "agent" = "admin") => {
-  const res = await cluster.api(`/intents/${id}/${what}`, { key });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  expect(res.body.truncated).toBe(false);
-  return res.body[what] as any[];
+const list = async (id: string, what: ListName, key: "admin" | "agent" = "admin") => {
+  const res = await cluster.sdk(key).send(LISTS[what], { intent_id: id });
+  expect(res.status).toBe(200);
+  const page: Partial<Record<ListName, Intent[]>> & { truncated: boolean } = res.data;
+  expect(page.truncated).toBe(false);
+  expect(page[what]).toBeInstanceOf(Array);
+  return page[what] ?? [];
 };
 
 describe("creating intents in a graph", () => {
   it("POST /intents takes the client's parent_intent_id and depends_on and answers them", async () => {
     const parent = await createIntent(cluster, { title: "Resolve outage" });
     const upstream = await createIntent(cluster, { title: "Diagnose" });
-    const res = await cluster.api("/intents", { body: { title: "Hotfix", description: "", constraints: {}, state: {}, created_by: "coordinator", parent_intent_id: parent.id, depends_on: [upstream.id] } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(res.body).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id], version: 1 });
-    expect(await get(res.body.id)).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id] });
+    const res = await admin().send("intentsCreate", { body: { title: "Hotfix", description: "", constraints: {}, state: {}, created_by: "coordinator", parent_intent_id: parent.id, depends_on: [upstream.id] } });
+    expect(res.status).toBe(201);
+    expect(res.data).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id], version: 1 });
+    expect(await get(res.data.id)).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id] });
     // A root answers the fields too (the client's from_dict reads them).
     expect(parent).toMatchObject({ parent_intent_id: null, depends_on: [] });
-    const [created] = await allEvents(cluster, res.body.id);
+    const [created] = await allEvents(cluster, res.data.id);
     expect(created.payload).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id] });
   });
 
   it("refuses an unknown parent (404), an unknown dependency (404) and a closed parent (409), creating nothing", async () => {
-    const before = (await cluster.api("/intents?limit=500")).body.intents.length;
-    expectError(await cluster.api("/intents", { body: { title: "orphan", parent_intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
-    expectError(await cluster.api("/intents", { body: { title: "orphan", depends_on: [UNKNOWN_ID] } }), 404, "DEPENDENCY_NOT_FOUND");
+    const count = async () => (await admin().ops.intentsList({ query: { limit: 500 } })).intents.length;
+    const before = await count();
+    await expectRejected(admin().ops.intentsCreate({ body: { title: "orphan", parent_intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
+    await expectRejected(admin().ops.intentsCreate({ body: { title: "orphan", depends_on: [UNKNOWN_ID] } }), 404, "DEPENDENCY_NOT_FOUND");
     const done = await createIntent(cluster, { title: "done" });
     await complete(done.id);
-    expectError(await cluster.api(`/intents/${done.id}/children`, { body: childBody(done.id, "late") }), 409, "PARENT_CLOSED");
-    const dup = await cluster.api("/intents", { body: { title: "twice", depends_on: [done.id, done.id] } });
-    expectError(dup, 400, "VALIDATION_FAILED");
-    expect((await cluster.api("/intents?limit=500")).body.intents.length).toBe(before + 1);
+    await expectRejected(admin().ops.graphCreateChild({ intent_id: done.id, body: childBody(done.id, "late") }), 409, "PARENT_CLOSED");
+    await expectRejected(admin().ops.intentsCreate({ body: { title: "twice", depends_on: [done.id, done.id] } }), 400, "VALIDATION_FAILED");
+    expect(await count()).toBe(before + 1);
   });
 
   it("create_child_intent: the path's intent is the parent; a body naming another parent is refused", async () => {
@@ -96,11 +123,11 @@ describe("creating intents in a graph", () => {
     const made = await child(parent.id, "first");
     expect(made).toMatchObject({ parent_intent_id: parent.id, depends_on: [], title: "first" });
     // Without parent_intent_id in the body (it is the path's).
-    const bare = await cluster.api(`/intents/${parent.id}/children`, { body: { title: "bare" } });
+    const bare = await admin().send("graphCreateChild", { intent_id: parent.id, body: { title: "bare" } });
     expect(bare.status).toBe(201);
-    expect(bare.body.parent_intent_id).toBe(parent.id);
-    expectError(await cluster.api(`/intents/${parent.id}/children`, { body: childBody(other.id, "wrong") }), 400, "PARENT_MISMATCH");
-    expectError(await cluster.api(`/intents/${UNKNOWN_ID}/children`, { body: { title: "x" } }), 404, "INTENT_NOT_FOUND");
+    expect(bare.data.parent_intent_id).toBe(parent.id);
+    await expectRejected(admin().ops.graphCreateChild({ intent_id: parent.id, body: childBody(other.id, "wrong") }), 400, "PARENT_MISMATCH");
+    await expectRejected(admin().ops.graphCreateChild({ intent_id: UNKNOWN_ID, body: { title: "x" } }), 404, "INTENT_NOT_FOUND");
   });
 });
 
@@ -122,18 +149,18 @@ describe("reading the graph", () => {
     // Full intents, as Intent.from_dict reads them.
     const [first] = await list(root.id, "children");
     expect(first).toMatchObject({ id: a.id, title: "a", status: "draft", version: 1, parent_intent_id: root.id, depends_on: [] });
-    for (const what of ["children", "descendants", "ancestors", "dependencies", "dependents", "ready", "blocked", "graph"]) {
-      expectError(await cluster.api(`/intents/${UNKNOWN_ID}/${what}`), 404, "INTENT_NOT_FOUND");
+    for (const operation of [...Object.values(LISTS), "graphGet"] as const) {
+      await expectRejected(admin().send(operation, { intent_id: UNKNOWN_ID }), 404, "INTENT_NOT_FOUND");
     }
   });
 
   it("limits a list with ?limit and says it was truncated", async () => {
     const root = await createIntent(cluster, { title: "wide" });
     for (let i = 0; i < 3; i++) await child(root.id, `c${i}`);
-    const res = await cluster.api(`/intents/${root.id}/children?limit=2`);
-    expect(res.body.children).toHaveLength(2);
-    expect(res.body.truncated).toBe(true);
-    expectError(await cluster.api(`/intents/${root.id}/children?limit=0`), 400, "VALIDATION_FAILED");
+    const res = await admin().ops.graphChildren({ intent_id: root.id, query: { limit: 2 } });
+    expect(res.children).toHaveLength(2);
+    expect(res.truncated).toBe(true);
+    await expectRejected(admin().ops.graphChildren({ intent_id: root.id, query: { limit: 0 } }), 400, "VALIDATION_FAILED");
   });
 
   it("ready and blocked list the open children by their dependencies; the graph has nodes, edges and the aggregate status", async () => {
@@ -151,10 +178,10 @@ describe("reading the graph", () => {
     expect(ids(await list(root.id, "ready"))).toEqual([communicate.id, hotfix.id]);
     expect(ids(await list(root.id, "blocked"))).toEqual([deploy.id]);
 
-    const graph = (await cluster.api(`/intents/${root.id}/graph`)).body;
+    const graph = await admin().ops.graphGet({ intent_id: root.id });
     expect(graph.root_id).toBe(root.id);
     expect(graph.truncated).toBe(false);
-    expect(graph.nodes.map((n: any) => [n.id, n.depth])).toEqual([
+    expect(graph.nodes.map((n) => [n.id, n.depth])).toEqual([
       [root.id, 0],
       [diagnose.id, 1],
       [communicate.id, 1],
@@ -185,22 +212,24 @@ describe("reading the graph", () => {
     const root = await createIntent(cluster, { title: "shared" });
     const open = await child(root.id, "open");
     (cluster.clock as ManualClock).advance(1); // listed after `open`, as child() does
-    const closed = await cluster.api(`/intents/${root.id}/children`, { key: "coordinator", body: { title: "private", acl: { default_policy: "closed" } } });
-    expect(closed.status, JSON.stringify(closed.body)).toBe(201);
+    const made = await cluster.sdk("coordinator").send("graphCreateChild", { intent_id: root.id, body: { title: "private", acl: { default_policy: "closed" } } });
+    expect(made.status).toBe(201);
+    const closed = made.data;
     expect(ids(await list(root.id, "children", "agent"))).toEqual([open.id]);
     expect(ids(await list(root.id, "descendants", "agent"))).toEqual([open.id]);
     expect(ids(await list(root.id, "ready", "agent"))).toEqual([open.id]);
-    const graph = (await cluster.api(`/intents/${root.id}/graph`, { key: "agent" })).body;
-    expect(graph.nodes.map((n: any) => n.id)).toEqual([root.id, open.id]);
+    const agent = cluster.sdk("agent");
+    const graph = await agent.ops.graphGet({ intent_id: root.id });
+    expect(graph.nodes.map((n) => n.id)).toEqual([root.id, open.id]);
     // The admin key is not bound by ACLs.
-    expect(ids(await list(root.id, "children"))).toEqual([open.id, closed.body.id]);
+    expect(ids(await list(root.id, "children"))).toEqual([open.id, closed.id]);
     // Reading the graph of an intent one may not read is refused.
-    expectError(await cluster.api(`/intents/${closed.body.id}/children`, { key: "agent" }), 403, "INTENT_ACCESS_DENIED");
+    await expectRejected(agent.ops.graphChildren({ intent_id: closed.id }), 403, "INTENT_ACCESS_DENIED");
     // Nor may one depend on it.
     const mine = await createIntent(cluster, { title: "mine" }, "agent");
-    expectError(await cluster.api(`/intents/${mine.id}/dependencies`, { key: "agent", headers: { "If-Match": "1" }, body: { dependency_id: closed.body.id } }), 403, "INTENT_ACCESS_DENIED");
-    expectError(await cluster.api("/intents", { key: "agent", body: { title: "x", depends_on: [closed.body.id] } }), 403, "INTENT_ACCESS_DENIED");
-    expectError(await cluster.api("/intents", { key: "agent", body: { title: "x", parent_intent_id: closed.body.id } }), 403, "INTENT_ACCESS_DENIED");
+    await expectRejected(agent.ops.graphAddDependency({ intent_id: mine.id, ifMatch: 1, body: { dependency_id: closed.id } }), 403, "INTENT_ACCESS_DENIED");
+    await expectRejected(agent.ops.intentsCreate({ body: { title: "x", depends_on: [closed.id] } }), 403, "INTENT_ACCESS_DENIED");
+    await expectRejected(agent.ops.intentsCreate({ body: { title: "x", parent_intent_id: closed.id } }), 403, "INTENT_ACCESS_DENIED");
   });
 });
 
@@ -208,24 +237,26 @@ describe("dependencies", () => {
   it("add_dependency and remove_dependency: If-Match, version + 1, dependency_added / dependency_removed", async () => {
     const x = await createIntent(cluster, { title: "x" });
     const y = await createIntent(cluster, { title: "y" });
+    // Raw on purpose: an add without If-Match, which the typed request forbids.
     expectError(await cluster.api(`/intents/${x.id}/dependencies`, { body: { dependency_id: y.id } }), 428, "PRECONDITION_REQUIRED");
-    const stale = await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "7" }, body: { dependency_id: y.id } });
-    expectError(stale, 409, "VERSION_MISMATCH");
-    expect(stale.body.current_version).toBe(1);
+    const addDependency = (ifMatch: number, dependencyId: string) => admin().send("graphAddDependency", { intent_id: x.id, ifMatch, body: { dependency_id: dependencyId } });
+    const stale = await expectRejected(addDependency(7, y.id), 409, "VERSION_MISMATCH");
+    expect(stale.body?.current_version).toBe(1);
 
-    const added = await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: y.id } });
-    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    const added = await addDependency(1, y.id);
+    expect(added.status).toBe(200);
     // x was active and y is not completed: x is blocked (RFC-0002), in the same version.
-    expect(added.body).toMatchObject({ id: x.id, version: 2, depends_on: [y.id], status: "blocked" });
+    expect(added.data).toMatchObject({ id: x.id, version: 2, depends_on: [y.id], status: "blocked" });
     expect(added.headers.get("etag")).toBe('"2"');
-    expectError(await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: y.id } }), 409, "DEPENDENCY_EXISTS");
-    expectError(await cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: UNKNOWN_ID } }), 404, "DEPENDENCY_NOT_FOUND");
+    await expectRejected(addDependency(2, y.id), 409, "DEPENDENCY_EXISTS");
+    await expectRejected(addDependency(2, UNKNOWN_ID), 404, "DEPENDENCY_NOT_FOUND");
 
-    expectError(await cluster.api(`/intents/${x.id}/dependencies/${UNKNOWN_ID}`, { method: "DELETE", headers: { "If-Match": "2" } }), 404, "DEPENDENCY_NOT_FOUND");
+    await expectRejected(admin().ops.graphRemoveDependency({ intent_id: x.id, dependency_id: UNKNOWN_ID, ifMatch: 2 }), 404, "DEPENDENCY_NOT_FOUND");
+    // Raw on purpose: a removal without If-Match, which the typed request forbids.
     expectError(await cluster.api(`/intents/${x.id}/dependencies/${y.id}`, { method: "DELETE" }), 428, "PRECONDITION_REQUIRED");
-    const removed = await cluster.api(`/intents/${x.id}/dependencies/${y.id}`, { method: "DELETE", headers: { "If-Match": "2" } });
-    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
-    expect(removed.body).toMatchObject({ version: 3, depends_on: [], status: "active" });
+    const removed = await admin().send("graphRemoveDependency", { intent_id: x.id, dependency_id: y.id, ifMatch: 2 });
+    expect(removed.status).toBe(200);
+    expect(removed.data).toMatchObject({ version: 3, depends_on: [], status: "active" });
 
     const events = (await allEvents(cluster, x.id)).map((e) => [e.event_type, e.payload]);
     expect(events.slice(1)).toEqual([
@@ -242,17 +273,17 @@ describe("dependencies", () => {
     const a = await createIntent(cluster, { title: "a" });
     const b = await createIntent(cluster, { title: "b", depends_on: [a.id] });
     const c = await createIntent(cluster, { title: "c", depends_on: [b.id] });
-    expectError(await cluster.api(`/intents/${a.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: a.id } }), 409, "DEPENDENCY_CYCLE");
-    expectError(await cluster.api(`/intents/${a.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: b.id } }), 409, "DEPENDENCY_CYCLE");
-    const three = await cluster.api(`/intents/${a.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: c.id } });
-    expectError(three, 409, "DEPENDENCY_CYCLE");
-    expect(three.body.message).toContain(c.id);
+    const dependOn = (dependencyId: string) => admin().ops.graphAddDependency({ intent_id: a.id, ifMatch: 1, body: { dependency_id: dependencyId } });
+    await expectRejected(dependOn(a.id), 409, "DEPENDENCY_CYCLE");
+    await expectRejected(dependOn(b.id), 409, "DEPENDENCY_CYCLE");
+    const three = await expectRejected(dependOn(c.id), 409, "DEPENDENCY_CYCLE");
+    expect(three.message).toContain(c.id);
     expect(await get(a.id)).toMatchObject({ version: 1, depends_on: [] });
     expect((await allEvents(cluster, a.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
     // A diamond is no cycle.
     const d = await createIntent(cluster, { title: "d", depends_on: [b.id, c.id] });
-    const ok = await cluster.api(`/intents/${d.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: a.id } });
-    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    const ok = await admin().send("graphAddDependency", { intent_id: d.id, ifMatch: 1, body: { dependency_id: a.id } });
+    expect(ok.status).toBe(200);
   });
 
   it("two concurrent additions that together would close a cycle: exactly one wins, every time", async () => {
@@ -262,12 +293,12 @@ describe("dependencies", () => {
       const z = await createIntent(cluster, { title: `z${round}`, depends_on: [y.id] });
       // z already depends on y; "x depends on z" and "y depends on x" together close y -> x -> z -> y.
       const results = await Promise.all([
-        cluster.api(`/intents/${x.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: z.id } }),
-        cluster.api(`/intents/${y.id}/dependencies`, { headers: { "If-Match": "1" }, body: { dependency_id: x.id } }),
+        settle(admin().send("graphAddDependency", { intent_id: x.id, ifMatch: 1, body: { dependency_id: z.id } })),
+        settle(admin().send("graphAddDependency", { intent_id: y.id, ifMatch: 1, body: { dependency_id: x.id } })),
       ]);
       const statuses = results.map((r) => r.status).sort();
-      expect(statuses, JSON.stringify(results.map((r) => r.body))).toEqual([200, 409]);
-      expect(results.find((r) => r.status === 409)!.body.code).toBe("DEPENDENCY_CYCLE");
+      expect(statuses, JSON.stringify(results)).toEqual([200, 409]);
+      expect(results.find((r) => r.status === 409)!.code).toBe("DEPENDENCY_CYCLE");
     }
   });
 });
@@ -278,15 +309,13 @@ describe("status rules", () => {
     const first = await child(parent.id, "first");
     const second = await child(parent.id, "second", [first.id]);
     const activated = await setStatus(second.id, "active");
-    expect(activated.status, JSON.stringify(activated.body)).toBe(200);
-    expect(activated.body).toMatchObject({ status: "blocked", version: 2 });
-    const again = await setStatus(second.id, "active");
-    expectError(again, 409, "GRAPH_INCOMPLETE");
-    expect(again.body.details).toEqual({ intent_id: second.id, incomplete_dependencies: [first.id], open_children: [] });
+    expect(activated.status).toBe(200);
+    expect(activated.data).toMatchObject({ status: "blocked", version: 2 });
+    const again = await expectRejected(setStatus(second.id, "active"), 409, "GRAPH_INCOMPLETE");
+    expect(again.details).toEqual({ intent_id: second.id, incomplete_dependencies: [first.id], open_children: [] });
     // A parent completes only after its children are closed.
-    const parentEarly = await setStatus(parent.id, "completed");
-    expectError(parentEarly, 409, "GRAPH_INCOMPLETE");
-    expect(parentEarly.body.details.open_children).toEqual([first.id, second.id]);
+    const parentEarly = await expectRejected(setStatus(parent.id, "completed"), 409, "GRAPH_INCOMPLETE");
+    expect(parentEarly.details.open_children).toEqual([first.id, second.id]);
 
     await complete(first.id);
     await vi.waitFor(async () => expect((await get(second.id)).status).toBe("active"), { timeout: 5000, interval: 50 });
@@ -311,8 +340,8 @@ describe("status rules", () => {
     const manual = await createIntent(cluster, { title: "manual", status: "active" });
     expect((await setStatus(manual.id, "blocked")).status).toBe(200);
     const x = await createIntent(cluster, { title: "x" });
-    const add = await cluster.api(`/intents/${manual.id}/dependencies`, { headers: { "If-Match": "2" }, body: { dependency_id: x.id } });
-    expect(add.body.status).toBe("blocked");
+    const add = await admin().ops.graphAddDependency({ intent_id: manual.id, ifMatch: 2, body: { dependency_id: x.id } });
+    expect(add.status).toBe("blocked");
     await complete(x.id);
     await vi.waitFor(async () => expect((await allEvents(cluster, manual.id)).some((e) => e.event_type === "intent.ready")).toBe(true), { timeout: 5000, interval: 50 });
     expect((await get(manual.id)).status).toBe("blocked");
@@ -322,13 +351,13 @@ describe("status rules", () => {
     for (let round = 0; round < 8; round++) {
       const parent = await createIntent(cluster, { title: `parent ${round}` });
       const [made, completed] = await Promise.all([
-        cluster.api(`/intents/${parent.id}/children`, { body: childBody(parent.id, "late child") }),
-        setStatus(parent.id, "completed"),
+        settle(admin().send("graphCreateChild", { intent_id: parent.id, body: childBody(parent.id, "late child") })),
+        settle(setStatus(parent.id, "completed")),
       ]);
       const outcome = [made.status, completed.status];
-      expect([[201, 409], [409, 200]], JSON.stringify([made.body, completed.body])).toContainEqual(outcome);
-      if (made.status === 201) expect(completed.body.code).toBe("GRAPH_INCOMPLETE");
-      else expect(made.body.code).toBe("PARENT_CLOSED");
+      expect([[201, 409], [409, 200]], JSON.stringify([made, completed])).toContainEqual(outcome);
+      if (made.status === 201) expect(completed.code).toBe("GRAPH_INCOMPLETE");
+      else expect(made.code).toBe("PARENT_CLOSED");
     }
   });
 
@@ -338,7 +367,7 @@ describe("status rules", () => {
     expect((await setStatus(dropped.id, "abandoned")).status).toBe(200);
     const dependent = await createIntent(cluster, { title: "dependent", status: "active", depends_on: [dropped.id] });
     expect(dependent.status).toBe("blocked");
-    expectError(await setStatus(dependent.id, "active"), 409, "GRAPH_INCOMPLETE");
+    await expectRejected(setStatus(dependent.id, "active"), 409, "GRAPH_INCOMPLETE");
     expect((await setStatus(parent.id, "completed")).status).toBe(200);
   });
 

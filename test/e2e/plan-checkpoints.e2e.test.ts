@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "@intentmesh/contracts";
+import { ManualClock, PlanCheckpoint } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError } from "../support/e2e-helpers";
+import type { BodyOf } from "@intentmesh/sdk";
+import { allEvents, createIntent, expectError, expectRejected } from "../support/e2e-helpers";
 
 /**
  * RFC 0012 2.3 checkpoints and 2.4 conditions, enforced (docs/plans.md): a checkpoint requiring
@@ -20,33 +21,43 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const as = (key: "admin" | "coordinator" | "operator", agent?: string) => (path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
-  cluster.api(path, { key, ...init, headers: { ...(agent ? { "X-Agent-ID": agent } : {}), ...init.headers } } as never);
-const admin = as("admin");
-const ok = async (res: { status: number; body: any }) => {
-  expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
-  return res.body;
+/** The typed client with a key, acting as an agent when one is named. */
+const as = (key: "admin" | "coordinator" | "operator", agent?: string) => cluster.sdk(key, agent);
+const admin = () => as("admin");
+const ok = <T,>(res: { status: number; data: T }) => {
+  expect(res.status).toBeLessThan(300);
+  return res.data;
 };
+const claim = (taskId: string) => admin().send("tasksClaim", { task_id: taskId, body: {} });
+const start = (taskId: string) => admin().send("tasksStart", { task_id: taskId, body: {} });
 const finish = async (taskId: string, output: Record<string, unknown> = {}) => {
-  await ok(await admin(`/tasks/${taskId}/claim`, { body: {} }));
-  await ok(await admin(`/tasks/${taskId}/start`, { body: {} }));
-  await ok(await admin(`/tasks/${taskId}/complete`, { body: { output } }));
+  ok(await claim(taskId));
+  ok(await start(taskId));
+  ok(await admin().send("tasksComplete", { task_id: taskId, body: { output } }));
 };
-const plan = async (id: string) => (await admin(`/plans/${id}`)).body;
+const plan = (id: string) => admin().ops.plansGet({ plan_id: id });
+const createPlan = (intentId: string, body: BodyOf<"plansCreateForIntent">) => cluster.sdk("coordinator").send("plansCreateForIntent", { intent_id: intentId, body });
+const approve = (planId: string, checkpointId: string, client = admin(), body: BodyOf<"plansCheckpointApprove"> = {}) =>
+  client.send("plansCheckpointApprove", { plan_id: planId, checkpoint_id: checkpointId, body });
+const reject = (planId: string, checkpointId: string, client: ReturnType<typeof admin>, body: BodyOf<"plansCheckpointReject">) =>
+  client.send("plansCheckpointReject", { plan_id: planId, checkpoint_id: checkpointId, body });
+/** Task ids by step title. */
+const stepIds = (created: { steps: { title: string; task_id: string }[] }): Record<string, string> => Object.fromEntries(created.steps.map((s) => [s.title, s.task_id]));
 const eventsOf = async (intentId: string, prefix: string[]) => (await allEvents(cluster, intentId)).filter((e) => prefix.some((p) => e.event_type.startsWith(p)));
 
-async function gatedPlan(checkpoint: Record<string, unknown> = {}, steps = [{ title: "draft" }, { title: "publish", depends_on: ["draft"] }]) {
+type Checkpoint = NonNullable<BodyOf<"plansCreateForIntent">["checkpoints"]>[number];
+
+async function gatedPlan(checkpoint: Partial<Checkpoint> = {}, steps: BodyOf<"plansCreateForIntent">["steps"] = [{ title: "draft" }, { title: "publish", depends_on: ["draft"] }]) {
   const intent = await createIntent(cluster);
-  const created = await ok(await cluster.api(`/intents/${intent.id}/plans`, { key: "coordinator", body: { title: "gated", steps, checkpoints: [{ name: "editor review", after_task: "draft", ...checkpoint }] } }));
-  const ids = Object.fromEntries(created.steps.map((s: any) => [s.title, s.task_id]));
-  return { intent, planId: created.id as string, ids };
+  const created = ok(await createPlan(intent.id, { title: "gated", steps, checkpoints: [{ name: "editor review", after_task: "draft", ...checkpoint }] }));
+  return { intent, planId: created.id, ids: stepIds(created) };
 }
 
 describe("checkpoints (RFC 0012 2.3)", () => {
   it("the task a checkpoint follows completes: the plan pauses in that transaction, its next task is refused until the checkpoint is approved", async () => {
     const { intent, planId, ids } = await gatedPlan({ approvers: ["editor"] }, [{ title: "draft" }, { title: "publish", depends_on: ["draft"] }, { title: "side" }]);
-    await ok(await admin(`/tasks/${ids.side}/claim`, { body: {} }));
-    await finish(ids.draft);
+    ok(await claim(ids.side!));
+    await finish(ids.draft!);
     const paused = await plan(planId);
     expect(paused).toMatchObject({ state: "paused", checkpoints: [{ id: "cp_1", status: "reached" }], progress: { done: 1, total: 3 } });
     const log = await allEvents(cluster, intent.id);
@@ -55,46 +66,47 @@ describe("checkpoints (RFC 0012 2.3)", () => {
     expect(log.slice(at, at + 4).map((e) => e.event_type)).toEqual(["task.completed", "task.unblocked", "plan.checkpoint_reached", "plan.paused"]);
     expect(log[at + 3].payload).toMatchObject({ reason: "checkpoint", checkpoint_id: "cp_1", task_id: ids.draft, from: "active" });
 
-    const refused = await admin(`/tasks/${ids.publish}/claim`, { body: {} });
-    expectError(refused, 409, "PLAN_PAUSED");
-    expect(refused.body.details).toMatchObject({ plan_id: planId, checkpoint_id: "cp_1" });
+    const refused = await expectRejected(claim(ids.publish!), 409, "PLAN_PAUSED");
+    expect(refused.details).toMatchObject({ plan_id: planId, checkpoint_id: "cp_1" });
     // A task claimed before the pause does not start either.
-    expectError(await admin(`/tasks/${ids.side}/start`, { body: {} }), 409, "PLAN_PAUSED");
+    await expectRejected(start(ids.side!), 409, "PLAN_PAUSED");
     // Resuming by PATCH skips no gate.
-    expectError(await admin(`/plans/${planId}`, { method: "PATCH", headers: { "If-Match": String(paused.version) }, body: { state: "active" } }), 409, "PLAN_AT_CHECKPOINT");
+    const update = (body: BodyOf<"plansUpdate">) => admin().send("plansUpdate", { plan_id: planId, ifMatch: paused.version, body });
+    await expectRejected(update({ state: "active" }), 409, "PLAN_AT_CHECKPOINT");
     // Writing the checkpoint's status back does not approve it either.
-    const rewritten = await ok(await admin(`/plans/${planId}`, { method: "PATCH", headers: { "If-Match": String(paused.version) }, body: { checkpoints: [{ ...paused.checkpoints[0], status: "approved", approved_by: "me" }] } }));
+    // The answer types checkpoints as records; read the first through the checkpoint schema to send it back.
+    const rewritten = ok(await update({ checkpoints: [{ ...PlanCheckpoint.parse(paused.checkpoints[0]), status: "approved", approved_by: "me" }] }));
     expect(rewritten).toMatchObject({ state: "paused", checkpoints: [{ status: "reached" }] });
-    expect((await cluster.api(`/plans/${planId}/checkpoints`)).body).toEqual(rewritten.checkpoints);
+    expect(await admin().ops.plansCheckpoints({ plan_id: planId })).toEqual(rewritten.checkpoints);
 
     // Only a named approver (or an admin key) decides: the coordinator acting as someone else is refused.
-    expectError(await as("coordinator", "intern")(`/plans/${planId}/checkpoints/cp_1/approve`, { body: {} }), 403, "FORBIDDEN");
-    expectError(await as("coordinator", "editor")(`/plans/${planId}/checkpoints/cp_9/approve`, { body: {} }), 404, "PLAN_CHECKPOINT_NOT_FOUND");
-    const approved = await ok(await as("coordinator", "editor")(`/plans/${planId}/checkpoints/cp_1/approve`, { body: { comment: "good" } }));
+    await expectRejected(approve(planId, "cp_1", as("coordinator", "intern")), 403, "FORBIDDEN");
+    await expectRejected(approve(planId, "cp_9", as("coordinator", "editor")), 404, "PLAN_CHECKPOINT_NOT_FOUND");
+    const approved = ok(await approve(planId, "cp_1", as("coordinator", "editor"), { comment: "good" }));
     expect(approved).toMatchObject({ state: "active", checkpoints: [{ status: "approved", approved_by: "editor", approved_at: clock.now().toISOString().replace("Z", "+00:00") }] });
-    expectError(await as("coordinator", "editor")(`/plans/${planId}/checkpoints/cp_1/approve`, { body: {} }), 409, "CHECKPOINT_NOT_AWAITING");
+    await expectRejected(approve(planId, "cp_1", as("coordinator", "editor")), 409, "CHECKPOINT_NOT_AWAITING");
     expect((await eventsOf(intent.id, ["plan.checkpoint_approved", "plan.resumed"])).map((e) => [e.event_type, e.actor])).toEqual([
       ["plan.checkpoint_approved", "editor"],
       ["plan.resumed", "editor"],
     ]);
-    await finish(ids.publish);
-    await ok(await admin(`/tasks/${ids.side}/start`, { body: {} }));
-    await ok(await admin(`/tasks/${ids.side}/complete`, { body: { output: {} } }));
+    await finish(ids.publish!);
+    ok(await start(ids.side!));
+    ok(await admin().send("tasksComplete", { task_id: ids.side!, body: { output: {} } }));
     expect(await plan(planId)).toMatchObject({ state: "completed", progress: { percent_complete: 100 } });
   });
 
   it("a checkpoint after the last task holds the plan's completion until approved; reject fails the plan", async () => {
     const { intent, planId, ids } = await gatedPlan({ after_task: "publish" });
-    await finish(ids.draft);
-    await finish(ids.publish);
+    await finish(ids.draft!);
+    await finish(ids.publish!);
     expect(await plan(planId)).toMatchObject({ state: "paused", progress: { done: 2 } });
-    const done = await ok(await admin(`/plans/${planId}/checkpoints/cp_1/approve`, { body: {} }));
+    const done = ok(await approve(planId, "cp_1"));
     expect(done.state).toBe("completed");
     expect((await eventsOf(intent.id, ["plan."])).map((e) => e.event_type).slice(-4)).toEqual(["plan.paused", "plan.checkpoint_approved", "plan.resumed", "plan.completed"]);
 
     const second = await gatedPlan();
-    await finish(second.ids.draft);
-    const rejected = await ok(await as("operator", "ops")(`/plans/${second.planId}/checkpoints/cp_1/reject`, { body: { reason: "tone is wrong" } }));
+    await finish(second.ids.draft!);
+    const rejected = ok(await reject(second.planId, "cp_1", as("operator", "ops"), { reason: "tone is wrong" }));
     expect(rejected).toMatchObject({ state: "failed", checkpoints: [{ status: "rejected", rejected_by: "ops", reason: "tone is wrong" }] });
     expect((await eventsOf(second.intent.id, ["plan.checkpoint_rejected", "plan.failed"])).map((e) => [e.event_type, e.payload.reason ?? e.payload.error])).toEqual([
       ["plan.checkpoint_rejected", "tone is wrong"],
@@ -104,10 +116,10 @@ describe("checkpoints (RFC 0012 2.3)", () => {
 
   it("requires_approval false: reached and passed, the plan goes on", async () => {
     const { intent, planId, ids } = await gatedPlan({ requires_approval: false });
-    await finish(ids.draft);
+    await finish(ids.draft!);
     expect(await plan(planId)).toMatchObject({ state: "active", checkpoints: [{ status: "passed" }] });
     expect((await eventsOf(intent.id, ["plan.checkpoint"])).map((e) => e.payload.requires_approval)).toEqual([false]);
-    expect((await admin(`/tasks/${ids.publish}/claim`, { body: {} })).status).toBe(200);
+    expect((await claim(ids.publish!)).status).toBe(200);
   });
 
   it("timeout_hours on the injected clock: auto_approve resumes, fail fails, escalate keeps the plan paused and due no more", async () => {
@@ -115,8 +127,8 @@ describe("checkpoints (RFC 0012 2.3)", () => {
     const auto = await gatedPlan({ timeout_hours: 1, on_timeout: "auto_approve" });
     const failing = await gatedPlan({ timeout_hours: 2, on_timeout: "fail" });
     const escalating = await gatedPlan({ timeout_hours: 1, on_timeout: "escalate" });
-    for (const p of [auto, failing, escalating]) await finish(p.ids.draft);
-    expect((await plan(auto.planId)).checkpoints[0].due_at).toBe(new Date(clock.now().getTime() + 3_600_000).toISOString().replace("Z", "+00:00"));
+    for (const p of [auto, failing, escalating]) await finish(p.ids.draft!);
+    expect((await plan(auto.planId)).checkpoints[0]!.due_at).toBe(new Date(clock.now().getTime() + 3_600_000).toISOString().replace("Z", "+00:00"));
     expect(await sweep()).toBe(0);
     clock.advance(3_600_000);
     expect(await sweep()).toBe(2);
@@ -134,40 +146,36 @@ describe("checkpoints (RFC 0012 2.3)", () => {
     clock.advance(10 * 3_600_000);
     expect(await sweep()).toBe(0);
     expect((await eventsOf(escalating.intent.id, ["plan.checkpoint_timed_out"])).length).toBe(1);
-    expect((await ok(await admin(`/plans/${escalating.planId}/checkpoints/cp_1/approve`, { body: {} }))).state).toBe("active");
+    expect(ok(await approve(escalating.planId, "cp_1")).state).toBe("active");
   });
 });
 
 describe("conditions (RFC 0012 2.4)", () => {
   it("evaluated when the task it names completes: false skips the task (task.skipped), true lets it run; held until then", async () => {
     const intent = await createIntent(cluster);
-    const created = await ok(
-      await cluster.api(`/intents/${intent.id}/plans`, {
-        key: "coordinator",
-        body: {
-          title: "audit",
-          steps: [{ title: "audit" }, { title: "remediate" }, { title: "report" }, { title: "archive", depends_on: ["remediate"] }],
-          conditions: [
-            { task_id: "remediate", when: "tasks['audit'].output.issues_found > 0" },
-            { task_id: "report", when: "tasks['audit'].output.issues_found > 0 or intent.title == 'never'" },
-          ],
-        },
+    const created = ok(
+      await createPlan(intent.id, {
+        title: "audit",
+        steps: [{ title: "audit" }, { title: "remediate" }, { title: "report" }, { title: "archive", depends_on: ["remediate"] }],
+        conditions: [
+          { task_id: "remediate", when: "tasks['audit'].output.issues_found > 0" },
+          { task_id: "report", when: "tasks['audit'].output.issues_found > 0 or intent.title == 'never'" },
+        ],
       }),
     );
-    const ids = Object.fromEntries(created.steps.map((s: any) => [s.title, s.task_id]));
-    const held = await admin(`/tasks/${ids.remediate}/claim`, { body: {} });
-    expectError(held, 409, "TASK_CONDITION_PENDING");
-    expect(held.body.details).toMatchObject({ plan_id: created.id, condition_id: "cond_1" });
-    await finish(ids.audit, { issues_found: 0 });
+    const ids = stepIds(created);
+    const held = await expectRejected(claim(ids.remediate!), 409, "TASK_CONDITION_PENDING");
+    expect(held.details).toMatchObject({ plan_id: created.id, condition_id: "cond_1" });
+    await finish(ids.audit!, { issues_found: 0 });
     const after = await plan(created.id);
-    expect(after.steps.map((s: any) => [s.title, s.status])).toEqual([
+    expect(after.steps.map((s) => [s.title, s.status])).toEqual([
       ["audit", "completed"],
       ["remediate", "skipped"],
       ["report", "skipped"],
       // A skipped dependency counts as done.
       ["archive", "ready"],
     ]);
-    expect(after.conditions.map((c: any) => c.result)).toEqual([false, false]);
+    expect(after.conditions.map((c) => c.result)).toEqual([false, false]);
     expect(after.progress).toMatchObject({ done: 3, by_status: { skipped: 2 }, percent_complete: 75 });
     const log = await eventsOf(intent.id, ["plan.condition_evaluated", "task.skipped"]);
     expect(log.map((e) => [e.event_type, e.actor, e.payload.task_id])).toEqual([
@@ -177,31 +185,27 @@ describe("conditions (RFC 0012 2.4)", () => {
       ["task.skipped", "system", ids.report],
     ]);
     expect(log[2].payload.reason).toBe("condition_false");
-    await finish(ids.archive);
+    await finish(ids.archive!);
     expect((await plan(created.id)).state).toBe("completed");
   });
 
   it("a true condition leaves its task to run; a bad expression or an unknown task name is refused and writes nothing", async () => {
     const intent = await createIntent(cluster);
-    const created = await ok(
-      await cluster.api(`/intents/${intent.id}/plans`, {
-        key: "coordinator",
-        body: { title: "t", steps: [{ title: "check" }, { title: "fix" }], conditions: [{ task_id: "fix", when: "'x' in tasks.check.output.flags" }] },
-      }),
-    );
-    const ids = Object.fromEntries(created.steps.map((s: any) => [s.title, s.task_id]));
-    await finish(ids.check, { flags: ["x"] });
-    expect((await plan(created.id)).conditions[0].result).toBe(true);
-    expect((await admin(`/tasks/${ids.fix}/claim`, { body: {} })).status).toBe(200);
+    const created = ok(await createPlan(intent.id, { title: "t", steps: [{ title: "check" }, { title: "fix" }], conditions: [{ task_id: "fix", when: "'x' in tasks.check.output.flags" }] }));
+    const ids = stepIds(created);
+    await finish(ids.check!, { flags: ["x"] });
+    expect((await plan(created.id)).conditions[0]!.result).toBe(true);
+    expect((await claim(ids.fix!)).status).toBe(200);
 
     const other = await createIntent(cluster);
-    const bad = (conditions: unknown) => cluster.api(`/intents/${other.id}/plans`, { key: "coordinator", body: { title: "t", steps: [{ title: "a" }, { title: "b" }], conditions } });
-    const syntax = await bad([{ task_id: "b", when: "require('fs')" }]);
-    expectError(syntax, 400, "VALIDATION_FAILED");
-    expectError(await bad([{ task_id: "b", when: "tasks.nope.status == 'completed'" }]), 422, "UNKNOWN_TASK_REFERENCE");
-    expectError(await bad([{ task_id: "zzz", when: "true" }]), 422, "UNKNOWN_TASK_REFERENCE");
-    expectError(await bad([{ task_id: "b", when: "true", otherwise: "explode" }]), 400, "VALIDATION_FAILED");
-    expect((await cluster.api(`/intents/${other.id}/plans`)).body).toEqual([]);
-    expect((await cluster.api(`/intents/${other.id}/tasks?offset=0`)).body).toEqual([]);
+    const bad = (conditions: BodyOf<"plansCreateForIntent">["conditions"]) => createPlan(other.id, { title: "t", steps: [{ title: "a" }, { title: "b" }], conditions });
+    await expectRejected(bad([{ task_id: "b", when: "require('fs')" }]), 400, "VALIDATION_FAILED");
+    await expectRejected(bad([{ task_id: "b", when: "tasks.nope.status == 'completed'" }]), 422, "UNKNOWN_TASK_REFERENCE");
+    await expectRejected(bad([{ task_id: "zzz", when: "true" }]), 422, "UNKNOWN_TASK_REFERENCE");
+    // Raw on purpose: an `otherwise` the typed body forbids.
+    const explode = await cluster.api(`/intents/${other.id}/plans`, { key: "coordinator", body: { title: "t", steps: [{ title: "a" }, { title: "b" }], conditions: [{ task_id: "b", when: "true", otherwise: "explode" }] } });
+    expectError(explode, 400, "VALIDATION_FAILED");
+    expect(await admin().ops.plansList({ intent_id: other.id })).toEqual([]);
+    expect(await admin().ops.tasksList({ intent_id: other.id, query: { offset: 0 } })).toEqual([]);
   });
 });

@@ -85,9 +85,13 @@ async function eventually<T>(check: () => Promise<T | undefined | null | false>,
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** The typed client (the gateway's own calls in this file; the official clients' calls above stay on their wire form). */
+const admin = () => cluster.sdk();
+const readIntent = (intentId: string) => admin().ops.intentsGet({ intent_id: intentId });
+
 async function complete(intentId: string, reason?: string) {
-  const intent = ok(await cluster.api(`/intents/${intentId}`));
-  ok(await cluster.api(`/intents/${intentId}/status`, { body: { status: "completed", ...(reason ? { reason } : {}) }, headers: { "If-Match": String(intent.version) } }));
+  const intent = await readIntent(intentId);
+  expect((await admin().send("intentsTransition", { intent_id: intentId, ifMatch: intent.version, body: { status: "completed", ...(reason ? { reason } : {}) } })).status).toBe(200);
 }
 
 const template = (title: string, extra: Record<string, unknown> = {}) => ({ type: "compliance.review", title, priority: "medium", context: { scope: "all", fired: "{{ trigger.fired_at }}", n: "{{ trigger.fire_count }}" }, ...extra });
@@ -185,7 +189,7 @@ describe("schedules on the scheduler's clock", () => {
     let history = ok(await py.history(trigger.trigger_id));
     expect(history).toHaveLength(1);
     expect(history[0]).toMatchObject({ source: "schedule", status: "created", scheduled_for: new Date(created + 600_000).toISOString().replace("Z", "+00:00"), reason: null });
-    const first = ok(await cluster.api(`/intents/${history[0].intent_id}`));
+    const first = await readIntent(history[0].intent_id);
     expect(first.title).toBe(`Tick ${history[0].scheduled_for}`);
 
     // Down for 35 minutes: the due times at +20, +30, +40 are one firing (misfire policy), the next is +50.
@@ -244,8 +248,8 @@ describe("schedules on the scheduler's clock", () => {
       return h[0].status === "created" ? h : undefined;
     }, "the pending firing to be dispatched again");
     expect(history).toEqual([expect.objectContaining({ status: "created", intent_id: early.id })]);
-    const made = ok(await cluster.api(`/intents?created_by=${encodeURIComponent(`trigger:${trigger.trigger_id}`)}`));
-    expect(made.intents.map((i: { id: string }) => i.id)).toEqual([early.id]);
+    const made = await admin().ops.intentsList({ query: { created_by: `trigger:${trigger.trigger_id}` } });
+    expect(made.intents.map((i) => i.id)).toEqual([early.id]);
     // Its intent is over, so skip lets the trigger fire again.
     ok(await py.fire_trigger(trigger.trigger_id), 201);
     ok(await py.delete_trigger(trigger.trigger_id));
@@ -310,7 +314,7 @@ describe("deduplication (§6) and concurrency limits", () => {
     }, "the queued firing to be released");
     const released = history.find((f: { status: string; source: string }) => f.source === "schedule" && f.status === "created");
     expect(released.reason).toMatch(/released from the queue/);
-    expect(ok(await cluster.api(`/intents/${released.intent_id}`)).title).toBe("Queued");
+    expect((await readIntent(released.intent_id)).title).toBe("Queued");
   });
 });
 
@@ -335,7 +339,7 @@ describe("event triggers (§3)", () => {
     }, "the event trigger to fire");
     expect(history).toHaveLength(1);
     expect(history[0]).toMatchObject({ source: "event", trigger_depth: 1 });
-    const receipt = ok(await cluster.api(`/intents/${history[0].intent_id}`));
+    const receipt = await readIntent(history[0].intent_id);
     expect(receipt).toMatchObject({ title: `Receipt for ${billing.id}`, state: { source_intent: billing.id, from: "active" } });
     ok(await py.delete_trigger(trigger.trigger_id));
   });
@@ -343,9 +347,13 @@ describe("event triggers (§3)", () => {
   it("acknowledges the events no event trigger can match without a transaction: no inbox row for them, one for the match", async () => {
     const inboxRows = async () => Number(rowsOf<{ n: string }>(await cluster.database.db.execute(sql`select count(*) as n from triggers.inbox where consumer = 'triggers-intent-events'`))[0]!.n);
     const watched = await createIntent(cluster, { title: "watched for the cache" });
-    const trigger = ok(await cluster.api("/triggers", { body: { name: "on ping", type: "event", condition: { event: "ping.cache", filter: { intent_id: watched.id } }, intent_template: { title: "pinged" } } }), 201);
+    const created = await admin().send("triggersCreate", { body: { name: "on ping", type: "event", condition: { event: "ping.cache", filter: { intent_id: watched.id } }, intent_template: { title: "pinged" } } });
+    expect(created.status).toBe(201);
+    const trigger = created.data;
+    const note = async (body: { event_type: string; payload: Record<string, unknown> }) =>
+      expect((await admin().send("intentsAppendEvent", { intent_id: watched.id, body })).status).toBe(201);
     // The consumer has seen everything written so far; count from here.
-    ok(await cluster.api(`/intents/${watched.id}/events`, { body: { event_type: "noise", payload: {} } }), 201);
+    await note({ event_type: "noise", payload: {} });
     const settle = async () => {
       let last = -1;
       for (;;) {
@@ -356,27 +364,26 @@ describe("event triggers (§3)", () => {
       }
     };
     const before = await settle();
-    for (let i = 0; i < 20; i++) ok(await cluster.api(`/intents/${watched.id}/events`, { body: { event_type: "noise", payload: { i } } }), 201);
-    ok(await cluster.api(`/intents/${watched.id}/events`, { body: { event_type: "ping.cache", payload: {} } }), 201);
+    for (let i = 0; i < 20; i++) await note({ event_type: "noise", payload: { i } });
+    await note({ event_type: "ping.cache", payload: {} });
     await eventually(async () => {
-      const h = ok(await cluster.api(`/triggers/${trigger.trigger_id}/history`));
-      return h.length === 1 && h[0].status === "created" ? h : undefined;
+      const h = await admin().ops.triggersHistory({ trigger_id: trigger.trigger_id });
+      return h.length === 1 && h[0]!.status === "created" ? h : undefined;
     }, "the matching event to fire");
     expect((await settle()) - before).toBe(1);
-    ok(await cluster.api(`/triggers/${trigger.trigger_id}`, { method: "DELETE" }));
+    expect((await admin().send("triggersDelete", { trigger_id: trigger.trigger_id })).status).toBe(200);
   });
 
   it("fire on an agent's lifecycle (agent.registered, §3.2)", async () => {
     const py = pythonClient();
     const trigger = ok(await py.create_trigger("Welcome", "event", { condition: { event: "agent.registered", filter: { agent_id: "watch-*" } }, intent_template: { title: "Onboard {{ event.agent_id }}" } }), 201);
-    ok(await cluster.api("/agents", { key: "agent", headers: { "X-Agent-ID": "other-1" }, body: { agent_id: "other-1", role_id: "r" } }), 201);
-    ok(await cluster.api("/agents", { key: "agent", headers: { "X-Agent-ID": "watch-1" }, body: { agent_id: "watch-1", role_id: "r" } }), 201);
+    for (const agentId of ["other-1", "watch-1"]) expect((await cluster.sdk("agent", agentId).send("agentsRegister", { body: { agent_id: agentId, role_id: "r" } })).status).toBe(201);
     const history = await eventually(async () => {
       const h = ok(await py.history(trigger.trigger_id));
       return h.length && h[0].status === "created" ? h : undefined;
     }, "the agent trigger to fire");
     expect(history).toHaveLength(1);
-    expect(ok(await cluster.api(`/intents/${history[0].intent_id}`)).title).toBe("Onboard watch-1");
+    expect((await readIntent(history[0].intent_id)).title).toBe("Onboard watch-1");
     ok(await py.delete_trigger(trigger.trigger_id));
   });
 
@@ -439,9 +446,9 @@ describe("the MCP server's trigger tools (intent-scoped)", () => {
       return h.length && h[0].status === "created" ? h : undefined;
     }, "the scoped trigger to fire");
     expect(history).toHaveLength(1);
-    const followUp = ok(await cluster.api(`/intents/${history[0].intent_id}`));
+    const followUp = await readIntent(history[0].intent_id);
     expect(followUp.title).toBe("Follow up on watched");
-    expect(followUp.state._trigger.scope_intent_id).toBe(intent.id);
+    expect(followUp.state._trigger).toHaveProperty("scope_intent_id", intent.id);
     const fired = await eventually(async () => (await allEvents(cluster, followUp.id)).find((e) => e.event_type === "trigger.fired"), "trigger.fired");
     expect(fired.payload.action).toEqual({ type: "notify", title: "Follow up on watched", to: "ops" });
 
