@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
+import { openGuardrailEscalation } from "../../services/governance/src/coordinator-escalations";
 import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 
 /**
@@ -134,6 +135,9 @@ describe("on_exceed (RFC-0013 3.1)", () => {
     const initiated = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.escalation_initiated");
     expect(initiated.map((e) => e.id)).toEqual([escalations[0].id]);
     expect((await cluster.api(`/coordinators/${lease.id}`)).body.status).toBe("active");
+    // A redelivered event opens nothing more: the escalation's id is the event's.
+    expect(await cluster.governance.ctx.db.transaction((tx) => openGuardrailEscalation(tx, initiated[0], clock().now()))).toBe(false);
+    expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations).toHaveLength(1);
     const resolved = await cluster.api(`/escalations/${escalations[0].id}/resolve`, { key: "operator", body: { resolution: "raise the limit" } });
     expect(resolved.status, JSON.stringify(resolved.body)).toBe(200);
   });
@@ -207,9 +211,10 @@ describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
 });
 
 describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () => {
-  const patchGuardrails = (leaseId: string, who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, body: unknown, ifMatch?: number) =>
+  type Who = { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" };
+  const patchGuardrails = (leaseId: string, who: Who, body: unknown, ifMatch?: number) =>
     cluster.api(`/coordinators/${leaseId}/guardrails`, { ...who, method: "PATCH", body, headers: { ...("headers" in who ? who.headers : {}), ...(ifMatch !== undefined ? { "If-Match": String(ifMatch) } : {}) } });
-  const patchLease = (leaseId: string, who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, body: unknown, ifMatch?: number) =>
+  const patchLease = (leaseId: string, who: Who, body: unknown, ifMatch?: number) =>
     cluster.api(`/coordinators/${leaseId}`, { ...who, method: "PATCH", body, headers: { ...("headers" in who ? who.headers : {}), ...(ifMatch !== undefined ? { "If-Match": String(ifMatch) } : {}) } });
 
   it("GET answers the guardrails as stored and as enforced; PATCH is a merge patch by the supervisor, never the holder, and applies from the holder's next act", async () => {
@@ -260,6 +265,36 @@ describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () =>
     const events = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.updated");
     expect(events.map((e) => e.payload.changes)).toEqual([{ heartbeat_interval_seconds: 120, failover_candidates: ["standby", holder], metadata: { model: "m2" } }, { supervisor_id: "new-lead" }]);
     expectError(await patchLease(UNKNOWN_ID, { key: "admin" }, { metadata: {} }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+  });
+});
+
+describe("the lease routes and the intent's access-control list (RFC-0011)", () => {
+  it("reading a lease's guardrails needs read on its intent, changing the lease needs write, whatever the role", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { guardrails: { max_concurrent_tasks: 1 } })).body;
+    const closeWith = async (permission: "read" | "write" | null) =>
+      expect(
+        (await cluster.api(`/intents/${intent.id}/acl`, { method: "PUT", body: { default_policy: "closed", entries: permission ? [{ principal_id: "coordinator", principal_type: "user", permission }] : [] } })).status,
+      ).toBe(200);
+    const coordinatorKey = { key: "coordinator" as const };
+    await closeWith(null);
+    expectError(await cluster.api(`/coordinators/${lease.id}/guardrails`, coordinatorKey), 403, "INTENT_ACCESS_DENIED");
+    // GET /coordinators/{id} checks the same way (its refusal is declared in the catalogue).
+    expectError(await cluster.api(`/coordinators/${lease.id}`, coordinatorKey), 403, "INTENT_ACCESS_DENIED");
+    await closeWith("read");
+    expect((await cluster.api(`/coordinators/${lease.id}/guardrails`, coordinatorKey)).status).toBe(200);
+    for (const [path, method, body] of [
+      [`/coordinators/${lease.id}/guardrails`, "PATCH", { max_concurrent_tasks: 5 }],
+      [`/coordinators/${lease.id}`, "PATCH", { metadata: { x: 1 } }],
+      [`/coordinators/${lease.id}/pause`, "POST", {}],
+      [`/coordinators/${lease.id}/replace`, "POST", { new_agent_id: uniqueTag("coord") }],
+    ] as const) {
+      expectError(await cluster.api(path, { ...coordinatorKey, method, body }), 403, "INTENT_ACCESS_DENIED");
+    }
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body).toMatchObject({ version: 1, status: "active", guardrails: { max_concurrent_tasks: 1 } });
+    await closeWith("write");
+    expect((await cluster.api(`/coordinators/${lease.id}/guardrails`, { ...coordinatorKey, method: "PATCH", body: { max_concurrent_tasks: 5 } })).status).toBe(200);
   });
 });
 

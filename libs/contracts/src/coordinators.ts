@@ -306,7 +306,7 @@ export const CoordinatorReplaceBody = z
 export type CoordinatorReplaceBody = z.infer<typeof CoordinatorReplaceBody>;
 
 /** The errors of the lease-changing commands. */
-const LEASE_CHANGE_ERRORS = ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "VERSION_MISMATCH"] as const;
+const LEASE_CHANGE_ERRORS = ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_ACCESS_DENIED", "VERSION_MISMATCH"] as const;
 const LeaseChange = LeaseRef.merge(IfMatch);
 
 /** The intent's live coordinator, for the rules that give "the intent's coordinator" rights (channels 4.7 rule 7). */
@@ -322,20 +322,21 @@ export const coordinatorCommands = {
     "COORDINATOR_LEASE_HELD",
     "INTENT_NOT_FOUND",
   ]),
-  getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND"]),
+  getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND", "INTENT_ACCESS_DENIED"]),
   listLeases: command("intents", "coordinators.list", IntentRef, CoordinatorLeaseList, ["INTENT_NOT_FOUND"]),
   heartbeat: command("intents", "coordinators.heartbeat", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "NOT_LEASE_HOLDER"]),
   createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
   recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
-  getGuardrails: command("intents", "coordinators.guardrails.get", LeaseRef, CoordinatorGuardrailsView, ["COORDINATOR_LEASE_NOT_FOUND"]),
+  getGuardrails: command("intents", "coordinators.guardrails.get", LeaseRef, CoordinatorGuardrailsView, ["COORDINATOR_LEASE_NOT_FOUND", "INTENT_ACCESS_DENIED"]),
   patchGuardrails: command("intents", "coordinators.guardrails.patch", LeaseChange.extend({ body: PatchCoordinatorGuardrailsBody }), CoordinatorGuardrailsView, [...LEASE_CHANGE_ERRORS, "VALIDATION_FAILED"]),
   update: command("intents", "coordinators.update", LeaseChange.extend({ body: UpdateCoordinatorBody }), CoordinatorLease, LEASE_CHANGE_ERRORS),
   handoff: command("intents", "coordinators.handoff", LeaseChange.extend({ body: CoordinatorHandoffBody }), CoordinatorLease, [
     "AGENT_NOT_ACTIVE",
     "COORDINATOR_LEASE_ENDED",
     "COORDINATOR_LEASE_NOT_FOUND",
+    "INTENT_ACCESS_DENIED",
     "NOT_LEASE_HOLDER",
     "VALIDATION_FAILED",
     "VERSION_MISMATCH",

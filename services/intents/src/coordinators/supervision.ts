@@ -5,7 +5,6 @@ import {
   coordinatorCommands,
   errors,
   intentEvents,
-  isAdmin,
   isCoordinatorOrAdmin,
   type Caller,
   type CoordinatorHandoffBody,
@@ -22,7 +21,7 @@ import { coordinatorLeases } from "../db/schema-coordinators";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assigned as assignedEvent, grantSuccessor } from "./handlers";
 import { readGuardrails } from "./guardrails";
-import { expiryAfter, isLive, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
+import { expiryAfter, isLive, mergePatch, supervises, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
 
 /**
  * The lease routes beyond taking one (RFC-0013 2.1 supervisor actions, 5.3 handoff, 9 guardrail
@@ -52,13 +51,6 @@ const guardrailsView = (row: CoordinatorLeaseRow): GuardrailsView => ({
   enforced: { ...readGuardrails(row.guardrails) },
   version: row.version,
 });
-
-/** Whether the caller supervises the lease. */
-export function supervises(row: Pick<CoordinatorLeaseRow, "agentId" | "supervisorId">, caller: Caller): boolean {
-  if (isAdmin(caller)) return true;
-  if (caller.actor === row.agentId) return false;
-  return isCoordinatorOrAdmin(caller) || (row.supervisorId !== null && caller.actor === row.supervisorId);
-}
 
 function assertSupervises(row: CoordinatorLeaseRow, caller: Caller, action: string): void {
   if (supervises(row, caller)) return;
@@ -118,17 +110,6 @@ export async function getGuardrails(ctx: IntentsContext, leaseId: string, caller
   if (!row) throw errors.notFound("coordinator_lease", leaseId);
   await ctx.access.check(coordinatorCommands.listLeases, row.intentId, caller);
   return guardrailsView(row);
-}
-
-/** RFC 7396 JSON merge patch: objects merge key by key, null removes, anything else replaces. */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = target && typeof target === "object" && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key];
-    else out[key] = mergePatch(out[key], value);
-  }
-  return out;
 }
 
 /**
