@@ -90,6 +90,23 @@ describe("scope guardrails (RFC-0013 3.2, 3.4) on the tasks and plans the holder
     ]);
   });
 
+  it("a decomposition by the holder: its subtask tree counts toward max_delegation_depth and max_tasks_per_plan", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    await take(intent.id, holder, { guardrails: { scope: { max_delegation_depth: 1, max_tasks_per_plan: 4 } } });
+    const description = "Ship the release\n1. Build\n   - backend\n2. Test\n3. Publish";
+    const deep = await cluster.api(`/intents/${intent.id}/plans/decompose`, { ...coordinatorAs(holder), body: { task_description: description, max_depth: 2 } });
+    expectError(deep, 403, "GUARDRAIL_VIOLATION");
+    expect(deep.body.details).toMatchObject({ guardrail: "max_delegation_depth", attempted_value: 2, limit: 1 });
+    expect((await cluster.api(`/intents/${intent.id}/plans`)).body).toEqual([]);
+    const flat = await cluster.api(`/intents/${intent.id}/plans/decompose`, { ...coordinatorAs(holder), body: { task_description: description, max_depth: 1 } });
+    expect(flat.status, JSON.stringify(flat.body)).toBe(201);
+    expect(flat.body.progress.total).toBe(4);
+    const wide = await cluster.api(`/intents/${intent.id}/plans/decompose`, { ...coordinatorAs(holder), body: { task_description: "Do\n1. a\n2. b\n3. c\n4. d", max_depth: 1 } });
+    expect(wide.body.details).toMatchObject({ guardrail: "max_tasks_per_plan", attempted_value: 5, limit: 4 });
+    expect((await violations(intent.id)).map((v) => v.action)).toEqual(["plan_decomposed", "plan_decomposed"]);
+  });
+
   it("an agent that is not the holder (or whose lease is unresponsive) is not held to the lease's guardrails", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");
