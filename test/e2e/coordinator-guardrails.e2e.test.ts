@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
+import { knownAgentStatus } from "../../services/intents/src/agents/agent-status";
+import { openGuardrailEscalation } from "../../services/governance/src/coordinator-escalations";
+import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 
 /**
  * The coordinator's guardrails beyond its decisions (RFC-0013 3, docs/coordinators.md
@@ -88,6 +90,23 @@ describe("scope guardrails (RFC-0013 3.2, 3.4) on the tasks and plans the holder
     ]);
   });
 
+  it("a decomposition by the holder: its subtask tree counts toward max_delegation_depth and max_tasks_per_plan", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    await take(intent.id, holder, { guardrails: { scope: { max_delegation_depth: 1, max_tasks_per_plan: 4 } } });
+    const description = "Ship the release\n1. Build\n   - backend\n2. Test\n3. Publish";
+    const deep = await cluster.api(`/intents/${intent.id}/plans/decompose`, { ...coordinatorAs(holder), body: { task_description: description, max_depth: 2 } });
+    expectError(deep, 403, "GUARDRAIL_VIOLATION");
+    expect(deep.body.details).toMatchObject({ guardrail: "max_delegation_depth", attempted_value: 2, limit: 1 });
+    expect((await cluster.api(`/intents/${intent.id}/plans`)).body).toEqual([]);
+    const flat = await cluster.api(`/intents/${intent.id}/plans/decompose`, { ...coordinatorAs(holder), body: { task_description: description, max_depth: 1 } });
+    expect(flat.status, JSON.stringify(flat.body)).toBe(201);
+    expect(flat.body.progress.total).toBe(4);
+    const wide = await cluster.api(`/intents/${intent.id}/plans/decompose`, { ...coordinatorAs(holder), body: { task_description: "Do\n1. a\n2. b\n3. c\n4. d", max_depth: 1 } });
+    expect(wide.body.details).toMatchObject({ guardrail: "max_tasks_per_plan", attempted_value: 5, limit: 4 });
+    expect((await violations(intent.id)).map((v) => v.action)).toEqual(["plan_decomposed", "plan_decomposed"]);
+  });
+
   it("an agent that is not the holder (or whose lease is unresponsive) is not held to the lease's guardrails", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");
@@ -133,6 +152,9 @@ describe("on_exceed (RFC-0013 3.1)", () => {
     const initiated = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.escalation_initiated");
     expect(initiated.map((e) => e.id)).toEqual([escalations[0].id]);
     expect((await cluster.api(`/coordinators/${lease.id}`)).body.status).toBe("active");
+    // A redelivered event opens nothing more: the escalation's id is the event's.
+    expect(await cluster.governance.ctx.db.transaction((tx) => openGuardrailEscalation(tx, initiated[0], clock().now()))).toBe(false);
+    expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations).toHaveLength(1);
     const resolved = await cluster.api(`/escalations/${escalations[0].id}/resolve`, { key: "operator", body: { resolution: "raise the limit" } });
     expect(resolved.status, JSON.stringify(resolved.body)).toBe(200);
   });
@@ -202,5 +224,174 @@ describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
       },
       { timeout: 5000, interval: 50 },
     );
+  });
+});
+
+describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () => {
+  type Who = { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" };
+  const patchGuardrails = (leaseId: string, who: Who, body: unknown, ifMatch?: number) =>
+    cluster.api(`/coordinators/${leaseId}/guardrails`, { ...who, method: "PATCH", body, headers: { ...("headers" in who ? who.headers : {}), ...(ifMatch !== undefined ? { "If-Match": String(ifMatch) } : {}) } });
+  const patchLease = (leaseId: string, who: Who, body: unknown, ifMatch?: number) =>
+    cluster.api(`/coordinators/${leaseId}`, { ...who, method: "PATCH", body, headers: { ...("headers" in who ? who.headers : {}), ...(ifMatch !== undefined ? { "If-Match": String(ifMatch) } : {}) } });
+
+  it("GET answers the guardrails as stored and as enforced; PATCH is a merge patch by the supervisor, never the holder, and applies from the holder's next act", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const lease = (await take(intent.id, holder, { supervisor_id: lead, guardrails: { max_concurrent_tasks: 1, budget: { max_budget_usd: 5, custom: "kept" } } })).body;
+    const read = await cluster.api(`/coordinators/${lease.id}/guardrails`);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({ lease_id: lease.id, intent_id: intent.id, coordinator_id: holder, guardrails: { max_concurrent_tasks: 1, budget: { max_budget_usd: 5, custom: "kept" } }, enforced: { max_concurrent_tasks: 1, max_budget_usd: 5 }, version: 1 });
+    expect(read.headers.get("etag")).toContain("1");
+    expect((await createTask(intent.id, holder, { title: "one" })).status).toBe(201);
+    expectError(await createTask(intent.id, holder, { title: "two" }), 403, "GUARDRAIL_VIOLATION");
+
+    // The holder does not loosen its own guardrails, even with a coordinator key; nor does another agent.
+    expectError(await patchGuardrails(lease.id, as(holder), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
+    expectError(await patchGuardrails(lease.id, coordinatorAs(holder), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
+    expectError(await patchGuardrails(lease.id, as(uniqueTag("other")), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
+    expectError(await patchGuardrails(lease.id, as(lead), { max_concurrent_tasks: "10" }), 400, "VALIDATION_FAILED");
+    expectError(await patchGuardrails(lease.id, as(lead), { scope: { anything: 1 } }), 400, "VALIDATION_FAILED");
+    const patched = await patchGuardrails(lease.id, as(lead), { max_concurrent_tasks: 2, budget: { max_budget_usd: null }, scope: { allowed_capabilities: ["a"] } }, 1);
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({ guardrails: { max_concurrent_tasks: 2, budget: { custom: "kept" }, scope: { allowed_capabilities: ["a"] } }, enforced: { max_concurrent_tasks: 2, allowed_capabilities: ["a"] }, version: 2 });
+    expectError(await patchGuardrails(lease.id, { key: "admin" }, { max_concurrent_tasks: 3 }, 1), 409, "VERSION_MISMATCH");
+    expect((await createTask(intent.id, holder, { title: "two", capabilities_required: ["a"] })).status).toBe(201);
+    const updated = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.guardrails_updated");
+    expect(updated.map((e) => [e.actor, e.payload])).toEqual([
+      [lead, { lease_id: lease.id, coordinator_id: holder, updated_by: lead, changes: { max_concurrent_tasks: 2, budget: { max_budget_usd: null }, scope: { allowed_capabilities: ["a"] } }, version: 2 }],
+    ]);
+    expectError(await cluster.api(`/coordinators/${UNKNOWN_ID}/guardrails`), 404, "COORDINATOR_LEASE_NOT_FOUND");
+  });
+
+  it("PATCH /coordinators/{id}: the holder changes its terms (not its supervisor), admin and coordinator keys any; If-Match is the lease's version", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { supervisor_id: "lead", heartbeat_interval_seconds: 30 })).body;
+    advance(10);
+    const changed = await patchLease(lease.id, as(holder), { heartbeat_interval_seconds: 120, failover_candidates: ["standby", holder], metadata: { model: "m2" } }, 1);
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body).toMatchObject({ heartbeat_interval_seconds: 120, failover_candidates: ["standby"], metadata: { model: "m2" }, supervisor_id: "lead", version: 2 });
+    // Two of the new intervals from the last heartbeat (the grant).
+    expect(Date.parse(changed.body.expires_at)).toBe(Date.parse(lease.last_heartbeat) + 240_000);
+    expectError(await patchLease(lease.id, as(holder), { supervisor_id: "me" }), 403, "FORBIDDEN");
+    expectError(await patchLease(lease.id, as(uniqueTag("other")), { metadata: {} }), 403, "FORBIDDEN");
+    expectError(await patchLease(lease.id, { key: "admin" }, { supervisor_id: "new-lead" }, 1), 409, "VERSION_MISMATCH");
+    expectError(await patchLease(lease.id, { key: "admin" }, {}), 400, "VALIDATION_FAILED");
+    expect((await patchLease(lease.id, { key: "admin" }, { supervisor_id: "new-lead" }, 2)).body).toMatchObject({ supervisor_id: "new-lead", version: 3 });
+    const events = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.updated");
+    expect(events.map((e) => e.payload.changes)).toEqual([{ heartbeat_interval_seconds: 120, failover_candidates: ["standby", holder], metadata: { model: "m2" } }, { supervisor_id: "new-lead" }]);
+    expectError(await patchLease(UNKNOWN_ID, { key: "admin" }, { metadata: {} }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+  });
+});
+
+describe("the lease routes and the intent's access-control list (RFC-0011)", () => {
+  it("reading a lease's guardrails needs read on its intent, changing the lease needs write, whatever the role", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { guardrails: { max_concurrent_tasks: 1 } })).body;
+    const closeWith = async (permission: "read" | "write" | null) =>
+      expect(
+        (await cluster.api(`/intents/${intent.id}/acl`, { method: "PUT", body: { default_policy: "closed", entries: permission ? [{ principal_id: "coordinator", principal_type: "user", permission }] : [] } })).status,
+      ).toBe(200);
+    const coordinatorKey = { key: "coordinator" as const };
+    await closeWith(null);
+    expectError(await cluster.api(`/coordinators/${lease.id}/guardrails`, coordinatorKey), 403, "INTENT_ACCESS_DENIED");
+    // GET /coordinators/{id} checks the same way (its refusal is declared in the catalogue).
+    expectError(await cluster.api(`/coordinators/${lease.id}`, coordinatorKey), 403, "INTENT_ACCESS_DENIED");
+    await closeWith("read");
+    expect((await cluster.api(`/coordinators/${lease.id}/guardrails`, coordinatorKey)).status).toBe(200);
+    for (const [path, method, body] of [
+      [`/coordinators/${lease.id}/guardrails`, "PATCH", { max_concurrent_tasks: 5 }],
+      [`/coordinators/${lease.id}`, "PATCH", { metadata: { x: 1 } }],
+      [`/coordinators/${lease.id}/pause`, "POST", {}],
+      [`/coordinators/${lease.id}/replace`, "POST", { new_agent_id: uniqueTag("coord") }],
+    ] as const) {
+      expectError(await cluster.api(path, { ...coordinatorKey, method, body }), 403, "INTENT_ACCESS_DENIED");
+    }
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body).toMatchObject({ version: 1, status: "active", guardrails: { max_concurrent_tasks: 1 } });
+    await closeWith("write");
+    expect((await cluster.api(`/coordinators/${lease.id}/guardrails`, { ...coordinatorKey, method: "PATCH", body: { max_concurrent_tasks: 5 } })).status).toBe(200);
+  });
+});
+
+describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
+  const post = (path: string, who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, body: unknown = {}) => cluster.api(path, { ...who, body });
+
+  it("pause and resume by the supervisor (not the holder): the paused holder's work is refused; each logged once", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const lease = (await take(intent.id, holder, { supervisor_id: lead })).body;
+    expectError(await post(`/coordinators/${lease.id}/pause`, as(holder)), 403, "FORBIDDEN");
+    expectError(await post(`/coordinators/${lease.id}/pause`, as(uniqueTag("other"))), 403, "FORBIDDEN");
+    const paused = await post(`/coordinators/${lease.id}/pause`, as(lead), { reason: "reviewing the plan" });
+    expect(paused.status, JSON.stringify(paused.body)).toBe(200);
+    expect(paused.body).toMatchObject({ status: "paused", paused_by: lead, pause_reason: "reviewing the plan", version: 2 });
+    expectError(await post(`/coordinators/${lease.id}/pause`, { key: "admin" }), 409, "COORDINATOR_PAUSED");
+    expectError(await decideAs(intent.id, holder, "task_assigned"), 409, "COORDINATOR_PAUSED");
+    expectError(await createTask(intent.id, holder, { title: "t" }), 409, "COORDINATOR_PAUSED");
+    expectError(await post(`/coordinators/${lease.id}/resume`, as(holder)), 403, "FORBIDDEN");
+    const resumed = await post(`/coordinators/${lease.id}/resume`, { key: "coordinator" });
+    expect(resumed.body).toMatchObject({ status: "active", paused_at: null, paused_by: null });
+    expectError(await post(`/coordinators/${lease.id}/resume`, as(lead)), 409, "COORDINATOR_NOT_PAUSED");
+    expect((await decideAs(intent.id, holder, "task_assigned")).status).toBe(201);
+    const log = (await allEvents(cluster, intent.id)).filter((e) => ["coordinator.paused", "coordinator.resumed"].includes(e.event_type));
+    expect(log.map((e) => [e.event_type, e.payload])).toEqual([
+      ["coordinator.paused", { lease_id: lease.id, coordinator_id: holder, paused_by: lead, reason: "reviewing the plan" }],
+      ["coordinator.resumed", { lease_id: lease.id, coordinator_id: holder, resumed_by: "coordinator" }],
+    ]);
+  });
+
+  it("handoff: the holder's alone, to a named agent not dead, exactly once under concurrent handoffs; the successor gets the same terms and the pause", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const [b, c] = [uniqueTag("next"), uniqueTag("next")];
+    const lease = (await take(intent.id, holder, { supervisor_id: "lead", failover_candidates: [b, "standby"], guardrails: { max_concurrent_tasks: 3 } })).body;
+    expectError(await post(`/coordinators/${lease.id}/handoff`, as(b), { to_agent_id: b }), 403, "NOT_LEASE_HOLDER");
+    expectError(await post(`/coordinators/${lease.id}/handoff`, as(holder), { to_agent_id: holder }), 400, "VALIDATION_FAILED");
+    expectError(await post(`/coordinators/${lease.id}/handoff`, as(holder), { to_agent_id: b, to_coordinator: c }), 400, "VALIDATION_FAILED");
+    expect((await post(`/coordinators/${lease.id}/pause`, { key: "admin" }, { reason: "hold on" })).status).toBe(200);
+    const both = await Promise.all([
+      post(`/coordinators/${lease.id}/handoff`, as(holder), { to_agent_id: b, reason: "context window", state_summary: { plan_version: 3 } }),
+      post(`/coordinators/${lease.id}/handoff`, as(holder), { to_coordinator: c }),
+    ]);
+    const won = both.filter((r) => r.status === 200);
+    expect(won, JSON.stringify(both.map((r) => r.body))).toHaveLength(1);
+    expectError(both.find((r) => r.status !== 200)!, 409, "COORDINATOR_LEASE_ENDED");
+    const next = won[0]!.body;
+    expect(next).toMatchObject({ intent_id: intent.id, supervisor_id: "lead", guardrails: { max_concurrent_tasks: 3 }, predecessor_id: lease.id, status: "paused", pause_reason: "hold on", version: 1 });
+    expect([b, c]).toContain(next.agent_id);
+    expect(next.failover_candidates).toEqual([b, "standby"].filter((x) => x !== next.agent_id));
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body).toMatchObject({ status: "failed_over", end_reason: "handed_off" });
+    expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body.filter((l: any) => l.status !== "failed_over").map((l: any) => l.id)).toEqual([next.id]);
+    const log = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.handoff" || e.event_type === "coordinator.assigned").slice(1);
+    expect(log.map((e) => e.event_type)).toEqual(["coordinator.handoff", "coordinator.assigned"]);
+    expect(log[0].payload).toMatchObject({ old_lease_id: lease.id, new_lease_id: next.id, from_coordinator: holder, to_coordinator: next.agent_id });
+    expectError(await decideAs(intent.id, holder, "escalation_initiated"), 403, "NOT_LEASE_HOLDER");
+  });
+
+  it("replace: by the supervisor, to an agent that is not dead; the successor starts unpaused; a dead agent is refused (409)", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { supervisor_id: "lead", guardrails: { max_concurrent_tasks: 3 } })).body;
+    // A registered agent the registry then declares dead.
+    const dead = uniqueTag("dead");
+    expect((await cluster.api("/agents", { body: { agent_id: dead, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" })).status).toBe(201);
+    advance(61);
+    await cluster.registry.sweeper.sweep();
+    await vi.waitFor(async () => expect(await knownAgentStatus(cluster.database.db, dead)).toBe("dead"), { timeout: 10_000, interval: 50 });
+    expect((await post(`/coordinators/${lease.id}/pause`, as("lead"))).status).toBe(200);
+    expectError(await post(`/coordinators/${lease.id}/replace`, as(holder), { new_agent_id: "x" }), 403, "FORBIDDEN");
+    expectError(await post(`/coordinators/${lease.id}/replace`, as("lead"), { new_agent_id: dead }), 409, "AGENT_NOT_ACTIVE");
+    const replacement = uniqueTag("coord");
+    const replaced = await post(`/coordinators/${lease.id}/replace`, as("lead"), { new_coordinator_id: replacement, reason: "stalled" });
+    expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
+    expect(replaced.body).toMatchObject({ agent_id: replacement, status: "active", paused_at: null, predecessor_id: lease.id, guardrails: { max_concurrent_tasks: 3 } });
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body).toMatchObject({ end_reason: "replaced" });
+    expectError(await post(`/coordinators/${lease.id}/replace`, as("lead"), { new_agent_id: uniqueTag("coord") }), 409, "COORDINATOR_LEASE_ENDED");
+    const log = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.replaced");
+    expect(log.map((e) => e.payload)).toEqual([{ old_lease_id: lease.id, new_lease_id: replaced.body.id, old_coordinator_id: holder, new_coordinator_id: replacement, replaced_by: "lead", reason: "stalled" }]);
+    expect((await createTask(intent.id, replacement, { title: "t" })).status).toBe(201);
   });
 });

@@ -40,6 +40,13 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
     heartbeat_interval_seconds: 30,
     failover_candidates: ["coordinator-2"],
   },
+  // RFC-0013 9: the lease's terms, its guardrails (a merge patch), handoff and the supervisor's actions.
+  coordinatorsUpdate: { supervisor_id: "lead", coordinator_type: "llm", heartbeat_interval_seconds: 60, failover_candidates: ["coordinator-2"], metadata: { model: "m2" } },
+  coordinatorsPatchGuardrails: { max_budget_usd: 100, on_exceed: "pause_and_escalate", max_task_wait_hours: null, scope: { max_concurrent_tasks: 5 }, review: null },
+  coordinatorsHandoff: { to_agent_id: "coordinator-2", to_coordinator: "coordinator-2", reason: "context window nearly full", state_summary: { plan_version: 3, open_items: ["cp_02"] } },
+  coordinatorsPause: { reason: "reviewing the plan" },
+  coordinatorsResume: { reason: "plan approved" },
+  coordinatorsReplace: { new_agent_id: "coordinator-2", new_coordinator_id: "coordinator-2", reason: "stalled twice" },
   decisionsCreateRecord: {
     coordinator_id: "coordinator-1",
     intent_id: ID,

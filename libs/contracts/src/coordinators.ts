@@ -1,6 +1,6 @@
 import { z } from "./zod";
 import { ActorId, AgentId, boundedJsonObject, JsonObject, pageLimit, Timestamp, Uuid } from "./common";
-import { command, IntentRef } from "./command";
+import { command, IfMatch, IntentRef } from "./command";
 
 /**
  * Coordinator leases and decision records (RFC-0013; docs/coordinators.md), at the paths and in
@@ -222,6 +222,93 @@ export const DecisionListQuery = z.object({ limit: pageLimit(50, 500) });
 
 const LeaseRef = z.object({ lease_id: Uuid });
 
+/** GET and PATCH /coordinators/{id}/guardrails: the lease's guardrails as stored, and the keys the server reads from them. */
+export const CoordinatorGuardrailsView = z
+  .object({
+    lease_id: Uuid,
+    intent_id: Uuid,
+    coordinator_id: z.string(),
+    guardrails: JsonObject.nullable(),
+    enforced: JsonObject.openapi({ description: "the enforced keys as the server reads them (flat or from their section)" }),
+    version: z.number().int(),
+  })
+  .passthrough()
+  .openapi("CoordinatorGuardrails");
+
+/**
+ * PATCH /coordinators/{id}/guardrails: a JSON merge patch (RFC 7396) on the stored guardrails,
+ * sections included (`{"scope": {"max_concurrent_tasks": 20}}` changes one key of the section,
+ * null removes a key). The result is checked as a lease's guardrails are (400 otherwise).
+ */
+const GUARDRAIL_PATCH_KEYS = {
+  ...Object.fromEntries(Object.entries(ENFORCED_GUARDRAILS).map(([key, schema]) => [key, schema.nullable().optional()])),
+  max_task_wait_hours: z.number().min(0).nullable().optional(),
+  checkpoint_timeout_hours: z.number().min(0).nullable().optional(),
+};
+/** A section of the patch: the RFC's keys (any of them, as readGuardrails reads any key in any section), null removing one. */
+const GuardrailSectionPatch = z.object(GUARDRAIL_PATCH_KEYS).strict().nullable().optional();
+export const PatchCoordinatorGuardrailsBody = z
+  .object({
+    ...GUARDRAIL_PATCH_KEYS,
+    budget: GuardrailSectionPatch,
+    scope: GuardrailSectionPatch,
+    temporal: GuardrailSectionPatch,
+    review: GuardrailSectionPatch,
+  })
+  .strict()
+  .openapi("PatchCoordinatorGuardrails");
+
+/** PATCH /coordinators/{id} (RFC-0013 9 "update coordinator registration"): the lease's other terms. */
+export const UpdateCoordinatorBody = z
+  .object({
+    supervisor_id: ActorId.nullable().optional().openapi({ description: "changed by admin and coordinator keys or the current supervisor, never by the holder" }),
+    coordinator_type: z.enum(COORDINATOR_TYPES).optional(),
+    heartbeat_interval_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS).optional(),
+    failover_candidates: z.array(AgentId).max(MAX_FAILOVER_CANDIDATES).optional(),
+    metadata: boundedJsonObject().optional().openapi({ description: "replaces the lease's metadata" }),
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, { message: "nothing to change" })
+  .openapi("UpdateCoordinator");
+export type UpdateCoordinatorBody = z.infer<typeof UpdateCoordinatorBody>;
+
+/** POST /coordinators/{id}/handoff (RFC-0013 5.3): the holder hands the lease to another agent. */
+export const CoordinatorHandoffBody = z
+  .object({
+    to_agent_id: AgentId.optional(),
+    /** The RFC's event names the new coordinator `to_coordinator`; either is read, both given must agree. */
+    to_coordinator: AgentId.optional(),
+    reason: z.string().max(2000).optional(),
+    state_summary: boundedJsonObject().optional(),
+  })
+  .strict()
+  .refine((body) => (body.to_agent_id ?? body.to_coordinator) !== undefined, { message: "to_agent_id is required", path: ["to_agent_id"] })
+  .refine((body) => body.to_agent_id === undefined || body.to_coordinator === undefined || body.to_agent_id === body.to_coordinator, { message: "to_agent_id and to_coordinator differ", path: ["to_coordinator"] })
+  .openapi("CoordinatorHandoff");
+export type CoordinatorHandoffBody = z.infer<typeof CoordinatorHandoffBody>;
+
+/** POST /coordinators/{id}/pause and /resume (RFC-0013 2.1 supervisor actions). */
+export const CoordinatorPauseBody = z.object({ reason: z.string().max(2000).optional() }).strict().openapi("CoordinatorPause");
+export type CoordinatorPauseBody = z.infer<typeof CoordinatorPauseBody>;
+
+/** POST /coordinators/{id}/replace (RFC-0013 2.1 "revoke lease and assign a new coordinator"). */
+export const CoordinatorReplaceBody = z
+  .object({
+    new_agent_id: AgentId.optional(),
+    /** The RFC's event field; either is read, both given must agree. */
+    new_coordinator_id: AgentId.optional(),
+    reason: z.string().max(2000).optional(),
+  })
+  .strict()
+  .refine((body) => (body.new_agent_id ?? body.new_coordinator_id) !== undefined, { message: "new_agent_id is required", path: ["new_agent_id"] })
+  .refine((body) => body.new_agent_id === undefined || body.new_coordinator_id === undefined || body.new_agent_id === body.new_coordinator_id, { message: "new_agent_id and new_coordinator_id differ", path: ["new_coordinator_id"] })
+  .openapi("CoordinatorReplace");
+export type CoordinatorReplaceBody = z.infer<typeof CoordinatorReplaceBody>;
+
+/** The errors of the lease-changing commands. */
+const LEASE_CHANGE_ERRORS = ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_ACCESS_DENIED", "VERSION_MISMATCH"] as const;
+const LeaseChange = LeaseRef.merge(IfMatch);
+
 /** The intent's live coordinator, for the rules that give "the intent's coordinator" rights (channels 4.7 rule 7). */
 export const CoordinatorHolder = z.object({ intent_id: Uuid, agent_id: z.string().nullable(), lease_id: Uuid.nullable() }).passthrough();
 
@@ -235,13 +322,28 @@ export const coordinatorCommands = {
     "COORDINATOR_LEASE_HELD",
     "INTENT_NOT_FOUND",
   ]),
-  getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND"]),
+  getLease: command("intents", "coordinators.get", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND", "INTENT_ACCESS_DENIED"]),
   listLeases: command("intents", "coordinators.list", IntentRef, CoordinatorLeaseList, ["INTENT_NOT_FOUND"]),
   heartbeat: command("intents", "coordinators.heartbeat", LeaseRef, CoordinatorLease, ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "NOT_LEASE_HOLDER"]),
   createDecisionRecord: command("intents", "decisions.create", z.object({ body: CreateDecisionRecordBody }), DecisionView, ["COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND", "NOT_LEASE_HOLDER"]),
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
   recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
+  getGuardrails: command("intents", "coordinators.guardrails.get", LeaseRef, CoordinatorGuardrailsView, ["COORDINATOR_LEASE_NOT_FOUND", "INTENT_ACCESS_DENIED"]),
+  patchGuardrails: command("intents", "coordinators.guardrails.patch", LeaseChange.extend({ body: PatchCoordinatorGuardrailsBody }), CoordinatorGuardrailsView, [...LEASE_CHANGE_ERRORS, "VALIDATION_FAILED"]),
+  update: command("intents", "coordinators.update", LeaseChange.extend({ body: UpdateCoordinatorBody }), CoordinatorLease, LEASE_CHANGE_ERRORS),
+  handoff: command("intents", "coordinators.handoff", LeaseChange.extend({ body: CoordinatorHandoffBody }), CoordinatorLease, [
+    "AGENT_NOT_ACTIVE",
+    "COORDINATOR_LEASE_ENDED",
+    "COORDINATOR_LEASE_NOT_FOUND",
+    "INTENT_ACCESS_DENIED",
+    "NOT_LEASE_HOLDER",
+    "VALIDATION_FAILED",
+    "VERSION_MISMATCH",
+  ]),
+  pause: command("intents", "coordinators.pause", LeaseChange.extend({ body: CoordinatorPauseBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "COORDINATOR_PAUSED"]),
+  resume: command("intents", "coordinators.resume", LeaseChange.extend({ body: CoordinatorPauseBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "COORDINATOR_NOT_PAUSED"]),
+  replace: command("intents", "coordinators.replace", LeaseChange.extend({ body: CoordinatorReplaceBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "AGENT_NOT_ACTIVE", "VALIDATION_FAILED"]),
   /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
   coordinates: command(
     "intents",

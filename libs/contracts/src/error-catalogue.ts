@@ -50,6 +50,7 @@ export const errorCatalogue = catalogue({
   COORDINATOR_LEASE_ENDED: { status: 409, title: "The coordinator lease has ended (another coordinator took over)" },
   COORDINATOR_LEASE_HELD: { status: 409, title: "Another agent holds the coordinator lease of the intent" },
   COORDINATOR_LEASE_NOT_FOUND: { status: 404, title: "Coordinator lease not found" },
+  COORDINATOR_NOT_PAUSED: { status: 409, title: "The coordinator lease is not paused" },
   COORDINATOR_PAUSED: { status: 409, title: "The coordinator lease is paused; its holder acts again once resumed" },
   COST_AGENTS_FULL: { status: 409, title: "The intent has too many distinct cost agents" },
   CREDENTIALS_IN_MESSAGE: { status: 400, title: "The message carries a credential" },

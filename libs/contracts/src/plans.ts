@@ -214,7 +214,7 @@ const PLAN_CREATE_ERRORS = ["COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT
 
 export const planCommands = {
   create: command("intents", "plans.create", z.object({ intent_id: Uuid, body: CreatePlanBody }), Plan, PLAN_CREATE_ERRORS),
-  decompose: command("intents", "plans.decompose", z.object({ intent_id: Uuid, body: DecomposeBody }), Plan, ["INTENT_CLOSED", "INTENT_NOT_FOUND"]),
+  decompose: command("intents", "plans.decompose", z.object({ intent_id: Uuid, body: DecomposeBody }), Plan, ["COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_CLOSED", "INTENT_NOT_FOUND"]),
   get: command("intents", "plans.get", PlanRef, Plan, ["PLAN_NOT_FOUND"]),
   list: command("intents", "plans.list", z.object({ intent_id: Uuid, query: ListPlansQuery }), z.array(Plan), ["INTENT_NOT_FOUND"]),
   update: command(

@@ -44,7 +44,7 @@ function withUnknownField(body: unknown): { where: string; body: unknown }[] {
   return out;
 }
 /** Fields that are free-form JSON by the spec (their keys are the client's): state, payloads, metadata, context, values, inputs (a task's, a workflow trigger's) and outputs, a tool's parameters and result, a trigger's action (the MCP server's, additionalProperties), a coordinator's guardrails and a decision's alternatives (RFC-0013). */
-const FREE_FORM = new Set(["state", "payload", "metadata", "context", "value", "input", "inputs", "output", "constraints", "trace_context", "notify", "signals", "parameters", "result", "action", "guardrails", "alternatives_considered"]);
+const FREE_FORM = new Set(["state", "payload", "metadata", "context", "value", "input", "inputs", "output", "constraints", "trace_context", "notify", "signals", "parameters", "result", "action", "guardrails", "alternatives_considered", "state_summary"]);
 const setAt = (root: unknown, path: (string | number)[], value: unknown): unknown => {
   if (!path.length) return value;
   const [head, ...rest] = path;

@@ -9,6 +9,7 @@ import type { IntentsContext } from "./kernel/context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./leases/sweeper";
 import { CoordinatorStallSweeper } from "./coordinators/stall-sweeper";
+import { getGuardrails, handOffCoordinator, patchGuardrails, pauseCoordinator, replaceCoordinator, resumeCoordinator, updateCoordinator } from "./coordinators/supervision";
 import { CheckpointSweeper, DEFAULT_CHECKPOINT_SCHEDULE, type CheckpointSchedule } from "./verifiable/sweeper";
 import { anchorCheckpoint, consistency, createCheckpoint, getCheckpoint, inclusionProof, listCheckpoints, verifyLog } from "./verifiable/handlers";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./portfolios/handlers";
@@ -142,6 +143,13 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     listDecisionRecords: (input) => listDecisionRecords(ctx, input.intent_id, input.query.limit),
     recordDecision: (input, caller) => recordDecision(ctx, input.intent_id, input.body, caller),
     listDecisions: (input) => listDecisions(ctx, input.intent_id, input.query.limit),
+    getGuardrails: (input, caller) => getGuardrails(ctx, input.lease_id, caller),
+    patchGuardrails: (input, caller) => patchGuardrails(ctx, input.lease_id, input.if_match, input.body, caller),
+    update: (input, caller) => updateCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
+    handoff: (input, caller) => handOffCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
+    pause: (input, caller) => pauseCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
+    resume: (input, caller) => resumeCoordinator(ctx, input.lease_id, input.if_match, caller),
+    replace: (input, caller) => replaceCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
     holder: (input) => coordinatorOf(ctx, input.intent_id),
     coordinates: (input) => intentsCoordinatedFor(ctx, input.coordinator, input.agent_id),
     heldBy: (input) => intentsHeldBy(ctx, input.agent_id),

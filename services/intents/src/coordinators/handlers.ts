@@ -35,7 +35,7 @@ import { assertNoLiveHolder, expiryAfter, isLive, nextCandidate, toCoordinatorLe
  * the change commit in one transaction.
  */
 
-const assigned = (row: CoordinatorLeaseRow, actor: string): NewEvent =>
+export const assigned = (row: CoordinatorLeaseRow, actor: string): NewEvent =>
   newEvent(intentEvents.coordinatorAssigned, actor, { lease_id: row.id, coordinator_id: row.agentId, supervisor_id: row.supervisorId, expires_at: isoTimestamp(row.expiresAt), predecessor_id: row.predecessorId });
 
 const failedOver = (old: CoordinatorLeaseRow, next: CoordinatorLeaseRow | undefined, reason: "expired" | "agent_dead"): NewEvent =>
@@ -67,6 +67,21 @@ function newLease(intentId: string, agentId: string, from: Omit<CoordinatorLease
     stallReportedAt: null,
     consecutiveFailures: 0,
   };
+}
+
+/**
+ * The lease `to` takes over from an ended one (handoff, replacement), with its terms: supervisor,
+ * type, guardrails, metadata, interval, the other failover candidates, the intent's failure
+ * streak, and (keepPause) its pause. Inserted in the caller's transaction.
+ */
+export async function grantSuccessor(tx: Tx, ended: CoordinatorLeaseRow, to: string, now: Date, keepPause: boolean): Promise<CoordinatorLeaseRow> {
+  const successor: CoordinatorLeaseRow = {
+    ...newLease(ended.intentId, to, { ...ended, failoverCandidates: ended.failoverCandidates.filter((c) => c !== to) }, now, ended.id),
+    consecutiveFailures: ended.consecutiveFailures,
+    ...(keepPause ? { pausedAt: ended.pausedAt, pausedBy: ended.pausedBy, pauseReason: ended.pauseReason } : {}),
+  };
+  await tx.insert(coordinatorLeases).values(successor);
+  return successor;
 }
 
 async function endLease(tx: Tx, id: string, reason: "expired" | "agent_dead", now: Date): Promise<CoordinatorLeaseRow | undefined> {

@@ -74,10 +74,11 @@ export function escalationInitiated(lease: CoordinatorLeaseRow, guardrail: strin
 
 /** The tasks an act of the holder creates. */
 export interface TaskCreation {
-  action: "task_created" | "plan_created";
+  action: "task_created" | "plan_created" | "plan_decomposed";
   /** The plan they join, and how many tasks it holds before (null: none). */
   planTasksBefore: number | null;
-  newTasks: { parentTaskId: string | null; capabilities: readonly string[] }[];
+  /** The new tasks; `id` lets a new task name another new one as its parent (a decomposition's tree). */
+  newTasks: { id?: string; parentTaskId: string | null; capabilities: readonly string[] }[];
 }
 
 /** Sub-task depth of a task: 0 without a parent, else its parent's + 1 (walked in SQL, bounded). */
@@ -92,6 +93,27 @@ async function depthOf(tx: Tx, taskId: string): Promise<number> {
       select max(depth)::int as depth from chain`),
   );
   return Number(row?.depth ?? 0);
+}
+
+/** The deepest sub-task nesting among new tasks: a parent among them counts its own depth, an existing parent its stored chain. */
+async function deepestNewTask(tx: Tx, newTasks: TaskCreation["newTasks"]): Promise<number> {
+  const byId = new Map(newTasks.filter((t) => t.id !== undefined).map((t) => [t.id!, t]));
+  const existingParents = [...new Set(newTasks.map((t) => t.parentTaskId).filter((p): p is string => p !== null && !byId.has(p)))];
+  const stored = new Map<string, number>();
+  if (existingParents.length) {
+    for (const { id } of await tx.select({ id: tasks.id }).from(tasks).where(inArray(tasks.id, existingParents))) stored.set(id, await depthOf(tx, id));
+  }
+  const memo = new Map<string, number>();
+  const depth = (task: TaskCreation["newTasks"][number], seen: number): number => {
+    if (task.id !== undefined && memo.has(task.id)) return memo.get(task.id)!;
+    const parent = task.parentTaskId;
+    let d = 0;
+    if (parent !== null && byId.has(parent) && seen < byId.size) d = depth(byId.get(parent)!, seen + 1) + 1;
+    else if (parent !== null && stored.has(parent)) d = stored.get(parent)! + 1;
+    if (task.id !== undefined) memo.set(task.id, d);
+    return d;
+  };
+  return newTasks.reduce((deepest, task) => Math.max(deepest, depth(task, 0)), 0);
 }
 
 /**
@@ -112,11 +134,7 @@ export async function guardTaskCreation(tx: Tx, intentId: string, actor: string,
     .from(tasks)
     .where(and(eq(tasks.intentId, intentId), notInArray(tasks.status, [...TASK_END_STATUSES])));
   let depth = 0;
-  if (g.max_delegation_depth !== undefined) {
-    const parents = [...new Set(creation.newTasks.map((t) => t.parentTaskId).filter((p): p is string => p !== null))];
-    const known = parents.length ? (await tx.select({ id: tasks.id }).from(tasks).where(inArray(tasks.id, parents))).map((r) => r.id) : [];
-    for (const parent of known) depth = Math.max(depth, (await depthOf(tx, parent)) + 1);
-  }
+  if (g.max_delegation_depth !== undefined) depth = await deepestNewTask(tx, creation.newTasks);
   const breach = judgeTaskCreation(g, {
     planTasksAfter: creation.planTasksBefore === null ? null : creation.planTasksBefore + creation.newTasks.length,
     openTasksAfter: Number(open?.n ?? 0) + creation.newTasks.length,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { AppError } from "@intentmesh/contracts";
-import { assertNoLiveHolder, assertNotPaused, expiryAfter, isLive, leaseStatus, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
+import type { AppError, Caller } from "@intentmesh/contracts";
+import { assertNoLiveHolder, assertNotPaused, mergePatch, supervises, expiryAfter, isLive, leaseStatus, nextCandidate, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
 
 const t0 = new Date("2026-11-25T10:00:00.000Z");
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
@@ -88,5 +88,29 @@ describe("coordinator leases (RFC-0013)", () => {
       expires_at: "2026-11-25T10:02:00.000+00:00",
       version: 1,
     });
+  });
+});
+
+describe("supervision (RFC-0013 2.1)", () => {
+  const caller = (actor: string, role: Caller["roles"][number]): Caller => ({ principal: role, roles: [role], actor, agent_id: actor });
+  it("a lease's supervisor is its supervisor_id agent, admin and coordinator keys; never its holder unless with an admin key", () => {
+    const row = lease();
+    expect(supervises(row, caller("lead", "agent"))).toBe(true);
+    expect(supervises(row, caller("someone", "agent"))).toBe(false);
+    expect(supervises(row, caller("someone", "coordinator"))).toBe(true);
+    expect(supervises(row, caller("coord-1", "agent"))).toBe(false);
+    expect(supervises(row, caller("coord-1", "coordinator"))).toBe(false);
+    expect(supervises(row, caller("coord-1", "admin"))).toBe(true);
+    expect(supervises(lease({ supervisorId: null }), caller("lead", "agent"))).toBe(false);
+  });
+  it("guardrails are patched as a JSON merge patch (RFC 7396): sections merge, null removes, arrays replace", () => {
+    const stored = { max_budget_usd: 5, scope: { max_concurrent_tasks: 1, allowed_capabilities: ["a", "b"] }, custom: "kept" };
+    expect(mergePatch(stored, { max_budget_usd: null, scope: { max_concurrent_tasks: 3, allowed_capabilities: ["c"] }, review: { requires_plan_review: true } })).toEqual({
+      scope: { max_concurrent_tasks: 3, allowed_capabilities: ["c"] },
+      custom: "kept",
+      review: { requires_plan_review: true },
+    });
+    expect(mergePatch(stored, { scope: null })).toEqual({ max_budget_usd: 5, custom: "kept" });
+    expect(stored.scope.max_concurrent_tasks).toBe(1);
   });
 });

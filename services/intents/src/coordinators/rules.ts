@@ -1,4 +1,4 @@
-import { appError, isoTimestamp, type CoordinatorLease } from "@intentmesh/contracts";
+import { appError, isAdmin, isCoordinatorOrAdmin, isoTimestamp, type Caller, type CoordinatorLease } from "@intentmesh/contracts";
 import type { coordinatorLeases } from "../db/schema-coordinators";
 
 /** The pure rules of coordinator leases (RFC-0013; docs/coordinators.md). */
@@ -84,3 +84,25 @@ export function nextCandidate(candidates: readonly string[], deadAgent: string, 
   }
   return undefined;
 }
+
+/**
+ * Whether the caller supervises the lease (RFC-0013 2.1): its supervisor_id agent, admin and
+ * coordinator keys; never its holder, unless with an admin key.
+ */
+export function supervises(row: Pick<CoordinatorLeaseRow, "agentId" | "supervisorId">, caller: Caller): boolean {
+  if (isAdmin(caller)) return true;
+  if (caller.actor === row.agentId) return false;
+  return isCoordinatorOrAdmin(caller) || (row.supervisorId !== null && caller.actor === row.supervisorId);
+}
+
+/** RFC 7396 JSON merge patch: objects merge key by key, null removes, anything else replaces. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> = target && typeof target === "object" && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+

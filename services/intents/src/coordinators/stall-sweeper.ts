@@ -1,4 +1,5 @@
-import { and, desc, eq, gt, isNull, ne, sql } from "drizzle-orm";
+import { and, desc, eq, ne, sql } from "drizzle-orm";
+import { rowsOf } from "@intentmesh/db";
 import { intentEvents, intentEventTypes, isoTimestamp } from "@intentmesh/contracts";
 import { newEvent } from "@intentmesh/bus";
 import { Sweeper } from "@intentmesh/service";
@@ -31,19 +32,32 @@ export class CoordinatorStallSweeper extends Sweeper {
   /** One pass; returns how many stalls it logged. Tests call it directly with a manual clock. */
   async sweep(): Promise<number> {
     const now = this.ctx.clock.now();
-    const watched = await this.ctx.db
-      .select({ id: coordinatorLeases.id, intentId: coordinatorLeases.intentId })
-      .from(coordinatorLeases)
-      .where(
-        and(
-          eq(coordinatorLeases.holds, true),
-          gt(coordinatorLeases.expiresAt, now),
-          isNull(coordinatorLeases.pausedAt),
-          sql`(${coordinatorLeases.guardrails} ? 'require_progress_every_minutes' or ${coordinatorLeases.guardrails} -> 'temporal' ? 'require_progress_every_minutes')`,
-        ),
-      )
-      .orderBy(coordinatorLeases.stallReportedAt)
-      .limit(this.batchSize);
+    // Due leases only, read without locks (each is locked and checked again below): the window in
+    // the key readGuardrails reads (a section's wins over the flat key, the last section last), a
+    // number only (a lease stored before the key was checked may hold anything).
+    const minutes = sql.join(
+      (["review", "temporal", "scope", "budget"] as const).map((section) => sql`case when jsonb_typeof(l.guardrails -> ${section} -> 'require_progress_every_minutes') = 'number' then (l.guardrails -> ${section} ->> 'require_progress_every_minutes')::numeric end`).concat(
+        sql`case when jsonb_typeof(l.guardrails -> 'require_progress_every_minutes') = 'number' then (l.guardrails ->> 'require_progress_every_minutes')::numeric end`,
+      ),
+      sql`, `,
+    );
+    const watched = rowsOf<{ id: string; intent_id: string }>(
+      await this.ctx.db.execute(sql`
+        select l.id, l.intent_id from (
+          select l.*, coalesce(${minutes}) as window_minutes,
+            greatest(l.granted_at, (
+              select e.created_at from ${events} e
+              where e.intent_id = l.intent_id and e.event_type <> ${intentEventTypes.coordinatorStalled}
+              order by e.sequence desc limit 1)) as last_progress_at
+          from ${coordinatorLeases} l
+          where l.holds and l.expires_at > ${now} and l.paused_at is null and l.guardrails is not null
+        ) l
+        where l.window_minutes is not null
+          and l.last_progress_at <= ${now}::timestamptz - l.window_minutes * interval '1 minute'
+          and (l.stall_reported_at is null or l.stall_reported_at < l.last_progress_at)
+        order by l.last_progress_at
+        limit ${this.batchSize}`),
+    ).map((row) => ({ id: row.id, intentId: row.intent_id }));
     let total = 0;
     for (const { id, intentId } of watched) {
       total += await this.ctx.db.transaction(async (tx) => {

@@ -124,7 +124,7 @@ export async function createPlan(ctx: IntentsContext, intentId: string, body: Cr
       tx,
       intentId,
       caller.actor,
-      { action: "plan_created", planTasksBefore: existing.length, newTasks: stepTasks.map((t) => ({ parentTaskId: t.parentTaskId, capabilities: [] })) },
+      { action: "plan_created", planTasksBefore: existing.length, newTasks: stepTasks.map((t) => ({ id: t.id, parentTaskId: t.parentTaskId, capabilities: [] })) },
       now,
     );
     if (refused) {
@@ -219,6 +219,11 @@ export async function decomposeTask(ctx: IntentsContext, intentId: string, body:
   const newTasks = decompositionTasks(tree, randomUUID);
   const row = await ctx.db.transaction(async (tx) => {
     await assertOpenIntent(tx, intentId);
+    const refused = await guardTaskCreation(tx, intentId, caller.actor, { action: "plan_decomposed", planTasksBefore: 0, newTasks: newTasks.map((t) => ({ id: t.id, parentTaskId: t.parentTaskId, capabilities: [] })) }, now);
+    if (refused) {
+      await appendToLog(tx, intentId, refused.events, now);
+      return { refused: refused.breach };
+    }
     return writeNewPlan(tx, {
       intentId,
       planId,
@@ -233,6 +238,7 @@ export async function decomposeTask(ctx: IntentsContext, intentId: string, body:
     });
   });
   ctx.published();
+  if ("refused" in row) throw guardrailRefusal(intentId, row.refused);
   return answer(ctx.db, row);
 }
 
