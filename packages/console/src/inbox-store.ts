@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { IntentmeshError, type Intentmesh, type ResponseOf } from "@intentmesh/sdk";
+import { IntentmeshError, intentEventTypes, type Intentmesh, type ResponseOf } from "@intentmesh/sdk";
 import { isDown, onHealthChange, reportError, reportOk } from "./health";
 import { mapLimit } from "./util";
 
@@ -188,7 +188,7 @@ class InboxStore {
   /** The agent that asked: the actor of the intent's last intent.suspended event (read once per suspension). */
   private async askerOf(client: Intentmesh, intentId: string, suspensionId: string): Promise<string | null> {
     if (this.askers.has(suspensionId)) return this.askers.get(suspensionId)!;
-    const page = await client.ops.intentsListEvents({ intent_id: intentId, query: { event_type: "intent.suspended", tail: "true", limit: 1 } });
+    const page = await client.ops.intentsListEvents({ intent_id: intentId, query: { event_type: intentEventTypes.suspended, tail: "true", limit: 1 } });
     const asker = page.events[0]?.actor ?? null;
     this.askers.set(suspensionId, asker);
     return asker;

@@ -2,6 +2,7 @@ export { createClient, versionOf, sleep, randomKey, type ClientOptions, type Int
 export { IntentmeshError, OutcomeUnknownError, isApiError, type ClientErrorCode, type ErrorBody } from "./errors";
 export { replaySafety, type ReplaySafety } from "./replay";
 export { routes } from "./generated/routes";
+export { intentEventTypes, TASK_EVENT_PREFIX } from "./generated/event-names";
 export type { RouteSpec } from "./route-spec";
 export type { InboxHint } from "@intentmesh/contracts";
 export { readFrames, type AgentAssignedFrame, type SseFrame, type StreamData, type StreamKind, type StreamMessage, type StreamOptions } from "./sse";

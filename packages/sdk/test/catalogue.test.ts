@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { apiRoutes, type OperationId, type ResponseOf } from "@intentmesh/contracts";
-import { createClient, routes } from "../src/index";
+import { apiRoutes, intentEventTypes as catalogueEventTypes, taskEvents, type OperationId, type ResponseOf } from "@intentmesh/contracts";
+import { createClient, intentEventTypes as sdkEventTypes, routes, TASK_EVENT_PREFIX } from "../src/index";
 import { renderRoutesModule } from "../scripts/routes-module";
+import { renderEventNamesModule } from "../scripts/event-names-module";
 
 interface Sent {
   method: string;
@@ -63,6 +64,13 @@ describe("the SDK and the route catalogue", () => {
     const committed = readFileSync(resolve(__dirname, "../src/generated/routes.ts"), "utf8");
     expect(committed, "packages/sdk/src/generated/routes.ts is stale: run pnpm sdk:generate").toBe(renderRoutesModule());
     expect(Object.keys(routes).sort()).toEqual(apiRoutes.map((route) => route.operationId).sort());
+  });
+
+  it("generates its event-name table from the event catalogue (run pnpm sdk:generate when this fails)", () => {
+    const committed = readFileSync(resolve(__dirname, "../src/generated/event-names.ts"), "utf8");
+    expect(committed, "packages/sdk/src/generated/event-names.ts is stale: run pnpm sdk:generate").toBe(renderEventNamesModule());
+    expect(sdkEventTypes).toEqual(catalogueEventTypes);
+    expect(Object.values(taskEvents).every((definition) => definition.name.startsWith(TASK_EVENT_PREFIX))).toBe(true);
   });
 
   it("reports a route added to the catalogue as missing from a stale table", () => {

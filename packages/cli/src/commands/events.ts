@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { StreamMessage } from "@intentmesh/sdk";
+import { intentEventTypes, TASK_EVENT_PREFIX, type StreamMessage } from "@intentmesh/sdk";
 import { contextFor, parsePositiveInt, type Runtime } from "../context";
 import { brief, type Output } from "../output";
 
@@ -14,22 +14,22 @@ export function eventLine(out: Output, message: IntentMessage): string {
 
 function summary(out: Output, type: string, payload: Record<string, unknown>): string {
   switch (type) {
-    case "status_changed":
+    case intentEventTypes.statusChanged:
       return `${out.status(String(payload.from))} → ${out.status(String(payload.to))}${payload.reason ? `  (${brief(payload.reason, 60)})` : ""}`;
-    case "intent.suspended": {
+    case intentEventTypes.suspended: {
       // The record is the payload's `suspension` (the server's), or the payload itself (the official clients' append).
       const record = (typeof payload.suspension === "object" && payload.suspension !== null ? payload.suspension : payload) as Record<string, unknown>;
       const choices = Array.isArray(record.choices) ? ` [${(record.choices as { value: string }[]).map((c) => c.value).join("/")}]` : "";
       return `asks: ${out.style(String(record.question ?? ""), "bold")}${choices}  (${String(record.response_type ?? "choice")})`;
     }
-    case "intent.resumed":
+    case intentEventTypes.resumed:
       return `answered ${out.style(brief(JSON.stringify(payload.value ?? payload.response ?? null), 60), "bold")}${payload.responded_by ? ` by ${String(payload.responded_by)}` : ""}`;
-    case "intent.suspension_expired":
+    case intentEventTypes.suspensionExpired:
       return `no answer in time: ${String(payload.status ?? "")}`;
-    case "state_patched":
+    case intentEventTypes.statePatched:
       return brief(payload.patches, 100);
     default:
-      if (type.startsWith("task.") && typeof payload.task_id === "string") {
+      if (type.startsWith(TASK_EVENT_PREFIX) && typeof payload.task_id === "string") {
         const who = typeof payload.agent_id === "string" ? ` by ${payload.agent_id}` : "";
         const why = payload.error ? `: ${brief(payload.error, 60)}` : payload.reason ? ` (${String(payload.reason)})` : "";
         return `task ${payload.task_id.slice(0, 8)} ${out.status(String(payload.status))}${who}${why}`;

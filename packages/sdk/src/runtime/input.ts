@@ -2,6 +2,7 @@ import type { EngagementDecision, HumanRetryPolicy, Intent, SuspensionRecord } f
 import type { Intentmesh } from "../client";
 import { randomKey } from "../client";
 import { IntentmeshError, OutcomeUnknownError, abortError } from "../errors";
+import { intentEventTypes } from "../generated/event-names";
 import type { BodyOf, ResponseOf } from "../types";
 
 type SuspendBody = NonNullable<BodyOf<"governanceSuspend">>;
@@ -75,7 +76,7 @@ export class InputCancelledError extends IntentmeshError {
 }
 
 /** Events after which the suspension may have ended: the intent is read again to see how. */
-const ENDING_EVENTS = new Set(["intent.resumed", "intent.suspension_expired", "status_changed"]);
+const ENDING_EVENTS = new Set<string>([intentEventTypes.resumed, intentEventTypes.suspensionExpired, intentEventTypes.statusChanged]);
 
 /**
  * request_input of spec 4.5: suspends the intent with a question for an operator and waits for

@@ -2,6 +2,7 @@ import type { Task } from "@intentmesh/contracts";
 import type { Intentmesh } from "../client";
 import { sleep } from "../client";
 import { OutcomeUnknownError, abortError, isApiError } from "../errors";
+import { TASK_EVENT_PREFIX } from "../generated/event-names";
 
 /** Throw this from a task handler to name the failure's code (spec 2.8: RATE_LIMIT, TIMEOUT, PERMISSION_DENIED...), which decides the retry. */
 export class TaskFailure extends Error {
@@ -74,7 +75,7 @@ export async function runTaskLoop(client: Intentmesh, options: TaskLoopOptions):
   const watching = (async () => {
     try {
       for await (const event of client.subscribe("intents", intentId, { signal: stop.signal, agentId })) {
-        if (event.event.startsWith("task.")) wake?.();
+        if (event.event.startsWith(TASK_EVENT_PREFIX)) wake?.();
       }
     } catch {
       /* the poll goes on */
