@@ -264,6 +264,38 @@ describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () =>
     expectError(await cluster.api(`/coordinators/${UNKNOWN_ID}/guardrails`), 404, "COORDINATOR_LEASE_NOT_FOUND");
   });
 
+  it("GET …/guardrails/status answers what the guardrails count now, each with its limit", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (
+      await take(intent.id, holder, {
+        guardrails: { budget: { max_budget_usd: 1 }, scope: { max_plan_versions: 3, max_concurrent_tasks: 5 }, temporal: { require_progress_every_minutes: 30 }, review: { auto_escalate_after_failures: 3 } },
+      })
+    ).body;
+    expect((await cluster.api(`/intents/${intent.id}/costs`, { body: { cost_type: "api_call", amount: 25, unit: "cents", agent_id: "worker" } })).status).toBe(201);
+    expect((await decideAs(intent.id, holder, "plan_created")).status).toBe(201);
+    expect((await createTask(intent.id, holder, { title: "t" })).status).toBe(201);
+    const lastProgress = clock().now().toISOString();
+    advance(90 * 60);
+    await cluster.intents.coordinatorStallSweeper.sweep();
+    const status = await cluster.api(`/coordinators/${lease.id}/guardrails/status`);
+    expect(status.status, JSON.stringify(status.body)).toBe(200);
+    expect(status.body).toEqual({
+      lease_id: lease.id,
+      intent_id: intent.id,
+      coordinator_id: holder,
+      status: "active",
+      budget: { spent_usd: 0.25, max_budget_usd: 1, remaining_usd: 0.75, warn_at_percentage: 80 },
+      plan_versions: { used: 1, limit: 3 },
+      plan_duration_hours: { used: 1.5, limit: null },
+      open_tasks: { used: 1, limit: 5 },
+      consecutive_failures: { used: 0, limit: 3 },
+      progress: { last_progress_at: expect.any(String), require_progress_every_minutes: 30, stalled: true },
+    });
+    expect(Date.parse(status.body.progress.last_progress_at)).toBe(Date.parse(lastProgress));
+    expectError(await cluster.api(`/coordinators/${UNKNOWN_ID}/guardrails/status`), 404, "COORDINATOR_LEASE_NOT_FOUND");
+  });
+
   it("PATCH /coordinators/{id}: the holder changes its terms (not its supervisor), admin and coordinator keys any; If-Match is the lease's version", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");
