@@ -403,6 +403,30 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     expectError(await decideAs(intent.id, holder, "escalation_initiated"), 403, "NOT_LEASE_HOLDER");
   });
 
+  it("failover when the holder dies keeps the supervisor's pause and the failure streak: the successor resumes from the last known state", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    expect((await cluster.api("/agents", { body: { agent_id: holder, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" })).status).toBe(201);
+    const standby = uniqueTag("standby");
+    const lease = (await take(intent.id, holder, { heartbeat_interval_seconds: 3600, failover_candidates: [standby], guardrails: { auto_escalate_after_failures: 2 } })).body;
+    const task = (await createTask(intent.id, null, { title: "flaky" })).body;
+    for (const step of ["claim", "start"]) expect((await cluster.api(`/tasks/${task.id}/${step}`, { key: "admin", body: {} })).status).toBe(200);
+    expect((await cluster.api(`/tasks/${task.id}/fail`, { key: "admin", body: { error: "boom" } })).status).toBe(200);
+    expect((await post(`/coordinators/${lease.id}/pause`, { key: "admin" }, { reason: "hold on" })).status).toBe(200);
+    advance(61);
+    await cluster.registry.sweeper.sweep();
+    const successor = await vi.waitFor(
+      async () => {
+        const live = (await cluster.api(`/intents/${intent.id}/coordinators`)).body.find((l: any) => l.agent_id === standby);
+        expect(live).toBeDefined();
+        return live;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(successor).toMatchObject({ status: "paused", pause_reason: "hold on", predecessor_id: lease.id });
+    expect((await cluster.api(`/coordinators/${successor.id}/guardrails/status`)).body.consecutive_failures).toEqual({ used: 1, limit: 2 });
+  });
+
   it("replace: by the supervisor, to an agent that is not dead; the successor starts unpaused; a dead agent is refused (409)", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");
