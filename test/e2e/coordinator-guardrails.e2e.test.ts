@@ -264,6 +264,38 @@ describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () =>
     expectError(await cluster.api(`/coordinators/${UNKNOWN_ID}/guardrails`), 404, "COORDINATOR_LEASE_NOT_FOUND");
   });
 
+  it("GET …/guardrails/status answers what the guardrails count now, each with its limit", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (
+      await take(intent.id, holder, {
+        guardrails: { budget: { max_budget_usd: 1 }, scope: { max_plan_versions: 3, max_concurrent_tasks: 5 }, temporal: { require_progress_every_minutes: 30 }, review: { auto_escalate_after_failures: 3 } },
+      })
+    ).body;
+    expect((await cluster.api(`/intents/${intent.id}/costs`, { body: { cost_type: "api_call", amount: 25, unit: "cents", agent_id: "worker" } })).status).toBe(201);
+    expect((await decideAs(intent.id, holder, "plan_created")).status).toBe(201);
+    expect((await createTask(intent.id, holder, { title: "t" })).status).toBe(201);
+    const lastProgress = clock().now().toISOString();
+    advance(90 * 60);
+    await cluster.intents.coordinatorStallSweeper.sweep();
+    const status = await cluster.api(`/coordinators/${lease.id}/guardrails/status`);
+    expect(status.status, JSON.stringify(status.body)).toBe(200);
+    expect(status.body).toEqual({
+      lease_id: lease.id,
+      intent_id: intent.id,
+      coordinator_id: holder,
+      status: "active",
+      budget: { spent_usd: 0.25, max_budget_usd: 1, remaining_usd: 0.75, warn_at_percentage: 80 },
+      plan_versions: { used: 1, limit: 3 },
+      plan_duration_hours: { used: 1.5, limit: null },
+      open_tasks: { used: 1, limit: 5 },
+      consecutive_failures: { used: 0, limit: 3 },
+      progress: { last_progress_at: expect.any(String), require_progress_every_minutes: 30, stalled: true },
+    });
+    expect(Date.parse(status.body.progress.last_progress_at)).toBe(Date.parse(lastProgress));
+    expectError(await cluster.api(`/coordinators/${UNKNOWN_ID}/guardrails/status`), 404, "COORDINATOR_LEASE_NOT_FOUND");
+  });
+
   it("PATCH /coordinators/{id}: the holder changes its terms (not its supervisor), admin and coordinator keys any; If-Match is the lease's version", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");
@@ -369,6 +401,30 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     expect(log.map((e) => e.event_type)).toEqual(["coordinator.handoff", "coordinator.assigned"]);
     expect(log[0].payload).toMatchObject({ old_lease_id: lease.id, new_lease_id: next.id, from_coordinator: holder, to_coordinator: next.agent_id });
     expectError(await decideAs(intent.id, holder, "escalation_initiated"), 403, "NOT_LEASE_HOLDER");
+  });
+
+  it("failover when the holder dies keeps the supervisor's pause and the failure streak: the successor resumes from the last known state", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    expect((await cluster.api("/agents", { body: { agent_id: holder, heartbeat_config: { interval_seconds: 10, unhealthy_after_seconds: 30, dead_after_seconds: 60 } }, key: "agent" })).status).toBe(201);
+    const standby = uniqueTag("standby");
+    const lease = (await take(intent.id, holder, { heartbeat_interval_seconds: 3600, failover_candidates: [standby], guardrails: { auto_escalate_after_failures: 2 } })).body;
+    const task = (await createTask(intent.id, null, { title: "flaky" })).body;
+    for (const step of ["claim", "start"]) expect((await cluster.api(`/tasks/${task.id}/${step}`, { key: "admin", body: {} })).status).toBe(200);
+    expect((await cluster.api(`/tasks/${task.id}/fail`, { key: "admin", body: { error: "boom" } })).status).toBe(200);
+    expect((await post(`/coordinators/${lease.id}/pause`, { key: "admin" }, { reason: "hold on" })).status).toBe(200);
+    advance(61);
+    await cluster.registry.sweeper.sweep();
+    const successor = await vi.waitFor(
+      async () => {
+        const live = (await cluster.api(`/intents/${intent.id}/coordinators`)).body.find((l: any) => l.agent_id === standby);
+        expect(live).toBeDefined();
+        return live;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(successor).toMatchObject({ status: "paused", pause_reason: "hold on", predecessor_id: lease.id });
+    expect((await cluster.api(`/coordinators/${successor.id}/guardrails/status`)).body.consecutive_failures).toEqual({ used: 1, limit: 2 });
   });
 
   it("replace: by the supervisor, to an agent that is not dead; the successor starts unpaused; a dead agent is refused (409)", async () => {

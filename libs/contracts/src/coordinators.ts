@@ -235,6 +235,28 @@ export const CoordinatorGuardrailsView = z
   .passthrough()
   .openapi("CoordinatorGuardrails");
 
+const Usage = (description: string) => z.object({ used: z.number(), limit: z.number().nullable() }).passthrough().openapi({ description });
+/** GET /coordinators/{id}/guardrails/status (RFC-0013 9 "guardrail usage and remaining budget"): what the guardrails count, now. */
+export const CoordinatorGuardrailStatus = z
+  .object({
+    lease_id: Uuid,
+    intent_id: Uuid,
+    coordinator_id: z.string(),
+    status: z.enum(COORDINATOR_STATUSES),
+    budget: z
+      .object({ spent_usd: z.number(), max_budget_usd: z.number().nullable(), remaining_usd: z.number().nullable(), warn_at_percentage: z.number() })
+      .passthrough(),
+    plan_versions: Usage("plan_created and plan_modified decisions on the intent"),
+    plan_duration_hours: Usage("hours since the intent's first coordinator lease"),
+    open_tasks: Usage("the intent's tasks not ended, against max_concurrent_tasks"),
+    consecutive_failures: Usage("task failures since the last completed task, against auto_escalate_after_failures"),
+    progress: z
+      .object({ last_progress_at: Timestamp, require_progress_every_minutes: z.number().nullable(), stalled: z.boolean() })
+      .passthrough(),
+  })
+  .passthrough()
+  .openapi("CoordinatorGuardrailStatus");
+
 /**
  * PATCH /coordinators/{id}/guardrails: a JSON merge patch (RFC 7396) on the stored guardrails,
  * sections included (`{"scope": {"max_concurrent_tasks": 20}}` changes one key of the section,
@@ -329,6 +351,7 @@ export const coordinatorCommands = {
   listDecisionRecords: command("intents", "decisions.records", IntentRef.extend({ query: DecisionListQuery }), DecisionRecordList, ["INTENT_NOT_FOUND"]),
   recordDecision: command("intents", "decisions.record", IntentRef.extend({ body: RecordDecisionBody }), DecisionView, ["AGENT_MISMATCH", "COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_NOT_FOUND"]),
   listDecisions: command("intents", "decisions.list", IntentRef.extend({ query: DecisionListQuery }), DecisionList, ["INTENT_NOT_FOUND"]),
+  guardrailStatus: command("intents", "coordinators.guardrails.status", LeaseRef, CoordinatorGuardrailStatus, ["COORDINATOR_LEASE_NOT_FOUND", "INTENT_ACCESS_DENIED"]),
   getGuardrails: command("intents", "coordinators.guardrails.get", LeaseRef, CoordinatorGuardrailsView, ["COORDINATOR_LEASE_NOT_FOUND", "INTENT_ACCESS_DENIED"]),
   patchGuardrails: command("intents", "coordinators.guardrails.patch", LeaseChange.extend({ body: PatchCoordinatorGuardrailsBody }), CoordinatorGuardrailsView, [...LEASE_CHANGE_ERRORS, "VALIDATION_FAILED"]),
   update: command("intents", "coordinators.update", LeaseChange.extend({ body: UpdateCoordinatorBody }), CoordinatorLease, LEASE_CHANGE_ERRORS),

@@ -101,6 +101,7 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   recordDecision: write,
   listDecisions: read,
   getGuardrails: { open: "the handler checks read on the lease's intent" },
+  guardrailStatus: { open: "the handler checks read on the lease's intent" },
   patchGuardrails: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
   update: { open: "the handler checks write on the lease's intent, and that the caller holds or supervises the lease" },
   handoff: { open: "only the holder may hand its lease off (checked in the handler, with write on the intent)" },

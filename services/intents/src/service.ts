@@ -9,7 +9,7 @@ import type { IntentsContext } from "./kernel/context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./leases/sweeper";
 import { CoordinatorStallSweeper } from "./coordinators/stall-sweeper";
-import { getGuardrails, handOffCoordinator, patchGuardrails, pauseCoordinator, replaceCoordinator, resumeCoordinator, updateCoordinator } from "./coordinators/supervision";
+import { getGuardrails, guardrailStatus, handOffCoordinator, patchGuardrails, pauseCoordinator, replaceCoordinator, resumeCoordinator, updateCoordinator } from "./coordinators/supervision";
 import { CheckpointSweeper, DEFAULT_CHECKPOINT_SCHEDULE, type CheckpointSchedule } from "./verifiable/sweeper";
 import { anchorCheckpoint, consistency, createCheckpoint, getCheckpoint, inclusionProof, listCheckpoints, verifyLog } from "./verifiable/handlers";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./portfolios/handlers";
@@ -144,6 +144,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     recordDecision: (input, caller) => recordDecision(ctx, input.intent_id, input.body, caller),
     listDecisions: (input) => listDecisions(ctx, input.intent_id, input.query.limit),
     getGuardrails: (input, caller) => getGuardrails(ctx, input.lease_id, caller),
+    guardrailStatus: (input, caller) => guardrailStatus(ctx, input.lease_id, caller),
     patchGuardrails: (input, caller) => patchGuardrails(ctx, input.lease_id, input.if_match, input.body, caller),
     update: (input, caller) => updateCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
     handoff: (input, caller) => handOffCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),

@@ -66,6 +66,15 @@ export const coordinatorRoutes = [
     summary: "A lease's guardrails as stored and as enforced (read on its intent)",
   },
   {
+    operationId: "coordinatorsGuardrailStatus",
+    tag: "Coordinators",
+    method: "get",
+    path: "/coordinators/{lease_id}/guardrails/status",
+    command: coordinatorCommands.guardrailStatus,
+    access: { roles: ALL_ROLES },
+    summary: "What a lease's guardrails count now: spend and remaining budget, plan versions, hours, open tasks, failures, progress (read on its intent)",
+  },
+  {
     operationId: "coordinatorsPatchGuardrails",
     tag: "Coordinators",
     method: "patch",

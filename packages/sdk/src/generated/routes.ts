@@ -38,6 +38,7 @@ export const routes = {
   coordinatorsHeartbeat: {"method":"POST","path":"/coordinators/{lease_id}/heartbeat","status":200},
   coordinatorsUpdate: {"method":"PATCH","path":"/coordinators/{lease_id}","body":"body","ifMatch":"optional","status":200},
   coordinatorsGetGuardrails: {"method":"GET","path":"/coordinators/{lease_id}/guardrails","status":200},
+  coordinatorsGuardrailStatus: {"method":"GET","path":"/coordinators/{lease_id}/guardrails/status","status":200},
   coordinatorsPatchGuardrails: {"method":"PATCH","path":"/coordinators/{lease_id}/guardrails","body":"body","ifMatch":"optional","status":200},
   coordinatorsHandoff: {"method":"POST","path":"/coordinators/{lease_id}/handoff","body":"body","ifMatch":"optional","status":200},
   coordinatorsPause: {"method":"POST","path":"/coordinators/{lease_id}/pause","body":"body","ifMatch":"optional","status":200},

@@ -6,7 +6,7 @@ import { events } from "../db/schema";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { costTotals } from "../db/schema-costs";
 import type { NewEvent } from "../kernel/event-log";
-import { judgeDecision, needsReview, PLAN_DECISIONS, readGuardrails, WORK_DECISIONS, type GuardrailBreach, type Guardrails } from "./guardrails";
+import { judgeDecision, needsReview, PLAN_DECISIONS, readGuardrails, WORK_DECISIONS, type GuardrailBreach, type GuardrailFacts, type Guardrails } from "./guardrails";
 import { refusalEvents } from "./holder-guard";
 import { assertNotPaused, type CoordinatorLeaseRow } from "./rules";
 
@@ -37,7 +37,7 @@ export async function grantedReviewsFor(ctx: IntentsContext, intentId: string, d
   return reply.granted;
 }
 
-const countDecisions = async (tx: Tx, intentId: string, where: ReturnType<typeof sql>) =>
+const countDecisions = async (tx: Pick<Tx, "select">, intentId: string, where: ReturnType<typeof sql>) =>
   Number(
     (
       await tx
@@ -46,6 +46,18 @@ const countDecisions = async (tx: Tx, intentId: string, where: ReturnType<typeof
         .where(and(eq(events.intentId, intentId), eq(events.eventType, intentEventTypes.coordinatorDecision), where))
     )[0]?.n ?? 0,
   );
+
+/** What the decision guardrails count, read in the caller's transaction (also answered by GET /coordinators/{id}/guardrails/status). */
+export async function guardrailFacts(tx: Pick<Tx, "select">, lease: Pick<CoordinatorLeaseRow, "intentId" | "grantedAt">): Promise<Omit<GuardrailFacts, "grantedReviews">> {
+  const [spent] = await tx.select({ cents: costTotals.cents }).from(costTotals).where(eq(costTotals.intentId, lease.intentId));
+  const [started] = await tx.select({ at: min(coordinatorLeases.grantedAt) }).from(coordinatorLeases).where(eq(coordinatorLeases.intentId, lease.intentId));
+  return {
+    spentCents: Number(spent?.cents ?? 0),
+    coordinationStartedAt: started?.at ?? lease.grantedAt,
+    planDecisions: await countDecisions(tx, lease.intentId, sql`${events.payload}->>'decision_type' in (${sql.join(PLAN_DECISIONS.map((t) => sql`${t}`), sql`, `)})`),
+    reviewedDecisions: await countDecisions(tx, lease.intentId, sql`(${events.payload}->>'plan_review')::boolean is true`),
+  };
+}
 
 /**
  * The guardrails of the live lease applied to one of its holder's decisions (guardrails.ts), in
@@ -66,15 +78,7 @@ export async function guardedDecision(
   if (WORK_DECISIONS.has(draft.decisionType)) assertNotPaused(lease);
   const g: Guardrails = readGuardrails(lease.guardrails);
   if (Object.keys(g).length === 0) return { events: [decision()], breach: null };
-  const [spent] = await tx.select({ cents: costTotals.cents }).from(costTotals).where(eq(costTotals.intentId, lease.intentId));
-  const [started] = await tx.select({ at: min(coordinatorLeases.grantedAt) }).from(coordinatorLeases).where(eq(coordinatorLeases.intentId, lease.intentId));
-  const facts = {
-    spentCents: Number(spent?.cents ?? 0),
-    coordinationStartedAt: started?.at ?? lease.grantedAt,
-    planDecisions: await countDecisions(tx, lease.intentId, sql`${events.payload}->>'decision_type' in (${sql.join(PLAN_DECISIONS.map((t) => sql`${t}`), sql`, `)})`),
-    reviewedDecisions: await countDecisions(tx, lease.intentId, sql`(${events.payload}->>'plan_review')::boolean is true`),
-    grantedReviews,
-  };
+  const facts = { ...(await guardrailFacts(tx, lease)), grantedReviews };
   const verdict = judgeDecision(g, draft.decisionType, facts, now);
   if (verdict.refused) return { events: await refusalEvents(tx, lease, verdict.refused, { decisionType: draft.decisionType, action: "decision" }, now), breach: verdict.refused };
   const logged: NewEvent[] = [decision(verdict.usesReview ? { plan_review: true } : {})];

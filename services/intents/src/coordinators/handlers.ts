@@ -227,11 +227,9 @@ export async function failOverCoordinatorsOf(tx: Tx, agentId: string, now: Date,
       ? new Map((await tx.select({ agentId: agentStatus.agentId, status: agentStatus.status }).from(agentStatus).where(inArray(agentStatus.agentId, candidates))).map((r) => [r.agentId, r.status]))
       : new Map<string, string>();
     const next = nextCandidate(candidates, agentId, statuses);
-    const successor = next ? newLease(lease.intentId, next.agentId, { ...ended, failoverCandidates: next.rest }, now, ended.id) : undefined;
-    if (successor) {
-      await tx.insert(coordinatorLeases).values(successor);
-      successors.push(successor);
-    }
+    // The successor resumes from the last known state (RFC-0013 5.2): a supervisor's pause and the failure streak go with it.
+    const successor = next ? await grantSuccessor(tx, { ...ended, failoverCandidates: [next.agentId, ...next.rest] }, next.agentId, now, true) : undefined;
+    if (successor) successors.push(successor);
     await appendToLog(tx, lease.intentId, successor ? [failedOver(ended, successor, "agent_dead"), assigned(successor, "system")] : [failedOver(ended, undefined, "agent_dead")], now);
   }
   return successors;

@@ -1,11 +1,13 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, count, desc, eq, ne, notInArray, sql } from "drizzle-orm";
 import {
   appError,
   CoordinatorGuardrails,
   coordinatorCommands,
   errors,
   intentEvents,
+  intentEventTypes,
   isCoordinatorOrAdmin,
+  isoTimestamp,
   type Caller,
   type CoordinatorHandoffBody,
   type CoordinatorLease,
@@ -20,8 +22,12 @@ import { agentStatus } from "../db/schema-agents";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assigned as assignedEvent, grantSuccessor } from "./handlers";
-import { readGuardrails } from "./guardrails";
-import { expiryAfter, isLive, mergePatch, supervises, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
+import { DEFAULT_WARN_AT_PERCENTAGE, readGuardrails } from "./guardrails";
+import { guardrailFacts } from "./decision-guard";
+import { events } from "../db/schema";
+import { tasks } from "../db/schema-tasks";
+import { TASK_END_STATUSES } from "../tasks/task-status";
+import { expiryAfter, isLive, leaseStatus, mergePatch, supervises, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
 
 /**
  * The lease routes beyond taking one (RFC-0013 2.1 supervisor actions, 5.3 handoff, 9 guardrail
@@ -268,3 +274,51 @@ export async function replaceCoordinator(ctx: IntentsContext, leaseId: string, i
   return toCoordinatorLease(row, ctx.clock.now());
 }
 
+
+/**
+ * GET /coordinators/{id}/guardrails/status (RFC-0013 9 "guardrail usage and remaining budget"):
+ * the facts the guardrails judge, read now on the server clock, each with its limit (null when
+ * the lease sets none). Read on the intent.
+ */
+export async function guardrailStatus(ctx: IntentsContext, leaseId: string, caller: Caller) {
+  const [row] = await ctx.db.select().from(coordinatorLeases).where(eq(coordinatorLeases.id, leaseId));
+  if (!row) throw errors.notFound("coordinator_lease", leaseId);
+  await ctx.access.check(coordinatorCommands.listLeases, row.intentId, caller);
+  const now = ctx.clock.now();
+  const g = readGuardrails(row.guardrails);
+  const facts = await guardrailFacts(ctx.db, row);
+  const [open] = await ctx.db
+    .select({ n: count() })
+    .from(tasks)
+    .where(and(eq(tasks.intentId, row.intentId), notInArray(tasks.status, [...TASK_END_STATUSES])));
+  const [last] = await ctx.db
+    .select({ at: events.createdAt })
+    .from(events)
+    .where(and(eq(events.intentId, row.intentId), ne(events.eventType, intentEventTypes.coordinatorStalled)))
+    .orderBy(desc(events.sequence))
+    .limit(1);
+  const lastProgressAt = last && last.at > row.grantedAt ? last.at : row.grantedAt;
+  const spentUsd = facts.spentCents / 100;
+  const limit = (value: number | undefined) => value ?? null;
+  return {
+    lease_id: row.id,
+    intent_id: row.intentId,
+    coordinator_id: row.agentId,
+    status: leaseStatus(row, now),
+    budget: {
+      spent_usd: spentUsd,
+      max_budget_usd: limit(g.max_budget_usd),
+      remaining_usd: g.max_budget_usd === undefined ? null : Math.max(0, g.max_budget_usd - spentUsd),
+      warn_at_percentage: g.warn_at_percentage ?? DEFAULT_WARN_AT_PERCENTAGE,
+    },
+    plan_versions: { used: facts.planDecisions, limit: limit(g.max_plan_versions) },
+    plan_duration_hours: { used: (now.getTime() - facts.coordinationStartedAt.getTime()) / 3_600_000, limit: limit(g.max_plan_duration_hours) },
+    open_tasks: { used: Number(open?.n ?? 0), limit: limit(g.max_concurrent_tasks) },
+    consecutive_failures: { used: row.consecutiveFailures, limit: limit(g.auto_escalate_after_failures) },
+    progress: {
+      last_progress_at: isoTimestamp(lastProgressAt),
+      require_progress_every_minutes: limit(g.require_progress_every_minutes),
+      stalled: row.stallReportedAt !== null && row.stallReportedAt.getTime() >= lastProgressAt.getTime(),
+    },
+  };
+}
