@@ -3,7 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
-import { allEvents, createIntent, expectError, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
+import type { BodyOf, Intentmesh } from "@intentmesh/sdk";
+import { allEvents, createIntent, expectError, expectRejected, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -13,7 +14,9 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const pdf = (overrides: Record<string, unknown> = {}) => ({
+type AttachmentBody = BodyOf<"attachmentsCreate">;
+
+const pdf = (overrides: Partial<AttachmentBody> = {}): AttachmentBody => ({
   filename: "report.pdf",
   mime_type: "application/pdf",
   size: 48_213,
@@ -22,19 +25,41 @@ const pdf = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
-const attach = (intentId: string, body: unknown, headers?: Record<string, string>) =>
-  cluster.api(`/intents/${intentId}/attachments`, headers ? { body, headers, key: null } : { body });
-const list = (intentId: string) => cluster.api(`/intents/${intentId}/attachments`);
-const remove = (intentId: string, attachmentId: string, headers?: Record<string, string>) =>
-  cluster.api(`/intents/${intentId}/attachments/${attachmentId}`, headers ? { method: "DELETE", headers, key: null } : { method: "DELETE" });
+/** A pdf body with fields the typed body forbids (sent raw). */
+const pdfWith = (overrides: Record<string, unknown>): Record<string, unknown> => ({ ...pdf(), ...overrides });
+
+const attach = (intentId: string, body: AttachmentBody, client: Intentmesh = cluster.sdk(), ifMatch?: number) =>
+  client.send("attachmentsCreate", { intent_id: intentId, ifMatch, body });
+/** Raw on purpose: bodies the typed request forbids. */
+const attachRaw = (intentId: string, body: unknown) => cluster.api(`/intents/${intentId}/attachments`, { body });
+const list = (intentId: string) => cluster.sdk().ops.attachmentsList({ intent_id: intentId });
+const remove = (intentId: string, attachmentId: string, client: Intentmesh = cluster.sdk()) =>
+  client.send("attachmentsDelete", { intent_id: intentId, attachment_id: attachmentId });
+/** Registers an agent (once) and answers the typed client acting as it with the key it is bound to. */
+async function actingAgent(agentId: string, key: "agent" | "other"): Promise<Intentmesh> {
+  await agentHeaders(cluster, agentId, key);
+  return cluster.sdk(key, agentId);
+}
+/** The path of a refusal's first validation issue. */
+const firstIssuePath = (details: Record<string, unknown>) => (Array.isArray(details.issues) ? details.issues[0]?.path : undefined);
+// Tables of refusals: what the typed request accepts is sent typed, what it forbids is sent raw.
+const typed = (overrides: Partial<AttachmentBody>) => ({ typed: pdf(overrides) });
+const raw = (body: Record<string, unknown>) => ({ raw: body });
+/** The refusal (400 VALIDATION_FAILED) of a body sent typed or raw: its message and details. */
+async function refusalOf(intentId: string, sent: { typed: AttachmentBody } | { raw: unknown }): Promise<{ message: string; details: Record<string, unknown> }> {
+  if ("typed" in sent) return expectRejected(attach(intentId, sent.typed), 400, "VALIDATION_FAILED");
+  const res = await attachRaw(intentId, sent.raw);
+  expectError(res, 400, "VALIDATION_FAILED");
+  return res.body;
+}
 
 describe("POST /intents/{id}/attachments", () => {
   it("stores the reference (201) with the fields of 2.7, uploaded by the acting agent, and logs intent.attachment_added", async () => {
     const intent = await createIntent(cluster);
-    const headers = await agentHeaders(cluster, "att-uploader", "agent");
-    const res = await attach(intent.id, pdf(), headers);
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(res.body).toEqual({
+    const uploader = await actingAgent("att-uploader", "agent");
+    const res = await attach(intent.id, pdf(), uploader);
+    expect(res.status).toBe(201);
+    expect(res.data).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       intent_id: intent.id,
       filename: "report.pdf",
@@ -45,17 +70,17 @@ describe("POST /intents/{id}/attachments", () => {
       uploaded_by: "att-uploader",
       created_at: expect.stringMatching(TIMESTAMP),
     });
-    expect(Date.parse(res.body.created_at)).toBe(cluster.clock.now().getTime());
+    expect(Date.parse(res.data.created_at)).toBe(cluster.clock.now().getTime());
 
-    const listed = await list(intent.id);
+    const listed = await cluster.sdk().send("attachmentsList", { intent_id: intent.id });
     expect(listed.status).toBe(200);
-    expect(listed.body).toMatchObject({ attachments: [res.body], has_more: false });
+    expect(listed.data).toMatchObject({ attachments: [res.data], has_more: false });
 
     const events = await allEvents(cluster, intent.id);
     const added = events.find((e) => e.event_type === "attachment_added");
     expect(added).toMatchObject({
       actor: "att-uploader",
-      payload: { attachment_id: res.body.id, filename: "report.pdf", mime_type: "application/pdf", size: 48_213, uploaded_by: "att-uploader" },
+      payload: { attachment_id: res.data.id, filename: "report.pdf", mime_type: "application/pdf", size: 48_213, uploaded_by: "att-uploader" },
     });
     // A storage URL may be a pre-signed capability: it is readable through GET, not broadcast.
     expect(added.payload).not.toHaveProperty("storage_url");
@@ -63,9 +88,9 @@ describe("POST /intents/{id}/attachments", () => {
 
   it("uses the key's principal as uploaded_by when no agent acts, and defaults metadata to {}", async () => {
     const intent = await createIntent(cluster);
-    const res = await cluster.api(`/intents/${intent.id}/attachments`, { body: pdf({ metadata: undefined }), key: "coordinator" });
+    const res = await attach(intent.id, pdf({ metadata: undefined }), cluster.sdk("coordinator"));
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ uploaded_by: "coordinator", metadata: {} });
+    expect(res.data).toMatchObject({ uploaded_by: "coordinator", metadata: {} });
   });
 
   it("never fetches storage_url", async () => {
@@ -80,7 +105,7 @@ describe("POST /intents/{id}/attachments", () => {
       const intent = await createIntent(cluster);
       const res = await attach(intent.id, pdf({ storage_url: `http://127.0.0.1:${port}/files/report.pdf` }));
       expect(res.status).toBe(201);
-      expect((await list(intent.id)).body.attachments).toHaveLength(1);
+      expect((await list(intent.id)).attachments).toHaveLength(1);
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(requests).toBe(0);
     } finally {
@@ -96,8 +121,8 @@ describe("POST /intents/{id}/attachments", () => {
   ])("accepts the storage URL %s", async (storageUrl) => {
     const intent = await createIntent(cluster);
     const res = await attach(intent.id, pdf({ storage_url: storageUrl }));
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(res.body.storage_url).toBe(storageUrl);
+    expect(res.status).toBe(201);
+    expect(res.data.storage_url).toBe(storageUrl);
   });
 
   it.each([
@@ -118,30 +143,27 @@ describe("POST /intents/{id}/attachments", () => {
     ["carrying a space", "https://files.example.com/q3 report.pdf"],
   ])("refuses a storage URL that is %s (400 naming storage_url)", async (_what, storageUrl) => {
     const intent = await createIntent(cluster);
-    const res = await attach(intent.id, pdf({ storage_url: storageUrl }));
-    expectError(res, 400, "VALIDATION_FAILED");
-    expect(res.body.message).toContain("storage_url");
-    expect(res.body.details.issues[0].path).toBe("body.storage_url");
+    const res = await expectRejected(attach(intent.id, pdf({ storage_url: storageUrl })), 400, "VALIDATION_FAILED");
+    expect(res.message).toContain("storage_url");
+    expect(firstIssuePath(res.details)).toBe("body.storage_url");
     // Secrets are never echoed back.
     expect(JSON.stringify(res.body)).not.toContain("secret");
   });
 
   it.each([
-    ["an empty filename", { filename: "" }, "filename"],
-    ["a blank filename", { filename: "   " }, "filename"],
-    ["a filename with a control character", { filename: "a\u0007b.pdf" }, "filename"],
-    ["a negative size", { size: -1 }, "size"],
-    ["a fractional size", { size: 1.5 }, "size"],
-    ["a size as a string", { size: "100" }, "size"],
-    ["a mime type without a subtype", { mime_type: "pdf" }, "mime_type"],
-    ["a mime type with an empty subtype", { mime_type: "application/" }, "mime_type"],
-    ["metadata that is not an object", { metadata: [1, 2] }, "metadata"],
-    ["an unknown field", { owner: "me" }, ""],
-  ])("refuses %s (400)", async (_what, overrides, field) => {
+    ["an empty filename", typed({ filename: "" }), "filename"],
+    ["a blank filename", typed({ filename: "   " }), "filename"],
+    ["a filename with a control character", typed({ filename: "a\u0007b.pdf" }), "filename"],
+    ["a negative size", typed({ size: -1 }), "size"],
+    ["a fractional size", typed({ size: 1.5 }), "size"],
+    ["a size as a string", raw(pdfWith({ size: "100" })), "size"],
+    ["a mime type without a subtype", typed({ mime_type: "pdf" }), "mime_type"],
+    ["a mime type with an empty subtype", typed({ mime_type: "application/" }), "mime_type"],
+    ["metadata that is not an object", raw(pdfWith({ metadata: [1, 2] })), "metadata"],
+    ["an unknown field", raw(pdfWith({ owner: "me" })), ""],
+  ])("refuses %s (400)", async (_what, sent, field) => {
     const intent = await createIntent(cluster);
-    const res = await attach(intent.id, pdf(overrides));
-    expectError(res, 400, "VALIDATION_FAILED");
-    expect(res.body.message).toContain(field);
+    expect((await refusalOf(intent.id, sent)).message).toContain(field);
   });
 
   it.each([
@@ -151,28 +173,26 @@ describe("POST /intents/{id}/attachments", () => {
     ["a missing storage_url", "storage_url"],
   ])("refuses %s (400)", async (_what, field) => {
     const intent = await createIntent(cluster);
+    // Raw on purpose: a body without a required field, which the typed body forbids.
     const body: Record<string, unknown> = pdf();
     delete body[field];
-    const res = await attach(intent.id, body);
-    expectError(res, 400, "VALIDATION_FAILED");
-    expect(res.body.message).toContain(field);
+    expect((await refusalOf(intent.id, raw(body))).message).toContain(field);
   });
 
   it("accepts a size of 0 and a mime type with parameters", async () => {
     const intent = await createIntent(cluster);
     const res = await attach(intent.id, pdf({ filename: "empty.txt", mime_type: "text/plain; charset=utf-8", size: 0, metadata: { pages: 1 } }));
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(res.body).toMatchObject({ size: 0, mime_type: "text/plain; charset=utf-8" });
+    expect(res.status).toBe(201);
+    expect(res.data).toMatchObject({ size: 0, mime_type: "text/plain; charset=utf-8" });
   });
 
   it("answers 404 for an unknown intent and 409 for a stale If-Match, writing nothing", async () => {
-    expectError(await attach(UNKNOWN_ID, pdf()), 404, "INTENT_NOT_FOUND");
+    await expectRejected(attach(UNKNOWN_ID, pdf()), 404, "INTENT_NOT_FOUND");
     const intent = await createIntent(cluster);
-    const stale = await cluster.api(`/intents/${intent.id}/attachments`, { body: pdf(), headers: { "If-Match": "7" } });
-    expectError(stale, 409, "VERSION_MISMATCH");
-    expect(stale.body.current_version).toBe(1);
-    expect((await list(intent.id)).body).toMatchObject({ attachments: [], has_more: false });
-    const fresh = await cluster.api(`/intents/${intent.id}/attachments`, { body: pdf(), headers: { "If-Match": "1" } });
+    const stale = await expectRejected(attach(intent.id, pdf(), undefined, 7), 409, "VERSION_MISMATCH");
+    expect(stale.body?.current_version).toBe(1);
+    expect(await list(intent.id)).toMatchObject({ attachments: [], has_more: false });
+    const fresh = await attach(intent.id, pdf(), undefined, 1);
     expect(fresh.status).toBe(201);
   });
 });
@@ -192,8 +212,8 @@ describe("attachment metadata is checked against the mime type", () => {
   ])("accepts %s with %j", async (mimeType, metadata) => {
     const intent = await createIntent(cluster);
     const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(res.body.metadata).toEqual(metadata);
+    expect(res.status).toBe(201);
+    expect(res.data.metadata).toEqual(metadata);
   });
 
   it.each([
@@ -211,12 +231,11 @@ describe("attachment metadata is checked against the mime type", () => {
     ["video/webm", { frame_rate: 0 }, "frame_rate"],
   ])("refuses %s with %j: 400 naming %s", async (mimeType, metadata, key) => {
     const intent = await createIntent(cluster);
-    const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));
-    expectError(res, 400, "VALIDATION_FAILED");
-    expect(res.body.message).toContain(`metadata.${key}`);
-    expect(res.body.details.key).toBe(key);
-    expect(res.body.details.issues[0].path).toBe(`body.metadata.${key}`);
-    expect((await list(intent.id)).body.attachments).toEqual([]);
+    const res = await expectRejected(attach(intent.id, pdf({ mime_type: mimeType, metadata })), 400, "VALIDATION_FAILED");
+    expect(res.message).toContain(`metadata.${key}`);
+    expect(res.details.key).toBe(key);
+    expect(firstIssuePath(res.details)).toBe(`body.metadata.${key}`);
+    expect((await list(intent.id)).attachments).toEqual([]);
     expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 
@@ -228,68 +247,65 @@ describe("attachment metadata is checked against the mime type", () => {
     ["image/gif", { duration: 2 }, "duration"],
   ])("refuses %s with %j: %s does not apply to it (400 naming the key)", async (mimeType, metadata, key) => {
     const intent = await createIntent(cluster);
-    const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));
-    expectError(res, 400, "VALIDATION_FAILED");
-    expect(res.body.message).toContain(`metadata.${key} applies to`);
-    expect(res.body.details.key).toBe(key);
+    const res = await expectRejected(attach(intent.id, pdf({ mime_type: mimeType, metadata })), 400, "VALIDATION_FAILED");
+    expect(res.message).toContain(`metadata.${key} applies to`);
+    expect(res.details.key).toBe(key);
   });
 });
 
 describe("GET and DELETE /intents/{id}/attachments", () => {
   it("lists oldest first in a wrapper; an intent without attachments has an empty list; an unknown intent is 404", async () => {
     const intent = await createIntent(cluster);
-    expect((await list(intent.id)).body).toMatchObject({ attachments: [], has_more: false });
+    expect(await list(intent.id)).toMatchObject({ attachments: [], has_more: false });
     const names = ["a.pdf", "b.pdf", "c.pdf"];
     for (const filename of names) expect((await attach(intent.id, pdf({ filename }))).status).toBe(201);
     const listed = await list(intent.id);
-    expect(listed.body.attachments.map((a: any) => a.filename)).toEqual(names);
-    expectError(await list(UNKNOWN_ID), 404, "INTENT_NOT_FOUND");
+    expect(listed.attachments.map((a) => a.filename)).toEqual(names);
+    await expectRejected(list(UNKNOWN_ID), 404, "INTENT_NOT_FOUND");
   });
 
   it("deletes (200 with the removed attachment), logs intent.attachment_removed, and a second delete is 404", async () => {
     const intent = await createIntent(cluster);
-    const keep = (await attach(intent.id, pdf({ filename: "keep.pdf" }))).body;
-    const gone = (await attach(intent.id, pdf({ filename: "gone.pdf" }))).body;
+    const keep = (await attach(intent.id, pdf({ filename: "keep.pdf" }))).data;
+    const gone = (await attach(intent.id, pdf({ filename: "gone.pdf" }))).data;
     const res = await remove(intent.id, gone.id);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(gone);
-    expect((await list(intent.id)).body).toMatchObject({ attachments: [keep], has_more: false });
+    expect(res.data).toEqual(gone);
+    expect(await list(intent.id)).toMatchObject({ attachments: [keep], has_more: false });
     const events = await allEvents(cluster, intent.id);
     expect(events.map((e) => e.event_type)).toEqual(["intent_created", "attachment_added", "attachment_added", "intent.attachment_removed"]);
     expect(events[3]).toMatchObject({ actor: "admin", payload: { attachment_id: gone.id, filename: "gone.pdf" } });
-    expectError(await remove(intent.id, gone.id), 404, "ATTACHMENT_NOT_FOUND");
+    await expectRejected(remove(intent.id, gone.id), 404, "ATTACHMENT_NOT_FOUND");
   });
 
   it("answers 404 for an attachment of another intent and leaves it in place", async () => {
     const mine = await createIntent(cluster);
     const theirs = await createIntent(cluster);
-    const attachment = (await attach(theirs.id, pdf())).body;
-    const res = await remove(mine.id, attachment.id);
-    expectError(res, 404, "ATTACHMENT_NOT_FOUND");
-    expect(res.body.details).toMatchObject({ resource: "attachment", id: attachment.id });
-    expect((await list(theirs.id)).body.attachments).toEqual([attachment]);
+    const attachment = (await attach(theirs.id, pdf())).data;
+    const res = await expectRejected(remove(mine.id, attachment.id), 404, "ATTACHMENT_NOT_FOUND");
+    expect(res.details).toMatchObject({ resource: "attachment", id: attachment.id });
+    expect((await list(theirs.id)).attachments).toEqual([attachment]);
   });
 
   it("answers 404 for a malformed attachment id and for an unknown intent", async () => {
     const intent = await createIntent(cluster);
-    expectError(await remove(intent.id, "not-a-uuid"), 404, "ATTACHMENT_NOT_FOUND");
-    expectError(await remove(UNKNOWN_ID, UNKNOWN_ID), 404, "INTENT_NOT_FOUND");
+    await expectRejected(remove(intent.id, "not-a-uuid"), 404, "ATTACHMENT_NOT_FOUND");
+    await expectRejected(remove(UNKNOWN_ID, UNKNOWN_ID), 404, "INTENT_NOT_FOUND");
   });
 
   it("lets only the uploader, a coordinator or an admin delete", async () => {
     const intent = await createIntent(cluster);
-    const uploader = await agentHeaders(cluster, "att-owner", "agent");
-    const stranger = await agentHeaders(cluster, "att-stranger", "other");
-    const first = (await attach(intent.id, pdf({ filename: "one.pdf" }), uploader)).body;
-    const second = (await attach(intent.id, pdf({ filename: "two.pdf" }), uploader)).body;
+    const uploader = await actingAgent("att-owner", "agent");
+    const stranger = await actingAgent("att-stranger", "other");
+    const first = (await attach(intent.id, pdf({ filename: "one.pdf" }), uploader)).data;
+    const second = (await attach(intent.id, pdf({ filename: "two.pdf" }), uploader)).data;
 
-    const refused = await remove(intent.id, first.id, stranger);
-    expectError(refused, 403, "FORBIDDEN");
-    expect(refused.body.details.uploaded_by).toBe("att-owner");
-    expect((await list(intent.id)).body.attachments).toHaveLength(2);
+    const refused = await expectRejected(remove(intent.id, first.id, stranger), 403, "FORBIDDEN");
+    expect(refused.details.uploaded_by).toBe("att-owner");
+    expect((await list(intent.id)).attachments).toHaveLength(2);
 
     expect((await remove(intent.id, first.id, uploader)).status).toBe(200);
-    expect((await cluster.api(`/intents/${intent.id}/attachments/${second.id}`, { method: "DELETE", key: "coordinator" })).status).toBe(200);
-    expect((await list(intent.id)).body.attachments).toEqual([]);
+    expect((await remove(intent.id, second.id, cluster.sdk("coordinator"))).status).toBe(200);
+    expect((await list(intent.id)).attachments).toEqual([]);
   });
 });

@@ -388,7 +388,7 @@ describe("fallback agents", () => {
 
     // Every unresolved failure of the failing agent is resolved by the handover.
     const history = (await failures(intent.id, fallback)).data.failures;
-    expect(history.map((f: any) => [f.attempt_number, f.resolved_at !== null])).toEqual([
+    expect(history.map((f) => [f.attempt_number, f.resolved_at !== null])).toEqual([
       [1, true],
       [2, true],
     ]);

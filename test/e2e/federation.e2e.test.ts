@@ -208,11 +208,11 @@ describe("two federated clusters", () => {
     expect(callbacks.map((e) => e.payload.callback_type).sort()).toEqual(["completed", "state_delta"]);
     // End to end: the intents service appended them to the origin intent's own log, under their ids.
     const logged = await until("federation events in the intent log", async () => {
-      const list = (await allEvents(a, intent.id)).filter((e: any) => e.event_type.startsWith("federation."));
+      const list = (await allEvents(a, intent.id)).filter((e) => e.event_type.startsWith("federation."));
       return list.length >= 4 ? list : undefined;
     });
-    expect(logged.map((e: any) => e.event_type)).toEqual(expect.arrayContaining(["federation.dispatched", "federation.callback", "federation.completed"]));
-    expect(logged.find((e: any) => e.event_type === "federation.dispatched").id).toBe(dispatched.id);
+    expect(logged.map((e) => e.event_type)).toEqual(expect.arrayContaining(["federation.dispatched", "federation.callback", "federation.completed"]));
+    expect(logged.find((e) => e.event_type === "federation.dispatched").id).toBe(dispatched.id);
     expect((await sdk(b).ops.federationStatus()).callbacks).toMatchObject({ pending: 0, delivered: 2 });
     // The status carries the names the official clients read.
     expect(await sdk(a).ops.federationStatus()).toMatchObject({ enabled: true, server_did: a.federation.ctx.identity.did, trust_policy: "allowlist", peer_count: 1, active_dispatches: 0 });
