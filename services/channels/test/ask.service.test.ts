@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
-import type { OperationRequest } from "../../../test/support/typed-api";
+import { expectApiError as expectError } from "../../../test/support/service-harness";
 import { uniqueTag } from "../../../test/support/e2e-helpers";
-import type { ChannelsService } from "../src/service";
+import { registerAgent, startChannelsHarness, type Agent, type ChannelsHarness } from "./harness";
 
 /**
  * POST /channels/{id}/ask (RFC 0021's ask(), issue 31 part 2): its timeout and its refusals, the
@@ -10,29 +9,15 @@ import type { ChannelsService } from "../src/service";
  * intent's ACL) and the registry (X-Agent-ID bindings) run beside it. The answered ask (seen over
  * SSE) and the MCP tool stay in test/e2e/channel-ask.e2e.test.ts.
  */
-let harness: ServiceHarness<{ channels: ChannelsService; stop(): Promise<void> }>;
+let harness: ChannelsHarness;
 beforeAll(async () => {
-  harness = await startServiceHarness(
-    manifestServices({
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
-      registry: { sweepIntervalMs: 3_600_000 },
-      channels: { sweepIntervalMs: 3_600_000 },
-    }),
-  );
+  harness = await startChannelsHarness();
 });
 afterAll(async () => {
   await harness?.stop();
 });
 
-interface Agent {
-  id: string;
-  as: Pick<OperationRequest, "key" | "headers">;
-}
-async function agent(): Promise<Agent> {
-  const id = uniqueTag("ask");
-  expect((await harness.api("agentsRegister", { key: "agent", body: { agent_id: id } })).status).toBe(201);
-  return { id, as: { key: "agent", headers: { "X-Agent-ID": id } } };
-}
+const agent = (): Promise<Agent> => registerAgent(harness, "ask");
 
 async function setting() {
   const intent = (await harness.api("intentsCreate", { body: { title: "an intent", status: "active" } })).ok();

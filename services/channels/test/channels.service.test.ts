@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
-import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
-import type { OperationRequest } from "../../../test/support/typed-api";
-import { UNKNOWN_ID, uniqueTag } from "../../../test/support/e2e-helpers";
+import { expectApiError as expectError } from "../../../test/support/service-harness";
+import { UNKNOWN_ID } from "../../../test/support/e2e-helpers";
 import { findChannel } from "../src/access";
 import { channels as channelRows } from "../src/db/schema";
-import type { ChannelsService } from "../src/service";
+import { registerAgent, startChannelsHarness, type Agent, type ChannelsHarness } from "./harness";
 
 /**
  * The channels service's own rules (spec 2.12, 2.13, 3.2, 4.7 and the retention of 8): channels,
@@ -16,32 +15,16 @@ import type { ChannelsService } from "../src/service";
  * end closing its channels, a departed agent, audit events in the intent's log, SSE) stays in
  * test/e2e/channels.e2e.test.ts.
  */
-let harness: ServiceHarness<{ channels: ChannelsService; stop(): Promise<void> }>;
+let harness: ChannelsHarness;
 beforeAll(async () => {
-  harness = await startServiceHarness(
-    manifestServices({
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
-      registry: { sweepIntervalMs: 3_600_000 },
-      channels: { sweepIntervalMs: 3_600_000 },
-    }),
-  );
+  harness = await startChannelsHarness();
 });
 afterAll(async () => {
   await harness?.stop();
 });
 
-interface Agent {
-  id: string;
-  /** What a request acting as this agent carries: the agent key and X-Agent-ID. */
-  as: Pick<OperationRequest, "key" | "headers">;
-}
-
 /** Registers an agent (with a role) on the agent key. */
-async function agent(role: string | null = null): Promise<Agent> {
-  const id = uniqueTag("ag");
-  expect((await harness.api("agentsRegister", { key: "agent", body: { agent_id: id, ...(role ? { role_id: role } : {}) } })).status).toBe(201);
-  return { id, as: { key: "agent", headers: { "X-Agent-ID": id } } };
-}
+const agent = (role: string | null = null): Promise<Agent> => registerAgent(harness, "ag", role);
 
 const activeIntent = async () => (await harness.api("intentsCreate", { body: { title: "an intent", status: "active" } })).ok();
 async function channel(intentId: string, body: Record<string, unknown>, who?: Agent) {
