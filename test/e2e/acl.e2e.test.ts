@@ -297,7 +297,7 @@ describe("enforcement", () => {
     expect((await cluster.sdk("other", "helper-m").send("intentsGet", { intent_id: id })).status).toBe(200);
     const events = await allEvents(cluster, id);
     expect(events.map((e) => e.event_type)).toEqual(["intent_created", "access_granted"]);
-    expect(events[1].payload).toMatchObject({ action: "acl_set", default_policy: "closed", entries: [expect.objectContaining({ principal_id: "helper-m", permission: "write" })] });
+    expect(events[1]!.payload).toMatchObject({ action: "acl_set", default_policy: "closed", entries: [expect.objectContaining({ principal_id: "helper-m", permission: "write" })] });
   });
 
   it("refuses a denied write with nothing written, and answers an unknown intent 404 whatever the ACL", async () => {

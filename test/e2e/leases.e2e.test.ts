@@ -194,8 +194,8 @@ describe("expiry", () => {
     const log = await allEvents(cluster, intent.id);
     const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
-    expect(expired[0].payload).toMatchObject({ lease_id: lease.data.id, agent_id: "agent-a", scope: "research", reason: "expired" });
-    expect(log.indexOf(expired[0])).toBeLessThan(log.map((e) => e.event_type).lastIndexOf("lease_acquired"));
+    expect(expired[0]!.payload).toMatchObject({ lease_id: lease.data.id, agent_id: "agent-a", scope: "research", reason: "expired" });
+    expect(log.indexOf(expired[0]!)).toBeLessThan(log.map((e) => e.event_type).lastIndexOf("lease_acquired"));
   });
 
   it("a lease whose expires_at has passed cannot be renewed (412)", async () => {
@@ -250,7 +250,7 @@ describe("the lease sweeper", () => {
     log = await allEvents(cluster, intent.id);
     const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
-    expect(expired[0].payload).toMatchObject({ lease_id: short.data.id, reason: "expired" });
+    expect(expired[0]!.payload).toMatchObject({ lease_id: short.data.id, reason: "expired" });
 
     const active = await admin.ops.intentsListLeases({ intent_id: intent.id, query: { active: true } });
     expect(active.leases.map((l) => l.id)).toEqual([long.data.id]);

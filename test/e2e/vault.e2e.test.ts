@@ -184,7 +184,7 @@ describe("the Python client's vault calls (RFC-0014)", () => {
     expect(result.context).toMatchObject({ intent_id: intent.id });
     await vi.waitFor(async () => {
       const events = await allEvents(cluster, intent.id);
-      const invoked = events.find((e) => e.event_type === "tool.invoked");
+      const invoked = events.find((e) => e.event_type === "tool.invoked")!;
       expect(invoked).toBeDefined();
       expect(invoked.payload).toMatchObject({ invocation_id: result.invocation_id, service: "stripe", tool: "charges.read", status: "success", parameters_summary: { charge_id: "ch_9" }, cost: { amount_cents: 2 } });
     });
