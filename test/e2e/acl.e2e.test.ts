@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { IntentmeshError } from "@intentmesh/sdk";
-import { allEvents, expectError, expectRejected } from "../support/e2e-helpers";
+import { allEvents, expectError, expectRejected, statusOf } from "../support/e2e-helpers";
 
 /**
  * Access control (RFC-0011) through the gateway: the official Python client's eight calls with
@@ -97,16 +96,6 @@ function expectRefused(res: { status: number; body: any; text?: string }, status
   expect(res.status, res.text).toBe(status);
   expect(res.body.code).toBe(code);
 }
-
-/** The HTTP status a typed call ended with: its success status, or the status of the IntentmeshError it threw. */
-const statusOf = (call: Promise<{ status: number }>) =>
-  call.then(
-    (res) => res.status,
-    (error: unknown) => {
-      if (error instanceof IntentmeshError) return error.status;
-      throw error;
-    },
-  );
 
 /** Python's datetime.isoformat() of an aware UTC datetime. */
 const pyIso = (date: Date) => date.toISOString().replace("Z", "+00:00");

@@ -3,8 +3,8 @@ import { sql } from "drizzle-orm";
 import { MAX_COST_AGENTS_PER_INTENT, type ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
-import { IntentmeshError, type BodyOf, type Intentmesh } from "@intentmesh/sdk";
-import { allEvents, createIntent, expectError, expectRejected, keyHeader, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
+import type { BodyOf, Intentmesh } from "@intentmesh/sdk";
+import { allEvents, createIntent, expectError, expectRejected, keyHeader, statusOf, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 import { recordCostInTx } from "../../services/intents/src/costs/handlers";
 
@@ -35,12 +35,6 @@ async function actingAgent(agentId: string, key: "agent" | "other" = "agent", on
 const record = (intentId: string, body: CostBody, agent: Intentmesh) => agent.send("costsRecord", { intent_id: intentId, body });
 const costsOf = (intentId: string, query: { limit?: number; after?: string } = {}) => cluster.sdk().send("costsList", { intent_id: intentId, query });
 const readIntent = (intentId: string) => cluster.sdk().send("intentsGet", { intent_id: intentId });
-/** The status a call answered, a refusal's included (for batches where some are refused on purpose). */
-const statusOf = (call: Promise<{ status: number }>) =>
-  call.then(
-    (res) => res.status,
-    (error: unknown) => (error instanceof IntentmeshError ? error.status : Promise.reject(error)),
-  );
 const budgetEvents = async (intentId: string) => (await allEvents(cluster, intentId)).filter((e) => e.event_type === "budget_alert");
 const blockEvents = async (intentId: string) =>
   (await allEvents(cluster, intentId)).filter((e) => e.event_type === "status_changed" && e.payload.reason === "budget_exceeded");

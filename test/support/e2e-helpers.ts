@@ -50,6 +50,26 @@ export type CreatedIntent = ResponseOf<"intentsCreate">;
 /** One entry of an intent's event log, typed by the route catalogue. */
 export type LoggedEvent = ResponseOf<"intentsListEvents">["events"][number];
 
+/** The HTTP status a typed call ended with: its success status, or the status of the IntentmeshError it threw. */
+export const statusOf = (call: Promise<{ status: number }>): Promise<number> =>
+  call.then(
+    (res) => res.status,
+    (error: unknown) => {
+      if (error instanceof IntentmeshError) return error.status;
+      throw error;
+    },
+  );
+
+/** A typed call's outcome as the status and body it answered: a success's data, or a refusal's error body. */
+export const outcomeOf = (call: Promise<{ status: number; data: unknown }>): Promise<{ status: number; body: unknown }> =>
+  call.then(
+    (res) => ({ status: res.status, body: res.data }),
+    (error: unknown) => {
+      if (error instanceof IntentmeshError) return { status: error.status, body: error.body };
+      throw error;
+    },
+  );
+
 /** POST /intents through the typed client and returns the created intent (asserting 201). */
 export async function createIntent(cluster: TestCluster, body: Partial<BodyOf<"intentsCreate">> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<CreatedIntent> {
   // Created active: most tests work on an intent in progress (new intents start in draft, table 3.1).
