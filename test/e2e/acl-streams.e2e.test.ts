@@ -3,7 +3,7 @@ import { inject } from "vitest";
 import { connectBus, type Bus } from "@intentmesh/bus";
 import { createLogger } from "@intentmesh/telemetry";
 import { startIntentsService, type IntentsService } from "../../services/intents/src/service";
-import { IntentmeshError } from "@intentmesh/sdk";
+import { statusOf } from "../support/e2e-helpers";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { SseClient } from "../support/sse";
 
@@ -35,16 +35,6 @@ const reader = { key: "other" as const, headers: { "X-Agent-ID": "reader" } };
 /** The typed clients of the owner and of the reader. */
 const asOwner = () => cluster.sdk(owner.key, "owner");
 const asReader = () => cluster.sdk(reader.key, "reader");
-/** The HTTP status a typed call ended with: its success status, or the status of the IntentmeshError it threw. */
-const statusOf = (call: Promise<{ status: number }>) =>
-  call.then(
-    (res) => res.status,
-    (error: unknown) => {
-      if (error instanceof IntentmeshError) return error.status;
-      throw error;
-    },
-  );
-
 async function closedIntentReadBy(principal: string) {
   const created = await asOwner().send("intentsCreate", { body: { title: "watched", status: "active", acl: { default_policy: "closed", entries: [{ principal_id: principal, permission: "read" }] } } });
   expect(created.status).toBe(201);

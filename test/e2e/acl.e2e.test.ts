@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { IntentmeshError } from "@intentmesh/sdk";
-import { allEvents, expectError, expectRejected } from "../support/e2e-helpers";
+import { allEvents, expectError, expectRejected, statusOf } from "../support/e2e-helpers";
 
 /**
  * Access control (RFC-0011) through the gateway: the official Python client's eight calls with
@@ -97,16 +96,6 @@ function expectRefused(res: { status: number; body: any; text?: string }, status
   expect(res.status, res.text).toBe(status);
   expect(res.body.code).toBe(code);
 }
-
-/** The HTTP status a typed call ended with: its success status, or the status of the IntentmeshError it threw. */
-const statusOf = (call: Promise<{ status: number }>) =>
-  call.then(
-    (res) => res.status,
-    (error: unknown) => {
-      if (error instanceof IntentmeshError) return error.status;
-      throw error;
-    },
-  );
 
 /** Python's datetime.isoformat() of an aware UTC datetime. */
 const pyIso = (date: Date) => date.toISOString().replace("Z", "+00:00");
@@ -297,7 +286,7 @@ describe("enforcement", () => {
     expect((await cluster.sdk("other", "helper-m").send("intentsGet", { intent_id: id })).status).toBe(200);
     const events = await allEvents(cluster, id);
     expect(events.map((e) => e.event_type)).toEqual(["intent_created", "access_granted"]);
-    expect(events[1].payload).toMatchObject({ action: "acl_set", default_policy: "closed", entries: [expect.objectContaining({ principal_id: "helper-m", permission: "write" })] });
+    expect(events[1]!.payload).toMatchObject({ action: "acl_set", default_policy: "closed", entries: [expect.objectContaining({ principal_id: "helper-m", permission: "write" })] });
   });
 
   it("refuses a denied write with nothing written, and answers an unknown intent 404 whatever the ACL", async () => {

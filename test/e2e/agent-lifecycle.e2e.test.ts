@@ -247,7 +247,7 @@ describe("an agent's death and its leases (3.4, across services)", () => {
       await vi.waitFor(async () => {
         const expired = (await allEvents(cluster, intent.id)).filter((e) => isLeaseExpiry(e));
         expect(expired).toHaveLength(1);
-        expect(expired[0].payload).toMatchObject({ agent_id: id, reason: "agent_dead" });
+        expect(expired[0]!.payload).toMatchObject({ agent_id: id, reason: "agent_dead" });
       });
     }
     const admin = cluster.sdk();

@@ -56,7 +56,7 @@ describe("approvals (4.6)", () => {
     expect(res.data).toMatchObject({ status: "approved", decided_by: "operator", decision_notes: "fine" });
     await sse.waitFor((c) => c.events.some((e) => e.event === "governance.approval_granted"));
     await sse.close();
-    const event = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "governance.approval_granted");
+    const event = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "governance.approval_granted")!;
     expect(event.payload).toMatchObject({ approval_id: approval.id, action: "complete", decision: "approved", requested_by: "writer", decided_by: "operator" });
     await expectRejected(decide(intent.id, approval.id, "deny"), 409, "APPROVAL_NOT_PENDING");
     await expectRejected(decide(intent.id, approval.id, "approve"), 409, "APPROVAL_NOT_PENDING");
@@ -108,7 +108,7 @@ describe("engagement decisions (4.5)", () => {
     expect(typeof res.data.rationale).toBe("string");
     expect((await engage(intent.id, {})).data).toMatchObject({ mode: "autonomous", should_ask: false });
     await vi.waitFor(async () => expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "engagement.decision")).toHaveLength(2));
-    const logged = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "engagement.decision");
+    const logged = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "engagement.decision")!;
     expect(logged.payload).toMatchObject({ mode: "defer", should_ask: false, signals: { risk: 0.9 } });
     await expectRejected(engage(intent.id, { risk: 1.5 }), 400, "VALIDATION_FAILED");
     await expectRejected(engage(UNKNOWN_ID, {}), 404, "INTENT_NOT_FOUND");

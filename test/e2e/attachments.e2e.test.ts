@@ -77,7 +77,7 @@ describe("POST /intents/{id}/attachments", () => {
     expect(listed.data).toMatchObject({ attachments: [res.data], has_more: false });
 
     const events = await allEvents(cluster, intent.id);
-    const added = events.find((e) => e.event_type === "attachment_added");
+    const added = events.find((e) => e.event_type === "attachment_added")!;
     expect(added).toMatchObject({
       actor: "att-uploader",
       payload: { attachment_id: res.data.id, filename: "report.pdf", mime_type: "application/pdf", size: 48_213, uploaded_by: "att-uploader" },

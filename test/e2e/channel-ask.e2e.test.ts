@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
+import type { BodyOf, Intentmesh } from "@intentmesh/sdk";
 import { createIntent, uniqueTag } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 
@@ -20,24 +21,24 @@ afterAll(async () => {
 });
 
 const clock = () => cluster.clock as ManualClock;
-type Agent = { id: string; headers: Record<string, string> };
+/** A registered agent: the typed client acting as it, and its headers for SSE and MCP. */
+type Agent = { id: string; client: Intentmesh; headers: Record<string, string> };
 
 async function agent(): Promise<Agent> {
   const id = uniqueTag("ask");
-  const res = await cluster.api("/agents", { body: { agent_id: id }, key: "agent" });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { id, headers: { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": id } };
+  const res = await cluster.sdk("agent").send("agentsRegister", { body: { agent_id: id } });
+  expect(res.status).toBe(201);
+  return { id, client: cluster.sdk("agent", id), headers: { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": id } };
 }
-const as = (who: Agent, init: { method?: string; body?: unknown } = {}) => ({ ...init, key: null, headers: who.headers });
 
 async function setting(memberPolicy: "explicit" | "intent" = "explicit") {
   const intent = await createIntent(cluster, { status: "active" });
   const [asker, answerer, outsider] = [await agent(), await agent(), await agent()];
-  const res = await cluster.api(`/intents/${intent.id}/channels`, { body: { name: uniqueTag("c"), member_policy: memberPolicy, members: [asker.id, answerer.id] } });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { intent, channel: res.body, asker, answerer, outsider };
+  const res = await cluster.sdk().send("channelsCreate", { intent_id: intent.id, body: { name: uniqueTag("c"), member_policy: memberPolicy, members: [asker.id, answerer.id] } });
+  expect(res.status).toBe(201);
+  return { intent, channel: res.data, asker, answerer, outsider };
 }
-const ask = (channelId: string, who: Agent, body: Record<string, unknown>) => cluster.api(`/channels/${channelId}/ask`, as(who, { body }));
+const ask = (channelId: string, who: Agent, body: BodyOf<"channelsAsk">) => who.client.send("channelsAsk", { channel_id: channelId, body });
 
 describe("POST /channels/{id}/ask", () => {
   it("sends the request and answers it with the first response, once the asked agent replies", async () => {
@@ -50,13 +51,13 @@ describe("POST /channels/{id}/ask", () => {
       expect(request).toMatchObject({ sender: asker.id, to: answerer.id, payload: { question: "which schema?" } });
       // The request expires at the timeout on the server clock (RFC 0021 3.1).
       expect(new Date(request.expires_at).getTime()).toBe(clock().now().getTime() + 30_000);
-      const reply = await cluster.api(`/channels/${channel.id}/messages/${request.id}/reply`, as(answerer, { body: { payload: { answer: "v2" } } }));
-      expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+      const reply = await answerer.client.send("channelsReply", { channel_id: channel.id, message_id: request.id, body: { payload: { answer: "v2" } } });
+      expect(reply.status).toBe(201);
       const answered = await pending;
-      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
-      expect(answered.body.request).toMatchObject({ id: request.id, message_type: "request", sender: asker.id, to: answerer.id });
-      expect(answered.body.response).toEqual(reply.body);
-      expect(answered.body.response).toMatchObject({ correlation_id: request.id, message_type: "response", to: asker.id, payload: { answer: "v2" } });
+      expect(answered.status).toBe(200);
+      expect(answered.data.request).toMatchObject({ id: request.id, message_type: "request", sender: asker.id, to: answerer.id });
+      expect(answered.data.response).toEqual(reply.data);
+      expect(answered.data.response).toMatchObject({ correlation_id: request.id, message_type: "response", to: asker.id, payload: { answer: "v2" } });
     } finally {
       await sse.close();
     }

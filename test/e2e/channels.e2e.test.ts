@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { SystemEvent, systemEventStream } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
+import type { BodyOf, Intentmesh } from "@intentmesh/sdk";
+import { allEvents, createIntent, expectRejected, uniqueTag } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 
 /**
@@ -18,29 +19,33 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-/** Registers an agent (with a role) on the agent key and returns the headers it acts with. */
-async function agent(role: string | null = null): Promise<{ id: string; headers: Record<string, string> }> {
-  const id = uniqueTag("ag");
-  const res = await cluster.api("/agents", { body: { agent_id: id, ...(role ? { role_id: role } : {}) }, key: "agent" });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { id, headers: { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": id } };
+/** A registered agent: the typed client acting as it, and its headers for the SSE streams. */
+interface Agent {
+  id: string;
+  client: Intentmesh;
+  headers: Record<string, string>;
 }
-const as = (who: { headers: Record<string, string> }, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) => ({
-  ...init,
-  key: null,
-  headers: { ...who.headers, ...(init.headers ?? {}) },
-});
+
+/** Registers an agent (with a role) on the agent key. */
+async function agent(role: string | null = null): Promise<Agent> {
+  const id = uniqueTag("ag");
+  const res = await cluster.sdk("agent").send("agentsRegister", { body: { agent_id: id, ...(role ? { role_id: role } : {}) } });
+  expect(res.status).toBe(201);
+  return { id, client: cluster.sdk("agent", id), headers: { "X-API-Key": TEST_KEYS.agent, "X-Agent-ID": id } };
+}
+const admin = () => cluster.sdk();
 
 async function activeIntent() {
   return createIntent(cluster, { status: "active" });
 }
-async function channel(intentId: string, body: Record<string, unknown>, who?: { headers: Record<string, string> }) {
-  const res = await cluster.api(`/intents/${intentId}/channels`, who ? as(who, { body }) : { body });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
+async function channel(intentId: string, body: BodyOf<"channelsCreate">, who?: Agent) {
+  const res = await (who?.client ?? admin()).send("channelsCreate", { intent_id: intentId, body });
+  expect(res.status).toBe(201);
+  return res.data;
 }
-const post = (channelId: string, who: { headers: Record<string, string> }, body: Record<string, unknown>) => cluster.api(`/channels/${channelId}/messages`, as(who, { body }));
-const pull = (channelId: string, who: { headers: Record<string, string> }, query = "") => cluster.api(`/channels/${channelId}/messages${query}`, as(who));
+const post = (channelId: string, who: Agent, body: BodyOf<"channelsSend">) => who.client.send("channelsSend", { channel_id: channelId, body });
+const pull = (channelId: string, who: Agent) => who.client.send("channelsListMessages", { channel_id: channelId });
+const message = (channelId: string, messageId: string) => admin().ops.channelsGetMessage({ channel_id: channelId, message_id: messageId });
 
 async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 8000): Promise<T> {
   const end = Date.now() + ms;
@@ -58,11 +63,11 @@ describe("lifecycle across services (3.1, 3.2, 3.3)", () => {
     const [a, b] = [await agent(), await agent()];
     const ch = await channel(intent.id, { name: "work" });
     const pending = await post(ch.id, a, { message_type: "request", to: b.id, payload: {} });
-    expect((await cluster.api(`/intents/${intent.id}/status`, { body: { status: "completed" }, headers: { "If-Match": String(intent.version) } })).status).toBe(200);
-    await until(async () => ((await cluster.api(`/channels/${ch.id}`)).body.status === "closed" ? true : undefined), "closure");
-    expect((await cluster.api(`/channels/${ch.id}/messages/${pending.body.id}`)).body.status).toBe("expired");
-    expectError(await post(ch.id, a, { payload: {} }), 409, "CHANNEL_CLOSED");
-    expectError(await cluster.api(`/intents/${intent.id}/channels`, { body: { name: "late" } }), 409, "INTENT_ENDED");
+    expect((await admin().send("intentsTransition", { intent_id: intent.id, ifMatch: intent.version, body: { status: "completed" } })).status).toBe(200);
+    await until(async () => ((await admin().ops.channelsGet({ channel_id: ch.id })).status === "closed" ? true : undefined), "closure");
+    expect((await message(ch.id, pending.data.id)).status).toBe("expired");
+    await expectRejected(post(ch.id, a, { payload: {} }), 409, "CHANNEL_CLOSED");
+    await expectRejected(admin().send("channelsCreate", { intent_id: intent.id, body: { name: "late" } }), 409, "INTENT_ENDED");
   });
 
   it("a deregistered agent leaves every member list with a departure notice, and the requests addressed to it expire", async () => {
@@ -71,12 +76,12 @@ describe("lifecycle across services (3.1, 3.2, 3.3)", () => {
     const ch = await channel(intent.id, { name: "team", member_policy: "explicit", members: [leaving.id] }, a);
     const ask = await post(ch.id, a, { message_type: "request", to: leaving.id, payload: {} });
     expect(ask.status).toBe(201);
-    const gone = await cluster.api(`/agents/${leaving.id}`, as(leaving, { method: "DELETE" }));
-    expect(gone.status, JSON.stringify(gone.body)).toBe(200);
-    const notice = await until(async () => (await pull(ch.id, a)).body.find((m: any) => m.payload.event === "member_departed"), "departure notice");
+    const gone = await leaving.client.send("agentsDeregister", { agent_id: leaving.id });
+    expect(gone.status).toBe(200);
+    const notice = await until(async () => (await pull(ch.id, a)).data.find((m) => m.payload.event === "member_departed"), "departure notice");
     expect(notice).toMatchObject({ message_type: "notify", sender: "system:channels", payload: { agent_id: leaving.id, reason: "deregistered" } });
-    expect((await cluster.api(`/channels/${ch.id}`)).body.members).toEqual([a.id]);
-    expect((await cluster.api(`/channels/${ch.id}/messages/${ask.body.id}`)).body.status).toBe("expired");
+    expect((await admin().ops.channelsGet({ channel_id: ch.id })).members).toEqual([a.id]);
+    expect((await message(ch.id, ask.data.id)).status).toBe("expired");
   });
 });
 
@@ -90,10 +95,10 @@ describe("audit (rule 12, part 6)", () => {
     const sent = await post(audited.id, a, { message_type: "broadcast", payload: { n: 1 }, metadata: { trace_id: "trace-42" } });
     const logged = await until(async () => (await allEvents(cluster, intent.id)).find((e) => e.event_type === "channel_message"), "channel_message");
     expect(logged).toMatchObject({
-      id: sent.body.id,
+      id: sent.data.id,
       actor: a.id,
       trace_id: "trace-42",
-      payload: { channel_id: audited.id, channel_name: "audited", message_id: sent.body.id, message_type: "broadcast", to: "*", payload: { n: 1 } },
+      payload: { channel_id: audited.id, channel_name: "audited", message_id: sent.data.id, message_type: "broadcast", to: "*", payload: { n: 1 } },
     });
     expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "channel_message")).toHaveLength(1);
     // On the wire of the system-event path.
@@ -105,7 +110,7 @@ describe("audit (rule 12, part 6)", () => {
       seen.push(SystemEvent.parse(msg.json()));
       if (msg.info.pending === 0) break;
     }
-    expect(seen.map((e) => [e.source, e.event_type, e.id])).toEqual([["channels", "channel_message", sent.body.id]]);
+    expect(seen.map((e) => [e.source, e.event_type, e.id])).toEqual([["channels", "channel_message", sent.data.id]]);
   });
 });
 
@@ -123,13 +128,13 @@ describe("GET /subscribe/channels/{id} (4.10, rule 11)", () => {
       const toC = await post(ch.id, a, { message_type: "request", to: c.id, payload: { only: "c" } });
       const all = await post(ch.id, a, { message_type: "broadcast", payload: { to: "all" } });
       const toB = await post(ch.id, a, { message_type: "request", to: b.id, payload: { only: "b" } });
-      await sse.waitFor((client) => client.events.some((e) => e.data.id === toB.body.id));
+      await sse.waitFor((client) => client.events.some((e) => e.data.id === toB.data.id));
       expect(sse.events.map((e) => [e.event, e.id, e.data.id])).toEqual([
-        ["channel_message", String(all.body.sequence), all.body.id],
-        ["channel_message", String(toB.body.sequence), toB.body.id],
+        ["channel_message", String(all.data.sequence), all.data.id],
+        ["channel_message", String(toB.data.sequence), toB.data.id],
       ]);
       expect(sse.events[0]!.data).toMatchObject({ channel_id: ch.id, sender: a.id, to: "*", payload: { to: "all" }, status: "delivered" });
-      expect(sse.events.some((e) => e.data.id === toC.body.id)).toBe(false);
+      expect(sse.events.some((e) => e.data.id === toC.data.id)).toBe(false);
     } finally {
       await sse.close();
     }

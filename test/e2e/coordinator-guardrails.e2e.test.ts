@@ -153,7 +153,9 @@ describe("on_exceed (RFC-0013 3.1)", () => {
     expect(initiated.map((e) => e.id)).toEqual([escalations[0].id]);
     expect((await cluster.api(`/coordinators/${lease.id}`)).body.status).toBe("active");
     // A redelivered event opens nothing more: the escalation's id is the event's.
-    expect(await cluster.governance.ctx.db.transaction((tx) => openGuardrailEscalation(tx, initiated[0], clock().now()))).toBe(false);
+    // The logged event is the one the consumer received; its payload is typed by the catalogue's definition.
+    const redelivered = initiated[0] as Parameters<typeof openGuardrailEscalation>[1];
+    expect(await cluster.governance.ctx.db.transaction((tx) => openGuardrailEscalation(tx, redelivered, clock().now()))).toBe(false);
     expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations).toHaveLength(1);
     const resolved = await cluster.api(`/escalations/${escalations[0].id}/resolve`, { key: "operator", body: { resolution: "raise the limit" } });
     expect(resolved.status, JSON.stringify(resolved.body)).toBe(200);
@@ -220,7 +222,7 @@ describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
     await vi.waitFor(
       async () => {
         const listed = (await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations;
-        expect(listed.map((e: any) => e.id)).toEqual([events[0].id]);
+        expect(listed.map((e: any) => e.id)).toEqual([events[0]!.id]);
       },
       { timeout: 5000, interval: 50 },
     );
@@ -399,7 +401,7 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body.filter((l: any) => l.status !== "failed_over").map((l: any) => l.id)).toEqual([next.id]);
     const log = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.handoff" || e.event_type === "coordinator.assigned").slice(1);
     expect(log.map((e) => e.event_type)).toEqual(["coordinator.handoff", "coordinator.assigned"]);
-    expect(log[0].payload).toMatchObject({ old_lease_id: lease.id, new_lease_id: next.id, from_coordinator: holder, to_coordinator: next.agent_id });
+    expect(log[0]!.payload).toMatchObject({ old_lease_id: lease.id, new_lease_id: next.id, from_coordinator: holder, to_coordinator: next.agent_id });
     expectError(await decideAs(intent.id, holder, "escalation_initiated"), 403, "NOT_LEASE_HOLDER");
   });
 

@@ -109,7 +109,7 @@ describe("coordinator leases", () => {
     expectError(await beat(first.id, a), 409, "COORDINATOR_LEASE_ENDED");
     const events = (await allEvents(cluster, intent.id)).filter((e) => e.event_type.startsWith("coordinator."));
     expect(events.map((e) => e.event_type)).toEqual(["coordinator.assigned", "coordinator.failed_over", "coordinator.assigned"]);
-    expect(events[1].payload).toEqual({ old_lease_id: first.id, old_coordinator_id: a, new_lease_id: second.body.id, new_coordinator_id: b, reason: "expired" });
+    expect(events[1]!.payload).toEqual({ old_lease_id: first.id, old_coordinator_id: a, new_lease_id: second.body.id, new_coordinator_id: b, reason: "expired" });
     expect((await cluster.api(`/intents/${intent.id}/coordinators`)).body.map((l: any) => l.id)).toEqual([second.body.id, first.id]);
   });
 
@@ -217,7 +217,7 @@ describe("failover when the holder dies (spec 3.4, RFC-0013 5.2)", () => {
     const events = async () => (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.failed_over");
     await vi.waitFor(async () => expect(await events()).toHaveLength(1), { timeout: 5000, interval: 50 });
     const [failover] = await events();
-    expect(failover.payload).toMatchObject({ old_lease_id: lease.id, old_coordinator_id: holder, new_coordinator_id: successor, reason: "agent_dead" });
+    expect(failover!.payload).toMatchObject({ old_lease_id: lease.id, old_coordinator_id: holder, new_coordinator_id: successor, reason: "agent_dead" });
     const leases = (await cluster.api(`/intents/${intent.id}/coordinators`)).body;
     expect(leases.map((l: any) => [l.agent_id, l.status])).toEqual([
       [successor, "active"],

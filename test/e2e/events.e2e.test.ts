@@ -211,14 +211,14 @@ describe("every mutation appends its event", () => {
       "agent_unassigned",
     ]);
     expect(log.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    expect(log[0].payload).toMatchObject({ title: "logged" });
-    expect(log[2].payload).toMatchObject({ from: "active", to: "blocked", reason: "waiting" });
-    expect(log[3].payload).toMatchObject({ agent_id: "agent-x" });
+    expect(log[0]!.payload).toMatchObject({ title: "logged" });
+    expect(log[2]!.payload).toMatchObject({ from: "active", to: "blocked", reason: "waiting" });
+    expect(log[3]!.payload).toMatchObject({ agent_id: "agent-x" });
     expect(log[4]).toMatchObject({ actor: "agent-x", payload: { lease_id: lease.data.id, scope: "notes" } });
     // A renewal is the same lease for a new term; a release says so (an expiry says expired).
-    expect(log[5].payload).toMatchObject({ lease_id: lease.data.id, renewal: true });
-    expect(log[4].payload).not.toHaveProperty("renewal");
-    expect(log[6].payload).toMatchObject({ lease_id: lease.data.id, reason: "released" });
+    expect(log[5]!.payload).toMatchObject({ lease_id: lease.data.id, renewal: true });
+    expect(log[4]!.payload).not.toHaveProperty("renewal");
+    expect(log[6]!.payload).toMatchObject({ lease_id: lease.data.id, reason: "released" });
   });
 
   it("appends nothing for a refused mutation", async () => {

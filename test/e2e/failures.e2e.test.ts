@@ -370,9 +370,9 @@ describe("fallback agents", () => {
     const handover = events.slice(-5);
     expect(handover.map((e) => e.event_type)).toEqual(["lease_released", "lease_released", "lease_acquired", "lease_acquired", "fallback_triggered"]);
     expect(new Set(handover.map((e) => e.created_at)).size).toBe(1);
-    expect(handover[0].payload).toEqual({ lease_id: leases[0]!.id, agent_id: failingId, scope: "research", reason: "fallback" });
-    expect(handover[2].payload).toEqual({ lease_id: active[0]!.id, agent_id: fallbackId, scope: "research", expires_at: active[0]!.expires_at });
-    expect(handover[4].payload).toEqual({
+    expect(handover[0]!.payload).toEqual({ lease_id: leases[0]!.id, agent_id: failingId, scope: "research", reason: "fallback" });
+    expect(handover[2]!.payload).toEqual({ lease_id: active[0]!.id, agent_id: fallbackId, scope: "research", expires_at: active[0]!.expires_at });
+    expect(handover[4]!.payload).toEqual({
       failed_agent_id: failingId,
       fallback_agent_id: fallbackId,
       failure_id: second.data.id,
@@ -429,7 +429,7 @@ describe("fallback agents", () => {
     const denied = await setUp("fb-denied", { max_retries: 5 });
     expect((await fail(denied.intent.id, denied.failing, { attempt_number: 1, error_code: "PERMISSION_DENIED" })).data).toMatchObject({ fallback_agent_id: denied.fallbackId });
     expect((await activeLeases(denied.intent.id)).map((l) => l.agent_id)).toEqual([denied.fallbackId]);
-    expect((await allEvents(cluster, denied.intent.id)).at(-1).payload.reason).toBe("not_retryable");
+    expect((await allEvents(cluster, denied.intent.id)).at(-1)!.payload.reason).toBe("not_retryable");
   });
 
   it("hands over exactly once under two concurrent exhausting failures", async () => {

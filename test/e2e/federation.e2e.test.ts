@@ -212,7 +212,7 @@ describe("two federated clusters", () => {
       return list.length >= 4 ? list : undefined;
     });
     expect(logged.map((e) => e.event_type)).toEqual(expect.arrayContaining(["federation.dispatched", "federation.callback", "federation.completed"]));
-    expect(logged.find((e) => e.event_type === "federation.dispatched").id).toBe(dispatched.id);
+    expect(logged.find((e) => e.event_type === "federation.dispatched")!.id).toBe(dispatched.id);
     expect((await sdk(b).ops.federationStatus()).callbacks).toMatchObject({ pending: 0, delivered: 2 });
     // The status carries the names the official clients read.
     expect(await sdk(a).ops.federationStatus()).toMatchObject({ enabled: true, server_did: a.federation.ctx.identity.did, trust_policy: "allowlist", peer_count: 1, active_dispatches: 0 });

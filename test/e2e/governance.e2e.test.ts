@@ -85,8 +85,8 @@ describe("PUT / GET / DELETE /intents/{id}/governance (4.6)", () => {
     expect(removed.data.version).toBe(res.data.version + 1);
     expect((await admin().ops.governancePolicyGet({ intent_id: intent.id })).governance_policy).toBeNull();
     const log = await allEvents(cluster, intent.id);
-    expect(log.find((e) => e.event_type === "governance.policy_set").payload).toEqual({ governance_policy: { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 }, version: intent.version + 1 });
-    expect(log.find((e) => e.event_type === "governance.policy_removed").payload).toEqual({ version: intent.version + 2 });
+    expect(log.find((e) => e.event_type === "governance.policy_set")!.payload).toEqual({ governance_policy: { completion_mode: "quorum", quorum_threshold: 0.5, max_cost: 0 }, version: intent.version + 1 });
+    expect(log.find((e) => e.event_type === "governance.policy_removed")!.payload).toEqual({ version: intent.version + 2 });
     await expectRejected(admin().ops.governancePolicyGet({ intent_id: UNKNOWN_ID }), 404, "INTENT_NOT_FOUND");
   });
 

@@ -102,7 +102,7 @@ describe("creating intents in a graph", () => {
     // A root answers the fields too (the client's from_dict reads them).
     expect(parent).toMatchObject({ parent_intent_id: null, depends_on: [] });
     const [created] = await allEvents(cluster, res.data.id);
-    expect(created.payload).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id] });
+    expect(created!.payload).toMatchObject({ parent_intent_id: parent.id, depends_on: [upstream.id] });
   });
 
   it("refuses an unknown parent (404), an unknown dependency (404) and a closed parent (409), creating nothing", async () => {
@@ -330,9 +330,9 @@ describe("status rules", () => {
 
   it("created active with a dependency not completed, an intent is created blocked; adding one to an active intent blocks it; removing it unblocks", async () => {
     const upstream = await createIntent(cluster, { title: "upstream" });
-    const created = await createIntent(cluster, { title: "dependent", status: "active", depends_on: [upstream.id] });
+    const created = await createIntent(cluster, { title: "dependent", status: "active", depends_on: [upstream.id] })!;
     expect(created.status).toBe("blocked");
-    expect((await allEvents(cluster, created.id))[0].payload.status).toBe("blocked");
+    expect((await allEvents(cluster, created.id))[0]!.payload.status).toBe("blocked");
     const done = await createIntent(cluster, { title: "done" });
     await complete(done.id);
     expect((await createIntent(cluster, { title: "free", status: "active", depends_on: [done.id] })).status).toBe("active");
@@ -383,14 +383,14 @@ describe("status rules", () => {
     await complete(a.id);
     await vi.waitFor(async () => expect(await readyEvents(onlyA.id)).toHaveLength(1), { timeout: 5000, interval: 50 });
     const [announced] = await readyEvents(onlyA.id);
-    expect(announced.payload).toEqual({ dependency_id: a.id, cause: "dependency_completed", depends_on: [a.id], status: "active" });
+    expect(announced!.payload).toEqual({ dependency_id: a.id, cause: "dependency_completed", depends_on: [a.id], status: "active" });
     await sse.waitFor((c) => c.events.some((e) => e.event === "intent.ready"));
     await sse.close();
     expect(await readyEvents(both.id)).toHaveLength(0);
 
     await complete(b.id);
     await vi.waitFor(async () => expect(await readyEvents(both.id)).toHaveLength(1), { timeout: 5000, interval: 50 });
-    expect((await readyEvents(both.id))[0].payload).toMatchObject({ dependency_id: b.id, depends_on: [a.id, b.id] });
+    expect((await readyEvents(both.id))[0]!.payload).toMatchObject({ dependency_id: b.id, depends_on: [a.id, b.id] });
     // Now it may complete.
     await complete(both.id);
     expect(await readyEvents(onlyA.id)).toHaveLength(1);

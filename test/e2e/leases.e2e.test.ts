@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import type { ManualClock } from "@intentmesh/contracts";
 import { IntentmeshError, type BodyOf, type Intentmesh } from "@intentmesh/sdk";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, expectRejected, isLeaseExpiry, TIMESTAMP } from "../support/e2e-helpers";
+import { allEvents, createIntent, expectError, expectRejected, isLeaseExpiry, statusOf, TIMESTAMP } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
 
 let cluster: TestCluster;
@@ -31,16 +31,6 @@ const renew = async (id: string, leaseId: string, agent: string, ttl = 60) =>
 const release = async (id: string, leaseId: string, agent: string) => (await as(agent)).send("intentsReleaseLease", { intent_id: id, lease_id: leaseId });
 const patchAs = async (id: string, agent: string, version: number, patches: BodyOf<"intentsPatchState">) =>
   (await as(agent)).send("intentsPatchState", { intent_id: id, ifMatch: version, body: patches });
-/** The HTTP status a call ended with: its success status, or the status of the IntentmeshError it threw. */
-const statusOf = (call: Promise<{ status: number }>) =>
-  call.then(
-    (res) => res.status,
-    (error: unknown) => {
-      if (error instanceof IntentmeshError) return error.status;
-      throw error;
-    },
-  );
-
 async function setSuspended(id: string) {
   await cluster.database.db.execute(sql`update intents.intents set status='suspended_awaiting_input' where id=${id}`);
 }
@@ -194,8 +184,8 @@ describe("expiry", () => {
     const log = await allEvents(cluster, intent.id);
     const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
-    expect(expired[0].payload).toMatchObject({ lease_id: lease.data.id, agent_id: "agent-a", scope: "research", reason: "expired" });
-    expect(log.indexOf(expired[0])).toBeLessThan(log.map((e) => e.event_type).lastIndexOf("lease_acquired"));
+    expect(expired[0]!.payload).toMatchObject({ lease_id: lease.data.id, agent_id: "agent-a", scope: "research", reason: "expired" });
+    expect(log.indexOf(expired[0]!)).toBeLessThan(log.map((e) => e.event_type).lastIndexOf("lease_acquired"));
   });
 
   it("a lease whose expires_at has passed cannot be renewed (412)", async () => {
@@ -250,7 +240,7 @@ describe("the lease sweeper", () => {
     log = await allEvents(cluster, intent.id);
     const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
-    expect(expired[0].payload).toMatchObject({ lease_id: short.data.id, reason: "expired" });
+    expect(expired[0]!.payload).toMatchObject({ lease_id: short.data.id, reason: "expired" });
 
     const active = await admin.ops.intentsListLeases({ intent_id: intent.id, query: { active: true } });
     expect(active.leases.map((l) => l.id)).toEqual([long.data.id]);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { createIntent, expectError, uniqueTag } from "../support/e2e-helpers";
+import { createIntent, expectRejected, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
 
 // The coordinator guardrails of 2.14 that need tasks, configured server-wide (MEMORY_GUARDRAILS); the
@@ -25,15 +25,17 @@ afterAll(async () => {
 describe("memory guardrails", () => {
   it("max_working_memory_per_task tightens every task's limit; max_episodic_memory_per_agent caps capacity; archives are required", async () => {
     const agentId = uniqueTag("g");
-    const headers = await agentHeaders(cluster, agentId);
+    await agentHeaders(cluster, agentId);
+    const agent = cluster.sdk("agent", agentId);
+    const coordinator = cluster.sdk("coordinator");
     const intent = await createIntent(cluster, { status: "active" });
-    const task = (await cluster.api(`/intents/${intent.id}/tasks`, { body: { title: "t", memory_policy: { archive_on_completion: false } }, key: "coordinator" })).body;
-    expect((await cluster.api(`/tasks/${task.id}/claim`, { body: {}, headers, key: null })).status).toBe(200);
-    expect((await cluster.api("/memory", { body: { namespace: "w", key: "1", value: {}, scope: { task_id: task.id } }, headers, key: null })).status).toBe(201);
-    expectError(await cluster.api("/memory", { body: { namespace: "w", key: "2", value: {}, scope: { task_id: task.id } }, headers, key: null }), 429, "CAPACITY_EXCEEDED");
-    const summary = await cluster.api(`/agents/${agentId}/memory/summary`, { headers, key: null });
-    expect(summary.body.episodic.capacity).toBe(2);
-    const cancelled = await cluster.api(`/tasks/${task.id}/cancel`, { body: {}, headers: { "If-Match": String((await cluster.api(`/tasks/${task.id}`)).body.version) }, key: "coordinator" });
+    const task = await coordinator.ops.tasksCreate({ intent_id: intent.id, body: { title: "t", memory_policy: { archive_on_completion: false } } });
+    expect((await agent.send("tasksClaim", { task_id: task.id, body: {} })).status).toBe(200);
+    expect((await agent.send("memoryCreate", { body: { namespace: "w", key: "1", value: {}, scope: { task_id: task.id } } })).status).toBe(201);
+    await expectRejected(agent.send("memoryCreate", { body: { namespace: "w", key: "2", value: {}, scope: { task_id: task.id } } }), 429, "CAPACITY_EXCEEDED");
+    const summary = await agent.ops.memorySummary({ agent_id: agentId });
+    expect(summary.episodic.capacity).toBe(2);
+    const cancelled = await coordinator.send("tasksCancel", { task_id: task.id, ifMatch: (await cluster.sdk().ops.tasksGet({ task_id: task.id })).version, body: {} });
     expect(cancelled.status).toBe(200);
     // memory_archive_required: archived although the task's policy says no
     const { DeliverPolicy } = await import("@nats-io/jetstream");

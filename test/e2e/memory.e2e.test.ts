@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { memoryStream, systemEventStream, type ManualClock } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
+import type { BodyOf, Intentmesh, QueryOf } from "@intentmesh/sdk";
+import { allEvents, createIntent, expectRejected, UNKNOWN_ID, uniqueTag } from "../support/e2e-helpers";
 import { agentHeaders } from "../support/agents";
 import { eq, sql } from "drizzle-orm";
 import { insertPrepared, prepareCreate } from "../../services/memory/src/handlers/entries";
@@ -18,36 +19,42 @@ afterAll(async () => {
 
 const clock = () => cluster.clock as ManualClock;
 
-async function newAgent(prefix = "mem", key: keyof typeof TEST_KEYS = "agent", roleId?: string) {
-  const id = uniqueTag(prefix);
-  if (roleId) {
-    const res = await cluster.api("/agents", { body: { agent_id: id, role_id: roleId }, key });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return { id, headers: { "X-API-Key": TEST_KEYS[key], "X-Agent-ID": id } };
-  }
-  return { id, headers: await agentHeaders(cluster, id, key) };
+/** A registered agent and the typed client acting as it (its key, X-Agent-ID its id). */
+interface Agent {
+  id: string;
+  client: Intentmesh;
 }
 
-const write = (headers: Record<string, string>, body: Record<string, unknown>) => cluster.api("/memory", { body, headers, key: null });
-const read = (headers: Record<string, string>, id: string) => cluster.api(`/memory/${id}`, { headers, key: null });
-const query = (headers: Record<string, string>, qs: string) => cluster.api(`/memory?${qs}`, { headers, key: null });
+async function newAgent(prefix = "mem", key: keyof typeof TEST_KEYS = "agent", roleId?: string): Promise<Agent> {
+  const id = uniqueTag(prefix);
+  if (roleId) {
+    const res = await cluster.sdk(key).send("agentsRegister", { body: { agent_id: id, role_id: roleId } });
+    expect(res.status).toBe(201);
+  } else {
+    await agentHeaders(cluster, id, key);
+  }
+  return { id, client: cluster.sdk(key, id) };
+}
 
-async function activeIntent(): Promise<any> {
+const write = (agent: Agent, body: BodyOf<"memoryCreate">) => agent.client.send("memoryCreate", { body });
+const read = (agent: Agent, id: string) => agent.client.send("memoryGet", { entry_id: id });
+const query = (agent: Agent, filter: QueryOf<"memoryQuery">) => agent.client.send("memoryQuery", { query: filter });
+const asCoordinator = () => cluster.sdk("coordinator");
+
+async function activeIntent() {
   const intent = await createIntent(cluster);
   if (intent.status === "active") return intent;
-  const res = await cluster.api(`/intents/${intent.id}/status`, { body: { status: "active" }, headers: { "If-Match": String(intent.version) } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
+  return cluster.sdk().ops.intentsTransition({ intent_id: intent.id, ifMatch: intent.version, body: { status: "active" } });
 }
 
 /** A task created by the coordinator key and claimed by `agent`. */
-async function claimedTask(agent: { headers: Record<string, string> }, body: Record<string, unknown> = {}) {
+async function claimedTask(agent: Agent, body: Partial<BodyOf<"tasksCreate">> = {}) {
   const intent = await activeIntent();
-  const created = await cluster.api(`/intents/${intent.id}/tasks`, { body: { title: "memory task", ...body }, key: "coordinator" });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  const claimed = await cluster.api(`/tasks/${created.body.id}/claim`, { body: {}, headers: agent.headers, key: null });
-  expect(claimed.status, JSON.stringify(claimed.body)).toBe(200);
-  return { intent, task: claimed.body };
+  const created = await asCoordinator().send("tasksCreate", { intent_id: intent.id, body: { title: "memory task", ...body } });
+  expect(created.status).toBe(201);
+  const claimed = await agent.client.send("tasksClaim", { task_id: created.data.id, body: {} });
+  expect(claimed.status).toBe(200);
+  return { intent, task: claimed.data };
 }
 
 /** The system events memory published for an intent, as the intents service will consume them. */
@@ -68,12 +75,12 @@ describe("query (4.8)", () => {
     const a = await newAgent();
     const b = await newAgent("other", "other");
     const ns = uniqueTag("priv");
-    await write(a.headers, { namespace: ns, key: "w", value: {} });
-    await write(a.headers, { namespace: ns, key: "e", value: {}, memory_type: "episodic" });
-    const seen = await query(b.headers, `agent_id=${a.id}&namespace=${ns}`);
+    await write(a, { namespace: ns, key: "w", value: {} });
+    await write(a, { namespace: ns, key: "e", value: {}, memory_type: "episodic" });
+    const seen = await query(b, { agent_id: a.id, namespace: ns });
     expect(seen.status).toBe(200);
-    expect(seen.body).toMatchObject({ entries: [], total: 0 });
-    expectError(await cluster.api("/memory?memory_type=episodic", { key: "coordinator" }), 400, "VALIDATION_FAILED");
+    expect(seen.data).toMatchObject({ entries: [], total: 0 });
+    await expectRejected(asCoordinator().send("memoryQuery", { query: { memory_type: "episodic" } }), 400, "VALIDATION_FAILED");
   });
 
 });
@@ -84,37 +91,37 @@ describe("access (rules 2-5)", () => {
     const b = await newAgent("next");
     const stranger = await newAgent("stranger", "other");
     const { task } = await claimedTask(a);
-    const created = await write(a.headers, { namespace: "work", key: "step", value: { n: 1 }, scope: { task_id: task.id } });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(created.body.scope).toEqual({ task_id: task.id, intent_id: task.intent_id });
-    const id = created.body.id;
+    const created = await write(a, { namespace: "work", key: "step", value: { n: 1 }, scope: { task_id: task.id } });
+    expect(created.status).toBe(201);
+    expect(created.data.scope).toEqual({ task_id: task.id, intent_id: task.intent_id });
+    const id = created.data.id;
     // coordinator (created the task): read, not write
-    expect((await cluster.api(`/memory/${id}`, { key: "coordinator" })).status).toBe(200);
-    expectError(await cluster.api(`/memory/${id}`, { method: "DELETE", key: "coordinator" }), 403, "ACCESS_DENIED");
+    expect((await asCoordinator().send("memoryGet", { entry_id: id })).status).toBe(200);
+    await expectRejected(asCoordinator().send("memoryDelete", { entry_id: id }), 403, "ACCESS_DENIED");
     // another agent: nothing
-    expectError(await read(stranger.headers, id), 403, "ACCESS_DENIED");
-    expectError(await read(b.headers, id), 403, "ACCESS_DENIED");
+    await expectRejected(read(stranger, id), 403, "ACCESS_DENIED");
+    await expectRejected(read(b, id), 403, "ACCESS_DENIED");
     // reassignment: b now holds the task; it reads a's entries, read-only
-    const current = (await cluster.api(`/tasks/${task.id}`)).body;
-    const moved = await cluster.api(`/tasks/${task.id}`, { method: "PATCH", body: { assigned_agent: b.id }, headers: { "If-Match": String(current.version) }, key: "coordinator" });
-    expect(moved.status, JSON.stringify(moved.body)).toBe(200);
-    expect(moved.body.previous_agents).toContain(a.id);
-    expect((await read(b.headers, id)).status).toBe(200);
-    expectError(await cluster.api(`/memory/${id}`, { method: "PATCH", body: { value: {} }, headers: { ...b.headers, "If-Match": "1" }, key: null }), 403, "ACCESS_DENIED");
-    await vi.waitFor(async () => expect((await query(b.headers, `agent_id=${a.id}&memory_type=working`)).body.total).toBe(1), { timeout: 5000 });
-    expect((await query(stranger.headers, `agent_id=${a.id}&memory_type=working`)).body.total).toBe(0);
+    const current = await cluster.sdk().ops.tasksGet({ task_id: task.id });
+    const moved = await asCoordinator().send("tasksPatch", { task_id: task.id, ifMatch: current.version, body: { assigned_agent: b.id } });
+    expect(moved.status).toBe(200);
+    expect(moved.data.previous_agents).toContain(a.id);
+    expect((await read(b, id)).status).toBe(200);
+    await expectRejected(b.client.send("memoryPatch", { entry_id: id, ifMatch: 1, body: { value: {} } }), 403, "ACCESS_DENIED");
+    await vi.waitFor(async () => expect((await query(b, { agent_id: a.id, memory_type: "working" })).data.total).toBe(1), { timeout: 5000 });
+    expect((await query(stranger, { agent_id: a.id, memory_type: "working" })).data.total).toBe(0);
   });
 
   it("inherit_from_parent: the holder of a sub-task reads the parent's working memory", async () => {
     const a = await newAgent();
     const c = await newAgent("child");
     const { intent, task: parent } = await claimedTask(a);
-    const entry = await write(a.headers, { namespace: "work", key: "parent-note", value: {}, scope: { task_id: parent.id } });
-    const child = await cluster.api(`/intents/${intent.id}/tasks`, { body: { title: "child", parent_task_id: parent.id, memory_policy: { inherit_from_parent: true } }, key: "coordinator" });
-    expect(child.status, JSON.stringify(child.body)).toBe(201);
-    expect((await cluster.api(`/tasks/${child.body.id}/claim`, { body: {}, headers: c.headers, key: null })).status).toBe(200);
-    await vi.waitFor(async () => expect((await read(c.headers, entry.body.id)).status).toBe(200), { timeout: 5000 });
-    expectError(await cluster.api(`/memory/${entry.body.id}`, { method: "DELETE", headers: c.headers, key: null }), 403, "ACCESS_DENIED");
+    const entry = (await write(a, { namespace: "work", key: "parent-note", value: {}, scope: { task_id: parent.id } })).data;
+    const child = await asCoordinator().send("tasksCreate", { intent_id: intent.id, body: { title: "child", parent_task_id: parent.id, memory_policy: { inherit_from_parent: true } } });
+    expect(child.status).toBe(201);
+    expect((await c.client.send("tasksClaim", { task_id: child.data.id, body: {} })).status).toBe(200);
+    await vi.waitFor(async () => expect((await read(c, entry.id)).status).toBe(200), { timeout: 5000 });
+    await expectRejected(c.client.send("memoryDelete", { entry_id: entry.id }), 403, "ACCESS_DENIED");
   });
 
   it("episodic: owner and same role_id read and write; a coordinator of a task assigned to the owner reads; others nothing", async () => {
@@ -122,14 +129,14 @@ describe("access (rules 2-5)", () => {
     const a = await newAgent("ep", "agent", role);
     const twin = await newAgent("twin", "agent", role);
     const stranger = await newAgent("s", "other");
-    const e = await write(a.headers, { namespace: "ep", key: "lesson", value: {}, memory_type: "episodic" });
+    const e = await write(a, { namespace: "ep", key: "lesson", value: {}, memory_type: "episodic" });
     expect(e.status).toBe(201);
-    expect((await read(twin.headers, e.body.id)).status).toBe(200);
-    expectError(await read(stranger.headers, e.body.id), 403, "ACCESS_DENIED");
-    expectError(await cluster.api(`/memory/${e.body.id}`, { key: "coordinator" }), 403, "ACCESS_DENIED");
+    expect((await read(twin, e.data.id)).status).toBe(200);
+    await expectRejected(read(stranger, e.data.id), 403, "ACCESS_DENIED");
+    await expectRejected(asCoordinator().send("memoryGet", { entry_id: e.data.id }), 403, "ACCESS_DENIED");
     await claimedTask(a);
-    await vi.waitFor(async () => expect((await cluster.api(`/memory/${e.body.id}`, { key: "coordinator" })).status).toBe(200), { timeout: 5000 });
-    const patched = await cluster.api(`/memory/${e.body.id}`, { method: "PATCH", body: { value: { by: "twin" } }, headers: { ...twin.headers, "If-Match": "1" }, key: null });
+    await vi.waitFor(async () => expect((await asCoordinator().send("memoryGet", { entry_id: e.data.id })).status).toBe(200), { timeout: 5000 });
+    const patched = await twin.client.send("memoryPatch", { entry_id: e.data.id, ifMatch: 1, body: { value: { by: "twin" } } });
     expect(patched.status).toBe(200);
   });
 
@@ -137,26 +144,26 @@ describe("access (rules 2-5)", () => {
     const a = await newAgent("owner");
     const holder = await newAgent("holder", "other");
     const { intent, task } = await claimedTask(a);
-    const working = (await write(a.headers, { namespace: "work", key: "step", value: { n: 1 }, scope: { task_id: task.id } })).body;
-    const episodic = (await write(a.headers, { namespace: "ep", key: "lesson", value: {}, memory_type: "episodic" })).body;
-    const workingQuery = `agent_id=${a.id}&memory_type=working`;
-    expectError(await read(holder.headers, working.id), 403, "ACCESS_DENIED");
-    expectError(await read(holder.headers, episodic.id), 403, "ACCESS_DENIED");
-    expect((await query(holder.headers, workingQuery)).body.total).toBe(0);
+    const working = (await write(a, { namespace: "work", key: "step", value: { n: 1 }, scope: { task_id: task.id } })).data;
+    const episodic = (await write(a, { namespace: "ep", key: "lesson", value: {}, memory_type: "episodic" })).data;
+    const workingQuery = { agent_id: a.id, memory_type: "working" };
+    await expectRejected(read(holder, working.id), 403, "ACCESS_DENIED");
+    await expectRejected(read(holder, episodic.id), 403, "ACCESS_DENIED");
+    expect((await query(holder, workingQuery)).data.total).toBe(0);
 
-    const lease = await cluster.api("/coordinators", { headers: holder.headers, key: null, body: { agent_id: holder.id, intent_id: intent.id, heartbeat_interval_seconds: 30 } });
-    expect(lease.status, JSON.stringify(lease.body)).toBe(201);
-    expect((await read(holder.headers, working.id)).status).toBe(200);
-    expect((await read(holder.headers, episodic.id)).status).toBe(200);
-    expect((await query(holder.headers, workingQuery)).body.total).toBe(1);
-    expectError(await cluster.api(`/memory/${working.id}`, { method: "DELETE", headers: holder.headers, key: null }), 403, "ACCESS_DENIED");
-    expectError(await cluster.api(`/memory/${episodic.id}`, { method: "PATCH", body: { value: {} }, headers: { ...holder.headers, "If-Match": "1" }, key: null }), 403, "ACCESS_DENIED");
+    const lease = await holder.client.send("coordinatorsCreateLease", { body: { agent_id: holder.id, intent_id: intent.id, heartbeat_interval_seconds: 30 } });
+    expect(lease.status).toBe(201);
+    expect((await read(holder, working.id)).status).toBe(200);
+    expect((await read(holder, episodic.id)).status).toBe(200);
+    expect((await query(holder, workingQuery)).data.total).toBe(1);
+    await expectRejected(holder.client.send("memoryDelete", { entry_id: working.id }), 403, "ACCESS_DENIED");
+    await expectRejected(holder.client.send("memoryPatch", { entry_id: episodic.id, ifMatch: 1, body: { value: {} } }), 403, "ACCESS_DENIED");
 
     // Two missed heartbeats on the server clock end the lease, and the right with it: nothing is cached.
     clock().advance(60_000);
-    expectError(await read(holder.headers, working.id), 403, "ACCESS_DENIED");
-    expectError(await read(holder.headers, episodic.id), 403, "ACCESS_DENIED");
-    expect((await query(holder.headers, workingQuery)).body.total).toBe(0);
+    await expectRejected(read(holder, working.id), 403, "ACCESS_DENIED");
+    await expectRejected(read(holder, episodic.id), 403, "ACCESS_DENIED");
+    expect((await query(holder, workingQuery)).data.total).toBe(0);
   });
 
 });
@@ -165,13 +172,13 @@ describe("capacity (rules 4, 6)", () => {
   it("working memory per task: max_entries and max_total_size_kb give 429 CAPACITY_EXCEEDED", async () => {
     const a = await newAgent();
     const { task } = await claimedTask(a, { memory_policy: { max_entries: 2, max_total_size_kb: 1 } });
-    const w = (key: string, size: number) => write(a.headers, { namespace: "w", key, value: { s: "x".repeat(size) }, scope: { task_id: task.id } });
+    const w = (key: string, size: number) => write(a, { namespace: "w", key, value: { s: "x".repeat(size) }, scope: { task_id: task.id } });
     expect((await w("a", 10)).status).toBe(201);
-    const tooBig = await w("b", 2000);
-    expectError(tooBig, 429, "CAPACITY_EXCEEDED");
-    expect(tooBig.body.title).toBe("Memory Capacity Exceeded");
+    // The SDK does not retry a 429, so the refusal asserted is the first answer.
+    const tooBig = await expectRejected(w("b", 2000), 429, "CAPACITY_EXCEEDED");
+    expect(tooBig.body?.title).toBe("Memory Capacity Exceeded");
     expect((await w("b", 10)).status).toBe(201);
-    expectError(await w("c", 10), 429, "CAPACITY_EXCEEDED");
+    await expectRejected(w("c", 10), 429, "CAPACITY_EXCEEDED");
   });
 });
 
@@ -179,11 +186,11 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
   it("updates and deletes are announced with version and previous_version; scope.intent_id alone routes to that intent's log", async () => {
     const a = await newAgent();
     const intent = await activeIntent();
-    const e = await write(a.headers, { namespace: "ctx", key: "k", value: { v: 1 }, scope: { intent_id: intent.id } });
-    expect(e.status, JSON.stringify(e.body)).toBe(201);
-    const p = await cluster.api(`/memory/${e.body.id}`, { method: "PATCH", body: { tags: ["new"] }, headers: { ...a.headers, "If-Match": "1" }, key: null });
+    const e = await write(a, { namespace: "ctx", key: "k", value: { v: 1 }, scope: { intent_id: intent.id } });
+    expect(e.status).toBe(201);
+    const p = await a.client.send("memoryPatch", { entry_id: e.data.id, ifMatch: 1, body: { tags: ["new"] } });
     expect(p.status).toBe(200);
-    expect((await cluster.api(`/memory/${e.body.id}`, { method: "DELETE", headers: a.headers, key: null })).status).toBe(200);
+    expect((await a.client.send("memoryDelete", { entry_id: e.data.id })).status).toBe(200);
     await vi.waitFor(async () => {
       const events = await systemEvents(intent.id);
       expect(events.map((m) => [m.data.event_type, m.data.payload.data.version, m.data.payload.data.previous_version])).toEqual([
@@ -199,28 +206,28 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
       expect(logged.map((ev) => [ev.event_type, ev.actor])).toEqual([["memory.created", a.id], ["memory.updated", a.id], ["memory.deleted", a.id]]);
       expect(JSON.stringify(logged)).not.toContain('"v":1');
     }, { timeout: 5000, interval: 100 });
-    expectError(await write(a.headers, { namespace: "ctx", key: "k2", value: {}, scope: { intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
+    await expectRejected(write(a, { namespace: "ctx", key: "k2", value: {}, scope: { intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
   });
 
   it("without archive_on_completion the task's working memory is deleted with memory.deleted, no snapshot", async () => {
     const a = await newAgent();
     const { intent, task } = await claimedTask(a, { memory_policy: { archive_on_completion: false } });
-    const e = await write(a.headers, { namespace: "w", key: "gone", value: { v: 1 }, scope: { task_id: task.id } });
-    const cancelled = await cluster.api(`/tasks/${task.id}/cancel`, { body: {}, headers: { "If-Match": String(task.version) }, key: "coordinator" });
-    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
-    await vi.waitFor(async () => expectError(await read(a.headers, e.body.id), 404, "ENTRY_NOT_FOUND"), { timeout: 8000 });
+    const e = await write(a, { namespace: "w", key: "gone", value: { v: 1 }, scope: { task_id: task.id } });
+    const cancelled = await asCoordinator().send("tasksCancel", { task_id: task.id, ifMatch: task.version, body: {} });
+    expect(cancelled.status).toBe(200);
+    await vi.waitFor(() => expectRejected(read(a, e.data.id), 404, "ENTRY_NOT_FOUND"), { timeout: 8000 });
     await vi.waitFor(async () => expect((await systemEvents(intent.id)).map((m) => m.data.event_type)).toEqual(["memory.created", "memory.deleted"]), { timeout: 5000 });
   });
 
   it("a completed task's working memory is archived into memory.archived (snapshot) and deleted; system events carry no value", async () => {
     const a = await newAgent();
     const { intent, task } = await claimedTask(a);
-    const e1 = await write(a.headers, { namespace: "w", key: "k1", value: { secret: "v1" }, tags: ["t"], scope: { task_id: task.id } });
+    const e1 = await write(a, { namespace: "w", key: "k1", value: { secret: "v1" }, tags: ["t"], scope: { task_id: task.id } });
     expect(e1.status).toBe(201);
-    const started = await cluster.api(`/tasks/${task.id}/start`, { body: {}, headers: a.headers, key: null });
-    const done = await cluster.api(`/tasks/${task.id}/complete`, { body: {}, headers: { ...a.headers, "If-Match": String(started.body.version) }, key: null });
-    expect(done.status, JSON.stringify(done.body)).toBe(200);
-    await vi.waitFor(async () => expectError(await read(a.headers, e1.body.id), 404, "ENTRY_NOT_FOUND"), { timeout: 8000 });
+    const started = await a.client.send("tasksStart", { task_id: task.id, body: {} });
+    const done = await a.client.send("tasksComplete", { task_id: task.id, ifMatch: started.data.version, body: {} });
+    expect(done.status).toBe(200);
+    await vi.waitFor(() => expectRejected(read(a, e1.data.id), 404, "ENTRY_NOT_FOUND"), { timeout: 8000 });
     const events = await vi.waitFor(
       async () => {
         const out = await systemEvents(intent.id);
@@ -234,10 +241,10 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
     expect(created.msgId).toBe(`sys:memory:${created.data.id}`);
     expect(created.schema).toBe("im.system-event/1");
     expect(created.data).toMatchObject({ source: "memory", intent_id: intent.id, event_type: "memory.created" });
-    expect(created.data.payload).toMatchObject({ type: "memory.created", agent_id: a.id, intent_id: intent.id, task_id: task.id, data: { entry_id: e1.body.id, namespace: "w", key: "k1", memory_type: "working", version: 1, previous_version: null, tags: ["t"] } });
+    expect(created.data.payload).toMatchObject({ type: "memory.created", agent_id: a.id, intent_id: intent.id, task_id: task.id, data: { entry_id: e1.data.id, namespace: "w", key: "k1", memory_type: "working", version: 1, previous_version: null, tags: ["t"] } });
     expect(JSON.stringify(created.data)).not.toContain("v1");
     expect(archived.data.payload.data).toEqual({ entries_archived: 1, snapshot: [{ namespace: "w", key: "k1", value: { secret: "v1" }, tags: ["t"] }] });
-    expectError(await write(a.headers, { namespace: "w", key: "late", value: {}, scope: { task_id: task.id } }), 409, "TASK_ENDED");
+    await expectRejected(write(a, { namespace: "w", key: "late", value: {}, scope: { task_id: task.id } }), 409, "TASK_ENDED");
   });
 
   it("a create checked before the task ended but committed after is refused inside its transaction", async () => {
@@ -259,7 +266,7 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
 
   it("events without task or intent context go to the memory stream for the agent", async () => {
     const a = await newAgent();
-    const e = await write(a.headers, { namespace: "solo", key: "k", value: { hidden: "zzz" }, memory_type: "episodic" });
+    const e = (await write(a, { namespace: "solo", key: "k", value: { hidden: "zzz" }, memory_type: "episodic" })).data;
     const stream = cluster.bus.streamName(memoryStream.name);
     const got = await vi.waitFor(async () => {
       const consumer = await cluster.bus.js.consumers.get(stream, { filter_subjects: cluster.bus.subject(`im.evt.memory.${a.id}.>`), deliver_policy: DeliverPolicy.All });
@@ -267,19 +274,19 @@ describe("lifecycle (3.7, rule 7) and events (part 6)", () => {
       expect(msg).toBeTruthy();
       return msg!.json<any>();
     }, { timeout: 5000 });
-    expect(got).toMatchObject({ event_type: "memory.created", payload: { agent_id: a.id, intent_id: null, task_id: null, data: { entry_id: e.body.id } } });
+    expect(got).toMatchObject({ event_type: "memory.created", payload: { agent_id: a.id, intent_id: null, task_id: null, data: { entry_id: e.id } } });
     expect(JSON.stringify(got)).not.toContain("zzz");
     // The registry appends it to the agent's own log, the one /subscribe/agents/{id} streams.
     const logged = await vi.waitFor(
       async () => {
-        const res = await cluster.api(`/agents/${a.id}/events`, { headers: a.headers, key: null });
-        const found = res.body.events.find((ev: any) => ev.event_type === "memory.created");
+        const page = await a.client.ops.agentsListEvents({ agent_id: a.id });
+        const found = page.events.find((ev) => ev.event_type === "memory.created");
         expect(found).toBeTruthy();
-        return found;
+        return found!;
       },
       { timeout: 5000, interval: 100 },
     );
-    expect(logged.payload).toMatchObject({ type: "memory.created", agent_id: a.id, data: { entry_id: e.body.id, namespace: "solo", key: "k", memory_type: "episodic", version: 1, previous_version: null } });
+    expect(logged.payload).toMatchObject({ type: "memory.created", agent_id: a.id, data: { entry_id: e.id, namespace: "solo", key: "k", memory_type: "episodic", version: 1, previous_version: null } });
     expect(JSON.stringify(logged)).not.toContain("zzz");
   });
 });
@@ -288,19 +295,19 @@ describe("batch and summary", () => {
   it("GET /agents/{id}/memory/summary has the 4.8 shape", async () => {
     const a = await newAgent();
     const { task } = await claimedTask(a);
-    await write(a.headers, { namespace: "s", key: "w", value: { a: 1 }, scope: { task_id: task.id } });
-    await write(a.headers, { namespace: "s", key: "e", value: {}, memory_type: "episodic", pinned: true });
-    const res = await cluster.api(`/agents/${a.id}/memory/summary`, { headers: a.headers, key: null });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({
+    await write(a, { namespace: "s", key: "w", value: { a: 1 }, scope: { task_id: task.id } });
+    await write(a, { namespace: "s", key: "e", value: {}, memory_type: "episodic", pinned: true });
+    const res = await a.client.send("memorySummary", { agent_id: a.id });
+    expect(res.status).toBe(200);
+    expect(res.data).toMatchObject({
       agent_id: a.id,
       working: { entry_count: 1, tasks_with_memory: [task.id] },
       episodic: { entry_count: 1, capacity: 3, pinned_count: 1 },
     });
-    expect(typeof res.body.working.total_size_kb).toBe("number");
-    expect(res.body.episodic.oldest_entry).toBeTruthy();
-    expect(Array.isArray(res.body.semantic_namespaces_accessible)).toBe(true);
-    expectError(await cluster.api(`/agents/${a.id}/memory/summary`, { headers: (await newAgent("x", "other")).headers, key: null }), 403, "ACCESS_DENIED");
+    expect(typeof res.data.working.total_size_kb).toBe("number");
+    expect(res.data.episodic.oldest_entry).toBeTruthy();
+    expect(Array.isArray(res.data.semantic_namespaces_accessible)).toBe(true);
+    await expectRejected((await newAgent("x", "other")).client.send("memorySummary", { agent_id: a.id }), 403, "ACCESS_DENIED");
   });
 });
 

@@ -64,7 +64,7 @@ describe("checkpoints (RFC 0012 2.3)", () => {
     const at = log.findIndex((e) => e.event_type === "task.completed" && e.payload.task_id === ids.draft);
     // One commit: the task's completion, its dependent readied, the checkpoint reached, the pause.
     expect(log.slice(at, at + 4).map((e) => e.event_type)).toEqual(["task.completed", "task.unblocked", "plan.checkpoint_reached", "plan.paused"]);
-    expect(log[at + 3].payload).toMatchObject({ reason: "checkpoint", checkpoint_id: "cp_1", task_id: ids.draft, from: "active" });
+    expect(log[at + 3]!.payload).toMatchObject({ reason: "checkpoint", checkpoint_id: "cp_1", task_id: ids.draft, from: "active" });
 
     const refused = await expectRejected(claim(ids.publish!), 409, "PLAN_PAUSED");
     expect(refused.details).toMatchObject({ plan_id: planId, checkpoint_id: "cp_1" });
@@ -184,7 +184,7 @@ describe("conditions (RFC 0012 2.4)", () => {
       ["task.skipped", "system", ids.remediate],
       ["task.skipped", "system", ids.report],
     ]);
-    expect(log[2].payload.reason).toBe("condition_false");
+    expect(log[2]!.payload.reason).toBe("condition_false");
     await finish(ids.archive!);
     expect((await plan(created.id)).state).toBe("completed");
   });

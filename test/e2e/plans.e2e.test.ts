@@ -48,7 +48,7 @@ describe("create_task with the client's fields", () => {
     const second = await clientCreateTask(intent.id, "run_analysis", { depends_on: [first.id], metadata: { owner: "x" } });
     expect(second).toMatchObject({ priority: "normal", capabilities_required: [], depends_on: [first.id], status: "pending", metadata: { owner: "x" } });
     expect(await cluster.sdk().ops.tasksGet({ task_id: second.id })).toMatchObject({ depends_on: [first.id], priority: "normal" });
-    const created = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "task.created" && e.payload.task_id === first.id);
+    const created = (await allEvents(cluster, intent.id)).find((e) => e.event_type === "task.created" && e.payload.task_id === first.id)!;
     expect(created.payload).toMatchObject({ capabilities_required: ["data_access", "finance"], priority: "high", plan_id: null });
   });
 
@@ -176,7 +176,7 @@ describe("the Python client's plans: create_plan, get_plan, list_plans, update_p
     expect(done).toMatchObject({ state: "completed", progress: { done: 2, percent_complete: 100 } });
     const log = await allEvents(cluster, intent.id);
     const completedAt = log.findIndex((e) => e.event_type === "plan.completed");
-    expect(log[completedAt].payload).toMatchObject({ plan_id: plan.id, tasks_completed: 2, tasks_skipped: 0, from: "active", state: "completed" });
+    expect(log[completedAt]!.payload).toMatchObject({ plan_id: plan.id, tasks_completed: 2, tasks_skipped: 0, from: "active", state: "completed" });
     // Written with b's completion, in its commit: the event right before is b's task.completed.
     expect(log[completedAt - 1]).toMatchObject({ event_type: "task.completed", payload: { task_id: b.id } });
     // A finished plan takes no more tasks; nothing is written.

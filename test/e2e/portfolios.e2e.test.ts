@@ -558,8 +558,8 @@ describe("suspension primitive on the bus (im.intents.suspension.begin / .end)",
     expect(read).toEqual(suspended);
     const log = await allEvents(cluster, intent.id);
     expect(types(log)).toEqual(["intent_created", "intent.suspended", "status_changed"]);
-    expect(log[1].payload).toEqual({ suspension: suspended.state._suspension, version: 2 });
-    expect(log[2].payload).toMatchObject({ from: "active", to: "suspended_awaiting_input", version: 2, suspension_id: suspended.state._suspension.id });
+    expect(log[1]!.payload).toEqual({ suspension: suspended.state._suspension, version: 2 });
+    expect(log[2]!.payload).toMatchObject({ from: "active", to: "suspended_awaiting_input", version: 2, suspension_id: suspended.state._suspension.id });
     // The status endpoint cannot leave suspension (table 3.1): only the end primitive does.
     await expectRejected(admin().ops.intentsTransition({ intent_id: intent.id, ifMatch: 2, body: { status: "active" } }), 409, "INVALID_TRANSITION");
   });
@@ -594,8 +594,8 @@ describe("suspension primitive on the bus (im.intents.suspension.begin / .end)",
     expect(resumed.state._suspension).toMatchObject({ id, resolution: "responded", response: "yes", responded_by: "ops-1", responded_at: expect.stringMatching(TIMESTAMP) });
     const log = await allEvents(cluster, intent.id);
     expect(types(log).slice(-2)).toEqual(["intent.resumed", "status_changed"]);
-    expect(log.at(-2).payload).toMatchObject({ suspension_id: id, resolution: "responded", response: "yes", version: 3 });
-    expect(log.at(-1).payload).toMatchObject({ from: "suspended_awaiting_input", to: "active", reason: "responded", version: 3 });
+    expect(log.at(-2)!.payload).toMatchObject({ suspension_id: id, resolution: "responded", response: "yes", version: 3 });
+    expect(log.at(-1)!.payload).toMatchObject({ from: "suspended_awaiting_input", to: "active", reason: "responded", version: 3 });
     await expect(endSuspension(intent.id, { suspension_id: id, resolution: "cancelled" })).rejects.toMatchObject({ code: "NOT_SUSPENDED", status: 409 });
   });
 
@@ -609,7 +609,7 @@ describe("suspension primitive on the bus (im.intents.suspension.begin / .end)",
     expect(ended).toMatchObject({ status: "abandoned", state: { _suspension: { id, resolution: "expired" } } });
     const log = await allEvents(cluster, intent.id);
     expect(types(log).slice(-2)).toEqual(["intent.suspension_expired", "status_changed"]);
-    expect(log.at(-2).payload).toMatchObject({ suspension_id: id, fallback_policy: "fail", status: "abandoned" });
+    expect(log.at(-2)!.payload).toMatchObject({ suspension_id: id, fallback_policy: "fail", status: "abandoned" });
   });
 });
 

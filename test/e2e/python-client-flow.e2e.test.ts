@@ -278,10 +278,11 @@ describe("an unchanged Python agent (CLIENTS.md section 6)", () => {
     // Step 6: the SDK's own intent.suspended is answered with the server's one.
     const announced = await py.post(`/intents/${intent.id}/events`, { event_type: "intent.suspended", actor: agentId, payload: { suspension_id: suspensionId, question: "Which?" } });
     expect(announced.status).toBe(201);
-    expect((await cluster.api(`/intents/${intent.id}/events?event_type=intent.suspended`)).body.events).toHaveLength(1);
+    expect((await cluster.sdk().ops.intentsListEvents({ intent_id: intent.id, query: { event_type: "intent.suspended" } })).events).toHaveLength(1);
     // Step 7: the operator answers; the SDK's poll sees the resolution.
-    const answer = await cluster.api(`/intents/${intent.id}/suspend/respond`, { body: { suspension_id: suspensionId, value: "b", responded_by: "op" }, key: "operator" });
-    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    // The operator's side is not the Python client's: it goes through the typed client.
+    const answer = await cluster.sdk("operator").send("governanceRespond", { intent_id: intent.id, body: { suspension_id: suspensionId, value: "b", responded_by: "op" } });
+    expect(answer.status).toBe(200);
     const polled = await py.get(`/intents/${intent.id}`);
     expect(polled.body.state._suspension).toMatchObject({ resolution: "responded", response: "b" });
     expect(polled.body.status).toBe("active");

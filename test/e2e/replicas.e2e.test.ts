@@ -84,10 +84,10 @@ describe("two replicas of the gateway and of the intents service", () => {
     const log = await allEvents(cluster, intent.id);
     const completed = log.filter((e) => e.event_type === "plan.completed");
     expect(completed).toHaveLength(1);
-    expect(completed[0].payload).toMatchObject({ tasks_completed: 12 });
+    expect(completed[0]!.payload).toMatchObject({ tasks_completed: 12 });
     // It is written with the last task's completion: after every task.completed.
     const lastTask = Math.max(...log.flatMap((e, n) => (e.event_type === "task.completed" ? [n] : [])));
-    expect(log.indexOf(completed[0])).toBe(lastTask + 1);
+    expect(log.indexOf(completed[0]!)).toBe(lastTask + 1);
   });
 
   it("intent graphs: concurrent dependency additions through both replicas that would close cycles: exactly one of each pair wins", async () => {

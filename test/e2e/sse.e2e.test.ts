@@ -47,8 +47,8 @@ describe("GET /api/v1/subscribe/intents/{id}", () => {
     const frames = sse.frames.filter((f) => f.data !== undefined);
     expect(frames).toHaveLength(2);
     frames.forEach((frame, i) => {
-      expect(frame.event).toBe(expected[i].event_type);
-      expect(frame.id).toBe(expected[i].id);
+      expect(frame.event).toBe(expected[i]!.event_type);
+      expect(frame.id).toBe(expected[i]!.id);
       expect(JSON.parse(frame.data!)).toEqual(expected[i]);
     });
     expect(frames.map((f) => f.event)).toEqual(["state_patched", "note.frame"]);
@@ -93,7 +93,7 @@ describe("GET /api/v1/subscribe/intents/{id}", () => {
     const intent = await createIntent(cluster);
     await append(intent.id, 5, "old");
     const log = await allEvents(cluster, intent.id);
-    const resumed = await subscribe(intent.id, {}, `?last_event_id=${log[2].id}`);
+    const resumed = await subscribe(intent.id, {}, `?last_event_id=${log[2]!.id}`);
     await resumed.waitFor((c) => c.events.length >= 3);
     await append(intent.id, 1, "live");
     await resumed.waitFor((c) => c.events.length >= 4);
@@ -106,7 +106,7 @@ describe("GET /api/v1/subscribe/intents/{id}", () => {
     const intent = await createIntent(cluster);
     await append(intent.id, 2, "old");
     const log = await allEvents(cluster, intent.id);
-    const resumed = await subscribe(intent.id, { "Last-Event-ID": log[log.length - 1].id });
+    const resumed = await subscribe(intent.id, { "Last-Event-ID": log[log.length - 1]!.id });
     await append(intent.id, 1, "live");
     await resumed.waitFor((c) => c.events.length >= 1);
     expect(resumed.events.map((e) => e.event)).toEqual(["note.live"]);

@@ -193,7 +193,7 @@ describe("the official clients' sequence: status, _suspension patch, intent.susp
     });
     expect(s3.status).toBe(201);
     expect(await eventsOfType(intent.id, "intent.suspended")).toHaveLength(1);
-    expect(s3.data.id).toBe((await eventsOfType(intent.id, "intent.suspended"))[0].id);
+    expect(s3.data.id).toBe((await eventsOfType(intent.id, "intent.suspended"))[0]!.id);
     // A second record while this one waits is refused; so is a _suspension patch on an active intent.
     await expectRejected(admin.send("intentsPatchState", { intent_id: intent.id, ifMatch: s2.body.version, body: [{ op: "set", path: "_suspension", value: record }] }), 409, "SUSPENSION_ACTIVE");
     const active = await createIntent(cluster);
@@ -224,7 +224,7 @@ describe("server-side timeouts (ManualClock)", () => {
     expect(await cluster.governance.timer.sweep()).toBe(0);
     const after = (await admin.ops.intentsGet({ intent_id: intent.id }));
     expect(after).toMatchObject({ status: "abandoned", state: { _suspension: { id, resolution: "expired" } } });
-    expect((await eventsOfType(intent.id, "intent.suspension_expired"))[0].payload).toMatchObject({ suspension_id: id, resolution: "expired", status: "abandoned" });
+    expect((await eventsOfType(intent.id, "intent.suspension_expired"))[0]!.payload).toMatchObject({ suspension_id: id, resolution: "expired", status: "abandoned" });
     expect(await tracked(id)).toMatchObject({ status: "expired", next_due_at: null });
     await expectRejected(respond(intent.id, { suspension_id: id, value: "approve" }), 409, "NOT_SUSPENDED");
   });
@@ -268,12 +268,12 @@ describe("server-side timeouts (ManualClock)", () => {
     clock().advance(100_000);
     expect(await cluster.governance.timer.sweep()).toBe(1);
     await vi.waitFor(async () => expect(await eventsOfType(intent.id, "intent.suspension_renotified")).toHaveLength(1));
-    expect((await eventsOfType(intent.id, "intent.suspension_renotified"))[0].payload).toMatchObject({ suspension_id: id, attempt: 2, max_attempts: 3, channel_hint: "slack" });
+    expect((await eventsOfType(intent.id, "intent.suspension_renotified"))[0]!.payload).toMatchObject({ suspension_id: id, attempt: 2, max_attempts: 3, channel_hint: "slack" });
     expect(await eventsOfType(intent.id, "intent.suspension_escalated")).toHaveLength(0);
     clock().advance(100_000);
     expect(await cluster.governance.timer.sweep()).toBe(1);
     await vi.waitFor(async () => expect(await eventsOfType(intent.id, "intent.suspension_escalated")).toHaveLength(1));
-    expect((await eventsOfType(intent.id, "intent.suspension_escalated"))[0].payload).toMatchObject({ suspension_id: id, after_attempt: 2, channel: "pager", notify: "oncall" });
+    expect((await eventsOfType(intent.id, "intent.suspension_escalated"))[0]!.payload).toMatchObject({ suspension_id: id, after_attempt: 2, channel: "pager", notify: "oncall" });
     expect(await eventsOfType(intent.id, "intent.suspension_renotified")).toHaveLength(2);
     expect((await admin.ops.intentsGet({ intent_id: intent.id })).status).toBe("suspended_awaiting_input");
     clock().advance(100_000);

@@ -73,7 +73,7 @@ describe("system events from other services", () => {
           trace_id: "trace-abc",
         }),
       ]);
-      expect(Date.parse(logged[0].created_at)).toBe((cluster.clock as ManualClock).now().getTime());
+      expect(Date.parse(logged[0]!.created_at)).toBe((cluster.clock as ManualClock).now().getTime());
       await sse.waitFor((client) => client.events.some((e) => e.data?.id === event.id));
     } finally {
       await sse.close();

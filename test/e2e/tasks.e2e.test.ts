@@ -114,7 +114,7 @@ describe("creating and reading tasks", () => {
     expect(read.data).toEqual(res.data);
     const events = await taskEventsOf(intent.id);
     expect(events.map((e) => e.event_type)).toEqual(["task.created"]);
-    expect(events[0].payload).toMatchObject({ task_id: res.data.id, status: "ready", version: 1, title: "Draft the post" });
+    expect(events[0]!.payload).toMatchObject({ task_id: res.data.id, status: "ready", version: 1, title: "Draft the post" });
   });
 
   it("POST /tasks with intent_id in the body (the clients' route), with a memory policy and a retry policy", async () => {
@@ -241,7 +241,7 @@ describe("the task lifecycle through the gateway", () => {
     expect(done.data.completed_at).not.toBeNull();
     const events = await taskEventsOf(intent.id, task.id);
     expect(events.map((e) => e.event_type)).toEqual(["task.created", "task.claimed", "task.started", "task.completed"]);
-    expect(events[3].payload).toMatchObject({ task_id: task.id, status: "completed", version: 4, agent_id: agent.id, memory_policy: { archive_on_completion: true } });
+    expect(events[3]!.payload).toMatchObject({ task_id: task.id, status: "completed", version: 4, agent_id: agent.id, memory_policy: { archive_on_completion: true } });
   });
 
   it("an illegal move is 409 naming the allowed targets, and changes nothing", async () => {
@@ -432,9 +432,9 @@ describe("retries (2.8)", () => {
     const retried = await act(task.id, "fail", agent.client, { error: "timeout", error_code: "TIMEOUT" });
     expect(retried.status).toBe(200);
     expect(retried.data).toMatchObject({ status: "ready", assigned_agent: agent.id, error: "timeout", attempt: 1 });
-    const retrying = (await taskEventsOf(intent.id, task.id)).at(-1);
+    const retrying = (await taskEventsOf(intent.id, task.id)).at(-1)!;
     expect(retrying).toMatchObject({ event_type: "task.retrying", payload: { from: "running", reason: "failed", attempt: 1 } });
-    expect(Date.parse(retrying.payload.retry_at) - clock().now().getTime()).toBe(5000);
+    expect(Date.parse(String(retrying.payload.retry_at)) - clock().now().getTime()).toBe(5000);
     await act(task.id, "claim", agent.client);
     await act(task.id, "start", agent.client);
     const failed = await act(task.id, "fail", agent.client, { error: "timeout again", error_code: "TIMEOUT" });
@@ -507,8 +507,8 @@ describe("an intent's suspension blocks its running tasks (3.1)", () => {
       [running.id, "running"],
       [claimedTask.id, "claimed"],
     ]);
-    expect(blocks[0].sequence).toBeGreaterThan(log[suspendedAt].sequence);
-    expect(blocks[0].payload).toMatchObject({ blocked_reason: "intent_suspended", suspended_intent_id: intent.id });
+    expect(blocks[0]!.sequence).toBeGreaterThan(log[suspendedAt]!.sequence);
+    expect(blocks[0]!.payload).toMatchObject({ blocked_reason: "intent_suspended", suspended_intent_id: intent.id });
     // While suspended: nothing is claimed or started, and the block is not lifted by hand.
     await expectRejected(act(ready.id, "claim", agent.client), 409, "INTENT_SUSPENDED");
     const blocked = await getTask(running.id);
@@ -595,7 +595,7 @@ describe("an agent's death makes its tasks ready for reassignment (4.9, 4.8 rule
       { timeout: 10_000, interval: 100 },
     );
     expect((await getTask(done.id)).status).toBe("completed");
-    const retrying = (await taskEventsOf(intent.id)).filter((e) => e.event_type === "task.retrying");
+    const retrying = (await taskEventsOf(intent.id)).filter((e) => e.event_type === "task.retrying")!;
     expect(retrying.map((e) => [e.payload.task_id, e.payload.from, e.payload.reason, e.payload.previous_agent])).toEqual([
       [running.id, "running", "agent_dead", agentId],
       [claimed.id, "claimed", "agent_dead", agentId],

@@ -3,8 +3,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { MAX_SPANS_PER_LINK, MAX_SPANS_PER_TRACE } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
-import { IntentmeshError, type BodyOf } from "@intentmesh/sdk";
-import { allEvents, createIntent, expectRejected, TIMESTAMP, uniqueTag, UNKNOWN_ID } from "../support/e2e-helpers";
+import type { BodyOf } from "@intentmesh/sdk";
+import { allEvents, createIntent, expectRejected, outcomeOf, TIMESTAMP, uniqueTag, UNKNOWN_ID } from "../support/e2e-helpers";
 
 /**
  * Issue 31 part 2: RFC-0020 tracing at the paths and with the bodies of the official MCP server
@@ -28,16 +28,6 @@ const startTrace = (intentId: string, agentId: string, extra: Partial<BodyOf<"tr
 const linkSpans = (traceId: string, agentId: string, spans: Span[]) => mcpServer(agentId).send("tracesLinkSpans", { trace_id: traceId, body: { spans, linked_by: agentId } });
 const getTrace = (intentId: string, traceId: string, agentId = "reader") => mcpServer(agentId).send("tracesGet", { intent_id: intentId, trace_id: traceId });
 const span = (span_id: string, extra: Partial<Span> = {}): Span => ({ span_id, operation: `op ${span_id}`, ...extra });
-/** A call's outcome as the status and body it answered: a success's data, or a refusal's error body. */
-const outcomeOf = (call: Promise<{ status: number; data: unknown }>): Promise<{ status: number; body: unknown }> =>
-  call.then(
-    (res) => ({ status: res.status, body: res.data }),
-    (error: unknown) => {
-      if (error instanceof IntentmeshError) return { status: error.status, body: error.body };
-      throw error;
-    },
-  );
-
 describe("RFC-0020 tracing, as the official MCP server calls it", () => {
   it("starts a trace, joins the events that carry its trace_id, links spans and reads them back", async () => {
     const agent = uniqueTag("tracer");

@@ -184,11 +184,11 @@ describe("the Python client's vault calls (RFC-0014)", () => {
     expect(result.context).toMatchObject({ intent_id: intent.id });
     await vi.waitFor(async () => {
       const events = await allEvents(cluster, intent.id);
-      const invoked = events.find((e) => e.event_type === "tool.invoked");
+      const invoked = events.find((e) => e.event_type === "tool.invoked")!;
       expect(invoked).toBeDefined();
       expect(invoked.payload).toMatchObject({ invocation_id: result.invocation_id, service: "stripe", tool: "charges.read", status: "success", parameters_summary: { charge_id: "ch_9" }, cost: { amount_cents: 2 } });
     });
-    const costs = ok(await cluster.api(`/intents/${intent.id}/costs`));
+    const costs = await cluster.sdk().ops.costsList({ intent_id: intent.id });
     expect(costs.costs).toHaveLength(1);
     expect(costs.costs[0]).toMatchObject({ agent_id: "billing-2", cost_type: "api_call", amount: 2, unit: "cents", provider: "stripe", metadata: { invocation_id: result.invocation_id, category: "external_tool" } });
     // Bound to that intent: another intent is refused, and nothing is written.
@@ -210,14 +210,15 @@ describe("grant rules across services", () => {
   it("heartbeat rule 6: grants persist across re-registration and stay dormant while the agent is deregistered", async () => {
     const { user, credential } = await stripeSetup("dormancy");
     const id = "dormant-agent-1";
-    ok(await cluster.api("/agents", { key: "agent", body: { agent_id: id } }), 201);
+    const asAgent = cluster.sdk("agent", id);
+    expect((await asAgent.send("agentsRegister", { body: { agent_id: id } })).status).toBe(201);
     const grant = ok(await user.create_tool_grant(credential.id, id, "user-1", ["charges.read"]), 201);
     const agent = pythonClient("agent", id);
     ok(await agent.invoke_tool("charges.read", id, {}));
-    ok(await cluster.api(`/agents/${id}`, { key: "agent", method: "DELETE", headers: { "X-Agent-ID": id } }));
+    expect((await asAgent.send("agentsDeregister", { agent_id: id })).status).toBe(200);
     await vi.waitFor(async () => expect(ok(await user.get_tool_grant(grant.id))).toMatchObject({ status: "suspended", dormant: true }));
     expectError(await agent.invoke_tool("charges.read", id, {}), 403, "GRANT_DORMANT");
-    ok(await cluster.api("/agents", { key: "agent", body: { agent_id: id } }), 201);
+    expect((await asAgent.send("agentsRegister", { body: { agent_id: id } })).status).toBe(201);
     await vi.waitFor(async () => expect(ok(await user.get_tool_grant(grant.id))).toMatchObject({ status: "active", dormant: false }));
     ok(await agent.invoke_tool("charges.read", id, {}));
     expect(ok(await user.get_tool_grant(grant.id)).invocation_count).toBe(2);

@@ -198,7 +198,7 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     for (const [i, event] of events.entries()) {
       expect(event.sequence).toBe(i + 1);
       expect(event.event_hash).toMatch(/^sha256:[A-Za-z0-9_-]{43}$/);
-      expect(event.previous_event_hash).toBe(i === 0 ? null : events[i - 1].event_hash);
+      expect(event.previous_event_hash).toBe(i === 0 ? null : events[i - 1]!.event_hash);
       expect(rfcEventHash(event), `event ${event.sequence} ${event.event_type}`).toBe(event.event_hash);
     }
     expect(firstBreak(events)).toBeNull();
@@ -210,7 +210,7 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     const tail = await admin.ops.intentsListEvents({ intent_id: intent.id, query: { tail: true, limit: 2 } });
     expect(tail.events).toEqual(events.slice(-2));
     const appended = (await append(intent.id, { last: true })).data;
-    expect(appended.previous_event_hash).toBe(events[events.length - 1].event_hash);
+    expect(appended.previous_event_hash).toBe(events[events.length - 1]!.event_hash);
     expect(rfcEventHash(appended)).toBe(appended.event_hash);
 
     // What the relay publishes (SSE subscribers, other services) is the completed event too.
@@ -240,7 +240,7 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     await appendMany(intent.id, 5);
     const cp = await checkpoint(intent.id);
     const before = await allEvents(cluster, intent.id);
-    const target = before[3]; // sequence 4
+    const target = before[3]!; // sequence 4
 
     // The service's own code can never rewrite an event: the table refuses it.
     await expect(db.query("update intents.events set payload = '{}' where id = $1", [target.id])).rejects.toThrow(/immutable/);
@@ -254,17 +254,17 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     }
 
     const after = await allEvents(cluster, intent.id);
-    expect(after[3].payload).toEqual({ i: 99 });
+    expect(after[3]!.payload).toEqual({ i: 99 });
     expect(firstBreak(after)).toBe(4);
     const verified = await verify(intent.id);
     expect(verified.chain_valid).toBe(false);
     expect(verified.valid).toBe(false);
     expect(verified.breaks).toEqual([
-      { sequence: 4, event_id: target.id, reason: "hash_mismatch", expected: target.event_hash, found: rfcEventHash(after[3]), message: expect.any(String) },
+      { sequence: 4, event_id: target.id, reason: "hash_mismatch", expected: target.event_hash, found: rfcEventHash(after[3]!), message: expect.any(String) },
     ]);
     // The checkpoint commits to the stored hashes, which were left alone: it still holds, and so do its proofs.
     expect(verified.checkpoint_breaks).toEqual([]);
-    expect((await admin.send("checkpointsProof", { checkpoint_id: cp.checkpoint_id, event_id: after[0].id })).status).toBe(200);
+    expect((await admin.send("checkpointsProof", { checkpoint_id: cp.checkpoint_id, event_id: after[0]!.id })).status).toBe(200);
     await append(intent.id, { more: 1 });
     await db.query("set session_replication_role = replica");
     try {
@@ -307,7 +307,7 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     expect(reverified.breaks).toEqual([]);
     expect(reverified.chain_valid).toBe(false);
     expect(reverified.checkpoint_breaks).toEqual([expect.objectContaining({ checkpoint_id: signed.checkpoint_id, reason: "merkle_root_mismatch" })]);
-    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: signed.checkpoint_id, event_id: served[0].id }), 409, "LOG_TAMPERED");
+    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: signed.checkpoint_id, event_id: served[0]!.id }), 409, "LOG_TAMPERED");
 
     // A column edited without the served form is caught too (the row no longer tells one story).
     const other = await createIntent(cluster);
@@ -360,15 +360,15 @@ describe("checkpoints, proofs and consistency (RFC 0019 sections 3 to 6)", () =>
       expect(res.data.proof_hashes).toHaveLength(3);
       expect(rfcProofHolds(res.data)).toBe(true);
       expect(pythonMerkleProofVerify(res.data)).toBe(true);
-      expect(pythonMerkleProofVerify({ ...res.data, event_hash: events[(i + 1) % 7].event_hash })).toBe(false);
+      expect(pythonMerkleProofVerify({ ...res.data, event_hash: events[(i + 1) % 7]!.event_hash })).toBe(false);
     }
 
     // Nothing new: no empty checkpoint. An event of another intent, or none, is in no proof.
     await expectRejected(py().send("checkpointsCreate", { body: { intent_id: intent.id, scope: "intent" } }), 409, "NOTHING_TO_CHECKPOINT");
     const stranger = await createIntent(cluster);
     const strangerEvents = await allEvents(cluster, stranger.id);
-    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: cp.checkpoint_id, event_id: strangerEvents[0].id }), 404, "EVENT_NOT_IN_CHECKPOINT");
-    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: UNKNOWN_ID, event_id: events[0].id }), 404, "CHECKPOINT_NOT_FOUND");
+    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: cp.checkpoint_id, event_id: strangerEvents[0]!.id }), 404, "EVENT_NOT_IN_CHECKPOINT");
+    await expectRejected(admin.send("checkpointsProof", { checkpoint_id: UNKNOWN_ID, event_id: events[0]!.id }), 404, "CHECKPOINT_NOT_FOUND");
     await expectRejected(admin.send("checkpointsCreate", { body: { intent_id: UNKNOWN_ID } }), 404, "INTENT_NOT_FOUND");
     // Only an administrator creates them; server-scoped ones are not kept.
     await expectRejected(py("coordinator").send("checkpointsCreate", { body: { intent_id: intent.id } }), 403, "FORBIDDEN");
@@ -401,11 +401,11 @@ describe("checkpoints, proofs and consistency (RFC 0019 sections 3 to 6)", () =>
       from_checkpoint: first.checkpoint_id,
       to_checkpoint: second.checkpoint_id,
       consistent: true,
-      boundary_event: { sequence: 4, event_hash: events[3].event_hash, previous_event_hash: events[2].event_hash },
+      boundary_event: { sequence: 4, event_hash: events[3]!.event_hash, previous_event_hash: events[2]!.event_hash },
       events_checked: 7,
       reason: null,
     });
-    expect(proof.data.boundary_event?.previous_event_hash).toBe(events[first.last_sequence - 1].event_hash);
+    expect(proof.data.boundary_event?.previous_event_hash).toBe(events[first.last_sequence - 1]!.event_hash);
     await expectRejected(admin.send("checkpointsConsistency", { query: { from_checkpoint: second.checkpoint_id, to_checkpoint: first.checkpoint_id } }), 422, "CHECKPOINTS_NOT_COMPARABLE");
     const elsewhere = await createIntent(cluster);
     const foreign = await checkpoint(elsewhere.id);
@@ -511,7 +511,7 @@ describe("the official MCP server's RFC 0019 paths (mcp-server/src/client.ts)", 
     await expectRejected(admin.send("eventsHashChain", { intent_id: UNKNOWN_ID }), 404, "INTENT_NOT_FOUND");
 
     // Nothing checkpointed yet: no proof, no latest checkpoint.
-    await expectRejected(admin.send("eventsProof", { intent_id: intent.id, event_id: events[0].id }), 404, "EVENT_NOT_IN_CHECKPOINT");
+    await expectRejected(admin.send("eventsProof", { intent_id: intent.id, event_id: events[0]!.id }), 404, "EVENT_NOT_IN_CHECKPOINT");
     await expectRejected(admin.send("intentCheckpointLatest", { intent_id: intent.id }), 404, "CHECKPOINT_NOT_FOUND");
 
     const first = await checkpoint(intent.id);
@@ -523,7 +523,7 @@ describe("the official MCP server's RFC 0019 paths (mcp-server/src/client.ts)", 
     expect(await admin.ops.intentCheckpointGet({ intent_id: intent.id, checkpoint_id: first.checkpoint_id })).toEqual(first);
 
     // The proof comes from the checkpoint covering the event, and an independent verifier accepts it.
-    for (const [event, cp] of [[events[2], first], [(await allEvents(cluster, intent.id))[5], second]] as const) {
+    for (const [event, cp] of [[events[2]!, first], [(await allEvents(cluster, intent.id))[5]!, second]] as const) {
       const proof = await admin.send("eventsProof", { intent_id: intent.id, event_id: event.id });
       expect(proof.status).toBe(200);
       expect(proof.data).toMatchObject({ event_id: event.id, event_hash: event.event_hash, checkpoint_id: cp.checkpoint_id, merkle_root: cp.merkle_root });
@@ -534,6 +534,6 @@ describe("the official MCP server's RFC 0019 paths (mcp-server/src/client.ts)", 
     const stranger = await createIntent(cluster);
     const strangerEvents = await allEvents(cluster, stranger.id);
     await expectRejected(admin.send("intentCheckpointGet", { intent_id: stranger.id, checkpoint_id: first.checkpoint_id }), 404, "CHECKPOINT_NOT_FOUND");
-    await expectRejected(admin.send("eventsProof", { intent_id: intent.id, event_id: strangerEvents[0].id }), 404, "EVENT_NOT_IN_CHECKPOINT");
+    await expectRejected(admin.send("eventsProof", { intent_id: intent.id, event_id: strangerEvents[0]!.id }), 404, "EVENT_NOT_IN_CHECKPOINT");
   });
 });

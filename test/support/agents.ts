@@ -1,3 +1,4 @@
+import { IntentmeshError } from "@intentmesh/sdk";
 import { expect } from "vitest";
 import type { TestCluster } from "./cluster";
 import { TEST_KEYS } from "./cluster";
@@ -13,8 +14,18 @@ export async function agentHeaders(cluster: TestCluster, agentId: string, key: K
   let known = registered.get(cluster);
   if (!known) registered.set(cluster, (known = new Set()));
   if (!known.has(`${key}:${agentId}`)) {
-    const res = await cluster.api("/agents", { body: { agent_id: agentId }, key });
-    expect([201, 409], JSON.stringify(res.body)).toContain(res.status);
+    // Through the typed client: a 201 answers, an earlier registration of the same id throws a 409.
+    const status = await cluster
+      .sdk(key)
+      .send("agentsRegister", { body: { agent_id: agentId } })
+      .then(
+        (res) => res.status,
+        (error: unknown) => {
+          if (error instanceof IntentmeshError) return error.status;
+          throw error;
+        },
+      );
+    expect([201, 409]).toContain(status);
     known.add(`${key}:${agentId}`);
   }
   return { "X-API-Key": TEST_KEYS[key], "X-Agent-ID": agentId };

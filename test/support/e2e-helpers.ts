@@ -1,4 +1,4 @@
-import { IntentmeshError, type ErrorCode } from "@intentmesh/sdk";
+import { IntentmeshError, type BodyOf, type ErrorCode, type ResponseOf } from "@intentmesh/sdk";
 import { expect } from "vitest";
 import type { ApiResponse, TestCluster } from "./cluster";
 import { TEST_KEYS } from "./cluster";
@@ -44,30 +44,56 @@ export async function expectRejected(promise: Promise<unknown>, status: number, 
   throw new Error(`expected a rejection with ${status} ${code}, got a success: ${JSON.stringify(outcome)}`);
 }
 
-/** POST /intents and returns the created intent (asserting 201). */
-export async function createIntent(cluster: TestCluster, body: Record<string, unknown> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<any> {
+/** The created intent, typed by the route catalogue. */
+export type CreatedIntent = ResponseOf<"intentsCreate">;
+
+/** One entry of an intent's event log, typed by the route catalogue. */
+export type LoggedEvent = ResponseOf<"intentsListEvents">["events"][number];
+
+/** The HTTP status a typed call ended with: its success status, or the status of the IntentmeshError it threw. */
+export const statusOf = (call: Promise<{ status: number }>): Promise<number> =>
+  call.then(
+    (res) => res.status,
+    (error: unknown) => {
+      if (error instanceof IntentmeshError) return error.status;
+      throw error;
+    },
+  );
+
+/** A typed call's outcome as the status and body it answered: a success's data, or a refusal's error body. */
+export const outcomeOf = (call: Promise<{ status: number; data: unknown }>): Promise<{ status: number; body: unknown }> =>
+  call.then(
+    (res) => ({ status: res.status, body: res.data }),
+    (error: unknown) => {
+      if (error instanceof IntentmeshError) return { status: error.status, body: error.body };
+      throw error;
+    },
+  );
+
+/** POST /intents through the typed client and returns the created intent (asserting 201). */
+export async function createIntent(cluster: TestCluster, body: Partial<BodyOf<"intentsCreate">> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<CreatedIntent> {
   // Created active: most tests work on an intent in progress (new intents start in draft, table 3.1).
-  const res = await cluster.api("/intents", { body: { title: "an intent", status: "active", ...body }, key });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
+  const res = await cluster.sdk(key).send("intentsCreate", { body: { title: "an intent", status: "active", ...body } });
+  expect(res.status, JSON.stringify(res.data)).toBe(201);
+  return res.data;
 }
 
-/** Reads the whole event log of an intent (all pages). */
-export async function allEvents(cluster: TestCluster, intentId: string): Promise<any[]> {
-  const out: any[] = [];
+/** Reads the whole event log of an intent (all pages) through the typed client. */
+export async function allEvents(cluster: TestCluster, intentId: string): Promise<LoggedEvent[]> {
+  const client = cluster.sdk();
+  const out: LoggedEvent[] = [];
   let after = "0";
   for (;;) {
-    const res = await cluster.api(`/intents/${intentId}/events?after=${after}&limit=1000`);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    out.push(...res.body.events);
-    if (!res.body.has_more) return out;
-    after = res.body.next_cursor;
+    const page = await client.ops.intentsListEvents({ intent_id: intentId, query: { after, limit: 1000 } });
+    out.push(...page.events);
+    if (!page.has_more || page.next_cursor == null) return out;
+    after = page.next_cursor;
   }
 }
 
 /** The event types of an intent's log, oldest first. */
 export async function eventTypes(cluster: TestCluster, intentId: string): Promise<string[]> {
-  return (await allEvents(cluster, intentId)).map((e) => e.event_type as string);
+  return (await allEvents(cluster, intentId)).map((e) => e.event_type);
 }
 
 /** Headers for a raw fetch with the given key. */
