@@ -21,8 +21,10 @@ describe("the SDK core in a browser bundle", () => {
     for (const input of inputs) expect(input, input).toMatch(/^packages\/sdk\/src\//);
     const code = result.outputFiles[0]!.text;
     expect(code).not.toMatch(/from ?"node:|require\(|process\.env|Buffer\./);
-    // The table of every operation is there as data; a size check keeps it from growing a schema library.
+    // The table of every operation (and of the event names) is there as data; a size check keeps it
+    // from growing a schema library: zod alone would add more than 50 kB minified, while the tables
+    // grow by about 100 bytes a route.
     expect(code).toContain("/intents/{intent_id}/suspend/respond");
-    expect(code.length).toBeLessThan(40_000);
+    expect(code.length).toBeLessThan(48_000);
   });
 });
