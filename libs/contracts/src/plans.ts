@@ -270,7 +270,7 @@ export const planEvents = {
   checkpointApproved: planEvent("plan.checkpoint_approved", z.object({ ...base, checkpoint_id: z.string(), approved_by: z.string(), automatic: z.boolean() })),
   checkpointRejected: planEvent("plan.checkpoint_rejected", z.object({ ...base, checkpoint_id: z.string(), rejected_by: z.string(), reason: z.string().nullable() })),
   /** timeout_hours passed without a decision: on_timeout says what followed (escalate keeps the plan paused). */
-  checkpointTimedOut: planEvent("plan.checkpoint_timed_out", z.object({ ...base, checkpoint_id: z.string(), on_timeout: CheckpointOnTimeout })),
+  checkpointTimedOut: planEvent("plan.checkpoint_timed_out", z.object({ ...base, checkpoint_id: z.string(), on_timeout: z.enum(["escalate", "auto_approve", "fail"]) })),
   /** A condition's `when` evaluated (RFC 0012 2.4): false skips its task. */
   conditionEvaluated: planEvent("plan.condition_evaluated", z.object({ ...base, condition_id: z.string(), task_id: Uuid, result: z.boolean(), skipped: z.boolean() })),
 } as const satisfies Record<string, EventDefinition>;
