@@ -239,9 +239,9 @@ beforeAll(async () => {
   cluster = await startTestCluster();
   const { publicKey } = generateKeyPairSync("ed25519");
   ctx.publicKey = (publicKey.export({ format: "der", type: "spki" }) as Buffer).subarray(-32).toString("base64");
-  const vault = await cluster.api("/vaults", { key: "admin", body: { owner_id: ctx.agent, name: uniqueTag("walk-vault") } });
-  expect(vault.status, JSON.stringify(vault.body)).toBe(201);
-  ctx.vaultId = vault.body.id;
+  const vault = await cluster.sdk().send("vaultsCreate", { body: { owner_id: ctx.agent, name: uniqueTag("walk-vault") } });
+  expect(vault.status).toBe(201);
+  ctx.vaultId = vault.data.id;
 });
 afterAll(async () => {
   await cluster?.stop();
@@ -259,7 +259,7 @@ describe("every REST call of the official MCP server (mcp-server/src/client.ts, 
     it(`${row.method}: ${row.http} ${row.template}${row.landsWith ? ` (lands with ${row.landsWith})` : ""}`, async () => {
       const served = catalogued(row) || OUTSIDE_CATALOGUE.has(`${row.http} ${row.template}`);
       const headers: Record<string, string> = { "X-Agent-ID": ctx.agent };
-      if (row.ifMatch && ctx.intentId) headers["If-Match"] = String((await cluster.api(`/intents/${ctx.intentId}`, { key: "admin" })).body.version);
+      if (row.ifMatch && ctx.intentId) headers["If-Match"] = String((await cluster.sdk().ops.intentsGet({ intent_id: ctx.intentId })).version);
       const res = await cluster.api(row.path(ctx), { key: "admin", method: row.http, headers, ...(row.body ? { body: json(row.body(ctx)) } : {}) });
       const seen = `${res.status} ${JSON.stringify(res.body)}`;
       if (!served) {

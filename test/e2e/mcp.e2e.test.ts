@@ -125,8 +125,8 @@ describe("MCP endpoint (issue 31)", () => {
     expect(JSON.stringify(costs)).toContain("tokens");
 
     // What REST sees is what the tools wrote.
-    const rest = await cluster.api(`/intents/${intent.id}`);
-    expect(rest.body).toMatchObject({ state: { step: 1 } });
+    const rest = await cluster.sdk().ops.intentsGet({ intent_id: intent.id });
+    expect(rest).toMatchObject({ state: { step: 1 } });
   });
 
   it("claims and completes tasks, posts and reads channel messages, reads and writes memory", async () => {
@@ -186,7 +186,7 @@ describe("MCP endpoint (issue 31)", () => {
   });
 
   it("acts under the connection's X-Agent-ID, bound to the key as on REST", async () => {
-    await cluster.api("/agents/register", { body: { agent_id: "mcp-bound-agent", capabilities: [] }, key: "agent", headers: { "X-Agent-ID": "mcp-bound-agent" } });
+    await cluster.sdk("agent", "mcp-bound-agent").send("agentsRegisterAlias", { body: { agent_id: "mcp-bound-agent", capabilities: [] } });
     const other = await connect("other", { "X-Agent-ID": "mcp-bound-agent" });
     const intent = await createIntent(cluster);
     await refused(other, "intentsAppendEvent", { intent_id: intent.id, body: { event_type: "comment", payload: {} } }, "AGENT_NOT_BOUND");
@@ -234,15 +234,15 @@ describe("MCP endpoint (issue 31)", () => {
     // An unknown tool is a protocol error.
     await expect(mcp.callTool({ name: "dropEverything", arguments: {} })).rejects.toThrow(/no tool/);
 
-    const after = await cluster.api(`/intents/${intent.id}`);
-    expect(after.body).toMatchObject({ version: intent.version, state: { a: 1 } });
+    const after = await cluster.sdk().ops.intentsGet({ intent_id: intent.id });
+    expect(after).toMatchObject({ version: intent.version, state: { a: 1 } });
     expect(await allEvents(cluster, intent.id)).toEqual(before);
   });
 
   it("reads intents and their event logs as resources; an unknown one is a resource-not-found error carrying the code", async () => {
     const mcp = await connect("admin");
     const intent = await createIntent(cluster, { title: "resource intent" });
-    await cluster.api(`/intents/${intent.id}/events`, { body: { event_type: "comment", payload: { n: 1 } } });
+    await cluster.sdk().send("intentsAppendEvent", { intent_id: intent.id, body: { event_type: "comment", payload: { n: 1 } } });
     const { resourceTemplates } = await mcp.listResourceTemplates();
     expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual(["intentmesh://intents/{intent_id}", "intentmesh://intents/{intent_id}/events"]);
     const { resources } = await mcp.listResources();
@@ -294,7 +294,7 @@ describe("the live MCP endpoint (/mcp/live): sessions and resource subscriptions
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => void updates.push(notification.params.uri));
     return { client, transport, updates };
   }
-  const comment = (intentId: string) => cluster.api(`/intents/${intentId}/events`, { body: { event_type: "comment", payload: {} } });
+  const comment = (intentId: string) => cluster.sdk().send("intentsAppendEvent", { intent_id: intentId, body: { event_type: "comment", payload: {} } });
 
   it("tells a subscriber which resource changed as the intent's events arrive; unsubscribing stops it", async () => {
     const { client, transport, updates } = await liveSession();

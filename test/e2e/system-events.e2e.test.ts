@@ -6,7 +6,7 @@ import { createLogger } from "@intentmesh/telemetry";
 import { startIntentsService } from "../../services/intents/src/service";
 import { mayAppendSystemEvent } from "../../services/intents/src/events/system-event-consumer";
 import { startTestCluster, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
+import { allEvents, createIntent, expectRejected, keyHeader, UNKNOWN_ID } from "../support/e2e-helpers";
 import { SseClient } from "../support/sse";
 
 /**
@@ -117,7 +117,7 @@ describe("system events from other services", () => {
     await publish(good);
     const logged = await eventually(() => systemEventsOf(intent.id), (list) => list.some((e) => e.id === good.id));
     expect(logged.map((e) => e.id)).toEqual([good.id]);
-    expect((await cluster.api(`/intents/${UNKNOWN_ID}/events`)).status).toBe(404);
+    await expectRejected(cluster.sdk().send("intentsListEvents", { intent_id: UNKNOWN_ID }), 404, "INTENT_NOT_FOUND");
   });
 
   it("refuses a payload that is not the event catalogue's shape for its type (part 6), without holding back the next events", async () => {

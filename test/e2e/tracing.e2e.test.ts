@@ -20,7 +20,7 @@ describe("traces", () => {
   it("names the gateway span by the route template and continues its trace in the service that answers over the bus", async () => {
     const intent = await createIntent(cluster);
     exporter.reset();
-    expect((await cluster.api(`/intents/${intent.id}`)).status).toBe(200);
+    expect((await cluster.sdk().send("intentsGet", { intent_id: intent.id })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 50));
     const spans = exporter.getFinishedSpans();
     const http = spans.find((s) => s.name === "GET /intents/{intent_id}");

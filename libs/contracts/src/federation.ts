@@ -2,6 +2,7 @@ import { CheckpointSignature, CheckpointStatement } from "./verifiable-logs";
 import { z } from "./zod";
 import { AgentId, Uuid } from "./common";
 import { command } from "./command";
+import { AgentStatus } from "./registry";
 
 /**
  * Federation (SPEC 2.16, 4.11, 5.7): the contract between the gateway and the federation service.
@@ -83,11 +84,84 @@ export const FederationAgentsQuery = z.object({
 });
 
 // What the commands answer (each command carries its output schema).
-export const FederationStatus = z.object({ enabled: z.boolean() }).passthrough().openapi("FederationStatus");
+/** What both forms of GET /federation/status carry: the policy and the names the official clients read (CLIENTS.md section 1). */
+const StatusFields = {
+  trust_policy: TrustPolicy,
+  visibility_default: AgentVisibility,
+  peers: z.number().int().openapi({ description: "how many peers are configured" }),
+  peer_count: z.number().int().openapi({ description: "the same as peers (the clients' name)" }),
+  active_dispatches: z.number().int().openapi({ description: "dispatches being sent now" }),
+  total_dispatches: z.number().int(),
+  total_received: z.number().int().openapi({ description: "envelopes received and accepted" }),
+};
 
-export const FederationAgents = z.object({ server_did: z.string().nullable(), agents: z.array(z.object({ agent_id: z.string() }).passthrough()) }).passthrough().openapi("FederationAgents");
+/**
+ * GET /federation/status: with federation off, `enabled: false`, no identity and zero counters
+ * (the official clients read it either way); on, the identity and the counters by stage. A plain
+ * union: `enabled` narrows it in TypeScript, and an OpenAPI discriminator cannot map booleans.
+ */
+export const FederationStatus = z
+  .union([
+    z.object({ enabled: z.literal(false), server_did: z.null(), server_url: z.null(), ...StatusFields }).passthrough().openapi("FederationStatusDisabled"),
+    z
+      .object({
+        enabled: z.literal(true),
+        server_did: z.string(),
+        server_url: z.string(),
+        key_id: z.string(),
+        key_source: z.enum(["configured", "development"]),
+        ...StatusFields,
+        dispatches: z.object({ accepted: z.number().int(), failed: z.number().int(), sending: z.number().int() }).openapi({ description: "this server's dispatches by status" }),
+        received: z.number().int().openapi({ description: "the same as total_received" }),
+        callbacks: z.object({ pending: z.number().int(), delivered: z.number().int() }).openapi({ description: "callbacks to peers, waiting or delivered" }),
+      })
+      .passthrough()
+      .openapi("FederationStatusEnabled"),
+  ])
+  .openapi("FederationStatus");
 
-export const DispatchResult = z.object({ dispatch_id: Uuid, status: z.string() }).passthrough().openapi("DispatchResult");
+/** A local agent offered to federation, with the server that hosts it. */
+export const FederatedAgent = z
+  .object({
+    agent_id: z.string(),
+    name: z.string().nullable(),
+    role_id: z.string().nullable(),
+    capabilities: z.array(z.string()),
+    status: AgentStatus,
+    visibility: AgentVisibility,
+    server_url: z.string(),
+    server_did: z.string(),
+  })
+  .passthrough()
+  .openapi("FederatedAgent");
+
+export const FederationAgents = z
+  .object({
+    server_did: z.string().nullable().openapi({ description: "null when federation is off" }),
+    agents: z.array(FederatedAgent),
+    offset: z.number().int(),
+    limit: z.number().int(),
+    total_scanned: z.number().int().openapi({ description: "local agents read for this page, before the visibility filter" }),
+    has_more: z.boolean(),
+  })
+  .passthrough()
+  .openapi("FederationAgents");
+
+/** A dispatch the peer accepted (a refusal is an error); a retry with the same key gets the same answer. */
+export const DispatchResult = z
+  .object({
+    dispatch_id: Uuid,
+    status: z.literal("accepted"),
+    intent_id: Uuid,
+    target_server: z.string(),
+    target_did: z.string(),
+    agent_id: z.string().nullable(),
+    remote_intent_id: z.string().openapi({ description: "the intent the peer created for it (its id, as the peer spells it)" }),
+    idempotency_key: z.string(),
+    message: z.string(),
+  })
+  .passthrough()
+  .openapi("DispatchResult");
 
 export const CallbackReceipt = z.object({ accepted: z.literal(true), duplicate: z.boolean() });
 

@@ -37,6 +37,9 @@ export type CheckpointStatus = (typeof CHECKPOINT_STATUSES)[number];
 /** A checkpoint in these states holds its plan paused until approved or rejected. */
 export const AWAITING_CHECKPOINT: readonly CheckpointStatus[] = ["reached", "escalated"];
 
+/** What a checkpoint's timeout does (RFC 0012 2.3). */
+const CheckpointOnTimeout = z.enum(["escalate", "auto_approve", "fail"]);
+
 /**
  * A checkpoint (RFC 0012 2.3; the client's Checkpoint.to_dict). Enforced (docs/plans.md): when
  * its task is done the plan pauses until it is approved. status, approved_by, approved_at,
@@ -52,7 +55,7 @@ export const PlanCheckpoint = z
     requires_approval: z.boolean().default(true),
     approvers: z.array(Label).max(50).default([]),
     timeout_hours: z.number().int().min(0).max(24 * 366).nullable().optional(),
-    on_timeout: z.enum(["escalate", "auto_approve", "fail"]).default("escalate"),
+    on_timeout: CheckpointOnTimeout.default("escalate"),
     status: z.string().trim().min(1).max(50).default("pending"),
     approved_by: Label.nullable().optional(),
     approved_at: Timestamp.nullable().optional(),
@@ -64,6 +67,16 @@ export const PlanCheckpoint = z
   .strict()
   .openapi("PlanCheckpoint");
 export type PlanCheckpoint = z.output<typeof PlanCheckpoint>;
+
+/**
+ * A checkpoint as a plan answers it: stored with its id (cp_<n> when none was sent), `after`
+ * resolved into after_task, and the server's status and decision fields.
+ */
+export const PlanCheckpointView = PlanCheckpoint.omit({ after: true })
+  .extend({ id: Label, requires_approval: z.boolean(), approvers: z.array(Label), on_timeout: CheckpointOnTimeout, status: z.enum(CHECKPOINT_STATUSES) })
+  .passthrough()
+  .openapi("PlanCheckpointView");
+export type PlanCheckpointView = z.output<typeof PlanCheckpointView>;
 
 /**
  * A condition (RFC 0012 2.4; the client's PlanCondition): `when` (a safe expression subset,
@@ -82,6 +95,10 @@ export const PlanCondition = z
   .strict()
   .openapi("PlanCondition");
 export type PlanCondition = z.output<typeof PlanCondition>;
+
+/** A condition as a plan answers it: stored with its id (cond_<n> when none was sent) and, once evaluated, its result. */
+export const PlanConditionView = PlanCondition.extend({ id: Label, otherwise: z.enum(["skip"]) }).passthrough().openapi("PlanConditionView");
+export type PlanConditionView = z.output<typeof PlanConditionView>;
 
 /** A step of the MCP server's create_plan: becomes a task of the plan, in order. */
 export const PlanStep = z
@@ -177,8 +194,8 @@ export const Plan = z
     state: PlanState,
     tasks: z.array(Uuid).openapi({ description: "the plan's tasks, in plan order" }),
     steps: z.array(PlanStepView).openapi({ description: "the tasks with their current status, in plan order" }),
-    checkpoints: z.array(z.record(z.string(), z.unknown())),
-    conditions: z.array(z.record(z.string(), z.unknown())),
+    checkpoints: z.array(PlanCheckpointView),
+    conditions: z.array(PlanConditionView),
     on_failure: PlanFailureAction,
     on_complete: z.string(),
     metadata: JsonObject,
@@ -224,7 +241,7 @@ export const planCommands = {
     Plan,
     ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN", "PLAN_AT_CHECKPOINT"],
   ),
-  checkpoints: command("intents", "plans.checkpoints", z.object({ plan_id: Uuid }), z.array(z.record(z.string(), z.unknown())), ["PLAN_NOT_FOUND"]),
+  checkpoints: command("intents", "plans.checkpoints", z.object({ plan_id: Uuid }), z.array(PlanCheckpointView), ["PLAN_NOT_FOUND"]),
   approveCheckpoint: command("intents", "plans.checkpoint-approve", CheckpointRef.extend({ body: ApproveCheckpointBody }), Plan, CHECKPOINT_ERRORS),
   rejectCheckpoint: command("intents", "plans.checkpoint-reject", CheckpointRef.extend({ body: RejectCheckpointBody }), Plan, CHECKPOINT_ERRORS),
 } as const;

@@ -1,6 +1,6 @@
 import crypto, { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { AppError, federationEvents, intentsCommands, type Caller, type DispatchBody, isoTimestamp } from "@intentmesh/contracts";
+import { AppError, type CommandResult, federationCommands, federationEvents, intentsCommands, type Caller, type DispatchBody, isoTimestamp } from "@intentmesh/contracts";
 import { enqueueSystemEvents } from "@intentmesh/bus";
 import { guardedFetch } from "@intentmesh/ssrf";
 import type { FederationContext } from "../context";
@@ -146,7 +146,7 @@ async function claim(
 
 async function accept(ctx: FederationContext, row: DispatchRow, envelope: Envelope, remoteIntentId: string, caller: Caller) {
   const now = ctx.clock.now();
-  const answer = {
+  const answer: CommandResult<typeof federationCommands.dispatch> = {
     dispatch_id: row.dispatchId,
     status: "accepted",
     intent_id: envelope.intent_id,

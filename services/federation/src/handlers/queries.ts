@@ -1,5 +1,5 @@
 import { count, isNull, isNotNull, sql } from "drizzle-orm";
-import { FederationAgentsQuery, registryCommands, type Agent } from "@intentmesh/contracts";
+import { FederationAgentsQuery, federationCommands, registryCommands, type Agent, type CommandResult } from "@intentmesh/contracts";
 import { z } from "zod";
 import type { FederationContext } from "../context";
 import { dispatches, outgoingCallbacks, receivedDispatches } from "../db/schema";
@@ -48,7 +48,7 @@ export function did(ctx: FederationContext) {
  * expect): no identity, no peers, zero counters; trust_policy stays a valid value because the
  * Python client's FederationStatus.from_dict parses it as its enum.
  */
-export async function status(ctx: FederationContext) {
+export async function status(ctx: FederationContext): Promise<CommandResult<typeof federationCommands.status>> {
   if (!ctx.settings.enabled) {
     return {
       enabled: false,

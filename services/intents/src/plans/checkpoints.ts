@@ -1,5 +1,5 @@
 import { and, asc, isNotNull, lte, sql } from "drizzle-orm";
-import { appError, isoTimestamp, type Caller, type Plan, type PlanCheckpoint, type PlanState } from "@intentmesh/contracts";
+import { appError, isoTimestamp, type Caller, type Plan, type PlanCheckpoint, type PlanCheckpointView, type PlanState } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { rowsOf } from "@intentmesh/db";
 import { Sweeper } from "@intentmesh/service";
@@ -8,7 +8,7 @@ import { plans } from "../db/schema-plans";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { advancePlan } from "./effects";
 import { awaitsApproval, checkpointDueAt } from "./follow";
-import { planEvent, readPlan, stateEvent, tasksOfPlan, toPlan, updatePlanRow, type PlanRow } from "./statements";
+import { checkpointsOf, planEvent, readPlan, stateEvent, tasksOfPlan, toPlan, updatePlanRow, type PlanRow } from "./statements";
 
 /**
  * Checkpoint decisions (RFC 0012 2.3, docs/plans.md): approve (the plan resumes once no
@@ -95,8 +95,8 @@ export async function decideCheckpoint(ctx: IntentsContext, planId: string, chec
 }
 
 /** GET /plans/{id}/checkpoints: the checkpoints with their status, in plan order. */
-export async function listCheckpoints(ctx: IntentsContext, planId: string): Promise<Record<string, unknown>[]> {
-  return (await readPlan(ctx.db, planId)).checkpoints as Record<string, unknown>[];
+export async function listCheckpoints(ctx: IntentsContext, planId: string): Promise<PlanCheckpointView[]> {
+  return checkpointsOf(await readPlan(ctx.db, planId));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { DEFAULT_MEMORY_POLICY, errors, isoTimestamp, planEvents, type JsonObject, type Plan, type PlanEventKey, type PlanEventPayload, type PlanFailureAction, type PlanState, type TaskStatus } from "@intentmesh/contracts";
+import { DEFAULT_MEMORY_POLICY, errors, isoTimestamp, planEvents, type JsonObject, type Plan, type PlanCheckpointView, type PlanConditionView, type PlanEventKey, type PlanEventPayload, type PlanFailureAction, type PlanState, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { plans } from "../db/schema-plans";
 import { tasks } from "../db/schema-tasks";
@@ -39,6 +39,14 @@ export async function tasksOfPlan(db: Queryable, plan: PlanRow): Promise<(TaskRo
 
 const normalizeTs = (value: string | null) => (value ? isoTimestamp(new Date(value)) : null);
 
+/**
+ * The stored checkpoints as answered. The column is typed as a request's checkpoints, but every
+ * write goes through normalizeCheckpoints (handlers.ts) or a status change that keeps them so:
+ * each has its id and a status of CHECKPOINT_STATUSES, which is what the view adds (the same holds
+ * for conditions and normalizeConditions). The test gateway's response check holds answers to it.
+ */
+export const checkpointsOf = (row: PlanRow): PlanCheckpointView[] => row.checkpoints as PlanCheckpointView[];
+
 /** The plan as answered: its fields, its steps (tasks with their status, in order) and progress computed from them. */
 export function toPlan(row: PlanRow, planTasks: Awaited<ReturnType<typeof tasksOfPlan>>): Plan {
   const progressTasks: ProgressTask[] = planTasks.map((t) => ({
@@ -59,8 +67,8 @@ export function toPlan(row: PlanRow, planTasks: Awaited<ReturnType<typeof tasksO
     state: row.state as PlanState,
     tasks: row.taskIds,
     steps: planTasks.map((t) => ({ task_id: t.id, title: t.title, status: t.status as TaskStatus, depends_on: t.dependsOn, parent_task_id: t.parentTaskId, assigned_agent: t.assignedAgent })),
-    checkpoints: row.checkpoints as Record<string, unknown>[],
-    conditions: row.conditions as Record<string, unknown>[],
+    checkpoints: checkpointsOf(row),
+    conditions: row.conditions as PlanConditionView[],
     on_failure: row.onFailure as PlanFailureAction,
     on_complete: row.onComplete,
     metadata: row.metadata,
