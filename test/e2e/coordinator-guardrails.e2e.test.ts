@@ -227,6 +227,88 @@ describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
   });
 });
 
+describe("temporal guardrails on waits (RFC-0013 3.3): max_task_wait_hours, checkpoint_timeout_hours", () => {
+  const sweep = () => cluster.intents.coordinatorStallSweeper.sweep();
+  const heartbeat = async (leaseId: string, holder: string) => expect((await cluster.api(`/coordinators/${leaseId}/heartbeat`, { ...as(holder), method: "POST" })).status).toBe(200);
+  const ofType = async (intentId: string, type: string) => (await allEvents(cluster, intentId)).filter((e) => e.event_type === type);
+  const admin = (path: string, body: unknown = {}) => cluster.api(path, { key: "admin", body });
+
+  it("max_task_wait_hours: a ready task no agent claimed within the limit is reported once, across racing sweeps, and on_exceed escalate opens one escalation", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { supervisor_id: "lead", guardrails: { temporal: { max_task_wait_hours: 2 }, on_exceed: "escalate" } })).body;
+    const waiting = (await createTask(intent.id, null, { title: "waits" })).body;
+    expect(waiting.status).toBe("ready");
+    const taken = (await createTask(intent.id, null, { title: "taken" })).body;
+    expect((await admin(`/tasks/${taken.id}/claim`)).status).toBe(200);
+    advance(2 * 3600 - 60);
+    await heartbeat(lease.id, holder);
+    await sweep();
+    expect(await ofType(intent.id, "coordinator.task_wait_exceeded")).toEqual([]);
+    advance(60);
+    await heartbeat(lease.id, holder);
+    await Promise.all([sweep(), sweep(), sweep()]);
+    advance(3 * 3600);
+    await heartbeat(lease.id, holder);
+    await sweep();
+    const reported = await ofType(intent.id, "coordinator.task_wait_exceeded");
+    expect(reported.map((e) => e.payload)).toEqual([
+      { lease_id: lease.id, coordinator_id: holder, supervisor_id: "lead", task_id: waiting.id, waiting_since: expect.any(String), max_task_wait_hours: 2, on_exceed: "escalate" },
+    ]);
+    expect(Date.parse(reported[0].payload.waiting_since)).toBe(Date.parse(waiting.created_at));
+    const initiated = await ofType(intent.id, "coordinator.escalation_initiated");
+    expect(initiated.map((e) => e.payload)).toEqual([expect.objectContaining({ coordinator_id: holder, escalated_to: "lead", guardrail: "max_task_wait_hours" })]);
+    await vi.waitFor(
+      async () => expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations.map((e: any) => e.id)).toEqual([initiated[0].id]),
+      { timeout: 5000, interval: 50 },
+    );
+    // An escalate-only guardrail does not pause the lease.
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body.status).toBe("active");
+  });
+
+  it("checkpoint_timeout_hours: a checkpoint awaiting its decision beyond the limit is reported once and on_exceed pause pauses the lease; a decided checkpoint is not", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { guardrails: { temporal: { checkpoint_timeout_hours: 24 }, on_exceed: "pause" } })).body;
+    const created = await admin(`/intents/${intent.id}/plans`, { title: "gated", steps: [{ title: "draft" }, { title: "publish", depends_on: ["draft"] }], checkpoints: [{ name: "review", after_task: "draft" }] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const draft = created.body.steps.find((s: any) => s.title === "draft").task_id;
+    for (const step of ["claim", "start"]) expect((await admin(`/tasks/${draft}/${step}`)).status).toBe(200);
+    expect((await admin(`/tasks/${draft}/complete`, { output: {} })).status).toBe(200);
+    expect((await cluster.api(`/plans/${created.body.id}`)).body).toMatchObject({ state: "paused", checkpoints: [{ id: "cp_1", status: "reached" }] });
+    for (let hours = 0; hours < 23; hours += 1) {
+      advance(3600);
+      await heartbeat(lease.id, holder);
+    }
+    await sweep();
+    expect(await ofType(intent.id, "coordinator.checkpoint_timed_out")).toEqual([]);
+    advance(3600);
+    await heartbeat(lease.id, holder);
+    await Promise.all([sweep(), sweep(), sweep()]);
+    await sweep();
+    const timedOut = await ofType(intent.id, "coordinator.checkpoint_timed_out");
+    expect(timedOut.map((e) => e.payload)).toEqual([
+      { lease_id: lease.id, coordinator_id: holder, supervisor_id: null, plan_id: created.body.id, checkpoint_id: "cp_1", reached_at: expect.any(String), checkpoint_timeout_hours: 24, on_exceed: "pause" },
+    ]);
+    expect((await ofType(intent.id, "coordinator.paused")).map((e) => e.payload)).toEqual([expect.objectContaining({ lease_id: lease.id, paused_by: "system", reason: expect.stringContaining("checkpoint_timeout_hours") })]);
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body).toMatchObject({ status: "paused", paused_by: "system" });
+    expect(await ofType(intent.id, "coordinator.escalation_initiated")).toEqual([]);
+
+    // A checkpoint decided in time is not reported.
+    const other = await createIntent(cluster);
+    const otherLease = (await take(other.id, holder, { guardrails: { checkpoint_timeout_hours: 1 } })).body;
+    const gated = await admin(`/intents/${other.id}/plans`, { title: "gated", steps: [{ title: "draft" }], checkpoints: [{ name: "review", after_task: "draft" }] });
+    const only = gated.body.steps[0].task_id;
+    for (const step of ["claim", "start"]) expect((await admin(`/tasks/${only}/${step}`)).status).toBe(200);
+    expect((await admin(`/tasks/${only}/complete`, { output: {} })).status).toBe(200);
+    expect((await admin(`/plans/${gated.body.id}/checkpoints/cp_1/approve`)).status).toBe(200);
+    advance(2 * 3600);
+    await heartbeat(otherLease.id, holder);
+    await sweep();
+    expect(await ofType(other.id, "coordinator.checkpoint_timed_out")).toEqual([]);
+  });
+});
+
 describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () => {
   type Who = { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" };
   const patchGuardrails = (leaseId: string, who: Who, body: unknown, ifMatch?: number) =>

@@ -55,6 +55,8 @@ const ENFORCED_GUARDRAILS: Record<string, z.ZodType> = {
   on_exceed: z.enum(ON_EXCEED_VALUES),
   require_progress_every_minutes: z.number().min(1).max(525_600),
   auto_escalate_after_failures: z.number().int().min(1),
+  max_task_wait_hours: z.number().min(0).max(24 * 366),
+  checkpoint_timeout_hours: z.number().min(0).max(24 * 366),
 };
 const GUARDRAIL_SECTION_NAMES = ["budget", "scope", "temporal", "review"] as const;
 
@@ -264,8 +266,6 @@ export const CoordinatorGuardrailStatus = z
  */
 const GUARDRAIL_PATCH_KEYS = {
   ...Object.fromEntries(Object.entries(ENFORCED_GUARDRAILS).map(([key, schema]) => [key, schema.nullable().optional()])),
-  max_task_wait_hours: z.number().min(0).nullable().optional(),
-  checkpoint_timeout_hours: z.number().min(0).nullable().optional(),
 };
 /** A section of the patch: the RFC's keys (any of them, as readGuardrails reads any key in any section), null removing one. */
 const GuardrailSectionPatch = z.object(GUARDRAIL_PATCH_KEYS).strict().nullable().optional();

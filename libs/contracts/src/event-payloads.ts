@@ -86,6 +86,14 @@ export const CoordinatorResumedPayload = z.object({ lease_id: Id, coordinator_id
 export const CoordinatorStalledPayload = z
   .object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), last_progress_at: z.string(), require_progress_every_minutes: z.number() })
   .passthrough();
+/** RFC-0013 3.3 max_task_wait_hours: a ready task of the intent no agent claimed within the limit (once per wait). */
+export const CoordinatorTaskWaitExceededPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), task_id: Id, waiting_since: z.string(), max_task_wait_hours: z.number(), on_exceed: z.string().nullable() })
+  .passthrough();
+/** RFC-0013 3.3 checkpoint_timeout_hours: a plan checkpoint of the intent awaiting its decision beyond the limit (once per checkpoint reached). */
+export const CoordinatorCheckpointTimedOutPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), plan_id: Id, checkpoint_id: z.string(), reached_at: z.string(), checkpoint_timeout_hours: z.number(), on_exceed: z.string().nullable() })
+  .passthrough();
 export const CoordinatorEscalationInitiatedPayload = z
   .object({ lease_id: Id, coordinator_id: Id, escalated_to: z.string().nullable(), reason: z.string(), guardrail: z.string(), priority: z.enum(["low", "medium", "high", "critical"]) })
   .passthrough();

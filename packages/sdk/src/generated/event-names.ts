@@ -35,6 +35,8 @@ export const intentEventTypes = {
   "coordinatorPaused": "coordinator.paused",
   "coordinatorResumed": "coordinator.resumed",
   "coordinatorStalled": "coordinator.stalled",
+  "coordinatorTaskWaitExceeded": "coordinator.task_wait_exceeded",
+  "coordinatorCheckpointTimedOut": "coordinator.checkpoint_timed_out",
   "coordinatorEscalationInitiated": "coordinator.escalation_initiated",
   "coordinatorGuardrailsUpdated": "coordinator.guardrails_updated",
   "coordinatorUpdated": "coordinator.updated",
