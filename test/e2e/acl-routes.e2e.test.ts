@@ -211,6 +211,12 @@ const samples: Record<string, Sample> = {
   coordinatorsCreateLease: { prepare: async (w) => ({ body: { agent_id: "probe", intent_id: w.intentId } }), ok: 201 },
   coordinatorsAssign: { body: { coordinator_id: "probe", governance_policy: "default", set_by: "probe" }, ok: 201 },
   coordinatorsListForIntent: {},
+  coordinatorsRemove: {
+    prepare: async (w) => {
+      await ok(await admin("/coordinators", { body: { agent_id: "probe", intent_id: w.intentId } }), "coordinator lease");
+      return {};
+    },
+  },
   decisionsCreateRecord: {
     prepare: async (w) => {
       await ok(await admin("/coordinators", { body: { agent_id: "probe", intent_id: w.intentId } }), "coordinator lease");

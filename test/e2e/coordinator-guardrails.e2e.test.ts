@@ -457,6 +457,37 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     ]);
   });
 
+  it("DELETE /intents/{id}/coordinator: the holder, its supervisor, admin and coordinator keys end the lease, once; 404 when the intent has none", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const remove = (who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, ifMatch?: number) =>
+      cluster.api(`/intents/${intent.id}/coordinator`, { ...who, method: "DELETE", headers: { ...("headers" in who ? who.headers : {}), ...(ifMatch !== undefined ? { "If-Match": String(ifMatch) } : {}) } });
+    expectError(await remove({ key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    const lease = (await take(intent.id, holder, { supervisor_id: lead })).body;
+    expectError(await remove(as(uniqueTag("other"))), 403, "FORBIDDEN");
+    expectError(await remove(as(lead), 7), 409, "VERSION_MISMATCH");
+    const removed = await remove(as(lead), 1);
+    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+    expect(removed.body).toMatchObject({ id: lease.id, agent_id: holder, status: "failed_over", end_reason: "removed" });
+    expectError(await remove({ key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    // The intent has no coordinator: the former holder's decisions are refused, another agent takes the lease.
+    expectError(await decideAs(intent.id, holder, "task_assigned"), 403, "NOT_LEASE_HOLDER");
+    const next = uniqueTag("coord");
+    expect((await take(intent.id, next)).status).toBe(201);
+    // The holder steps down; of two removals at once, one ends the lease and the other finds none.
+    expect((await remove(as(next))).status).toBe(200);
+    expect((await take(intent.id, holder)).status).toBe(201);
+    const raced = await Promise.all([remove({ key: "admin" }), remove({ key: "coordinator" })]);
+    expect(raced.map((r) => r.status).sort()).toEqual([200, 404]);
+    const log = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.removed");
+    expect(log.map((e) => [e.actor, e.payload])).toEqual([
+      [lead, { lease_id: lease.id, coordinator_id: holder, removed_by: lead }],
+      [next, expect.objectContaining({ coordinator_id: next, removed_by: next })],
+      [expect.any(String), expect.objectContaining({ coordinator_id: holder })],
+    ]);
+  });
+
   it("handoff: the holder's alone, to a named agent not dead, exactly once under concurrent handoffs; the successor gets the same terms and the pause", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");

@@ -13,7 +13,7 @@ export const COORDINATOR_TYPES = ["llm", "human", "composite", "system"] as cons
 /** What a lease answers: `active` (heartbeats on time), `unresponsive` (two intervals without one; another may take over), `failed_over` (ended). */
 export const COORDINATOR_STATUSES = ["active", "paused", "unresponsive", "failed_over"] as const;
 /** Why a lease ended: taken over once unresponsive, its agent died, handed off by its holder, replaced by a supervisor. */
-export const COORDINATOR_END_REASONS = ["expired", "agent_dead", "handed_off", "replaced"] as const;
+export const COORDINATOR_END_REASONS = ["expired", "agent_dead", "handed_off", "replaced", "removed"] as const;
 /** RFC-0013 3.1 on_exceed: what a guardrail refusal also starts (docs/coordinators.md). `fail` is not served. */
 export const ON_EXCEED_VALUES = ["notify", "pause", "escalate", "pause_and_escalate"] as const;
 /** The RFC's decision types (section 4.2), which the client's DecisionType enum holds. */
@@ -367,6 +367,8 @@ export const coordinatorCommands = {
   pause: command("intents", "coordinators.pause", LeaseChange.extend({ body: CoordinatorPauseBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "COORDINATOR_PAUSED"]),
   resume: command("intents", "coordinators.resume", LeaseChange.extend({ body: CoordinatorPauseBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "COORDINATOR_NOT_PAUSED"]),
   replace: command("intents", "coordinators.replace", LeaseChange.extend({ body: CoordinatorReplaceBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "AGENT_NOT_ACTIVE", "VALIDATION_FAILED"]),
+  /** DELETE /intents/{id}/coordinator (RFC-0013 9 "remove coordinator from intent"): ends the intent's lease; answers it, ended. */
+  remove: command("intents", "coordinators.remove", IntentRef.merge(IfMatch), CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_ACCESS_DENIED", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
   /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
   coordinates: command(
     "intents",

@@ -108,6 +108,7 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   pause: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
   resume: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
   replace: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
+  remove: write,
   holder: SERVICE,
   coordinates: SERVICE,
   heldBy: SERVICE,

@@ -135,6 +135,16 @@ export const coordinatorRoutes = [
     summary: "Revoke the lease and give the intent to another agent with the same terms (its supervisor, admin and coordinator keys): answers the new lease",
   },
   {
+    operationId: "coordinatorsRemove",
+    tag: "Coordinators",
+    method: "delete",
+    path: "/intents/{intent_id}/coordinator",
+    command: coordinatorCommands.remove,
+    ifMatch: "optional",
+    access: { roles: ALL_ROLES },
+    summary: "Remove the intent's coordinator (RFC-0013 9): its lease ends (its holder, its supervisor, admin and coordinator keys); answers the ended lease",
+  },
+  {
     operationId: "coordinatorsListForIntent",
     tag: "Coordinators",
     method: "get",

@@ -274,6 +274,33 @@ export async function replaceCoordinator(ctx: IntentsContext, leaseId: string, i
   return toCoordinatorLease(row, ctx.clock.now());
 }
 
+/**
+ * DELETE /intents/{id}/coordinator (RFC-0013 9 "remove coordinator from intent"): the intent's
+ * holding lease (live, paused or unresponsive) ends with `end_reason: "removed"` and no successor;
+ * its failover candidates are not asked (removing is not a failure). Its holder (stepping down),
+ * whoever supervises it, admin and coordinator keys; write on the intent (the route's rule).
+ * Under the intent's row lock: of two removals one answers the ended lease, the other 404.
+ * If-Match, when sent, is the lease's version. coordinator.removed; the ended lease is answered.
+ */
+export async function removeCoordinator(ctx: IntentsContext, intentId: string, ifMatch: number | null, caller: Caller): Promise<CoordinatorLease> {
+  const now = ctx.clock.now();
+  const ended = await ctx.db.transaction(async (tx) => {
+    await lockIntentRow(tx, intentId, null);
+    const [row] = await tx
+      .select()
+      .from(coordinatorLeases)
+      .where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true)))
+      .for("update");
+    if (!row) throw appError("COORDINATOR_LEASE_NOT_FOUND", `intent ${intentId} has no coordinator`, { intent_id: intentId });
+    if (ifMatch !== null && row.version !== ifMatch) throw errors.versionMismatch("coordinator_lease", row.id, row.version, ifMatch);
+    if (caller.actor !== row.agentId) assertSupervises(row, caller, "remove");
+    const updated = await updateRow(tx, row.id, { holds: false, endedAt: now, endReason: "removed" });
+    await appendToLog(tx, intentId, [newEvent(intentEvents.coordinatorRemoved, caller.actor, { lease_id: row.id, coordinator_id: row.agentId, removed_by: caller.actor })], now);
+    return updated;
+  });
+  ctx.published();
+  return toCoordinatorLease(ended, ctx.clock.now());
+}
 
 /**
  * GET /coordinators/{id}/guardrails/status (RFC-0013 9 "guardrail usage and remaining budget"):

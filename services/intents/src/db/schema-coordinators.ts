@@ -29,7 +29,7 @@ export const coordinatorLeases = intentsSchema.table(
     lastHeartbeat: ts("last_heartbeat").notNull(),
     expiresAt: ts("expires_at").notNull(),
     endedAt: ts("ended_at"),
-    /** expired (taken over after it went unresponsive), agent_dead (its agent died: failover), handed_off, replaced. */
+    /** expired (taken over after it went unresponsive), agent_dead (its agent died: failover), handed_off, replaced, removed (DELETE /intents/{id}/coordinator). */
     endReason: text("end_reason"),
     predecessorId: uuid("predecessor_id"),
     /** Paused by a supervisor or by an on_exceed guardrail: the holder's work is refused until resumed. */
