@@ -488,6 +488,36 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     ]);
   });
 
+  it("force-escalate (RFC-0013 2.1): the supervisor sends a task to a human: task.force_escalated, one escalation through governance; not the holder, not without a coordinator", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const task = (await createTask(intent.id, null, { title: "risky" })).body;
+    const force = (who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, body: unknown = { reason: "needs a human's call" }) => post(`/tasks/${task.id}/force-escalate`, who, body);
+    expectError(await force({ key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    const lease = (await take(intent.id, holder, { supervisor_id: lead })).body;
+    expectError(await force(as(holder)), 403, "FORBIDDEN");
+    expectError(await force(as(uniqueTag("other"))), 403, "FORBIDDEN");
+    expectError(await force(as(lead), { reason: "" }), 400, "VALIDATION_FAILED");
+    expectError(await post(`/tasks/${UNKNOWN_ID}/force-escalate`, as(lead), { reason: "r" }), 404, "TASK_NOT_FOUND");
+    const forced = await force(as(lead), { reason: "needs a human's call", priority: "critical" });
+    expect(forced.status, JSON.stringify(forced.body)).toBe(202);
+    expect(forced.body).toEqual({ escalation_id: expect.any(String), task_id: task.id, intent_id: intent.id, lease_id: lease.id, coordinator_id: holder, escalated_by: lead, reason: "needs a human's call", priority: "critical" });
+    const log = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "task.force_escalated");
+    expect(log.map((e) => [e.id, e.actor, e.payload])).toEqual([
+      [forced.body.escalation_id, lead, { task_id: task.id, status: "ready", version: task.version, lease_id: lease.id, coordinator_id: holder, escalated_by: lead, reason: "needs a human's call", priority: "critical" }],
+    ]);
+    await vi.waitFor(
+      async () => {
+        const listed = (await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations;
+        expect(listed).toEqual([expect.objectContaining({ id: forced.body.escalation_id, priority: "critical", status: "pending" })]);
+      },
+      { timeout: 5000, interval: 50 },
+    );
+    // The task is not changed: a human decides what becomes of it.
+    expect((await cluster.api(`/tasks/${task.id}`)).body).toMatchObject({ status: "ready", version: task.version });
+  });
+
   it("handoff: the holder's alone, to a named agent not dead, exactly once under concurrent handoffs; the successor gets the same terms and the pause", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");

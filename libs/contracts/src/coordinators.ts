@@ -1,6 +1,7 @@
 import { z } from "./zod";
 import { ActorId, AgentId, boundedJsonObject, JsonObject, pageLimit, Timestamp, Uuid } from "./common";
 import { command, IfMatch, IntentRef } from "./command";
+import { ESCALATION_LEVELS } from "./escalations";
 
 /**
  * Coordinator leases and decision records (RFC-0013; docs/coordinators.md), at the paths and in
@@ -327,6 +328,30 @@ export const CoordinatorReplaceBody = z
   .openapi("CoordinatorReplace");
 export type CoordinatorReplaceBody = z.infer<typeof CoordinatorReplaceBody>;
 
+/** POST /tasks/{id}/force-escalate (RFC-0013 2.1 "force a specific task to escalate to human"). */
+export const ForceEscalateTaskBody = z
+  .object({
+    reason: z.string().trim().min(1).max(2000),
+    priority: z.enum(ESCALATION_LEVELS).default("high"),
+  })
+  .strict()
+  .openapi("ForceEscalateTask");
+export type ForceEscalateTaskBody = z.infer<typeof ForceEscalateTaskBody>;
+/** The answer: the escalation the governance service opens (its id is the task.force_escalated event's id). */
+export const ForcedEscalation = z
+  .object({
+    escalation_id: Uuid,
+    task_id: Uuid,
+    intent_id: Uuid,
+    lease_id: Uuid,
+    coordinator_id: z.string(),
+    escalated_by: z.string(),
+    reason: z.string(),
+    priority: z.enum(ESCALATION_LEVELS),
+  })
+  .passthrough()
+  .openapi("ForcedEscalation");
+
 /** The errors of the lease-changing commands. */
 const LEASE_CHANGE_ERRORS = ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_ACCESS_DENIED", "VERSION_MISMATCH"] as const;
 const LeaseChange = LeaseRef.merge(IfMatch);
@@ -369,6 +394,13 @@ export const coordinatorCommands = {
   replace: command("intents", "coordinators.replace", LeaseChange.extend({ body: CoordinatorReplaceBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "AGENT_NOT_ACTIVE", "VALIDATION_FAILED"]),
   /** DELETE /intents/{id}/coordinator (RFC-0013 9 "remove coordinator from intent"): ends the intent's lease; answers it, ended. */
   remove: command("intents", "coordinators.remove", IntentRef.merge(IfMatch), CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_ACCESS_DENIED", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  /** RFC-0013 2.1 force-escalate: the supervisor of the task's intent's coordinator sends the task to a human (an escalation through governance). */
+  forceEscalate: command("intents", "coordinators.force_escalate", z.object({ task_id: Uuid, body: ForceEscalateTaskBody }), ForcedEscalation, [
+    "COORDINATOR_LEASE_NOT_FOUND",
+    "FORBIDDEN",
+    "INTENT_ACCESS_DENIED",
+    "TASK_NOT_FOUND",
+  ]),
   /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
   coordinates: command(
     "intents",

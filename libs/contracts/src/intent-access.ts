@@ -109,6 +109,7 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   resume: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
   replace: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
   remove: write,
+  forceEscalate: { open: "the handler checks write on the task's intent, and that the caller supervises its coordinator lease" },
   holder: SERVICE,
   coordinates: SERVICE,
   heldBy: SERVICE,

@@ -1,4 +1,4 @@
-import { intentEvents } from "@intentmesh/contracts";
+import { intentEvents, taskEvents } from "@intentmesh/contracts";
 import { eventOn, subscribe, type Bus, type TypedEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { GovernanceContext } from "./context";
@@ -44,8 +44,41 @@ export async function openGuardrailEscalation(tx: Tx, event: EscalationInitiated
   return inserted.length > 0;
 }
 
+/** The durable of task.force_escalated (RFC-0013 2.1): the supervisor's forced escalations. */
+export const FORCED_ESCALATIONS_DURABLE = "governance-task-force-escalations";
+
+type ForceEscalated = TypedEvent<"intent", typeof taskEvents.forceEscalated>;
+
+/**
+ * A supervisor forced a task to a human (task.force_escalated): the escalation, id = the event's
+ * id, escalated by the supervisor (who may not resolve it, as for any escalation), with the task
+ * in its context. Once per event, as above.
+ */
+export async function openForcedEscalation(tx: Tx, event: ForceEscalated, now: Date): Promise<boolean> {
+  const p = event.payload;
+  const inserted = await tx
+    .insert(approvals)
+    .values({
+      id: event.id,
+      intentId: event.intent_id,
+      action: ESCALATION_ACTION,
+      reason: p.reason,
+      context: { source: "task_force_escalated", task_id: p.task_id, lease_id: p.lease_id, coordinator_id: p.coordinator_id, escalated_by: p.escalated_by, event_id: event.id },
+      requestedBy: p.escalated_by,
+      requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL,
+      status: "pending",
+      createdAt: now,
+      priority: p.priority,
+      urgency: p.priority,
+      resolution: null,
+    })
+    .onConflictDoNothing()
+    .returning({ id: approvals.id });
+  return inserted.length > 0;
+}
+
 export async function startCoordinatorEscalations(ctx: GovernanceContext, bus: Bus): Promise<{ stop(): Promise<void> }> {
-  return subscribe(bus, eventOn(intentEvents.coordinatorEscalationInitiated, "intent"), {
+  const guardrails = await subscribe(bus, eventOn(intentEvents.coordinatorEscalationInitiated, "intent"), {
     db: ctx.db,
     inbox,
     durable: COORDINATOR_ESCALATIONS_DURABLE,
@@ -54,4 +87,18 @@ export async function startCoordinatorEscalations(ctx: GovernanceContext, bus: B
       if (await openGuardrailEscalation(tx, event, ctx.clock.now())) announceApproval(ctx, event.intent_id);
     },
   });
+  const forced = await subscribe(bus, eventOn(taskEvents.forceEscalated, "intent"), {
+    db: ctx.db,
+    inbox,
+    durable: FORCED_ESCALATIONS_DURABLE,
+    logger: ctx.logger,
+    handle: async (tx: Tx, event: ForceEscalated) => {
+      if (await openForcedEscalation(tx, event, ctx.clock.now())) announceApproval(ctx, event.intent_id);
+    },
+  });
+  return {
+    stop: async () => {
+      await Promise.all([guardrails.stop(), forced.stop()]);
+    },
+  };
 }

@@ -9,7 +9,7 @@ import type { IntentsContext } from "./kernel/context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./leases/sweeper";
 import { CoordinatorStallSweeper } from "./coordinators/stall-sweeper";
-import { getGuardrails, guardrailStatus, handOffCoordinator, patchGuardrails, pauseCoordinator, removeCoordinator, replaceCoordinator, resumeCoordinator, updateCoordinator } from "./coordinators/supervision";
+import { forceEscalateTask, getGuardrails, guardrailStatus, handOffCoordinator, patchGuardrails, pauseCoordinator, removeCoordinator, replaceCoordinator, resumeCoordinator, updateCoordinator } from "./coordinators/supervision";
 import { CheckpointSweeper, DEFAULT_CHECKPOINT_SCHEDULE, type CheckpointSchedule } from "./verifiable/sweeper";
 import { anchorCheckpoint, consistency, createCheckpoint, getCheckpoint, inclusionProof, listCheckpoints, verifyLog } from "./verifiable/handlers";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./portfolios/handlers";
@@ -152,6 +152,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     resume: (input, caller) => resumeCoordinator(ctx, input.lease_id, input.if_match, caller),
     replace: (input, caller) => replaceCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
     remove: (input, caller) => removeCoordinator(ctx, input.intent_id, input.if_match, caller),
+    forceEscalate: (input, caller) => forceEscalateTask(ctx, input.task_id, input.body, caller),
     holder: (input) => coordinatorOf(ctx, input.intent_id),
     coordinates: (input) => intentsCoordinatedFor(ctx, input.coordinator, input.agent_id),
     heldBy: (input) => intentsHeldBy(ctx, input.agent_id),

@@ -145,6 +145,17 @@ export const coordinatorRoutes = [
     summary: "Remove the intent's coordinator (RFC-0013 9): its lease ends (its holder, its supervisor, admin and coordinator keys); answers the ended lease",
   },
   {
+    operationId: "tasksForceEscalate",
+    tag: "Coordinators",
+    method: "post",
+    path: "/tasks/{task_id}/force-escalate",
+    command: coordinatorCommands.forceEscalate,
+    body: "body",
+    status: 202,
+    access: { roles: ALL_ROLES },
+    summary: "Force a task to escalate to a human (RFC-0013 2.1): the supervisor of the intent's coordinator; the governance service opens the escalation",
+  },
+  {
     operationId: "coordinatorsListForIntent",
     tag: "Coordinators",
     method: "get",

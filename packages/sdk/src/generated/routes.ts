@@ -45,6 +45,7 @@ export const routes = {
   coordinatorsResume: {"method":"POST","path":"/coordinators/{lease_id}/resume","body":"body","ifMatch":"optional","status":200},
   coordinatorsReplace: {"method":"POST","path":"/coordinators/{lease_id}/replace","body":"body","ifMatch":"optional","status":200},
   coordinatorsRemove: {"method":"DELETE","path":"/intents/{intent_id}/coordinator","ifMatch":"optional","status":200},
+  tasksForceEscalate: {"method":"POST","path":"/tasks/{task_id}/force-escalate","body":"body","status":202},
   coordinatorsListForIntent: {"method":"GET","path":"/intents/{intent_id}/coordinators","status":200},
   decisionsCreateRecord: {"method":"POST","path":"/decisions","body":"body","status":201},
   decisionsListRecords: {"method":"GET","path":"/intents/{intent_id}/coordinator-decisions","query":"query","status":200},

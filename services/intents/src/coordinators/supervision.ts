@@ -13,8 +13,10 @@ import {
   type CoordinatorLease,
   type CoordinatorPauseBody,
   type CoordinatorReplaceBody,
+  type ForceEscalateTaskBody,
   type UpdateCoordinatorBody,
 } from "@intentmesh/contracts";
+import { randomUUID } from "node:crypto";
 import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -27,6 +29,7 @@ import { guardrailFacts } from "./decision-guard";
 import { events } from "../db/schema";
 import { tasks } from "../db/schema-tasks";
 import { TASK_END_STATUSES } from "../tasks/task-status";
+import { readTask, readTaskUnlocked, taskEvent } from "../tasks/store";
 import { expiryAfter, isLive, leaseStatus, mergePatch, supervises, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
 
 /**
@@ -300,6 +303,48 @@ export async function removeCoordinator(ctx: IntentsContext, intentId: string, i
   });
   ctx.published();
   return toCoordinatorLease(ended, ctx.clock.now());
+}
+
+/**
+ * POST /tasks/{id}/force-escalate (RFC-0013 2.1 "force a specific task to escalate to human",
+ * `task.force_escalated`): by whoever supervises the holding coordinator lease of the task's
+ * intent (its supervisor, admin and coordinator keys; never its holder: forcing is the
+ * supervisor's override of the coordinator), with write on the intent; 404
+ * COORDINATOR_LEASE_NOT_FOUND when the intent has no coordinator (anyone with write escalates
+ * through POST /intents/{id}/escalations). The event commits under the intent's row lock; the
+ * governance service opens the escalation from it, its id the event's id, once per event (as for
+ * on_exceed). The task is not changed: a human decides what becomes of it. 202 with the escalation's id.
+ */
+export async function forceEscalateTask(ctx: IntentsContext, taskId: string, body: ForceEscalateTaskBody, caller: Caller) {
+  const { intentId } = await readTaskUnlocked(ctx, taskId);
+  await ctx.access.check(coordinatorCommands.assign, intentId, caller);
+  const now = ctx.clock.now();
+  const answer = await ctx.db.transaction(async (tx) => {
+    await lockIntentRow(tx, intentId, null);
+    const task = await readTask(tx, taskId);
+    const [lease] = await tx
+      .select()
+      .from(coordinatorLeases)
+      .where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true)))
+      .for("update");
+    if (!lease) throw appError("COORDINATOR_LEASE_NOT_FOUND", `intent ${intentId} has no coordinator whose supervisor could force-escalate task ${taskId}; escalate through POST /intents/${intentId}/escalations`, { intent_id: intentId });
+    assertSupervises(lease, caller, "force-escalate a task of");
+    const id = randomUUID();
+    const event = taskEvent("forceEscalated", caller.actor, {
+      task_id: task.id,
+      status: task.status as never,
+      version: task.version,
+      lease_id: lease.id,
+      coordinator_id: lease.agentId,
+      escalated_by: caller.actor,
+      reason: body.reason,
+      priority: body.priority,
+    });
+    await appendToLog(tx, intentId, [{ ...event, id }], now);
+    return { escalation_id: id, task_id: task.id, intent_id: intentId, lease_id: lease.id, coordinator_id: lease.agentId, escalated_by: caller.actor, reason: body.reason, priority: body.priority };
+  });
+  ctx.published();
+  return answer;
 }
 
 /**
