@@ -518,6 +518,43 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     expect((await cluster.api(`/tasks/${task.id}`)).body).toMatchObject({ status: "ready", version: task.version });
   });
 
+  it("plan review gate (RFC-0013 2.1): the supervisor approves a draft plan (activated) or rejects it with feedback (cancelled); not the holder, not a plan past its draft", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const draft = async () => {
+      const created = await cluster.api(`/intents/${intent.id}/plans`, { ...coordinatorAs(holder), body: { title: "proposed", state: "draft", steps: [{ title: "gather" }] } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(created.body.state).toBe("draft");
+      return created.body;
+    };
+    const first = await draft();
+    expectError(await post(`/plans/${first.id}/approve`, { key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    await take(intent.id, holder, { supervisor_id: lead });
+    expectError(await post(`/plans/${first.id}/approve`, as(holder)), 403, "FORBIDDEN");
+    expectError(await post(`/plans/${first.id}/approve`, coordinatorAs(holder)), 403, "FORBIDDEN");
+    expectError(await post(`/plans/${first.id}/approve`, as(uniqueTag("other"))), 403, "FORBIDDEN");
+    expectError(await post(`/plans/${first.id}/reject`, as(lead), {}), 400, "VALIDATION_FAILED");
+    expectError(await post(`/plans/${UNKNOWN_ID}/approve`, as(lead)), 404, "PLAN_NOT_FOUND");
+    const approved = await post(`/plans/${first.id}/approve`, as(lead), { comment: "within budget" });
+    expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+    expect(approved.body).toMatchObject({ id: first.id, state: "active" });
+    expectError(await post(`/plans/${first.id}/approve`, as(lead)), 409, "INVALID_PLAN_TRANSITION");
+    expectError(await post(`/plans/${first.id}/reject`, as(lead), { reason: "late" }), 409, "INVALID_PLAN_TRANSITION");
+
+    const second = await draft();
+    const rejected = await post(`/plans/${second.id}/reject`, { key: "coordinator" }, { reason: "Budget too high, simplify the plan" });
+    expect(rejected.status, JSON.stringify(rejected.body)).toBe(200);
+    expect(rejected.body).toMatchObject({ id: second.id, state: "cancelled" });
+    const log = (await allEvents(cluster, intent.id)).filter((e) => ["plan.approved_by_supervisor", "plan.rejected_by_supervisor", "plan.activated", "plan.cancelled"].includes(e.event_type));
+    expect(log.map((e) => [e.event_type, e.actor, e.payload])).toEqual([
+      ["plan.approved_by_supervisor", lead, { plan_id: first.id, state: "active", version: expect.any(Number), approved_by: lead, comment: "within budget" }],
+      ["plan.activated", lead, expect.objectContaining({ plan_id: first.id, from: "draft" })],
+      ["plan.rejected_by_supervisor", "coordinator", { plan_id: second.id, state: "cancelled", version: expect.any(Number), rejected_by: "coordinator", reason: "Budget too high, simplify the plan" }],
+      ["plan.cancelled", "coordinator", expect.objectContaining({ plan_id: second.id, from: "draft" })],
+    ]);
+  });
+
   it("handoff: the holder's alone, to a named agent not dead, exactly once under concurrent handoffs; the successor gets the same terms and the pause", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");

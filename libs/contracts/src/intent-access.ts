@@ -196,6 +196,9 @@ const plans: RulesOf<typeof planCommands> = {
   checkpoints: { needs: "read", from: "plan_id" },
   approveCheckpoint: { needs: "write", from: "plan_id" },
   rejectCheckpoint: { needs: "write", from: "plan_id" },
+  // RFC-0013 2.1: the review gate is the supervisor's (checked in the handler), on work of the intent.
+  supervisorApprove: { needs: "write", from: "plan_id" },
+  supervisorReject: { needs: "write", from: "plan_id" },
 };
 
 const channels: RulesOf<typeof channelsCommands> = {

@@ -108,6 +108,8 @@ export const routes = {
   plansCheckpoints: {"method":"GET","path":"/plans/{plan_id}/checkpoints","status":200},
   plansCheckpointApprove: {"method":"POST","path":"/plans/{plan_id}/checkpoints/{checkpoint_id}/approve","body":"body","status":200},
   plansCheckpointReject: {"method":"POST","path":"/plans/{plan_id}/checkpoints/{checkpoint_id}/reject","body":"body","status":200},
+  plansSupervisorApprove: {"method":"POST","path":"/plans/{plan_id}/approve","body":"body","status":200},
+  plansSupervisorReject: {"method":"POST","path":"/plans/{plan_id}/reject","body":"body","status":200},
   workflowsCreate: {"method":"POST","path":"/workflows","body":"body","status":201},
   workflowsList: {"method":"GET","path":"/workflows","query":"query","status":200},
   workflowsGet: {"method":"GET","path":"/workflows/{workflow_id}","status":200},

@@ -61,7 +61,7 @@ const guardrailsView = (row: CoordinatorLeaseRow): GuardrailsView => ({
   version: row.version,
 });
 
-function assertSupervises(row: CoordinatorLeaseRow, caller: Caller, action: string): void {
+export function assertSupervises(row: CoordinatorLeaseRow, caller: Caller, action: string): void {
   if (supervises(row, caller)) return;
   const why = caller.actor === row.agentId ? "a coordinator does not supervise itself" : `its supervisor is ${row.supervisorId ?? "(none)"}`;
   throw errors.forbidden(`${caller.actor} may not ${action} coordinator lease ${row.id}: ${why}; admin and coordinator keys may`, { lease_id: row.id, supervisor_id: row.supervisorId });
