@@ -430,7 +430,7 @@ describe("the lease routes and the intent's access-control list (RFC-0011)", () 
 });
 
 describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
-  const post = (path: string, who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, body: unknown = {}) => cluster.api(path, { ...who, body });
+  const post = (path: string, who: { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" }, body: unknown = {}) => cluster.api(path, { ...who, body });
 
   it("pause and resume by the supervisor (not the holder): the paused holder's work is refused; each logged once", async () => {
     const intent = await createIntent(cluster);
@@ -530,7 +530,8 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     };
     const first = await draft();
     expectError(await post(`/plans/${first.id}/approve`, { key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
-    await take(intent.id, holder, { supervisor_id: lead });
+    await take(intent.id, holder, { supervisor_id: lead, guardrails: { requires_plan_review: true } });
+    expectError(await decideAs(intent.id, holder, "plan_created"), 403, "GUARDRAIL_VIOLATION");
     expectError(await post(`/plans/${first.id}/approve`, as(holder)), 403, "FORBIDDEN");
     expectError(await post(`/plans/${first.id}/approve`, coordinatorAs(holder)), 403, "FORBIDDEN");
     expectError(await post(`/plans/${first.id}/approve`, as(uniqueTag("other"))), 403, "FORBIDDEN");
@@ -541,6 +542,9 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     expect(approved.body).toMatchObject({ id: first.id, state: "active" });
     expectError(await post(`/plans/${first.id}/approve`, as(lead)), 409, "INVALID_PLAN_TRANSITION");
     expectError(await post(`/plans/${first.id}/reject`, as(lead), { reason: "late" }), 409, "INVALID_PLAN_TRANSITION");
+    // The sign-off is the plan review requires_plan_review asks for: one plan_created decision may use it.
+    await vi.waitFor(async () => expect((await decideAs(intent.id, holder, "plan_created")).status).toBe(201), { timeout: 5000, interval: 50 });
+    expectError(await decideAs(intent.id, holder, "plan_created"), 403, "GUARDRAIL_VIOLATION");
 
     const second = await draft();
     const rejected = await post(`/plans/${second.id}/reject`, { key: "coordinator" }, { reason: "Budget too high, simplify the plan" });

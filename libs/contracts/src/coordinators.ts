@@ -31,6 +31,13 @@ export const DECISION_TYPES = [
   "coordinator_handoff",
 ] as const;
 
+/**
+ * The approval action of a plan review (requires_plan_review, requires_replan_review): granted by a
+ * human key through the approval routes, or by the supervisor's approval at the plan review gate
+ * (POST /plans/{id}/approve), which the governance service records as a granted plan review.
+ */
+export const PLAN_REVIEW_ACTION = "plan_review";
+
 export const MAX_FAILOVER_CANDIDATES = 10;
 /** The most intents coordinators.held_by answers for one agent (the newest grants first). */
 export const MAX_HELD_LEASES_ANSWERED = 100;
