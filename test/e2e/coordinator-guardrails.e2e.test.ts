@@ -518,7 +518,7 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     expect((await cluster.api(`/tasks/${task.id}`)).body).toMatchObject({ status: "ready", version: task.version });
   });
 
-  it("plan review gate (RFC-0013 2.1): the supervisor approves a draft plan (activated) or rejects it with feedback (cancelled); not the holder, not a plan past its draft", async () => {
+  it("plan review gate and override (RFC-0013 2.1): the supervisor approves a draft plan (activated, a plan review) or rejects it with feedback (cancelled); its change of the coordinator's plan is an override", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");
     const lead = uniqueTag("lead");
@@ -545,6 +545,18 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     // The sign-off is the plan review requires_plan_review asks for: one plan_created decision may use it.
     await vi.waitFor(async () => expect((await decideAs(intent.id, holder, "plan_created")).status).toBe(201), { timeout: 5000, interval: 50 });
     expectError(await decideAs(intent.id, holder, "plan_created"), 403, "GUARDRAIL_VIOLATION");
+
+    // Override plan: the supervisor's change of the coordinator's plan is logged with both versions; the holder's own change is not an override.
+    const current = (await cluster.api(`/plans/${first.id}`)).body;
+    const patchPlan = (who: { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" }, version: number, body: unknown) =>
+      cluster.api(`/plans/${first.id}`, { ...who, method: "PATCH", body, headers: { ...("headers" in who ? who.headers : {}), "If-Match": String(version) } });
+    const own = await patchPlan(coordinatorAs(holder), current.version, { metadata: { note: "mine" } });
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    const overridden = await patchPlan({ key: "admin" }, own.body.version, { title: "simplified", state: "paused" });
+    expect(overridden.status, JSON.stringify(overridden.body)).toBe(200);
+    expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.plan_overridden").map((e) => [e.actor, e.payload])).toEqual([
+      ["admin", { lease_id: expect.any(String), coordinator_id: holder, overridden_by: "admin", plan_id: first.id, old_plan_version: own.body.version, new_plan_version: overridden.body.version, changed: ["title", "state"] }],
+    ]);
 
     const second = await draft();
     const rejected = await post(`/plans/${second.id}/reject`, { key: "coordinator" }, { reason: "Budget too high, simplify the plan" });

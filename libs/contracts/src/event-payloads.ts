@@ -99,6 +99,9 @@ export const CoordinatorEscalationInitiatedPayload = z
   .passthrough();
 export const CoordinatorGuardrailsUpdatedPayload = z.object({ lease_id: Id, coordinator_id: Id, updated_by: z.string(), changes: Changes, version: Version }).passthrough();
 export const CoordinatorUpdatedPayload = z.object({ lease_id: Id, coordinator_id: Id, updated_by: z.string(), changes: Changes, version: Version }).passthrough();
+export const CoordinatorPlanOverriddenPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, overridden_by: z.string(), plan_id: Id, old_plan_version: Version, new_plan_version: Version, changed: z.array(z.string()) })
+  .passthrough();
 export const CoordinatorRemovedPayload = z.object({ lease_id: Id, coordinator_id: Id, removed_by: z.string() }).passthrough();
 export const CoordinatorHandoffPayload = z
   .object({ old_lease_id: Id, new_lease_id: Id, from_coordinator: Id, to_coordinator: Id, reason: z.string().nullable(), state_summary: Changes.nullable() })

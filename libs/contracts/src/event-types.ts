@@ -92,6 +92,8 @@ export const intentEvents = {
   coordinatorHandoff: intentsEvent("coordinator.handoff", ["intent"], P.CoordinatorHandoffPayload),
   /** RFC-0013 2.1: a supervisor revoked the lease and gave the intent to another agent. */
   coordinatorReplaced: intentsEvent("coordinator.replaced", ["intent"], P.CoordinatorReplacedPayload),
+  /** RFC-0013 2.1 "override plan": a supervisor changed (PATCH /plans/{id}) a plan the coordinator created, logged with the change. */
+  coordinatorPlanOverridden: intentsEvent("coordinator.plan_overridden", ["intent"], P.CoordinatorPlanOverriddenPayload),
   /** RFC-0013 9 DELETE /intents/{id}/coordinator: the intent's lease ended, no successor. Ours: the RFC names no event for it. */
   coordinatorRemoved: intentsEvent("coordinator.removed", ["intent"], P.CoordinatorRemovedPayload),
   // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.

@@ -42,6 +42,7 @@ export const intentEventTypes = {
   "coordinatorUpdated": "coordinator.updated",
   "coordinatorHandoff": "coordinator.handoff",
   "coordinatorReplaced": "coordinator.replaced",
+  "coordinatorPlanOverridden": "coordinator.plan_overridden",
   "coordinatorRemoved": "coordinator.removed",
   "traceStarted": "intent.trace_started",
   "spansLinked": "intent.spans_linked"
