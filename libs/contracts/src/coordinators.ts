@@ -400,7 +400,7 @@ export const coordinatorCommands = {
   resume: command("intents", "coordinators.resume", LeaseChange.extend({ body: CoordinatorPauseBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "COORDINATOR_NOT_PAUSED"]),
   replace: command("intents", "coordinators.replace", LeaseChange.extend({ body: CoordinatorReplaceBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "AGENT_NOT_ACTIVE", "VALIDATION_FAILED"]),
   /** DELETE /intents/{id}/coordinator (RFC-0013 9 "remove coordinator from intent"): ends the intent's lease; answers it, ended. */
-  remove: command("intents", "coordinators.remove", IntentRef.merge(IfMatch), CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_ACCESS_DENIED", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  remove: command("intents", "coordinators.remove", IntentRef.merge(IfMatch), CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
   /** RFC-0013 2.1 force-escalate: the supervisor of the task's intent's coordinator sends the task to a human (an escalation through governance). */
   forceEscalate: command("intents", "coordinators.force_escalate", z.object({ task_id: Uuid, body: ForceEscalateTaskBody }), ForcedEscalation, [
     "COORDINATOR_LEASE_NOT_FOUND",
