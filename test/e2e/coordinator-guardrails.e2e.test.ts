@@ -236,7 +236,7 @@ describe("temporal guardrails on waits (RFC-0013 3.3): max_task_wait_hours, chec
   it("max_task_wait_hours: a ready task no agent claimed within the limit is reported once, across racing sweeps, and on_exceed escalate opens one escalation", async () => {
     const intent = await createIntent(cluster);
     const holder = uniqueTag("coord");
-    const lease = (await take(intent.id, holder, { supervisor_id: "lead", guardrails: { temporal: { max_task_wait_hours: 2 }, on_exceed: "escalate" } })).body;
+    const lease = (await take(intent.id, holder, { supervisor_id: "lead", guardrails: { temporal: { max_task_wait_hours: 2, require_progress_every_minutes: 150 }, on_exceed: "escalate" } })).body;
     const waiting = (await createTask(intent.id, null, { title: "waits" })).body;
     expect(waiting.status).toBe("ready");
     const taken = (await createTask(intent.id, null, { title: "taken" })).body;
@@ -262,6 +262,10 @@ describe("temporal guardrails on waits (RFC-0013 3.3): max_task_wait_hours, chec
       async () => expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations.map((e: any) => e.id)).toEqual([initiated[0].id]),
       { timeout: 5000, interval: 50 },
     );
+    // The report and its escalation are not progress: the stall counts from the last act on the intent (the claim).
+    const stalled = (await ofType(intent.id, "coordinator.stalled")).map((e) => e.payload);
+    expect(stalled).toEqual([expect.objectContaining({ lease_id: lease.id })]);
+    expect(Date.parse(stalled[0].last_progress_at)).toBe(Date.parse(waiting.created_at));
     // An escalate-only guardrail does not pause the lease.
     expect((await cluster.api(`/coordinators/${lease.id}`)).body.status).toBe("active");
   });

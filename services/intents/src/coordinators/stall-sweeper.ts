@@ -1,4 +1,4 @@
-import { and, desc, eq, ne, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import { AWAITING_CHECKPOINT, intentEvents, intentEventTypes, isoTimestamp } from "@intentmesh/contracts";
 import { newEvent } from "@intentmesh/bus";
@@ -25,6 +25,19 @@ function guardrailNumber(key: string): SQL {
       .concat(sql`case when jsonb_typeof(l.guardrails -> ${key}) = 'number' then (l.guardrails ->> ${key})::numeric end`),
     sql`, `,
   )})`;
+}
+
+/**
+ * Whether an event of the intent's log is progress (require_progress_every_minutes): any event but
+ * the timers' own reports (coordinator.stalled, .task_wait_exceeded, .checkpoint_timed_out) and
+ * what on_exceed starts by itself (the system's coordinator.paused and
+ * coordinator.escalation_initiated): a report that nothing moves is not movement.
+ */
+export function isProgress(eventType: SQL | AnyColumn, actor: SQL | AnyColumn): SQL {
+  const reports = [intentEventTypes.coordinatorStalled, intentEventTypes.coordinatorTaskWaitExceeded, intentEventTypes.coordinatorCheckpointTimedOut];
+  const reactions = [intentEventTypes.coordinatorPaused, intentEventTypes.coordinatorEscalationInitiated];
+  const list = (names: readonly string[]) => sql.join(names.map((n) => sql`${n}`), sql`, `);
+  return sql`(${eventType} not in (${list(reports)}) and not (${eventType} in (${list(reactions)}) and ${actor} = 'system'))`;
 }
 
 /** A wait a temporal guardrail watches: a ready task, or a plan checkpoint awaiting its decision. */
@@ -67,7 +80,7 @@ export class CoordinatorStallSweeper extends Sweeper {
           select l.*, ${minutes} as window_minutes,
             greatest(l.granted_at, (
               select e.created_at from ${events} e
-              where e.intent_id = l.intent_id and e.event_type <> ${intentEventTypes.coordinatorStalled}
+              where e.intent_id = l.intent_id and ${isProgress(sql`e.event_type`, sql`e.actor`)}
               order by e.sequence desc limit 1)) as last_progress_at
           from ${coordinatorLeases} l
           where l.holds and l.expires_at > ${now} and l.paused_at is null and l.guardrails is not null
@@ -88,7 +101,7 @@ export class CoordinatorStallSweeper extends Sweeper {
         const [last] = await tx
           .select({ at: events.createdAt })
           .from(events)
-          .where(and(eq(events.intentId, intentId), ne(events.eventType, intentEventTypes.coordinatorStalled)))
+          .where(and(eq(events.intentId, intentId), isProgress(events.eventType, events.actor)))
           .orderBy(desc(events.sequence))
           .limit(1);
         const lastProgressAt = last && last.at > lease.grantedAt ? last.at : lease.grantedAt;

@@ -1,11 +1,10 @@
-import { and, count, desc, eq, ne, notInArray, sql } from "drizzle-orm";
+import { and, count, desc, eq, notInArray, sql } from "drizzle-orm";
 import {
   appError,
   CoordinatorGuardrails,
   coordinatorCommands,
   errors,
   intentEvents,
-  intentEventTypes,
   isCoordinatorOrAdmin,
   isoTimestamp,
   type Caller,
@@ -25,6 +24,7 @@ import { coordinatorLeases } from "../db/schema-coordinators";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assigned as assignedEvent, grantSuccessor } from "./handlers";
 import { DEFAULT_WARN_AT_PERCENTAGE, readGuardrails } from "./guardrails";
+import { isProgress } from "./stall-sweeper";
 import { guardrailFacts } from "./decision-guard";
 import { events } from "../db/schema";
 import { tasks } from "../db/schema-tasks";
@@ -366,7 +366,7 @@ export async function guardrailStatus(ctx: IntentsContext, leaseId: string, call
   const [last] = await ctx.db
     .select({ at: events.createdAt })
     .from(events)
-    .where(and(eq(events.intentId, row.intentId), ne(events.eventType, intentEventTypes.coordinatorStalled)))
+    .where(and(eq(events.intentId, row.intentId), isProgress(events.eventType, events.actor)))
     .orderBy(desc(events.sequence))
     .limit(1);
   const lastProgressAt = last && last.at > row.grantedAt ? last.at : row.grantedAt;
