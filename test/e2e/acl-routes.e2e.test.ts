@@ -26,6 +26,8 @@ interface World {
   attachmentId(): Promise<string>;
   task(status?: "pending" | "claimed" | "running"): Promise<{ id: string; version: number }>;
   plan(): Promise<{ id: string; version: number }>;
+  /** A draft plan of an intent with a coordinator (agent `planner`): at the supervisor's review gate (the prober's coordinator key supervises). */
+  reviewedPlan(): Promise<string>;
   /** A plan paused at its checkpoint cp_1 (awaiting approval). */
   pausedPlan(): Promise<{ id: string; version: number }>;
   approvalId(): Promise<string>;
@@ -108,6 +110,8 @@ const samples: Record<string, Sample> = {
   plansCheckpoints: { prepare: async (w) => ({ params: { plan_id: (await w.plan()).id } }) },
   plansCheckpointApprove: { prepare: async (w) => ({ params: { plan_id: (await w.pausedPlan()).id, checkpoint_id: "cp_1" }, body: { comment: "fine" } }) },
   plansCheckpointReject: { prepare: async (w) => ({ params: { plan_id: (await w.pausedPlan()).id, checkpoint_id: "cp_1" }, body: { reason: "not yet" } }) },
+  plansSupervisorApprove: { prepare: async (w) => ({ params: { plan_id: await w.reviewedPlan() }, body: { comment: "fine" } }) },
+  plansSupervisorReject: { prepare: async (w) => ({ params: { plan_id: await w.reviewedPlan() }, body: { reason: "simplify" } }) },
   plansUpdate: { prepare: async (w) => {
     const plan = await w.plan();
     return { params: { plan_id: plan.id }, body: { metadata: { n: 1 } }, ifMatch: String(plan.version) };
@@ -211,6 +215,12 @@ const samples: Record<string, Sample> = {
   coordinatorsCreateLease: { prepare: async (w) => ({ body: { agent_id: "probe", intent_id: w.intentId } }), ok: 201 },
   coordinatorsAssign: { body: { coordinator_id: "probe", governance_policy: "default", set_by: "probe" }, ok: 201 },
   coordinatorsListForIntent: {},
+  coordinatorsRemove: {
+    prepare: async (w) => {
+      await ok(await admin("/coordinators", { body: { agent_id: "probe", intent_id: w.intentId } }), "coordinator lease");
+      return {};
+    },
+  },
   decisionsCreateRecord: {
     prepare: async (w) => {
       await ok(await admin("/coordinators", { body: { agent_id: "probe", intent_id: w.intentId } }), "coordinator lease");
@@ -280,6 +290,10 @@ function newWorld(intentId: string): World {
       if (status !== "pending") task = await ok(await cluster.api(`/tasks/${task.id}/claim`, { ...PROBE, key: "admin", headers: { ...PROBE.headers, "If-Match": String(task.version) }, body: {} }), "claim");
       if (status === "running") task = await ok(await cluster.api(`/tasks/${task.id}/start`, { ...PROBE, key: "admin", headers: { ...PROBE.headers, "If-Match": String(task.version) }, body: {} }), "start");
       return { id: task.id, version: task.version };
+    },
+    reviewedPlan: async () => {
+      await ok(await admin("/coordinators", { body: { agent_id: "planner", intent_id: intentId } }), "coordinator lease");
+      return (await ok(await admin("/plans", { body: { intent_id: intentId } }), "plan")).id;
     },
     plan: async () => {
       const plan = await ok(await admin("/plans", { body: { intent_id: intentId } }), "plan");

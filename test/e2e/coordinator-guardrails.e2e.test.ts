@@ -229,6 +229,92 @@ describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
   });
 });
 
+describe("temporal guardrails on waits (RFC-0013 3.3): max_task_wait_hours, checkpoint_timeout_hours", () => {
+  const sweep = () => cluster.intents.coordinatorStallSweeper.sweep();
+  const heartbeat = async (leaseId: string, holder: string) => expect((await cluster.api(`/coordinators/${leaseId}/heartbeat`, { ...as(holder), method: "POST" })).status).toBe(200);
+  const ofType = async (intentId: string, type: string) => (await allEvents(cluster, intentId)).filter((e) => e.event_type === type);
+  const admin = (path: string, body: unknown = {}) => cluster.api(path, { key: "admin", body });
+
+  it("max_task_wait_hours: a ready task no agent claimed within the limit is reported once, across racing sweeps, and on_exceed escalate opens one escalation", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { supervisor_id: "lead", guardrails: { temporal: { max_task_wait_hours: 2, require_progress_every_minutes: 150 }, on_exceed: "escalate" } })).body;
+    const waiting = (await createTask(intent.id, null, { title: "waits" })).body;
+    expect(waiting.status).toBe("ready");
+    const taken = (await createTask(intent.id, null, { title: "taken" })).body;
+    expect((await admin(`/tasks/${taken.id}/claim`)).status).toBe(200);
+    advance(2 * 3600 - 60);
+    await heartbeat(lease.id, holder);
+    await sweep();
+    expect(await ofType(intent.id, "coordinator.task_wait_exceeded")).toEqual([]);
+    advance(60);
+    await heartbeat(lease.id, holder);
+    await Promise.all([sweep(), sweep(), sweep()]);
+    advance(3 * 3600);
+    await heartbeat(lease.id, holder);
+    await sweep();
+    const reported = await ofType(intent.id, "coordinator.task_wait_exceeded");
+    expect(reported.map((e) => e.payload)).toEqual([
+      { lease_id: lease.id, coordinator_id: holder, supervisor_id: "lead", task_id: waiting.id, waiting_since: expect.any(String), max_task_wait_hours: 2, on_exceed: "escalate" },
+    ]);
+    expect(Date.parse(reported[0].payload.waiting_since)).toBe(Date.parse(waiting.created_at));
+    const initiated = await ofType(intent.id, "coordinator.escalation_initiated");
+    expect(initiated.map((e) => e.payload)).toEqual([expect.objectContaining({ coordinator_id: holder, escalated_to: "lead", guardrail: "max_task_wait_hours" })]);
+    await vi.waitFor(
+      async () => expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations.map((e: any) => e.id)).toEqual([initiated[0].id]),
+      { timeout: 5000, interval: 50 },
+    );
+    // The report and its escalation are not progress: the stall counts from the last act on the intent (the claim).
+    const stalled = (await ofType(intent.id, "coordinator.stalled")).map((e) => e.payload);
+    expect(stalled).toEqual([expect.objectContaining({ lease_id: lease.id })]);
+    expect(Date.parse(stalled[0].last_progress_at)).toBe(Date.parse(waiting.created_at));
+    // An escalate-only guardrail does not pause the lease.
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body.status).toBe("active");
+  });
+
+  it("checkpoint_timeout_hours: a checkpoint awaiting its decision beyond the limit is reported once and on_exceed pause pauses the lease; a decided checkpoint is not", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lease = (await take(intent.id, holder, { guardrails: { temporal: { checkpoint_timeout_hours: 24 }, on_exceed: "pause" } })).body;
+    const created = await admin(`/intents/${intent.id}/plans`, { title: "gated", steps: [{ title: "draft" }, { title: "publish", depends_on: ["draft"] }], checkpoints: [{ name: "review", after_task: "draft" }] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const draft = created.body.steps.find((s: any) => s.title === "draft").task_id;
+    for (const step of ["claim", "start"]) expect((await admin(`/tasks/${draft}/${step}`)).status).toBe(200);
+    expect((await admin(`/tasks/${draft}/complete`, { output: {} })).status).toBe(200);
+    expect((await cluster.api(`/plans/${created.body.id}`)).body).toMatchObject({ state: "paused", checkpoints: [{ id: "cp_1", status: "reached" }] });
+    for (let hours = 0; hours < 23; hours += 1) {
+      advance(3600);
+      await heartbeat(lease.id, holder);
+    }
+    await sweep();
+    expect(await ofType(intent.id, "coordinator.checkpoint_timed_out")).toEqual([]);
+    advance(3600);
+    await heartbeat(lease.id, holder);
+    await Promise.all([sweep(), sweep(), sweep()]);
+    await sweep();
+    const timedOut = await ofType(intent.id, "coordinator.checkpoint_timed_out");
+    expect(timedOut.map((e) => e.payload)).toEqual([
+      { lease_id: lease.id, coordinator_id: holder, supervisor_id: null, plan_id: created.body.id, checkpoint_id: "cp_1", reached_at: expect.any(String), checkpoint_timeout_hours: 24, on_exceed: "pause" },
+    ]);
+    expect((await ofType(intent.id, "coordinator.paused")).map((e) => e.payload)).toEqual([expect.objectContaining({ lease_id: lease.id, paused_by: "system", reason: expect.stringContaining("checkpoint_timeout_hours") })]);
+    expect((await cluster.api(`/coordinators/${lease.id}`)).body).toMatchObject({ status: "paused", paused_by: "system" });
+    expect(await ofType(intent.id, "coordinator.escalation_initiated")).toEqual([]);
+
+    // A checkpoint decided in time is not reported.
+    const other = await createIntent(cluster);
+    const otherLease = (await take(other.id, holder, { guardrails: { checkpoint_timeout_hours: 1 } })).body;
+    const gated = await admin(`/intents/${other.id}/plans`, { title: "gated", steps: [{ title: "draft" }], checkpoints: [{ name: "review", after_task: "draft" }] });
+    const only = gated.body.steps[0].task_id;
+    for (const step of ["claim", "start"]) expect((await admin(`/tasks/${only}/${step}`)).status).toBe(200);
+    expect((await admin(`/tasks/${only}/complete`, { output: {} })).status).toBe(200);
+    expect((await admin(`/plans/${gated.body.id}/checkpoints/cp_1/approve`)).status).toBe(200);
+    advance(2 * 3600);
+    await heartbeat(otherLease.id, holder);
+    await sweep();
+    expect(await ofType(other.id, "coordinator.checkpoint_timed_out")).toEqual([]);
+  });
+});
+
 describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () => {
   type Who = { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" };
   const patchGuardrails = (leaseId: string, who: Who, body: unknown, ifMatch?: number) =>
@@ -350,7 +436,7 @@ describe("the lease routes and the intent's access-control list (RFC-0011)", () 
 });
 
 describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
-  const post = (path: string, who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, body: unknown = {}) => cluster.api(path, { ...who, body });
+  const post = (path: string, who: { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" }, body: unknown = {}) => cluster.api(path, { ...who, body });
 
   it("pause and resume by the supervisor (not the holder): the paused holder's work is refused; each logged once", async () => {
     const intent = await createIntent(cluster);
@@ -374,6 +460,120 @@ describe("supervisor actions and handoff (RFC-0013 2.1, 5.3)", () => {
     expect(log.map((e) => [e.event_type, e.payload])).toEqual([
       ["coordinator.paused", { lease_id: lease.id, coordinator_id: holder, paused_by: lead, reason: "reviewing the plan" }],
       ["coordinator.resumed", { lease_id: lease.id, coordinator_id: holder, resumed_by: "coordinator" }],
+    ]);
+  });
+
+  it("DELETE /intents/{id}/coordinator: the holder, its supervisor, admin and coordinator keys end the lease, once; 404 when the intent has none", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const remove = (who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, ifMatch?: number) =>
+      cluster.api(`/intents/${intent.id}/coordinator`, { ...who, method: "DELETE", headers: { ...("headers" in who ? who.headers : {}), ...(ifMatch !== undefined ? { "If-Match": String(ifMatch) } : {}) } });
+    expectError(await remove({ key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    const lease = (await take(intent.id, holder, { supervisor_id: lead })).body;
+    expectError(await remove(as(uniqueTag("other"))), 403, "FORBIDDEN");
+    expectError(await remove(as(lead), 7), 409, "VERSION_MISMATCH");
+    const removed = await remove(as(lead), 1);
+    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+    expect(removed.body).toMatchObject({ id: lease.id, agent_id: holder, status: "failed_over", end_reason: "removed" });
+    expectError(await remove({ key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    // The intent has no coordinator: the former holder's decisions are refused, another agent takes the lease.
+    expectError(await decideAs(intent.id, holder, "task_assigned"), 403, "NOT_LEASE_HOLDER");
+    const next = uniqueTag("coord");
+    expect((await take(intent.id, next)).status).toBe(201);
+    // The holder steps down; of two removals at once, one ends the lease and the other finds none.
+    expect((await remove(as(next))).status).toBe(200);
+    expect((await take(intent.id, holder)).status).toBe(201);
+    const raced = await Promise.all([remove({ key: "admin" }), remove({ key: "coordinator" })]);
+    expect(raced.map((r) => r.status).sort()).toEqual([200, 404]);
+    const log = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.removed");
+    expect(log.map((e) => [e.actor, e.payload])).toEqual([
+      [lead, { lease_id: lease.id, coordinator_id: holder, removed_by: lead }],
+      [next, expect.objectContaining({ coordinator_id: next, removed_by: next })],
+      [expect.any(String), expect.objectContaining({ coordinator_id: holder })],
+    ]);
+  });
+
+  it("force-escalate (RFC-0013 2.1): the supervisor sends a task to a human: task.force_escalated, one escalation through governance; not the holder, not without a coordinator", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const task = (await createTask(intent.id, null, { title: "risky" })).body;
+    const force = (who: ReturnType<typeof as> | { key: "admin" | "coordinator" }, body: unknown = { reason: "needs a human's call" }) => post(`/tasks/${task.id}/force-escalate`, who, body);
+    expectError(await force({ key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    const lease = (await take(intent.id, holder, { supervisor_id: lead })).body;
+    expectError(await force(as(holder)), 403, "FORBIDDEN");
+    expectError(await force(as(uniqueTag("other"))), 403, "FORBIDDEN");
+    expectError(await force(as(lead), { reason: "" }), 400, "VALIDATION_FAILED");
+    expectError(await post(`/tasks/${UNKNOWN_ID}/force-escalate`, as(lead), { reason: "r" }), 404, "TASK_NOT_FOUND");
+    const forced = await force(as(lead), { reason: "needs a human's call", priority: "critical" });
+    expect(forced.status, JSON.stringify(forced.body)).toBe(202);
+    expect(forced.body).toEqual({ escalation_id: expect.any(String), task_id: task.id, intent_id: intent.id, lease_id: lease.id, coordinator_id: holder, escalated_by: lead, reason: "needs a human's call", priority: "critical" });
+    const log = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "task.force_escalated");
+    expect(log.map((e) => [e.id, e.actor, e.payload])).toEqual([
+      [forced.body.escalation_id, lead, { task_id: task.id, status: "ready", version: task.version, lease_id: lease.id, coordinator_id: holder, escalated_by: lead, reason: "needs a human's call", priority: "critical" }],
+    ]);
+    await vi.waitFor(
+      async () => {
+        const listed = (await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations;
+        expect(listed).toEqual([expect.objectContaining({ id: forced.body.escalation_id, priority: "critical", status: "pending" })]);
+      },
+      { timeout: 5000, interval: 50 },
+    );
+    // The task is not changed: a human decides what becomes of it.
+    expect((await cluster.api(`/tasks/${task.id}`)).body).toMatchObject({ status: "ready", version: task.version });
+  });
+
+  it("plan review gate and override (RFC-0013 2.1): the supervisor approves a draft plan (activated, a plan review) or rejects it with feedback (cancelled); its change of the coordinator's plan is an override", async () => {
+    const intent = await createIntent(cluster);
+    const holder = uniqueTag("coord");
+    const lead = uniqueTag("lead");
+    const draft = async () => {
+      const created = await cluster.api(`/intents/${intent.id}/plans`, { ...coordinatorAs(holder), body: { title: "proposed", state: "draft", steps: [{ title: "gather" }] } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(created.body.state).toBe("draft");
+      return created.body;
+    };
+    const first = await draft();
+    expectError(await post(`/plans/${first.id}/approve`, { key: "admin" }), 404, "COORDINATOR_LEASE_NOT_FOUND");
+    await take(intent.id, holder, { supervisor_id: lead, guardrails: { requires_plan_review: true } });
+    expectError(await decideAs(intent.id, holder, "plan_created"), 403, "GUARDRAIL_VIOLATION");
+    expectError(await post(`/plans/${first.id}/approve`, as(holder)), 403, "FORBIDDEN");
+    expectError(await post(`/plans/${first.id}/approve`, coordinatorAs(holder)), 403, "FORBIDDEN");
+    expectError(await post(`/plans/${first.id}/approve`, as(uniqueTag("other"))), 403, "FORBIDDEN");
+    expectError(await post(`/plans/${first.id}/reject`, as(lead), {}), 400, "VALIDATION_FAILED");
+    expectError(await post(`/plans/${UNKNOWN_ID}/approve`, as(lead)), 404, "PLAN_NOT_FOUND");
+    const approved = await post(`/plans/${first.id}/approve`, as(lead), { comment: "within budget" });
+    expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+    expect(approved.body).toMatchObject({ id: first.id, state: "active" });
+    expectError(await post(`/plans/${first.id}/approve`, as(lead)), 409, "INVALID_PLAN_TRANSITION");
+    expectError(await post(`/plans/${first.id}/reject`, as(lead), { reason: "late" }), 409, "INVALID_PLAN_TRANSITION");
+    // The sign-off is the plan review requires_plan_review asks for: one plan_created decision may use it.
+    await vi.waitFor(async () => expect((await decideAs(intent.id, holder, "plan_created")).status).toBe(201), { timeout: 5000, interval: 50 });
+    expectError(await decideAs(intent.id, holder, "plan_created"), 403, "GUARDRAIL_VIOLATION");
+
+    // Override plan: the supervisor's change of the coordinator's plan is logged with both versions; the holder's own change is not an override.
+    const current = (await cluster.api(`/plans/${first.id}`)).body;
+    const patchPlan = (who: { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" }, version: number, body: unknown) =>
+      cluster.api(`/plans/${first.id}`, { ...who, method: "PATCH", body, headers: { ...("headers" in who ? who.headers : {}), "If-Match": String(version) } });
+    const own = await patchPlan(coordinatorAs(holder), current.version, { metadata: { note: "mine" } });
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    const overridden = await patchPlan({ key: "admin" }, own.body.version, { title: "simplified", state: "paused" });
+    expect(overridden.status, JSON.stringify(overridden.body)).toBe(200);
+    expect((await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.plan_overridden").map((e) => [e.actor, e.payload])).toEqual([
+      ["admin", { lease_id: expect.any(String), coordinator_id: holder, overridden_by: "admin", plan_id: first.id, old_plan_version: own.body.version, new_plan_version: overridden.body.version, changed: ["title", "state"] }],
+    ]);
+
+    const second = await draft();
+    const rejected = await post(`/plans/${second.id}/reject`, { key: "coordinator" }, { reason: "Budget too high, simplify the plan" });
+    expect(rejected.status, JSON.stringify(rejected.body)).toBe(200);
+    expect(rejected.body).toMatchObject({ id: second.id, state: "cancelled" });
+    const log = (await allEvents(cluster, intent.id)).filter((e) => ["plan.approved_by_supervisor", "plan.rejected_by_supervisor", "plan.activated", "plan.cancelled"].includes(e.event_type));
+    expect(log.map((e) => [e.event_type, e.actor, e.payload])).toEqual([
+      ["plan.approved_by_supervisor", lead, { plan_id: first.id, state: "active", version: expect.any(Number), approved_by: lead, comment: "within budget" }],
+      ["plan.activated", lead, expect.objectContaining({ plan_id: first.id, from: "draft" })],
+      ["plan.rejected_by_supervisor", "coordinator", { plan_id: second.id, state: "cancelled", version: expect.any(Number), rejected_by: "coordinator", reason: "Budget too high, simplify the plan" }],
+      ["plan.cancelled", "coordinator", expect.objectContaining({ plan_id: second.id, from: "draft" })],
     ]);
   });
 

@@ -46,6 +46,9 @@ export const REPRESENTATIVE_BODIES: Record<string, unknown> = {
   coordinatorsHandoff: { to_agent_id: "coordinator-2", to_coordinator: "coordinator-2", reason: "context window nearly full", state_summary: { plan_version: 3, open_items: ["cp_02"] } },
   coordinatorsPause: { reason: "reviewing the plan" },
   coordinatorsResume: { reason: "plan approved" },
+  plansSupervisorApprove: { comment: "within budget" },
+  plansSupervisorReject: { reason: "Budget too high, simplify the plan" },
+  tasksForceEscalate: { reason: "needs a human's call", priority: "critical" },
   coordinatorsReplace: { new_agent_id: "coordinator-2", new_coordinator_id: "coordinator-2", reason: "stalled twice" },
   decisionsCreateRecord: {
     coordinator_id: "coordinator-1",

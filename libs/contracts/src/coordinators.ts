@@ -1,6 +1,7 @@
 import { z } from "./zod";
 import { ActorId, AgentId, boundedJsonObject, JsonObject, pageLimit, Timestamp, Uuid } from "./common";
 import { command, IfMatch, IntentRef } from "./command";
+import { ESCALATION_LEVELS } from "./escalations";
 
 /**
  * Coordinator leases and decision records (RFC-0013; docs/coordinators.md), at the paths and in
@@ -13,7 +14,7 @@ export const COORDINATOR_TYPES = ["llm", "human", "composite", "system"] as cons
 /** What a lease answers: `active` (heartbeats on time), `unresponsive` (two intervals without one; another may take over), `failed_over` (ended). */
 export const COORDINATOR_STATUSES = ["active", "paused", "unresponsive", "failed_over"] as const;
 /** Why a lease ended: taken over once unresponsive, its agent died, handed off by its holder, replaced by a supervisor. */
-export const COORDINATOR_END_REASONS = ["expired", "agent_dead", "handed_off", "replaced"] as const;
+export const COORDINATOR_END_REASONS = ["expired", "agent_dead", "handed_off", "replaced", "removed"] as const;
 /** RFC-0013 3.1 on_exceed: what a guardrail refusal also starts (docs/coordinators.md). `fail` is not served. */
 export const ON_EXCEED_VALUES = ["notify", "pause", "escalate", "pause_and_escalate"] as const;
 /** The RFC's decision types (section 4.2), which the client's DecisionType enum holds. */
@@ -29,6 +30,13 @@ export const DECISION_TYPES = [
   "guardrail_approached",
   "coordinator_handoff",
 ] as const;
+
+/**
+ * The approval action of a plan review (requires_plan_review, requires_replan_review): granted by a
+ * human key through the approval routes, or by the supervisor's approval at the plan review gate
+ * (POST /plans/{id}/approve), which the governance service records as a granted plan review.
+ */
+export const PLAN_REVIEW_ACTION = "plan_review";
 
 export const MAX_FAILOVER_CANDIDATES = 10;
 /** The most intents coordinators.held_by answers for one agent (the newest grants first). */
@@ -55,6 +63,8 @@ const ENFORCED_GUARDRAILS: Record<string, z.ZodType> = {
   on_exceed: z.enum(ON_EXCEED_VALUES),
   require_progress_every_minutes: z.number().min(1).max(525_600),
   auto_escalate_after_failures: z.number().int().min(1),
+  max_task_wait_hours: z.number().min(0).max(24 * 366),
+  checkpoint_timeout_hours: z.number().min(0).max(24 * 366),
 };
 const GUARDRAIL_SECTION_NAMES = ["budget", "scope", "temporal", "review"] as const;
 
@@ -264,8 +274,6 @@ export const CoordinatorGuardrailStatus = z
  */
 const GUARDRAIL_PATCH_KEYS = {
   ...Object.fromEntries(Object.entries(ENFORCED_GUARDRAILS).map(([key, schema]) => [key, schema.nullable().optional()])),
-  max_task_wait_hours: z.number().min(0).nullable().optional(),
-  checkpoint_timeout_hours: z.number().min(0).nullable().optional(),
 };
 /** A section of the patch: the RFC's keys (any of them, as readGuardrails reads any key in any section), null removing one. */
 const GuardrailSectionPatch = z.object(GUARDRAIL_PATCH_KEYS).strict().nullable().optional();
@@ -327,6 +335,30 @@ export const CoordinatorReplaceBody = z
   .openapi("CoordinatorReplace");
 export type CoordinatorReplaceBody = z.infer<typeof CoordinatorReplaceBody>;
 
+/** POST /tasks/{id}/force-escalate (RFC-0013 2.1 "force a specific task to escalate to human"). */
+export const ForceEscalateTaskBody = z
+  .object({
+    reason: z.string().trim().min(1).max(2000),
+    priority: z.enum(ESCALATION_LEVELS).default("high"),
+  })
+  .strict()
+  .openapi("ForceEscalateTask");
+export type ForceEscalateTaskBody = z.infer<typeof ForceEscalateTaskBody>;
+/** The answer: the escalation the governance service opens (its id is the task.force_escalated event's id). */
+export const ForcedEscalation = z
+  .object({
+    escalation_id: Uuid,
+    task_id: Uuid,
+    intent_id: Uuid,
+    lease_id: Uuid,
+    coordinator_id: z.string(),
+    escalated_by: z.string(),
+    reason: z.string(),
+    priority: z.enum(ESCALATION_LEVELS),
+  })
+  .passthrough()
+  .openapi("ForcedEscalation");
+
 /** The errors of the lease-changing commands. */
 const LEASE_CHANGE_ERRORS = ["COORDINATOR_LEASE_ENDED", "COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_ACCESS_DENIED", "VERSION_MISMATCH"] as const;
 const LeaseChange = LeaseRef.merge(IfMatch);
@@ -367,6 +399,15 @@ export const coordinatorCommands = {
   pause: command("intents", "coordinators.pause", LeaseChange.extend({ body: CoordinatorPauseBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "COORDINATOR_PAUSED"]),
   resume: command("intents", "coordinators.resume", LeaseChange.extend({ body: CoordinatorPauseBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "COORDINATOR_NOT_PAUSED"]),
   replace: command("intents", "coordinators.replace", LeaseChange.extend({ body: CoordinatorReplaceBody }), CoordinatorLease, [...LEASE_CHANGE_ERRORS, "AGENT_NOT_ACTIVE", "VALIDATION_FAILED"]),
+  /** DELETE /intents/{id}/coordinator (RFC-0013 9 "remove coordinator from intent"): ends the intent's lease; answers it, ended. */
+  remove: command("intents", "coordinators.remove", IntentRef.merge(IfMatch), CoordinatorLease, ["COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INTENT_NOT_FOUND", "VERSION_MISMATCH"]),
+  /** RFC-0013 2.1 force-escalate: the supervisor of the task's intent's coordinator sends the task to a human (an escalation through governance). */
+  forceEscalate: command("intents", "coordinators.force_escalate", z.object({ task_id: Uuid, body: ForceEscalateTaskBody }), ForcedEscalation, [
+    "COORDINATOR_LEASE_NOT_FOUND",
+    "FORBIDDEN",
+    "INTENT_ACCESS_DENIED",
+    "TASK_NOT_FOUND",
+  ]),
   /** Asked by the registry (5.3 "its coordinator"): the intents `coordinator` holds a live coordinator lease of with `agent_id` assigned. */
   coordinates: command(
     "intents",

@@ -86,11 +86,23 @@ export const CoordinatorResumedPayload = z.object({ lease_id: Id, coordinator_id
 export const CoordinatorStalledPayload = z
   .object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), last_progress_at: z.string(), require_progress_every_minutes: z.number() })
   .passthrough();
+/** RFC-0013 3.3 max_task_wait_hours: a ready task of the intent no agent claimed within the limit (once per wait). */
+export const CoordinatorTaskWaitExceededPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), task_id: Id, waiting_since: z.string(), max_task_wait_hours: z.number(), on_exceed: z.string().nullable() })
+  .passthrough();
+/** RFC-0013 3.3 checkpoint_timeout_hours: a plan checkpoint of the intent awaiting its decision beyond the limit (once per checkpoint reached). */
+export const CoordinatorCheckpointTimedOutPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, supervisor_id: z.string().nullable(), plan_id: Id, checkpoint_id: z.string(), reached_at: z.string(), checkpoint_timeout_hours: z.number(), on_exceed: z.string().nullable() })
+  .passthrough();
 export const CoordinatorEscalationInitiatedPayload = z
   .object({ lease_id: Id, coordinator_id: Id, escalated_to: z.string().nullable(), reason: z.string(), guardrail: z.string(), priority: z.enum(["low", "medium", "high", "critical"]) })
   .passthrough();
 export const CoordinatorGuardrailsUpdatedPayload = z.object({ lease_id: Id, coordinator_id: Id, updated_by: z.string(), changes: Changes, version: Version }).passthrough();
 export const CoordinatorUpdatedPayload = z.object({ lease_id: Id, coordinator_id: Id, updated_by: z.string(), changes: Changes, version: Version }).passthrough();
+export const CoordinatorPlanOverriddenPayload = z
+  .object({ lease_id: Id, coordinator_id: Id, overridden_by: z.string(), plan_id: Id, old_plan_version: Version, new_plan_version: Version, changed: z.array(z.string()) })
+  .passthrough();
+export const CoordinatorRemovedPayload = z.object({ lease_id: Id, coordinator_id: Id, removed_by: z.string() }).passthrough();
 export const CoordinatorHandoffPayload = z
   .object({ old_lease_id: Id, new_lease_id: Id, from_coordinator: Id, to_coordinator: Id, reason: z.string().nullable(), state_summary: Changes.nullable() })
   .passthrough();

@@ -79,6 +79,10 @@ export const intentEvents = {
   coordinatorResumed: intentsEvent("coordinator.resumed", ["intent"], P.CoordinatorResumedPayload),
   /** RFC-0013 3.3: no progress on the intent within require_progress_every_minutes (once per stall). */
   coordinatorStalled: intentsEvent("coordinator.stalled", ["intent"], P.CoordinatorStalledPayload),
+  /** RFC-0013 3.3 max_task_wait_hours: a ready task waited longer than the limit for an agent to claim it (once per wait; on_exceed applies). Ours: the RFC names no event. */
+  coordinatorTaskWaitExceeded: intentsEvent("coordinator.task_wait_exceeded", ["intent"], P.CoordinatorTaskWaitExceededPayload),
+  /** RFC-0013 3.3 checkpoint_timeout_hours: a plan checkpoint awaited its decision longer than the limit (once per checkpoint reached; on_exceed applies). Ours: the RFC names no event. */
+  coordinatorCheckpointTimedOut: intentsEvent("coordinator.checkpoint_timed_out", ["intent"], P.CoordinatorCheckpointTimedOutPayload),
   /** RFC-0013 2.2: a guardrail escalated to a human; the governance service opens the escalation (approval action `escalation`). */
   coordinatorEscalationInitiated: intentsEvent("coordinator.escalation_initiated", ["intent"], P.CoordinatorEscalationInitiatedPayload),
   coordinatorGuardrailsUpdated: intentsEvent("coordinator.guardrails_updated", ["intent"], P.CoordinatorGuardrailsUpdatedPayload),
@@ -88,6 +92,10 @@ export const intentEvents = {
   coordinatorHandoff: intentsEvent("coordinator.handoff", ["intent"], P.CoordinatorHandoffPayload),
   /** RFC-0013 2.1: a supervisor revoked the lease and gave the intent to another agent. */
   coordinatorReplaced: intentsEvent("coordinator.replaced", ["intent"], P.CoordinatorReplacedPayload),
+  /** RFC-0013 2.1 "override plan": a supervisor changed (PATCH /plans/{id}) a plan the coordinator created, logged with the change. */
+  coordinatorPlanOverridden: intentsEvent("coordinator.plan_overridden", ["intent"], P.CoordinatorPlanOverriddenPayload),
+  /** RFC-0013 9 DELETE /intents/{id}/coordinator: the intent's lease ended, no successor. Ours: the RFC names no event for it. */
+  coordinatorRemoved: intentsEvent("coordinator.removed", ["intent"], P.CoordinatorRemovedPayload),
   // Distributed tracing (RFC-0020 names no events): ours. The event carries the trace's trace_id.
   /** A trace was started on the intent (POST /intents/{id}/traces). */
   traceStarted: intentsEvent("intent.trace_started", ["intent"], P.TraceStartedPayload),

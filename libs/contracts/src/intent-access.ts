@@ -108,6 +108,8 @@ const coordinators: RulesOf<typeof coordinatorCommands> = {
   pause: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
   resume: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
   replace: { open: "the handler checks write on the lease's intent, and that the caller supervises the lease" },
+  remove: write,
+  forceEscalate: { open: "the handler checks write on the task's intent, and that the caller supervises its coordinator lease" },
   holder: SERVICE,
   coordinates: SERVICE,
   heldBy: SERVICE,
@@ -194,6 +196,9 @@ const plans: RulesOf<typeof planCommands> = {
   checkpoints: { needs: "read", from: "plan_id" },
   approveCheckpoint: { needs: "write", from: "plan_id" },
   rejectCheckpoint: { needs: "write", from: "plan_id" },
+  // RFC-0013 2.1: the review gate is the supervisor's (checked in the handler), on work of the intent.
+  supervisorApprove: { needs: "write", from: "plan_id" },
+  supervisorReject: { needs: "write", from: "plan_id" },
 };
 
 const channels: RulesOf<typeof channelsCommands> = {

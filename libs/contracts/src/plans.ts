@@ -225,6 +225,12 @@ export const ApproveCheckpointBody = z.object({ comment: z.string().trim().max(2
 /** POST /plans/{id}/checkpoints/{cp}/reject: the plan fails (the RFC's on_reject path is not modelled). */
 export const RejectCheckpointBody = z.object({ reason: z.string().trim().max(2000).optional() }).strict().openapi("RejectCheckpoint");
 
+/** POST /plans/{id}/approve (RFC-0013 2.1, 9): the supervisor signs off a draft plan at the review gate; it is activated. */
+export const SupervisorApprovePlanBody = z.object({ comment: z.string().trim().max(2000).optional() }).strict().openapi("SupervisorApprovePlan");
+/** POST /plans/{id}/reject (RFC-0013 2.1 "reject a plan with feedback"): the draft plan is cancelled, the feedback logged. */
+export const SupervisorRejectPlanBody = z.object({ reason: z.string().trim().min(1).max(2000) }).strict().openapi("SupervisorRejectPlan");
+const PLAN_REVIEW_ERRORS = ["COORDINATOR_LEASE_NOT_FOUND", "FORBIDDEN", "INVALID_PLAN_TRANSITION", "PLAN_NOT_FOUND"] as const;
+
 const CHECKPOINT_ERRORS = ["PLAN_NOT_FOUND", "PLAN_CHECKPOINT_NOT_FOUND", "CHECKPOINT_NOT_AWAITING", "FORBIDDEN"] as const;
 
 const PLAN_CREATE_ERRORS = ["COORDINATOR_PAUSED", "GUARDRAIL_VIOLATION", "INTENT_CLOSED", "INTENT_NOT_FOUND", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN"] as const;
@@ -244,6 +250,8 @@ export const planCommands = {
   checkpoints: command("intents", "plans.checkpoints", z.object({ plan_id: Uuid }), z.array(PlanCheckpointView), ["PLAN_NOT_FOUND"]),
   approveCheckpoint: command("intents", "plans.checkpoint-approve", CheckpointRef.extend({ body: ApproveCheckpointBody }), Plan, CHECKPOINT_ERRORS),
   rejectCheckpoint: command("intents", "plans.checkpoint-reject", CheckpointRef.extend({ body: RejectCheckpointBody }), Plan, CHECKPOINT_ERRORS),
+  supervisorApprove: command("intents", "plans.supervisor-approve", z.object({ plan_id: Uuid, body: SupervisorApprovePlanBody }), Plan, PLAN_REVIEW_ERRORS),
+  supervisorReject: command("intents", "plans.supervisor-reject", z.object({ plan_id: Uuid, body: SupervisorRejectPlanBody }), Plan, PLAN_REVIEW_ERRORS),
 } as const;
 
 /**
@@ -271,6 +279,10 @@ export const planEvents = {
   checkpointRejected: planEvent("plan.checkpoint_rejected", z.object({ ...base, checkpoint_id: z.string(), rejected_by: z.string(), reason: z.string().nullable() })),
   /** timeout_hours passed without a decision: on_timeout says what followed (escalate keeps the plan paused). */
   checkpointTimedOut: planEvent("plan.checkpoint_timed_out", z.object({ ...base, checkpoint_id: z.string(), on_timeout: z.enum(["escalate", "auto_approve", "fail"]) })),
+  /** RFC-0013 2.1: the supervisor of the intent's coordinator signed off the draft plan at the review gate (it is activated in the same commit). */
+  approvedBySupervisor: planEvent("plan.approved_by_supervisor", z.object({ ...base, approved_by: z.string(), comment: z.string().nullable() })),
+  /** RFC-0013 2.1: the supervisor rejected the draft plan with feedback (it is cancelled in the same commit). */
+  rejectedBySupervisor: planEvent("plan.rejected_by_supervisor", z.object({ ...base, rejected_by: z.string(), reason: z.string() })),
   /** A condition's `when` evaluated (RFC 0012 2.4): false skips its task. */
   conditionEvaluated: planEvent("plan.condition_evaluated", z.object({ ...base, condition_id: z.string(), task_id: Uuid, result: z.boolean(), skipped: z.boolean() })),
 } as const satisfies Record<string, EventDefinition>;

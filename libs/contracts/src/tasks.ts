@@ -4,6 +4,7 @@ import { defineEvent, type EventDefinition, type EventPayload } from "./event-de
 import { AgentId, JsonObject, Timestamp, Uuid, pageLimit } from "./common";
 import { command, IfMatch } from "./command";
 import { PutRetryPolicyBody } from "./retries";
+import { ESCALATION_LEVELS } from "./escalations";
 
 /**
  * Tasks: units of work inside an intent (spec 2.5, 2.8, 2.12, 2.14, 3.1, 3.7, 4.8 rule 3, 4.9).
@@ -258,6 +259,18 @@ export const taskEvents = {
   skipped: taskEvent("task.skipped", z.object({ ...base, from: TaskStatus, reason: z.string().nullable() })),
   /** Fields changed without a status change (output, error, blocked_reason, assigned_agent). */
   updated: taskEvent("task.updated", z.object({ ...base, changed: z.array(z.string()) })),
+  /**
+   * RFC-0013 2.1: the supervisor of the intent's coordinator sent the task to a human; the
+   * governance service opens the escalation (id = this event's id). The task itself is unchanged.
+   */
+  forceEscalated: taskEvent("task.force_escalated", z.object({
+      ...base,
+      lease_id: Uuid,
+      coordinator_id: z.string(),
+      escalated_by: z.string(),
+      reason: z.string(),
+      priority: z.enum(ESCALATION_LEVELS),
+    })),
   /** The task is ready again: a retry after a failure, a retry asked by a coordinator, or its agent died (reason agent_dead). */
   retrying: taskEvent("task.retrying", z.object({ ...base, from: TaskStatus, reason: z.string(), previous_agent: z.string().nullable(), attempt: z.number().int(), retry_at: Timestamp.nullable() })),
 } as const satisfies Record<string, EventDefinition>;

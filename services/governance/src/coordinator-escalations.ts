@@ -1,4 +1,4 @@
-import { intentEvents } from "@intentmesh/contracts";
+import { intentEvents, PLAN_REVIEW_ACTION, planEvents, taskEvents } from "@intentmesh/contracts";
 import { eventOn, subscribe, type Bus, type TypedEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { GovernanceContext } from "./context";
@@ -44,8 +44,79 @@ export async function openGuardrailEscalation(tx: Tx, event: EscalationInitiated
   return inserted.length > 0;
 }
 
+/** The durable of task.force_escalated (RFC-0013 2.1): the supervisor's forced escalations. */
+export const FORCED_ESCALATIONS_DURABLE = "governance-task-force-escalations";
+
+type ForceEscalated = TypedEvent<"intent", typeof taskEvents.forceEscalated>;
+
+/**
+ * A supervisor forced a task to a human (task.force_escalated): the escalation, id = the event's
+ * id, escalated by the supervisor (who may not resolve it, as for any escalation), with the task
+ * in its context. Once per event, as above.
+ */
+export async function openForcedEscalation(tx: Tx, event: ForceEscalated, now: Date): Promise<boolean> {
+  const p = event.payload;
+  const inserted = await tx
+    .insert(approvals)
+    .values({
+      id: event.id,
+      intentId: event.intent_id,
+      action: ESCALATION_ACTION,
+      reason: p.reason,
+      context: { source: "task_force_escalated", task_id: p.task_id, lease_id: p.lease_id, coordinator_id: p.coordinator_id, escalated_by: p.escalated_by, event_id: event.id },
+      requestedBy: p.escalated_by,
+      requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL,
+      status: "pending",
+      createdAt: now,
+      priority: p.priority,
+      urgency: p.priority,
+      resolution: null,
+    })
+    .onConflictDoNothing()
+    .returning({ id: approvals.id });
+  return inserted.length > 0;
+}
+
+/** The durable of plan.approved_by_supervisor: the supervisor's sign-offs at the plan review gate. */
+export const SUPERVISOR_PLAN_REVIEWS_DURABLE = "governance-supervisor-plan-reviews";
+
+type ApprovedBySupervisor = TypedEvent<"intent", typeof planEvents.approvedBySupervisor>;
+
+/**
+ * The supervisor signed off a plan at the review gate (RFC-0013 2.1): that is the plan review the
+ * coordinator's requires_plan_review and requires_replan_review ask for, so it is recorded as a
+ * granted approval with action plan_review (id = the event's id, decided by the supervisor), which
+ * the intents service counts as it counts the reviews granted through the approval routes. Once
+ * per event, as above.
+ */
+export async function recordSupervisorPlanReview(tx: Tx, event: ApprovedBySupervisor, now: Date): Promise<boolean> {
+  const p = event.payload;
+  const inserted = await tx
+    .insert(approvals)
+    .values({
+      id: event.id,
+      intentId: event.intent_id,
+      action: PLAN_REVIEW_ACTION,
+      reason: `plan ${p.plan_id} approved by the coordinator's supervisor at the review gate`,
+      context: { source: "plan_approved_by_supervisor", plan_id: p.plan_id, event_id: event.id },
+      requestedBy: p.approved_by,
+      requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL,
+      status: "approved",
+      decidedBy: p.approved_by,
+      decidedAt: now,
+      decisionNotes: p.comment,
+      createdAt: now,
+      priority: null,
+      urgency: null,
+      resolution: null,
+    })
+    .onConflictDoNothing()
+    .returning({ id: approvals.id });
+  return inserted.length > 0;
+}
+
 export async function startCoordinatorEscalations(ctx: GovernanceContext, bus: Bus): Promise<{ stop(): Promise<void> }> {
-  return subscribe(bus, eventOn(intentEvents.coordinatorEscalationInitiated, "intent"), {
+  const guardrails = await subscribe(bus, eventOn(intentEvents.coordinatorEscalationInitiated, "intent"), {
     db: ctx.db,
     inbox,
     durable: COORDINATOR_ESCALATIONS_DURABLE,
@@ -54,4 +125,27 @@ export async function startCoordinatorEscalations(ctx: GovernanceContext, bus: B
       if (await openGuardrailEscalation(tx, event, ctx.clock.now())) announceApproval(ctx, event.intent_id);
     },
   });
+  const forced = await subscribe(bus, eventOn(taskEvents.forceEscalated, "intent"), {
+    db: ctx.db,
+    inbox,
+    durable: FORCED_ESCALATIONS_DURABLE,
+    logger: ctx.logger,
+    handle: async (tx: Tx, event: ForceEscalated) => {
+      if (await openForcedEscalation(tx, event, ctx.clock.now())) announceApproval(ctx, event.intent_id);
+    },
+  });
+  const reviews = await subscribe(bus, eventOn(planEvents.approvedBySupervisor, "intent"), {
+    db: ctx.db,
+    inbox,
+    durable: SUPERVISOR_PLAN_REVIEWS_DURABLE,
+    logger: ctx.logger,
+    handle: async (tx: Tx, event: ApprovedBySupervisor) => {
+      await recordSupervisorPlanReview(tx, event, ctx.clock.now());
+    },
+  });
+  return {
+    stop: async () => {
+      await Promise.all([guardrails.stop(), forced.stop(), reviews.stop()]);
+    },
+  };
 }

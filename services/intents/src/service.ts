@@ -9,7 +9,8 @@ import type { IntentsContext } from "./kernel/context";
 import { outbox } from "./db/schema";
 import { LeaseSweeper } from "./leases/sweeper";
 import { CoordinatorStallSweeper } from "./coordinators/stall-sweeper";
-import { getGuardrails, guardrailStatus, handOffCoordinator, patchGuardrails, pauseCoordinator, replaceCoordinator, resumeCoordinator, updateCoordinator } from "./coordinators/supervision";
+import { supervisorReviewPlan } from "./plans/review";
+import { forceEscalateTask, getGuardrails, guardrailStatus, handOffCoordinator, patchGuardrails, pauseCoordinator, removeCoordinator, replaceCoordinator, resumeCoordinator, updateCoordinator } from "./coordinators/supervision";
 import { CheckpointSweeper, DEFAULT_CHECKPOINT_SCHEDULE, type CheckpointSchedule } from "./verifiable/sweeper";
 import { anchorCheckpoint, consistency, createCheckpoint, getCheckpoint, inclusionProof, listCheckpoints, verifyLog } from "./verifiable/handlers";
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./portfolios/handlers";
@@ -151,6 +152,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     pause: (input, caller) => pauseCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
     resume: (input, caller) => resumeCoordinator(ctx, input.lease_id, input.if_match, caller),
     replace: (input, caller) => replaceCoordinator(ctx, input.lease_id, input.if_match, input.body, caller),
+    remove: (input, caller) => removeCoordinator(ctx, input.intent_id, input.if_match, caller),
+    forceEscalate: (input, caller) => forceEscalateTask(ctx, input.task_id, input.body, caller),
     holder: (input) => coordinatorOf(ctx, input.intent_id),
     coordinates: (input) => intentsCoordinatedFor(ctx, input.coordinator, input.agent_id),
     heldBy: (input) => intentsHeldBy(ctx, input.agent_id),
@@ -225,6 +228,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     list: (input) => listPlans(ctx, input.intent_id, input.query),
     update: (input, caller) => updatePlan(ctx, input.plan_id, input.if_match, input.body, caller),
     checkpoints: (input) => listPlanCheckpoints(ctx, input.plan_id),
+    supervisorApprove: (input, caller) => supervisorReviewPlan(ctx, input.plan_id, { kind: "approve", comment: input.body.comment ?? null }, caller),
+    supervisorReject: (input, caller) => supervisorReviewPlan(ctx, input.plan_id, { kind: "reject", reason: input.body.reason }, caller),
     approveCheckpoint: (input, caller) => decideCheckpoint(ctx, input.plan_id, input.checkpoint_id, { kind: "approve" }, caller),
     rejectCheckpoint: (input, caller) => decideCheckpoint(ctx, input.plan_id, input.checkpoint_id, { kind: "reject", reason: input.body.reason ?? null }, caller),
   });

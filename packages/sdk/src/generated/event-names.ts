@@ -35,11 +35,15 @@ export const intentEventTypes = {
   "coordinatorPaused": "coordinator.paused",
   "coordinatorResumed": "coordinator.resumed",
   "coordinatorStalled": "coordinator.stalled",
+  "coordinatorTaskWaitExceeded": "coordinator.task_wait_exceeded",
+  "coordinatorCheckpointTimedOut": "coordinator.checkpoint_timed_out",
   "coordinatorEscalationInitiated": "coordinator.escalation_initiated",
   "coordinatorGuardrailsUpdated": "coordinator.guardrails_updated",
   "coordinatorUpdated": "coordinator.updated",
   "coordinatorHandoff": "coordinator.handoff",
   "coordinatorReplaced": "coordinator.replaced",
+  "coordinatorPlanOverridden": "coordinator.plan_overridden",
+  "coordinatorRemoved": "coordinator.removed",
   "traceStarted": "intent.trace_started",
   "spansLinked": "intent.spans_linked"
 } as const;

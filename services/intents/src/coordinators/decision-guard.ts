@@ -1,5 +1,5 @@
 import { and, count, eq, min, sql } from "drizzle-orm";
-import { errors, governanceCommands, intentEventTypes, type Caller } from "@intentmesh/contracts";
+import { errors, governanceCommands, intentEventTypes, PLAN_REVIEW_ACTION, type Caller } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { events } from "../db/schema";
@@ -17,7 +17,7 @@ import { assertNotPaused, type CoordinatorLeaseRow } from "./rules";
  */
 
 /** The action of the approvals that grant a plan review (RFC-0013 3.4 requires_plan_review). */
-export const PLAN_REVIEW_ACTION = "plan_review";
+export { PLAN_REVIEW_ACTION };
 
 export interface DecisionDraft {
   decisionType: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { failureStreak, judgeDecision, judgeTaskCreation, onExceedActions, stallDue, readGuardrails, type GuardrailFacts, type TaskCreationFacts } from "./guardrails";
+import { failureStreak, judgeDecision, judgeTaskCreation, onExceedActions, stallDue, readGuardrails, waitExceeded, type GuardrailFacts, type TaskCreationFacts } from "./guardrails";
 
 const start = new Date("2026-02-07T10:00:00Z");
 const facts = (over: Partial<GuardrailFacts> = {}): GuardrailFacts => ({ spentCents: 0, coordinationStartedAt: start, planDecisions: 0, reviewedDecisions: 0, ...over });
@@ -94,6 +94,16 @@ describe("temporal and failure timers (RFC-0013 3.3, 3.4)", () => {
     expect(stallDue(g, minutes(40), minutes(30), minutes(69))).toBe(false);
     expect(stallDue(g, minutes(40), minutes(30), minutes(70))).toBe(true);
     expect(stallDue({}, start, null, minutes(1000))).toBe(false);
+  });
+  it("waitExceeded: max_task_wait_hours and checkpoint_timeout_hours, read flat or under temporal, from the wait's start", () => {
+    const g = readGuardrails({ max_task_wait_hours: 4, temporal: { checkpoint_timeout_hours: 24 } });
+    expect(g).toEqual({ max_task_wait_hours: 4, checkpoint_timeout_hours: 24 });
+    expect(waitExceeded(g, "max_task_wait_hours", start, hoursLater(3.99))).toBe(false);
+    expect(waitExceeded(g, "max_task_wait_hours", start, hoursLater(4))).toBe(true);
+    expect(waitExceeded(g, "checkpoint_timeout_hours", start, hoursLater(23))).toBe(false);
+    expect(waitExceeded(g, "checkpoint_timeout_hours", start, hoursLater(24))).toBe(true);
+    expect(waitExceeded({}, "max_task_wait_hours", start, hoursLater(1000))).toBe(false);
+    expect(readGuardrails({ max_task_wait_hours: "4" })).toEqual({});
   });
   it("failureStreak: consecutive failures escalate once, when the streak reaches the limit; a completion ends the streak", () => {
     const g = readGuardrails({ review: { auto_escalate_after_failures: 2 } });

@@ -25,6 +25,8 @@ export interface Guardrails {
   // Temporal and review timers (RFC-0013 3.3, 3.4), run by the intents service (stall sweeper, failure count).
   require_progress_every_minutes?: number;
   auto_escalate_after_failures?: number;
+  max_task_wait_hours?: number;
+  checkpoint_timeout_hours?: number;
 }
 
 export const GUARDRAIL_SECTIONS = ["budget", "scope", "temporal", "review"] as const;
@@ -93,6 +95,8 @@ export function readGuardrails(stored: Record<string, unknown> | null | undefine
     on_exceed: str(merged.on_exceed),
     require_progress_every_minutes: num(merged.require_progress_every_minutes),
     auto_escalate_after_failures: num(merged.auto_escalate_after_failures),
+    max_task_wait_hours: num(merged.max_task_wait_hours),
+    checkpoint_timeout_hours: num(merged.checkpoint_timeout_hours),
   };
   return Object.fromEntries(Object.entries(g).filter(([, v]) => v !== undefined)) as Guardrails;
 }
@@ -236,4 +240,19 @@ export function failureStreak(g: Guardrails, before: number, ended: "failed" | "
   if (ended === "completed") return { streak: 0, escalate: false };
   const streak = before + 1;
   return { streak, escalate: g.auto_escalate_after_failures !== undefined && streak === g.auto_escalate_after_failures };
+}
+
+/** The temporal guardrails on waits (RFC-0013 3.3), each reported once per wait by the stall sweeper. */
+export const WAIT_GUARDRAILS = ["max_task_wait_hours", "checkpoint_timeout_hours"] as const;
+export type WaitGuardrail = (typeof WAIT_GUARDRAILS)[number];
+
+/**
+ * max_task_wait_hours (a ready task no agent has claimed, waiting since its last change) and
+ * checkpoint_timeout_hours (a plan checkpoint awaiting its decision, since it was reached): whether
+ * the wait that began at `since` is over the lease's limit at `now`. No limit, no breach.
+ */
+export function waitExceeded(g: Guardrails, guardrail: WaitGuardrail, since: Date, now: Date): boolean {
+  const hours = g[guardrail];
+  if (hours === undefined) return false;
+  return now.getTime() - since.getTime() >= hours * 3_600_000;
 }

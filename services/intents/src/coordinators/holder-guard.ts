@@ -54,8 +54,18 @@ export async function refusalEvents(tx: Tx, lease: CoordinatorLeaseRow, breach: 
       on_exceed: g.on_exceed ?? null,
     }),
   ];
-  const { pause, escalate } = onExceedActions(g);
-  const reason = `guardrail ${breach.guardrail} exceeded: ${breach.message}`;
+  return [...logged, ...(await onExceedEvents(tx, lease, breach.guardrail, `guardrail ${breach.guardrail} exceeded: ${breach.message}`, now))];
+}
+
+/**
+ * What the lease's on_exceed starts when one of its guardrails is exceeded (a refused act, or a
+ * temporal guardrail's wait over its limit): `pause` pauses the lease in the caller's transaction
+ * (coordinator.paused by "system"; an already paused lease stays as it is), `escalate` logs
+ * coordinator.escalation_initiated (the governance service opens the escalation).
+ */
+export async function onExceedEvents(tx: Tx, lease: CoordinatorLeaseRow, guardrail: string, reason: string, now: Date): Promise<NewEvent[]> {
+  const { pause, escalate } = onExceedActions(readGuardrails(lease.guardrails));
+  const logged: NewEvent[] = [];
   if (pause && !lease.pausedAt) {
     await tx
       .update(coordinatorLeases)
@@ -63,7 +73,7 @@ export async function refusalEvents(tx: Tx, lease: CoordinatorLeaseRow, breach: 
       .where(eq(coordinatorLeases.id, lease.id));
     logged.push(newEvent(intentEvents.coordinatorPaused, "system", { lease_id: lease.id, coordinator_id: lease.agentId, paused_by: "system", reason }));
   }
-  if (escalate) logged.push(escalationInitiated(lease, breach.guardrail, reason, "high"));
+  if (escalate) logged.push(escalationInitiated(lease, guardrail, reason, "high"));
   return logged;
 }
 

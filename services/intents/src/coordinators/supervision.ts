@@ -1,11 +1,10 @@
-import { and, count, desc, eq, ne, notInArray, sql } from "drizzle-orm";
+import { and, count, desc, eq, notInArray, sql } from "drizzle-orm";
 import {
   appError,
   CoordinatorGuardrails,
   coordinatorCommands,
   errors,
   intentEvents,
-  intentEventTypes,
   isCoordinatorOrAdmin,
   isoTimestamp,
   type Caller,
@@ -13,8 +12,10 @@ import {
   type CoordinatorLease,
   type CoordinatorPauseBody,
   type CoordinatorReplaceBody,
+  type ForceEscalateTaskBody,
   type UpdateCoordinatorBody,
 } from "@intentmesh/contracts";
+import { randomUUID } from "node:crypto";
 import { newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
@@ -23,10 +24,12 @@ import { coordinatorLeases } from "../db/schema-coordinators";
 import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { assigned as assignedEvent, grantSuccessor } from "./handlers";
 import { DEFAULT_WARN_AT_PERCENTAGE, readGuardrails } from "./guardrails";
+import { isProgress } from "./stall-sweeper";
 import { guardrailFacts } from "./decision-guard";
 import { events } from "../db/schema";
 import { tasks } from "../db/schema-tasks";
 import { TASK_END_STATUSES } from "../tasks/task-status";
+import { readTask, readTaskUnlocked, taskEvent } from "../tasks/store";
 import { expiryAfter, isLive, leaseStatus, mergePatch, supervises, toCoordinatorLease, type CoordinatorLeaseRow } from "./rules";
 
 /**
@@ -58,7 +61,7 @@ const guardrailsView = (row: CoordinatorLeaseRow): GuardrailsView => ({
   version: row.version,
 });
 
-function assertSupervises(row: CoordinatorLeaseRow, caller: Caller, action: string): void {
+export function assertSupervises(row: CoordinatorLeaseRow, caller: Caller, action: string): void {
   if (supervises(row, caller)) return;
   const why = caller.actor === row.agentId ? "a coordinator does not supervise itself" : `its supervisor is ${row.supervisorId ?? "(none)"}`;
   throw errors.forbidden(`${caller.actor} may not ${action} coordinator lease ${row.id}: ${why}; admin and coordinator keys may`, { lease_id: row.id, supervisor_id: row.supervisorId });
@@ -274,6 +277,75 @@ export async function replaceCoordinator(ctx: IntentsContext, leaseId: string, i
   return toCoordinatorLease(row, ctx.clock.now());
 }
 
+/**
+ * DELETE /intents/{id}/coordinator (RFC-0013 9 "remove coordinator from intent"): the intent's
+ * holding lease (live, paused or unresponsive) ends with `end_reason: "removed"` and no successor;
+ * its failover candidates are not asked (removing is not a failure). Its holder (stepping down),
+ * whoever supervises it, admin and coordinator keys; write on the intent (the route's rule).
+ * Under the intent's row lock: of two removals one answers the ended lease, the other 404.
+ * If-Match, when sent, is the lease's version. coordinator.removed; the ended lease is answered.
+ */
+export async function removeCoordinator(ctx: IntentsContext, intentId: string, ifMatch: number | null, caller: Caller): Promise<CoordinatorLease> {
+  const now = ctx.clock.now();
+  const ended = await ctx.db.transaction(async (tx) => {
+    await lockIntentRow(tx, intentId, null);
+    const [row] = await tx
+      .select()
+      .from(coordinatorLeases)
+      .where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true)))
+      .for("update");
+    if (!row) throw appError("COORDINATOR_LEASE_NOT_FOUND", `intent ${intentId} has no coordinator`, { intent_id: intentId });
+    if (ifMatch !== null && row.version !== ifMatch) throw errors.versionMismatch("coordinator_lease", row.id, row.version, ifMatch);
+    if (caller.actor !== row.agentId) assertSupervises(row, caller, "remove");
+    const updated = await updateRow(tx, row.id, { holds: false, endedAt: now, endReason: "removed" });
+    await appendToLog(tx, intentId, [newEvent(intentEvents.coordinatorRemoved, caller.actor, { lease_id: row.id, coordinator_id: row.agentId, removed_by: caller.actor })], now);
+    return updated;
+  });
+  ctx.published();
+  return toCoordinatorLease(ended, ctx.clock.now());
+}
+
+/**
+ * POST /tasks/{id}/force-escalate (RFC-0013 2.1 "force a specific task to escalate to human",
+ * `task.force_escalated`): by whoever supervises the holding coordinator lease of the task's
+ * intent (its supervisor, admin and coordinator keys; never its holder: forcing is the
+ * supervisor's override of the coordinator), with write on the intent; 404
+ * COORDINATOR_LEASE_NOT_FOUND when the intent has no coordinator (anyone with write escalates
+ * through POST /intents/{id}/escalations). The event commits under the intent's row lock; the
+ * governance service opens the escalation from it, its id the event's id, once per event (as for
+ * on_exceed). The task is not changed: a human decides what becomes of it. 202 with the escalation's id.
+ */
+export async function forceEscalateTask(ctx: IntentsContext, taskId: string, body: ForceEscalateTaskBody, caller: Caller) {
+  const { intentId } = await readTaskUnlocked(ctx, taskId);
+  await ctx.access.check(coordinatorCommands.assign, intentId, caller);
+  const now = ctx.clock.now();
+  const answer = await ctx.db.transaction(async (tx) => {
+    await lockIntentRow(tx, intentId, null);
+    const task = await readTask(tx, taskId);
+    const [lease] = await tx
+      .select()
+      .from(coordinatorLeases)
+      .where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true)))
+      .for("update");
+    if (!lease) throw appError("COORDINATOR_LEASE_NOT_FOUND", `intent ${intentId} has no coordinator whose supervisor could force-escalate task ${taskId}; escalate through POST /intents/${intentId}/escalations`, { intent_id: intentId });
+    assertSupervises(lease, caller, "force-escalate a task of");
+    const id = randomUUID();
+    const event = taskEvent("forceEscalated", caller.actor, {
+      task_id: task.id,
+      status: task.status as never,
+      version: task.version,
+      lease_id: lease.id,
+      coordinator_id: lease.agentId,
+      escalated_by: caller.actor,
+      reason: body.reason,
+      priority: body.priority,
+    });
+    await appendToLog(tx, intentId, [{ ...event, id }], now);
+    return { escalation_id: id, task_id: task.id, intent_id: intentId, lease_id: lease.id, coordinator_id: lease.agentId, escalated_by: caller.actor, reason: body.reason, priority: body.priority };
+  });
+  ctx.published();
+  return answer;
+}
 
 /**
  * GET /coordinators/{id}/guardrails/status (RFC-0013 9 "guardrail usage and remaining budget"):
@@ -294,7 +366,7 @@ export async function guardrailStatus(ctx: IntentsContext, leaseId: string, call
   const [last] = await ctx.db
     .select({ at: events.createdAt })
     .from(events)
-    .where(and(eq(events.intentId, row.intentId), ne(events.eventType, intentEventTypes.coordinatorStalled)))
+    .where(and(eq(events.intentId, row.intentId), isProgress(events.eventType, events.actor)))
     .orderBy(desc(events.sequence))
     .limit(1);
   const lastProgressAt = last && last.at > row.grantedAt ? last.at : row.grantedAt;

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { boolean, index, integer, jsonb, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { boolean, index, integer, jsonb, primaryKey, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { intentsSchema } from "./schema";
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
@@ -29,7 +29,7 @@ export const coordinatorLeases = intentsSchema.table(
     lastHeartbeat: ts("last_heartbeat").notNull(),
     expiresAt: ts("expires_at").notNull(),
     endedAt: ts("ended_at"),
-    /** expired (taken over after it went unresponsive), agent_dead (its agent died: failover), handed_off, replaced. */
+    /** expired (taken over after it went unresponsive), agent_dead (its agent died: failover), handed_off, replaced, removed (DELETE /intents/{id}/coordinator). */
     endReason: text("end_reason"),
     predecessorId: uuid("predecessor_id"),
     /** Paused by a supervisor or by an on_exceed guardrail: the holder's work is refused until resumed. */
@@ -47,4 +47,25 @@ export const coordinatorLeases = intentsSchema.table(
     index("coordinator_leases_intent_idx").on(t.intentId, t.grantedAt),
     index("coordinator_leases_agent_idx").on(t.agentId).where(sql`holds`),
   ],
+);
+
+/**
+ * The temporal guardrails' reports (RFC-0013 3.3 max_task_wait_hours, checkpoint_timeout_hours):
+ * one row per wait reported, claimed by an insert the primary key admits (never a check followed
+ * by an insert), in the transaction of its event, so a wait is reported once across sweeps and
+ * replicas. `subject` names what waited (`task:<id>`, `checkpoint:<plan id>:<checkpoint id>`),
+ * `since` when that wait began: a task readied again, a checkpoint reached again, is a new wait.
+ */
+export const coordinatorTimerReports = intentsSchema.table(
+  "coordinator_timer_reports",
+  {
+    subject: text("subject").notNull(),
+    since: ts("since").notNull(),
+    intentId: uuid("intent_id").notNull(),
+    leaseId: uuid("lease_id").notNull(),
+    /** The guardrail reported: max_task_wait_hours or checkpoint_timeout_hours. */
+    guardrail: text("guardrail").notNull(),
+    reportedAt: ts("reported_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.subject, t.since] }), index("coordinator_timer_reports_intent_idx").on(t.intentId)],
 );

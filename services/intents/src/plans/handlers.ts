@@ -1,10 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray } from "drizzle-orm";
-import { appError, errors, type Caller, type CreatePlanBody, type DecomposeBody, type PatchPlanBody, type Plan, type PlanCheckpoint, type PlanCondition, type PlanState, type TaskStatus } from "@intentmesh/contracts";
+import { appError, errors, intentEvents, type Caller, type CreatePlanBody, type DecomposeBody, type PatchPlanBody, type Plan, type PlanCheckpoint, type PlanCondition, type PlanState, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
+import { newEvent } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { plans } from "../db/schema-plans";
 import { tasks } from "../db/schema-tasks";
+import { coordinatorLeases } from "../db/schema-coordinators";
+import { supervises } from "../coordinators/rules";
 import { guardrailRefusal, guardTaskCreation } from "../coordinators/holder-guard";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
@@ -310,6 +313,8 @@ export async function updatePlan(ctx: IntentsContext, planId: string, ifMatch: n
     const row = await updatePlanRow(tx, plan, change, now);
     const base = { plan_id: row.id, state: row.state as PlanState, version: row.version };
     if (changed.length) events.unshift(planEvent("updated", caller.actor, { ...base, changed }));
+    const overridden = await planOverride(tx, plan, row.version, to ? [...changed, "state"] : changed, caller);
+    if (overridden) events.push(overridden);
     if (to) events.push(await stateEvent(tx, row, from, to, caller.actor, { reason: "requested", taskId: null, error: null }, now));
     // Active now (activated, resumed, or its conditions or checkpoints changed): it follows its tasks.
     const followed = await advancePlan(tx, row, null, now);
@@ -319,4 +324,29 @@ export async function updatePlan(ctx: IntentsContext, planId: string, ifMatch: n
   });
   ctx.published();
   return answer(ctx.db, row);
+}
+
+/**
+ * RFC-0013 2.1 "override plan: replace or modify coordinator's plan" (coordinator.plan_overridden):
+ * a change of a plan created by the holder of the intent's coordinator lease, made by whoever
+ * supervises that lease (its supervisor, admin and coordinator keys) and not by the holder itself,
+ * is the supervisor overriding the coordinator; the event names both versions and commits with
+ * the change. Any other change is the plan's owner at work (no event).
+ */
+async function planOverride(tx: Tx, plan: PlanRow, newVersion: number, changed: string[], caller: Caller): Promise<NewEvent | null> {
+  if (!changed.length) return null;
+  const [lease] = await tx
+    .select()
+    .from(coordinatorLeases)
+    .where(and(eq(coordinatorLeases.intentId, plan.intentId), eq(coordinatorLeases.holds, true)));
+  if (!lease || plan.createdBy !== lease.agentId || caller.actor === lease.agentId || !supervises(lease, caller)) return null;
+  return newEvent(intentEvents.coordinatorPlanOverridden, caller.actor, {
+    lease_id: lease.id,
+    coordinator_id: lease.agentId,
+    overridden_by: caller.actor,
+    plan_id: plan.id,
+    old_plan_version: plan.version,
+    new_plan_version: newVersion,
+    changed,
+  });
 }
