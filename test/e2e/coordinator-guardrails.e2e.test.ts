@@ -257,17 +257,17 @@ describe("temporal guardrails on waits (RFC-0013 3.3): max_task_wait_hours, chec
     expect(reported.map((e) => e.payload)).toEqual([
       { lease_id: lease.id, coordinator_id: holder, supervisor_id: "lead", task_id: waiting.id, waiting_since: expect.any(String), max_task_wait_hours: 2, on_exceed: "escalate" },
     ]);
-    expect(Date.parse(reported[0].payload.waiting_since)).toBe(Date.parse(waiting.created_at));
+    expect(Date.parse(String(reported[0]!.payload.waiting_since))).toBe(Date.parse(waiting.created_at));
     const initiated = await ofType(intent.id, "coordinator.escalation_initiated");
     expect(initiated.map((e) => e.payload)).toEqual([expect.objectContaining({ coordinator_id: holder, escalated_to: "lead", guardrail: "max_task_wait_hours" })]);
     await vi.waitFor(
-      async () => expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations.map((e: any) => e.id)).toEqual([initiated[0].id]),
+      async () => expect((await cluster.api(`/escalations?intent_id=${intent.id}`)).body.escalations.map((e: any) => e.id)).toEqual([initiated[0]!.id]),
       { timeout: 5000, interval: 50 },
     );
     // The report and its escalation are not progress: the stall counts from the last act on the intent (the claim).
     const stalled = (await ofType(intent.id, "coordinator.stalled")).map((e) => e.payload);
     expect(stalled).toEqual([expect.objectContaining({ lease_id: lease.id })]);
-    expect(Date.parse(stalled[0].last_progress_at)).toBe(Date.parse(waiting.created_at));
+    expect(Date.parse(String(stalled[0]!.last_progress_at))).toBe(Date.parse(waiting.created_at));
     // An escalate-only guardrail does not pause the lease.
     expect((await cluster.api(`/coordinators/${lease.id}`)).body.status).toBe("active");
   });
