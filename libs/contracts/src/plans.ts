@@ -245,7 +245,7 @@ export const planCommands = {
     "plans.update",
     z.object({ plan_id: Uuid }).merge(IfMatch).extend({ body: PatchPlanBody }),
     Plan,
-    ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN", "PLAN_AT_CHECKPOINT"],
+    ["PLAN_NOT_FOUND", "PRECONDITION_REQUIRED", "VERSION_MISMATCH", "INVALID_PLAN_TRANSITION", "UNKNOWN_TASK_REFERENCE", "TASK_IN_ANOTHER_PLAN", "PLAN_AT_CHECKPOINT", "GUARDRAIL_VIOLATION"],
   ),
   checkpoints: command("intents", "plans.checkpoints", z.object({ plan_id: Uuid }), z.array(PlanCheckpointView), ["PLAN_NOT_FOUND"]),
   approveCheckpoint: command("intents", "plans.checkpoint-approve", CheckpointRef.extend({ body: ApproveCheckpointBody }), Plan, CHECKPOINT_ERRORS),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { failureStreak, judgeDecision, judgeTaskCreation, onExceedActions, stallDue, readGuardrails, waitExceeded, type GuardrailFacts, type TaskCreationFacts } from "./guardrails";
+import { failureStreak, judgeDecision, judgePlanAct, judgeTaskCreation, onExceedActions, stallDue, readGuardrails, waitExceeded, type GuardrailFacts, type TaskCreationFacts } from "./guardrails";
 
 const start = new Date("2026-02-07T10:00:00Z");
 const facts = (over: Partial<GuardrailFacts> = {}): GuardrailFacts => ({ spentCents: 0, coordinationStartedAt: start, planDecisions: 0, reviewedDecisions: 0, ...over });
@@ -52,6 +52,17 @@ describe("judgeDecision", () => {
     // Re-plans need their own review only with requires_replan_review.
     expect(judgeDecision(g, "plan_modified", facts(), start)).toMatchObject({ refused: null, usesReview: false });
     expect(judgeDecision({ requires_replan_review: true }, "plan_modified", facts(), start).refused).toMatchObject({ guardrail: "requires_replan_review" });
+  });
+});
+
+describe("judgePlanAct (RFC-0013 3.4: the holder's own plan acts)", () => {
+  it("requires_plan_review refuses activating, requires_replan_review refuses changing an active plan; neither refuses the other act", () => {
+    expect(judgePlanAct({ requires_plan_review: true }, "activate")).toMatchObject({ guardrail: "requires_plan_review", attempted_value: true, limit: true });
+    expect(judgePlanAct({ requires_plan_review: true }, "replan")).toBeNull();
+    expect(judgePlanAct({ requires_replan_review: true }, "replan")).toMatchObject({ guardrail: "requires_replan_review" });
+    expect(judgePlanAct({ requires_replan_review: true }, "activate")).toBeNull();
+    expect(judgePlanAct({ requires_plan_review: false, requires_replan_review: false }, "activate")).toBeNull();
+    expect(judgePlanAct({}, "replan")).toBeNull();
   });
 });
 

@@ -107,6 +107,33 @@ export function needsReview(g: Guardrails, decisionType: string): boolean {
 }
 
 /**
+ * RFC-0013 3.4 on the holder's own plan acts (not its decision records): under
+ * requires_plan_review a plan of the coordinator starts only after review, so the holder may
+ * create plans as drafts and its supervisor activates them (POST /plans/{id}/approve); under
+ * requires_replan_review the holder may not change the tasks, conditions or checkpoints of an
+ * active plan (the supervisor may: that change is an override). Null when the act is allowed.
+ */
+export function judgePlanAct(g: Guardrails, act: "activate" | "replan"): GuardrailBreach | null {
+  if (act === "activate" && g.requires_plan_review === true) {
+    return {
+      guardrail: "requires_plan_review",
+      attempted_value: true,
+      limit: true,
+      message: "the coordinator's plans start only after review: create the plan as a draft and have its supervisor approve it (POST /plans/{id}/approve)",
+    };
+  }
+  if (act === "replan" && g.requires_replan_review === true) {
+    return {
+      guardrail: "requires_replan_review",
+      attempted_value: true,
+      limit: true,
+      message: "the coordinator's active plans change only after review: its supervisor changes the plan, or approves a new draft",
+    };
+  }
+  return null;
+}
+
+/**
  * The verdict on one decision of the lease holder, at `now` (server clock). Refusals, in the
  * order checked: budget spent, plan duration over, plan versions used up, review missing.
  * Warnings: the spend at or above warn_at_percentage of the budget (the handler logs each once

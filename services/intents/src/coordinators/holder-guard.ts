@@ -6,7 +6,7 @@ import { coordinatorLeases } from "../db/schema-coordinators";
 import { tasks } from "../db/schema-tasks";
 import type { NewEvent } from "../kernel/event-log";
 import { TASK_END_STATUSES } from "../tasks/task-status";
-import { failureStreak, judgeTaskCreation, onExceedActions, readGuardrails, type GuardrailBreach } from "./guardrails";
+import { failureStreak, judgePlanAct, judgeTaskCreation, onExceedActions, readGuardrails, type GuardrailBreach } from "./guardrails";
 import { assertNotPaused, isLive, type CoordinatorLeaseRow } from "./rules";
 
 /**
@@ -153,6 +153,20 @@ export async function guardTaskCreation(tx: Tx, intentId: string, actor: string,
   });
   if (!breach) return null;
   return { events: await refusalEvents(tx, lease, breach, { decisionType: null, action: creation.action }, now), breach };
+}
+
+/**
+ * The review guardrails of the holder's lease on its own plan acts (guardrails.ts judgePlanAct):
+ * activating a plan (created active, or moved to active) and changing an active plan. Other
+ * callers' acts are not the coordinator's. Answers the refusal's events and the breach, as
+ * guardTaskCreation does.
+ */
+export async function guardPlanAct(tx: Tx, intentId: string, actor: string, act: "activate" | "replan", now: Date): Promise<{ events: NewEvent[]; breach: GuardrailBreach } | null> {
+  const lease = await liveLeaseHeldBy(tx, intentId, actor, now);
+  if (!lease) return null;
+  const breach = judgePlanAct(readGuardrails(lease.guardrails), act);
+  if (!breach) return null;
+  return { events: await refusalEvents(tx, lease, breach, { decisionType: null, action: act === "activate" ? "plan_activated" : "plan_modified" }, now), breach };
 }
 
 /** The 403 of a refusal whose events have committed (RFC-0013 3: the attempt is logged, the act is not done). */

@@ -8,7 +8,7 @@ import { plans } from "../db/schema-plans";
 import { tasks } from "../db/schema-tasks";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { supervises } from "../coordinators/rules";
-import { guardrailRefusal, guardTaskCreation } from "../coordinators/holder-guard";
+import { guardPlanAct, guardrailRefusal, guardTaskCreation } from "../coordinators/holder-guard";
 import { appendToLog, assertIntentExists, lockIntentRow, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { withinPageBytes } from "../kernel/page-bytes";
@@ -130,11 +130,13 @@ export async function createPlan(ctx: IntentsContext, intentId: string, body: Cr
       { action: "plan_created", planTasksBefore: existing.length, newTasks: stepTasks.map((t) => ({ id: t.id, parentTaskId: t.parentTaskId, capabilities: [] })) },
       now,
     );
-    if (refused) {
-      await appendToLog(tx, intentId, refused.events, now);
-      return { refused: refused.breach };
+    const state = body.state ?? (steps.length ? "active" : "draft");
+    const gated = refused ?? (state === "active" ? await guardPlanAct(tx, intentId, caller.actor, "activate", now) : null);
+    if (gated) {
+      await appendToLog(tx, intentId, gated.events, now);
+      return { refused: gated.breach };
     }
-    return writeNewPlan(tx, { intentId, planId, title: body.title ?? null, state: body.state ?? (steps.length ? "active" : "draft"), existing, newTasks: stepTasks, statuses, body, caller, now });
+    return writeNewPlan(tx, { intentId, planId, title: body.title ?? null, state, existing, newTasks: stepTasks, statuses, body, caller, now });
   });
   ctx.published();
   if ("refused" in row) throw guardrailRefusal(intentId, row.refused);
@@ -272,6 +274,14 @@ export async function updatePlan(ctx: IntentsContext, planId: string, ifMatch: n
     await lockIntentRow(tx, before.intentId, null);
     const plan = await readPlan(tx, planId);
     if (plan.version !== ifMatch) throw errors.versionMismatch("plan", planId, plan.version, ifMatch);
+    // The lease holder's own plan acts under its review guardrails (RFC-0013 3.4), before anything is written.
+    const activating = plan.state === "draft" && body.state === "active";
+    const replanning = plan.state === "active" && (body.tasks !== undefined || body.checkpoints !== undefined || body.conditions !== undefined);
+    const gated = (activating ? await guardPlanAct(tx, plan.intentId, caller.actor, "activate", now) : null) ?? (replanning ? await guardPlanAct(tx, plan.intentId, caller.actor, "replan", now) : null);
+    if (gated) {
+      await appendToLog(tx, plan.intentId, gated.events, now);
+      return { refused: gated.breach };
+    }
     const change: PlanChange = {};
     const events: NewEvent[] = [];
     const changed: string[] = [];
@@ -323,6 +333,7 @@ export async function updatePlan(ctx: IntentsContext, planId: string, ifMatch: n
     return followed.row;
   });
   ctx.published();
+  if ("refused" in row) throw guardrailRefusal(before.intentId, row.refused);
   return answer(ctx.db, row);
 }
 
