@@ -35,7 +35,9 @@ describe("the review gate on the holder's own plans", () => {
     const holderClient = coordinatorKey(holder);
     const refused = await expectRejected(holderClient.ops.plansCreateForIntent({ intent_id: intent.id, body: { title: "straight to work", steps: [{ title: "gather" }] } }), 403, "GUARDRAIL_VIOLATION");
     expect(refused.details).toMatchObject({ guardrail: "requires_plan_review", attempted_value: true, limit: true });
+    await expectRejected(holderClient.ops.plansDecompose({ intent_id: intent.id, body: { task_description: "Launch\n- draft\n- publish" } }), 403, "GUARDRAIL_VIOLATION");
     expect(await holderClient.ops.plansList({ intent_id: intent.id })).toEqual([]);
+    expect(await holderClient.ops.tasksList({ intent_id: intent.id })).toMatchObject({ tasks: [] });
 
     const draft = await holderClient.ops.plansCreateForIntent({ intent_id: intent.id, body: { title: "proposed", state: "draft", steps: [{ title: "gather" }] } });
     expect(draft.state).toBe("draft");
@@ -43,6 +45,7 @@ describe("the review gate on the holder's own plans", () => {
     expect((await holderClient.ops.plansGet({ plan_id: draft.id })).state).toBe("draft");
     expect(await violations(intent.id)).toEqual([
       expect.objectContaining({ lease_id: lease.id, coordinator_id: holder, guardrail: "requires_plan_review", action: "plan_activated", decision_type: null }),
+      expect.objectContaining({ guardrail: "requires_plan_review", action: "plan_activated" }),
       expect.objectContaining({ guardrail: "requires_plan_review", action: "plan_activated" }),
     ]);
 

@@ -224,7 +224,10 @@ export async function decomposeTask(ctx: IntentsContext, intentId: string, body:
   const newTasks = decompositionTasks(tree, randomUUID);
   const row = await ctx.db.transaction(async (tx) => {
     await assertOpenIntent(tx, intentId);
-    const refused = await guardTaskCreation(tx, intentId, caller.actor, { action: "plan_decomposed", planTasksBefore: 0, newTasks: newTasks.map((t) => ({ id: t.id, parentTaskId: t.parentTaskId, capabilities: [] })) }, now);
+    // The plan starts active: for the lease holder, also an activation under its review guardrails.
+    const refused =
+      (await guardTaskCreation(tx, intentId, caller.actor, { action: "plan_decomposed", planTasksBefore: 0, newTasks: newTasks.map((t) => ({ id: t.id, parentTaskId: t.parentTaskId, capabilities: [] })) }, now)) ??
+      (await guardPlanAct(tx, intentId, caller.actor, "activate", now));
     if (refused) {
       await appendToLog(tx, intentId, refused.events, now);
       return { refused: refused.breach };
