@@ -330,9 +330,8 @@ describe("temporal guardrails on waits (RFC-0013 3.3): max_task_wait_hours, chec
 describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () => {
   type Who = { key: null; headers: Record<string, string> } | { key: "admin" | "coordinator" };
   /**
-   * Raw on purpose: these patches carry guardrails at the top level (max_concurrent_tasks), as the
-   * server reads them, and the bodies the server refuses (a guardrail of the wrong type, an unknown
-   * key in a section); the type of BodyOf<"coordinatorsPatchGuardrails"> has only the four sections.
+   * Raw on purpose: the bodies the server refuses (a guardrail of the wrong type, an unknown key in
+   * a section), which the type of BodyOf<"coordinatorsPatchGuardrails"> does not let through.
    */
   const patchGuardrails = (leaseId: string, who: Who, body: unknown, ifMatch?: number) =>
     cluster.api(`/coordinators/${leaseId}/guardrails`, { ...who, method: "PATCH", body, headers: { ...("headers" in who ? who.headers : {}), ...(ifMatch !== undefined ? { "If-Match": String(ifMatch) } : {}) } });
@@ -352,16 +351,17 @@ describe("the guardrail routes and PATCH /coordinators/{id} (RFC-0013 9)", () =>
     await expectRejected(createTask(intent.id, holder, { title: "two" }), 403, "GUARDRAIL_VIOLATION");
 
     // The holder does not loosen its own guardrails, even with a coordinator key; nor does another agent.
-    const coordinatorKeyAs = (agentId: string) => ({ key: null, headers: { "X-API-Key": TEST_KEYS.coordinator, "X-Agent-ID": agentId } });
-    expectError(await patchGuardrails(lease.id, as(holder), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
-    expectError(await patchGuardrails(lease.id, coordinatorKeyAs(holder), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
-    expectError(await patchGuardrails(lease.id, as(uniqueTag("other")), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
+    const patchAs = (client: Intentmesh, body: BodyOf<"coordinatorsPatchGuardrails">, ifMatch?: number) =>
+      client.send("coordinatorsPatchGuardrails", { lease_id: lease.id, body, ...(ifMatch !== undefined ? { ifMatch } : {}) });
+    await expectRejected(patchAs(agent(holder), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
+    await expectRejected(patchAs(cluster.sdk("coordinator", holder), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
+    await expectRejected(patchAs(agent(uniqueTag("other")), { max_concurrent_tasks: 10 }), 403, "FORBIDDEN");
     expectError(await patchGuardrails(lease.id, as(lead), { max_concurrent_tasks: "10" }), 400, "VALIDATION_FAILED");
     expectError(await patchGuardrails(lease.id, as(lead), { scope: { anything: 1 } }), 400, "VALIDATION_FAILED");
-    const patched = await patchGuardrails(lease.id, as(lead), { max_concurrent_tasks: 2, budget: { max_budget_usd: null }, scope: { allowed_capabilities: ["a"] } }, 1);
-    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-    expect(patched.body).toMatchObject({ guardrails: { max_concurrent_tasks: 2, budget: { custom: "kept" }, scope: { allowed_capabilities: ["a"] } }, enforced: { max_concurrent_tasks: 2, allowed_capabilities: ["a"] }, version: 2 });
-    expectError(await patchGuardrails(lease.id, { key: "admin" }, { max_concurrent_tasks: 3 }, 1), 409, "VERSION_MISMATCH");
+    const patched = await patchAs(agent(lead), { max_concurrent_tasks: 2, budget: { max_budget_usd: null }, scope: { allowed_capabilities: ["a"] } }, 1);
+    expect(patched.status).toBe(200);
+    expect(patched.data).toMatchObject({ guardrails: { max_concurrent_tasks: 2, budget: { custom: "kept" }, scope: { allowed_capabilities: ["a"] } }, enforced: { max_concurrent_tasks: 2, allowed_capabilities: ["a"] }, version: 2 });
+    await expectRejected(patchAs(keyed("admin"), { max_concurrent_tasks: 3 }, 1), 409, "VERSION_MISMATCH");
     expect((await createTask(intent.id, holder, { title: "two", capabilities_required: ["a"] })).status).toBe(201);
     const updated = (await allEvents(cluster, intent.id)).filter((e) => e.event_type === "coordinator.guardrails_updated");
     expect(updated.map((e) => [e.actor, e.payload])).toEqual([
@@ -439,9 +439,8 @@ describe("the lease routes and the intent's access-control list (RFC-0011)", () 
     await expectRejected(coordinatorKey.send("coordinatorsGetLease", { lease_id: lease.id }), 403, "INTENT_ACCESS_DENIED");
     await closeWith("read");
     expect((await coordinatorKey.send("coordinatorsGetGuardrails", { lease_id: lease.id })).status).toBe(200);
-    // Raw on purpose: a top-level guardrail, which the type of the PATCH body leaves out (see patchGuardrails above).
-    const patchGuardrailsRaw = () => cluster.api(`/coordinators/${lease.id}/guardrails`, { key: "coordinator", method: "PATCH", body: { max_concurrent_tasks: 5 } });
-    expectError(await patchGuardrailsRaw(), 403, "INTENT_ACCESS_DENIED");
+    const patchGuardrailsAsCoordinator = () => coordinatorKey.send("coordinatorsPatchGuardrails", { lease_id: lease.id, body: { max_concurrent_tasks: 5 } });
+    await expectRejected(patchGuardrailsAsCoordinator(), 403, "INTENT_ACCESS_DENIED");
     for (const write of [
       () => coordinatorKey.send("coordinatorsUpdate", { lease_id: lease.id, body: { metadata: { x: 1 } } }),
       () => coordinatorKey.send("coordinatorsPause", { lease_id: lease.id, body: {} }),
@@ -451,7 +450,7 @@ describe("the lease routes and the intent's access-control list (RFC-0011)", () 
     }
     expect(await getLease(lease.id)).toMatchObject({ version: 1, status: "active", guardrails: { max_concurrent_tasks: 1 } });
     await closeWith("write");
-    expect((await patchGuardrailsRaw()).status).toBe(200);
+    expect((await patchGuardrailsAsCoordinator()).status).toBe(200);
   });
 });
 

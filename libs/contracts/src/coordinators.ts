@@ -48,7 +48,7 @@ export const MAX_HEARTBEAT_INTERVAL_SECONDS = 3600;
  * or under their section (budget, scope, temporal, review): a value of the wrong type would leave
  * a limit silently unenforced, so it is refused (400). Other keys are stored as given.
  */
-const ENFORCED_GUARDRAILS: Record<string, z.ZodType> = {
+const ENFORCED_GUARDRAILS = {
   max_budget_usd: z.number().min(0),
   warn_at_percentage: z.number().min(0).max(100),
   max_plan_versions: z.number().int().min(0),
@@ -65,11 +65,11 @@ const ENFORCED_GUARDRAILS: Record<string, z.ZodType> = {
   auto_escalate_after_failures: z.number().int().min(1),
   max_task_wait_hours: z.number().min(0).max(24 * 366),
   checkpoint_timeout_hours: z.number().min(0).max(24 * 366),
-};
+} satisfies Record<string, z.ZodType>;
 const GUARDRAIL_SECTION_NAMES = ["budget", "scope", "temporal", "review"] as const;
 
 function checkGuardrailKeys(value: Record<string, unknown>, ctx: z.RefinementCtx, path: string[]): void {
-  for (const [key, schema] of Object.entries(ENFORCED_GUARDRAILS)) {
+  for (const [key, schema] of Object.entries(ENFORCED_GUARDRAILS) as [string, z.ZodType][]) {
     if (value[key] === undefined) continue;
     const checked = schema.safeParse(value[key]);
     if (!checked.success) ctx.addIssue({ code: "custom", path: [...path, key], message: `guardrail ${key}: ${checked.error.issues[0]?.message ?? "invalid"}` });
@@ -272,8 +272,9 @@ export const CoordinatorGuardrailStatus = z
  * sections included (`{"scope": {"max_concurrent_tasks": 20}}` changes one key of the section,
  * null removes a key). The result is checked as a lease's guardrails are (400 otherwise).
  */
-const GUARDRAIL_PATCH_KEYS = {
-  ...Object.fromEntries(Object.entries(ENFORCED_GUARDRAILS).map(([key, schema]) => [key, schema.nullable().optional()])),
+const GUARDRAIL_PATCH_KEYS = Object.fromEntries(Object.entries(ENFORCED_GUARDRAILS).map(([key, schema]) => [key, schema.nullable().optional()])) as {
+  // Typed key by key, so a patch of a flat key (max_concurrent_tasks: 10) is typed as the server takes it.
+  [K in keyof typeof ENFORCED_GUARDRAILS]: z.ZodOptional<z.ZodNullable<(typeof ENFORCED_GUARDRAILS)[K]>>;
 };
 /** A section of the patch: the RFC's keys (any of them, as readGuardrails reads any key in any section), null removing one. */
 const GuardrailSectionPatch = z.object(GUARDRAIL_PATCH_KEYS).strict().nullable().optional();
