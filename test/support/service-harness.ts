@@ -23,10 +23,12 @@ export interface ServiceHarness<S> {
   service: S;
   bus: Bus;
   database: DatabaseHandle;
+  /** The connection URL of the harness's own database, as TestCluster's `databaseUrl`. */
+  databaseUrl: string;
   clock: ManualClock;
-  /** Commands over the bus, with inputs typed by the catalogue. */
   /** Speaks to the services over the bus, as TestCluster's `client` does. */
   client: BusClient;
+  /** Commands over the bus, with inputs typed by the catalogue. */
   call<C extends CommandDef>(command: C, input: CommandInput<C>, caller?: Caller): Promise<CommandOutput<C>>;
   /** The REST API through a gateway in front of this one service (other services' routes answer 503). */
   api: ReturnType<typeof typedApi>;
@@ -60,6 +62,7 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
     service,
     bus,
     database,
+    databaseUrl: testDb.url,
     clock,
     client,
     call: (command, input, caller = ADMIN) => client.request(command, caller, input),
