@@ -8,7 +8,7 @@ import { agentHeaders } from "../../../test/support/agents";
 import type { IntentsService } from "../src/service";
 
 /**
- * The intents service's lease rules (spec 2.4, 4.3): acquire, collide, renew, release, expiry by
+ * The intents service's lease rules (spec 2.4, 3.6, 4.1): acquire, collide, renew, release, expiry by
  * the sweeper, leases under suspension and state writes under another agent's lease, through the
  * typed client of the route catalogue. The registry runs beside it only because the gateway asks
  * it whom an X-Agent-ID is bound to; sweeps run only when a test calls them.
