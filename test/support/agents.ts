@@ -1,16 +1,16 @@
 import { IntentmeshError } from "@intentmesh/sdk";
 import { expect } from "vitest";
-import type { TestCluster } from "./cluster";
+import type { SdkTarget } from "./e2e-helpers";
 import { TEST_KEYS } from "./cluster";
 
 type KeyName = keyof typeof TEST_KEYS;
-const registered = new WeakMap<TestCluster, Set<string>>();
+const registered = new WeakMap<SdkTarget, Set<string>>();
 
 /**
  * Registers `agentId` with `key` (once per cluster; an already active registration is fine) and
  * returns the headers that act as that agent: X-API-Key of the key it is bound to, and X-Agent-ID.
  */
-export async function agentHeaders(cluster: TestCluster, agentId: string, key: KeyName = "agent"): Promise<Record<string, string>> {
+export async function agentHeaders(cluster: SdkTarget, agentId: string, key: KeyName = "agent"): Promise<Record<string, string>> {
   let known = registered.get(cluster);
   if (!known) registered.set(cluster, (known = new Set()));
   if (!known.has(`${key}:${agentId}`)) {
@@ -32,6 +32,6 @@ export async function agentHeaders(cluster: TestCluster, agentId: string, key: K
 }
 
 /** Registers several agents with one key. */
-export async function registerAgents(cluster: TestCluster, agentIds: string[], key: KeyName = "agent"): Promise<void> {
+export async function registerAgents(cluster: SdkTarget, agentIds: string[], key: KeyName = "agent"): Promise<void> {
   await Promise.all(agentIds.map((id) => agentHeaders(cluster, id, key)));
 }

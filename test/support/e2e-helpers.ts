@@ -3,6 +3,12 @@ import { expect } from "vitest";
 import type { ApiResponse, TestCluster } from "./cluster";
 import { TEST_KEYS } from "./cluster";
 
+/**
+ * What the fixtures need of their target: the typed client. A TestCluster (the whole cluster) and a
+ * ServiceHarness (one service's lane) both have it, so a test file moves between lanes by its setup.
+ */
+export type SdkTarget = Pick<TestCluster, "sdk">;
+
 /** Wire timestamps: ISO 8601, UTC, milliseconds, explicit +00:00 offset. */
 export const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/;
 
@@ -71,7 +77,7 @@ export const outcomeOf = (call: Promise<{ status: number; data: unknown }>): Pro
   );
 
 /** POST /intents through the typed client and returns the created intent (asserting 201). */
-export async function createIntent(cluster: TestCluster, body: Partial<BodyOf<"intentsCreate">> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<CreatedIntent> {
+export async function createIntent(cluster: SdkTarget, body: Partial<BodyOf<"intentsCreate">> = {}, key: keyof typeof TEST_KEYS = "admin"): Promise<CreatedIntent> {
   // Created active: most tests work on an intent in progress (new intents start in draft, table 3.1).
   const res = await cluster.sdk(key).send("intentsCreate", { body: { title: "an intent", status: "active", ...body } });
   expect(res.status, JSON.stringify(res.data)).toBe(201);
@@ -79,7 +85,7 @@ export async function createIntent(cluster: TestCluster, body: Partial<BodyOf<"i
 }
 
 /** Reads the whole event log of an intent (all pages) through the typed client. */
-export async function allEvents(cluster: TestCluster, intentId: string): Promise<LoggedEvent[]> {
+export async function allEvents(cluster: SdkTarget, intentId: string): Promise<LoggedEvent[]> {
   const client = cluster.sdk();
   const out: LoggedEvent[] = [];
   let after = "0";
@@ -92,7 +98,7 @@ export async function allEvents(cluster: TestCluster, intentId: string): Promise
 }
 
 /** The event types of an intent's log, oldest first. */
-export async function eventTypes(cluster: TestCluster, intentId: string): Promise<string[]> {
+export async function eventTypes(cluster: SdkTarget, intentId: string): Promise<string[]> {
   return (await allEvents(cluster, intentId)).map((e) => e.event_type);
 }
 

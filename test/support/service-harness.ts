@@ -6,7 +6,8 @@ import { createLogger } from "@intentmesh/telemetry";
 import type { AnyServiceDefinition, OptionsOf, ServiceOf } from "@intentmesh/service";
 import { clusterServices, type ClusterServices } from "../../services/cluster";
 import { createTestDatabase, testNamespace } from "./backends";
-import { deleteNamespaceStreams, startTestGateway, type TestCluster } from "./cluster";
+import { createClient } from "@intentmesh/sdk";
+import { deleteNamespaceStreams, startTestGateway, TEST_KEYS, type TestCluster } from "./cluster";
 import { typedApi, type OperationResponse } from "./typed-api";
 import { eventsOffCatalogue } from "./event-check";
 
@@ -22,12 +23,20 @@ export interface ServiceHarness<S> {
   service: S;
   bus: Bus;
   database: DatabaseHandle;
+  /** The connection URL of the harness's own database, as TestCluster's `databaseUrl`. */
+  databaseUrl: string;
   clock: ManualClock;
+  /** Speaks to the services over the bus, as TestCluster's `client` does. */
+  client: BusClient;
   /** Commands over the bus, with inputs typed by the catalogue. */
   call<C extends CommandDef>(command: C, input: CommandInput<C>, caller?: Caller): Promise<CommandOutput<C>>;
   /** The REST API through a gateway in front of this one service (other services' routes answer 503). */
   api: ReturnType<typeof typedApi>;
   rawApi: TestCluster["api"];
+  /** The harness's gateway, for a client built by hand. */
+  baseUrl: string;
+  /** The same typed client as TestCluster's `sdk`, against this harness's gateway: a test moves between lanes by its setup alone. */
+  sdk: TestCluster["sdk"];
   stop(): Promise<void>;
 }
 
@@ -47,16 +56,20 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
   bus.checks = { outputs: true, errors: true };
   const clock = new ManualClock(new Date());
   const service = await start({ bus, database, logger, clock });
-  const { gateway, api } = await startTestGateway(bus, logger);
+  const { gateway, baseUrl, api } = await startTestGateway(bus, logger);
   const client = new BusClient(bus, 10_000);
   return {
     service,
     bus,
     database,
+    databaseUrl: testDb.url,
     clock,
+    client,
     call: (command, input, caller = ADMIN) => client.request(command, caller, input),
     api: typedApi(api),
     rawApi: api,
+    baseUrl,
+    sdk: (key = "admin", agentId) => createClient({ baseUrl, apiKey: TEST_KEYS[key], agentId, retry: { baseDelayMs: 10 } }),
     stop: async () => {
       // As in the whole-cluster tests: every event the service wrote must match the event catalogue.
       const offCatalogue = await eventsOffCatalogue(database);

@@ -1,17 +1,29 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestCluster, type TestCluster } from "../support/cluster";
-import { agentHeaders } from "../support/agents";
+import { agentHeaders } from "../../../test/support/agents";
 import type { BodyOf, Intentmesh } from "@intentmesh/sdk";
-import { allEvents, createIntent, expectError, expectRejected, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
+import { allEvents, createIntent, expectError, expectRejected, TIMESTAMP, UNKNOWN_ID } from "../../../test/support/e2e-helpers";
+import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import type { IntentsService } from "../src/service";
 
-let cluster: TestCluster;
+/**
+ * The intents service's attachments (spec 2.7, 4.3): references stored, never fetched, metadata
+ * checked against the mime type, listing and who may delete, through the typed client of the route
+ * catalogue. The registry runs beside it only because the gateway asks it whom an X-Agent-ID is
+ * bound to; sweeps run only when a test calls them.
+ */
+let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
 beforeAll(async () => {
-  cluster = await startTestCluster();
+  harness = await startServiceHarness(
+    manifestServices({
+      registry: { sweepIntervalMs: 3_600_000 },
+      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+    }),
+  );
 });
 afterAll(async () => {
-  await cluster?.stop();
+  await harness?.stop();
 });
 
 type AttachmentBody = BodyOf<"attachmentsCreate">;
@@ -28,17 +40,17 @@ const pdf = (overrides: Partial<AttachmentBody> = {}): AttachmentBody => ({
 /** A pdf body with fields the typed body forbids (sent raw). */
 const pdfWith = (overrides: Record<string, unknown>): Record<string, unknown> => ({ ...pdf(), ...overrides });
 
-const attach = (intentId: string, body: AttachmentBody, client: Intentmesh = cluster.sdk(), ifMatch?: number) =>
+const attach = (intentId: string, body: AttachmentBody, client: Intentmesh = harness.sdk(), ifMatch?: number) =>
   client.send("attachmentsCreate", { intent_id: intentId, ifMatch, body });
 /** Raw on purpose: bodies the typed request forbids. */
-const attachRaw = (intentId: string, body: unknown) => cluster.api(`/intents/${intentId}/attachments`, { body });
-const list = (intentId: string) => cluster.sdk().ops.attachmentsList({ intent_id: intentId });
-const remove = (intentId: string, attachmentId: string, client: Intentmesh = cluster.sdk()) =>
+const attachRaw = (intentId: string, body: unknown) => harness.rawApi(`/intents/${intentId}/attachments`, { body });
+const list = (intentId: string) => harness.sdk().ops.attachmentsList({ intent_id: intentId });
+const remove = (intentId: string, attachmentId: string, client: Intentmesh = harness.sdk()) =>
   client.send("attachmentsDelete", { intent_id: intentId, attachment_id: attachmentId });
 /** Registers an agent (once) and answers the typed client acting as it with the key it is bound to. */
 async function actingAgent(agentId: string, key: "agent" | "other"): Promise<Intentmesh> {
-  await agentHeaders(cluster, agentId, key);
-  return cluster.sdk(key, agentId);
+  await agentHeaders(harness, agentId, key);
+  return harness.sdk(key, agentId);
 }
 /** The path of a refusal's first validation issue. */
 const firstIssuePath = (details: Record<string, unknown>) => (Array.isArray(details.issues) ? details.issues[0]?.path : undefined);
@@ -55,7 +67,7 @@ async function refusalOf(intentId: string, sent: { typed: AttachmentBody } | { r
 
 describe("POST /intents/{id}/attachments", () => {
   it("stores the reference (201) with the fields of 2.7, uploaded by the acting agent, and logs intent.attachment_added", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const uploader = await actingAgent("att-uploader", "agent");
     const res = await attach(intent.id, pdf(), uploader);
     expect(res.status).toBe(201);
@@ -70,13 +82,13 @@ describe("POST /intents/{id}/attachments", () => {
       uploaded_by: "att-uploader",
       created_at: expect.stringMatching(TIMESTAMP),
     });
-    expect(Date.parse(res.data.created_at)).toBe(cluster.clock.now().getTime());
+    expect(Date.parse(res.data.created_at)).toBe(harness.clock.now().getTime());
 
-    const listed = await cluster.sdk().send("attachmentsList", { intent_id: intent.id });
+    const listed = await harness.sdk().send("attachmentsList", { intent_id: intent.id });
     expect(listed.status).toBe(200);
     expect(listed.data).toMatchObject({ attachments: [res.data], has_more: false });
 
-    const events = await allEvents(cluster, intent.id);
+    const events = await allEvents(harness, intent.id);
     const added = events.find((e) => e.event_type === "attachment_added")!;
     expect(added).toMatchObject({
       actor: "att-uploader",
@@ -87,8 +99,8 @@ describe("POST /intents/{id}/attachments", () => {
   });
 
   it("uses the key's principal as uploaded_by when no agent acts, and defaults metadata to {}", async () => {
-    const intent = await createIntent(cluster);
-    const res = await attach(intent.id, pdf({ metadata: undefined }), cluster.sdk("coordinator"));
+    const intent = await createIntent(harness);
+    const res = await attach(intent.id, pdf({ metadata: undefined }), harness.sdk("coordinator"));
     expect(res.status).toBe(201);
     expect(res.data).toMatchObject({ uploaded_by: "coordinator", metadata: {} });
   });
@@ -102,7 +114,7 @@ describe("POST /intents/{id}/attachments", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      const intent = await createIntent(cluster);
+      const intent = await createIntent(harness);
       const res = await attach(intent.id, pdf({ storage_url: `http://127.0.0.1:${port}/files/report.pdf` }));
       expect(res.status).toBe(201);
       expect((await list(intent.id)).attachments).toHaveLength(1);
@@ -119,7 +131,7 @@ describe("POST /intents/{id}/attachments", () => {
     "s3://team-files/reports/2026/q3.pdf",
     "S3://team-files/key",
   ])("accepts the storage URL %s", async (storageUrl) => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await attach(intent.id, pdf({ storage_url: storageUrl }));
     expect(res.status).toBe(201);
     expect(res.data.storage_url).toBe(storageUrl);
@@ -142,7 +154,7 @@ describe("POST /intents/{id}/attachments", () => {
     ["carrying a CRLF", "https://files.example.com/report.pdf\r\nSet-Cookie: a=b"],
     ["carrying a space", "https://files.example.com/q3 report.pdf"],
   ])("refuses a storage URL that is %s (400 naming storage_url)", async (_what, storageUrl) => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await expectRejected(attach(intent.id, pdf({ storage_url: storageUrl })), 400, "VALIDATION_FAILED");
     expect(res.message).toContain("storage_url");
     expect(firstIssuePath(res.details)).toBe("body.storage_url");
@@ -162,7 +174,7 @@ describe("POST /intents/{id}/attachments", () => {
     ["metadata that is not an object", raw(pdfWith({ metadata: [1, 2] })), "metadata"],
     ["an unknown field", raw(pdfWith({ owner: "me" })), ""],
   ])("refuses %s (400)", async (_what, sent, field) => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     expect((await refusalOf(intent.id, sent)).message).toContain(field);
   });
 
@@ -172,7 +184,7 @@ describe("POST /intents/{id}/attachments", () => {
     ["a missing size", "size"],
     ["a missing storage_url", "storage_url"],
   ])("refuses %s (400)", async (_what, field) => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     // Raw on purpose: a body without a required field, which the typed body forbids.
     const body: Record<string, unknown> = pdf();
     delete body[field];
@@ -180,7 +192,7 @@ describe("POST /intents/{id}/attachments", () => {
   });
 
   it("accepts a size of 0 and a mime type with parameters", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await attach(intent.id, pdf({ filename: "empty.txt", mime_type: "text/plain; charset=utf-8", size: 0, metadata: { pages: 1 } }));
     expect(res.status).toBe(201);
     expect(res.data).toMatchObject({ size: 0, mime_type: "text/plain; charset=utf-8" });
@@ -188,7 +200,7 @@ describe("POST /intents/{id}/attachments", () => {
 
   it("answers 404 for an unknown intent and 409 for a stale If-Match, writing nothing", async () => {
     await expectRejected(attach(UNKNOWN_ID, pdf()), 404, "INTENT_NOT_FOUND");
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const stale = await expectRejected(attach(intent.id, pdf(), undefined, 7), 409, "VERSION_MISMATCH");
     expect(stale.body?.current_version).toBe(1);
     expect(await list(intent.id)).toMatchObject({ attachments: [], has_more: false });
@@ -210,7 +222,7 @@ describe("attachment metadata is checked against the mime type", () => {
     // Free-form keys that share a name with Object.prototype members are not mistaken for rules.
     ["image/png", { toString: "x", constructor: 1, valueOf: null }],
   ])("accepts %s with %j", async (mimeType, metadata) => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await attach(intent.id, pdf({ mime_type: mimeType, metadata }));
     expect(res.status).toBe(201);
     expect(res.data.metadata).toEqual(metadata);
@@ -230,13 +242,13 @@ describe("attachment metadata is checked against the mime type", () => {
     ["video/webm", { frame_rate: "30fps" }, "frame_rate"],
     ["video/webm", { frame_rate: 0 }, "frame_rate"],
   ])("refuses %s with %j: 400 naming %s", async (mimeType, metadata, key) => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await expectRejected(attach(intent.id, pdf({ mime_type: mimeType, metadata })), 400, "VALIDATION_FAILED");
     expect(res.message).toContain(`metadata.${key}`);
     expect(res.details.key).toBe(key);
     expect(firstIssuePath(res.details)).toBe(`body.metadata.${key}`);
     expect((await list(intent.id)).attachments).toEqual([]);
-    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
+    expect((await allEvents(harness, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 
   it.each([
@@ -246,7 +258,7 @@ describe("attachment metadata is checked against the mime type", () => {
     ["video/mp4", { encoding: "h264" }, "encoding"],
     ["image/gif", { duration: 2 }, "duration"],
   ])("refuses %s with %j: %s does not apply to it (400 naming the key)", async (mimeType, metadata, key) => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await expectRejected(attach(intent.id, pdf({ mime_type: mimeType, metadata })), 400, "VALIDATION_FAILED");
     expect(res.message).toContain(`metadata.${key} applies to`);
     expect(res.details.key).toBe(key);
@@ -255,7 +267,7 @@ describe("attachment metadata is checked against the mime type", () => {
 
 describe("GET and DELETE /intents/{id}/attachments", () => {
   it("lists oldest first in a wrapper; an intent without attachments has an empty list; an unknown intent is 404", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     expect(await list(intent.id)).toMatchObject({ attachments: [], has_more: false });
     const names = ["a.pdf", "b.pdf", "c.pdf"];
     for (const filename of names) expect((await attach(intent.id, pdf({ filename }))).status).toBe(201);
@@ -265,22 +277,22 @@ describe("GET and DELETE /intents/{id}/attachments", () => {
   });
 
   it("deletes (200 with the removed attachment), logs intent.attachment_removed, and a second delete is 404", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const keep = (await attach(intent.id, pdf({ filename: "keep.pdf" }))).data;
     const gone = (await attach(intent.id, pdf({ filename: "gone.pdf" }))).data;
     const res = await remove(intent.id, gone.id);
     expect(res.status).toBe(200);
     expect(res.data).toEqual(gone);
     expect(await list(intent.id)).toMatchObject({ attachments: [keep], has_more: false });
-    const events = await allEvents(cluster, intent.id);
+    const events = await allEvents(harness, intent.id);
     expect(events.map((e) => e.event_type)).toEqual(["intent_created", "attachment_added", "attachment_added", "intent.attachment_removed"]);
     expect(events[3]).toMatchObject({ actor: "admin", payload: { attachment_id: gone.id, filename: "gone.pdf" } });
     await expectRejected(remove(intent.id, gone.id), 404, "ATTACHMENT_NOT_FOUND");
   });
 
   it("answers 404 for an attachment of another intent and leaves it in place", async () => {
-    const mine = await createIntent(cluster);
-    const theirs = await createIntent(cluster);
+    const mine = await createIntent(harness);
+    const theirs = await createIntent(harness);
     const attachment = (await attach(theirs.id, pdf())).data;
     const res = await expectRejected(remove(mine.id, attachment.id), 404, "ATTACHMENT_NOT_FOUND");
     expect(res.details).toMatchObject({ resource: "attachment", id: attachment.id });
@@ -288,13 +300,13 @@ describe("GET and DELETE /intents/{id}/attachments", () => {
   });
 
   it("answers 404 for a malformed attachment id and for an unknown intent", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     await expectRejected(remove(intent.id, "not-a-uuid"), 404, "ATTACHMENT_NOT_FOUND");
     await expectRejected(remove(UNKNOWN_ID, UNKNOWN_ID), 404, "INTENT_NOT_FOUND");
   });
 
   it("lets only the uploader, a coordinator or an admin delete", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const uploader = await actingAgent("att-owner", "agent");
     const stranger = await actingAgent("att-stranger", "other");
     const first = (await attach(intent.id, pdf({ filename: "one.pdf" }), uploader)).data;
@@ -305,7 +317,7 @@ describe("GET and DELETE /intents/{id}/attachments", () => {
     expect((await list(intent.id)).attachments).toHaveLength(2);
 
     expect((await remove(intent.id, first.id, uploader)).status).toBe(200);
-    expect((await remove(intent.id, second.id, cluster.sdk("coordinator"))).status).toBe(200);
+    expect((await remove(intent.id, second.id, harness.sdk("coordinator"))).status).toBe(200);
     expect((await list(intent.id)).attachments).toEqual([]);
   });
 });

@@ -1,34 +1,44 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestCluster, type TestCluster } from "../support/cluster";
 import type { BodyOf } from "@intentmesh/sdk";
-import { createIntent, expectError, expectRejected } from "../support/e2e-helpers";
+import { createIntent, expectError, expectRejected } from "../../../test/support/e2e-helpers";
+import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import type { IntentsService } from "../src/service";
+import type { GovernanceService } from "../../governance/src/service";
 
 /**
  * RFC 0024 workflow I/O contracts (docs/workflows.md): named types in state._io_types checked on
  * write, and the MCP server's /workflows calls (create, trigger, get, list) with outputs checked
- * on completion and inputs wired on claim.
+ * on completion and inputs wired on claim. Workflows, their runs' plans and tasks are the intents
+ * service's own; the registry runs beside it because the gateway asks it whom an X-Agent-ID is
+ * bound to, and governance because a run's phases are suspended through it (suspended_phases);
+ * sweeps and timers run only when a test calls them.
  */
-
-let cluster: TestCluster;
+let harness: ServiceHarness<{ intents: IntentsService; governance: GovernanceService; stop(): Promise<void> }>;
 beforeAll(async () => {
-  cluster = await startTestCluster();
+  harness = await startServiceHarness(
+    manifestServices({
+      registry: { sweepIntervalMs: 3_600_000 },
+      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+      governance: { timerIntervalMs: 3_600_000 },
+    }),
+  );
 });
 afterAll(async () => {
-  await cluster?.stop();
+  await harness?.stop();
 });
 
 describe("state._io_types holds named workflow types, checked on write (spec 2.1)", () => {
   it("accepts well-formed types at creation and by patch; refuses a malformed one with 400 naming the field, writing nothing", async () => {
     const types = { Finding: { source: "string", confidence: "number", note: { type: "string", required: false } } };
-    const intent = await createIntent(cluster, { state: { _io_types: types } });
+    const intent = await createIntent(harness, { state: { _io_types: types } });
     expect(intent.state._io_types).toEqual(types);
-    const bad = await expectRejected(cluster.sdk().ops.intentsCreate({ body: { title: "t", state: { _io_types: { Finding: { confidence: "numbr" } } } } }), 400, "VALIDATION_FAILED");
+    const bad = await expectRejected(harness.sdk().ops.intentsCreate({ body: { title: "t", state: { _io_types: { Finding: { confidence: "numbr" } } } } }), 400, "VALIDATION_FAILED");
     expect(bad.message).toContain("state._io_types.Finding.confidence");
     const patch = (path: string, value: unknown, version: number) =>
-      cluster.sdk().send("intentsPatchState", { intent_id: intent.id, ifMatch: version, body: [{ op: "set", path, value }] });
+      harness.sdk().send("intentsPatchState", { intent_id: intent.id, ifMatch: version, body: [{ op: "set", path, value }] });
     const refused = await expectRejected(patch("/_io_types/Report", { top: "Nope" }, intent.version), 400, "VALIDATION_FAILED");
     expect(refused.message).toContain("state._io_types.Report.top");
-    expect(await cluster.sdk().ops.intentsGet({ intent_id: intent.id })).toMatchObject({ version: intent.version, state: { _io_types: types } });
+    expect(await harness.sdk().ops.intentsGet({ intent_id: intent.id })).toMatchObject({ version: intent.version, state: { _io_types: types } });
     const ok = await patch("/_io_types/Report", { top: "Finding", items: "array" }, intent.version);
     expect(ok.status).toBe(200);
     expect(ok.data.state._io_types).toHaveProperty("Report", { top: "Finding", items: "array" });
@@ -68,8 +78,8 @@ workflow:
       summary: string
 `;
 
-const admin = () => cluster.sdk();
-const coordinator = () => cluster.sdk("coordinator");
+const admin = () => harness.sdk();
+const coordinator = () => harness.sdk("coordinator");
 const createWorkflow = (body: BodyOf<"workflowsCreate">) => coordinator().ops.workflowsCreate({ body });
 const trigger = (workflowId: string, body: BodyOf<"workflowsTrigger"> = {}) => coordinator().ops.workflowsTrigger({ workflow_id: workflowId, body });
 const listWorkflows = (query: { limit?: number; offset?: number }) => admin().ops.workflowsList({ query });
@@ -199,7 +209,7 @@ describe("changing and deleting a workflow definition (docs/workflows.md)", () =
     const run = await trigger(created.id, { inputs: {} });
     const patch = (body: BodyOf<"workflowsUpdate">, version: number) => coordinator().send("workflowsUpdate", { workflow_id: created.id, ifMatch: version, body });
     // Raw on purpose: a PATCH without If-Match, which the typed request forbids.
-    expectError(await cluster.api(`/workflows/${created.id}`, { method: "PATCH", key: "coordinator", body: { name: "x" } }), 428, "PRECONDITION_REQUIRED");
+    expectError(await harness.rawApi(`/workflows/${created.id}`, { method: "PATCH", key: "coordinator", body: { name: "x" } }), 428, "PRECONDITION_REQUIRED");
     await expectRejected(patch({ name: "x" }, 7), 409, "VERSION_MISMATCH");
     await expectRejected(patch({ yaml_spec: "workflow:\n  a:\n    title: A\n    depends_on: [nope]\n" }, 1), 422, "INPUT_WIRING_ERROR");
     await expectRejected(patch({}, 1), 400, "VALIDATION_FAILED");

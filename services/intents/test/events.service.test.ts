@@ -1,37 +1,50 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestCluster, type TestCluster } from "../support/cluster";
 import type { BodyOf, IfMatch } from "@intentmesh/sdk";
-import { allEvents, createIntent, expectError, expectRejected, TIMESTAMP, UNKNOWN_ID } from "../support/e2e-helpers";
-import { registerAgents } from "../support/agents";
+import { allEvents, createIntent, expectError, expectRejected, TIMESTAMP, UNKNOWN_ID } from "../../../test/support/e2e-helpers";
+import { registerAgents } from "../../../test/support/agents";
+import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import type { IntentsService } from "../src/service";
 
-let cluster: TestCluster;
+/**
+ * The intents service's event log (spec 2.2, 4.1, 6): appending client events, reserved types, If-Match,
+ * reading the log with cursors and filters, and the event each mutation appends, through the typed
+ * client of the route catalogue. The registry runs beside it only because the gateway asks it whom
+ * an X-Agent-ID is bound to; sweeps run only when a test calls them. The live stream (SSE) of the
+ * log is tested in test/e2e.
+ */
+let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
 beforeAll(async () => {
-  cluster = await startTestCluster();
+  harness = await startServiceHarness(
+    manifestServices({
+      registry: { sweepIntervalMs: 3_600_000 },
+      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+    }),
+  );
 });
 afterAll(async () => {
-  await cluster?.stop();
+  await harness?.stop();
 });
 
 const append = (id: string, body: BodyOf<"intentsAppendEvent">, options: { ifMatch?: IfMatch; key?: "admin" | "agent"; agentId?: string } = {}) =>
-  cluster.sdk(options.key ?? "admin", options.agentId).send("intentsAppendEvent", { intent_id: id, ifMatch: options.ifMatch, body });
+  harness.sdk(options.key ?? "admin", options.agentId).send("intentsAppendEvent", { intent_id: id, ifMatch: options.ifMatch, body });
 /** Raw on purpose: bodies the typed request forbids (no event_type, a payload that is not an object). */
-const appendRaw = (id: string, body: unknown) => cluster.api(`/intents/${id}/events`, { body });
-const admin = () => cluster.sdk();
+const appendRaw = (id: string, body: unknown) => harness.rawApi(`/intents/${id}/events`, { body });
+const admin = () => harness.sdk();
 const listEvents = (id: string, query: { after?: string; limit?: number; event_type?: string } = {}) => admin().ops.intentsListEvents({ intent_id: id, query });
 
 /** An intent with `n` client events note.0 .. note.n-1 after intent.created. */
 async function intentWithNotes(n: number): Promise<{ id: string; events: any[] }> {
-  const intent = await createIntent(cluster);
+  const intent = await createIntent(harness);
   for (let i = 0; i < n; i++) {
     const res = await append(intent.id, { event_type: i % 2 === 0 ? "note.even" : "note.odd", payload: { i } });
     expect(res.status).toBe(201);
   }
-  return { id: intent.id, events: await allEvents(cluster, intent.id) };
+  return { id: intent.id, events: await allEvents(harness, intent.id) };
 }
 
 describe("POST /intents/{id}/events", () => {
   it("stores the clients' trace_id and parent_event_id and returns them in the event and its log pages (the stream message is the same text)", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const parent = await append(intent.id, { event_type: "comment", payload: { text: "first" } });
     expect(parent.data).not.toHaveProperty("trace_id");
     expect(parent.data).not.toHaveProperty("parent_event_id");
@@ -49,52 +62,52 @@ describe("POST /intents/{id}/events", () => {
   });
 
   it("refuses a parent_event_id that is not a UUID and a trace_id with whitespace (400), appending nothing", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     await expectRejected(append(intent.id, { event_type: "comment", parent_event_id: "nope" }), 400, "VALIDATION_FAILED");
     await expectRejected(append(intent.id, { event_type: "comment", trace_id: "a b" }), 400, "VALIDATION_FAILED");
-    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
+    expect((await allEvents(harness, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 
   it("appends an event (201) with event_type, actor and payload", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await append(intent.id, { event_type: "research.finding", actor: "agent-7", payload: { url: "https://x", score: 3 } });
     expect(res.status).toBe(201);
     expect(res.data).toMatchObject({ intent_id: intent.id, event_type: "research.finding", actor: "agent-7", payload: { url: "https://x", score: 3 } });
     expect(res.data.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.data.created_at).toMatch(TIMESTAMP);
 
-    const log = await allEvents(cluster, intent.id);
+    const log = await allEvents(harness, intent.id);
     expect(log.map((e) => e.event_type)).toEqual(["intent_created", "research.finding"]);
     expect(log[1]).toEqual(res.data);
   });
 
   it("defaults the actor to X-Agent-ID, else to the key's principal", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const byKey = await append(intent.id, { event_type: "note.a" }, { key: "agent" });
     expect(byKey.data.actor).toBe("agent-1");
     expect(byKey.data.payload).toEqual({});
-    await registerAgents(cluster, ["worker-9"]);
+    await registerAgents(harness, ["worker-9"]);
     const byHeader = await append(intent.id, { event_type: "note.b" }, { key: "agent", agentId: "worker-9" });
     expect(byHeader.data.actor).toBe("worker-9");
   });
 
   it("refuses event types the server emits with 400 RESERVED_EVENT_TYPE, appending nothing", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     for (const type of ["intent_created", "status_changed", "lease_released", "lease_acquired", "agent_assigned", "attachment_added", "lease.expired", "intent.created"]) {
       await expectRejected(append(intent.id, { event_type: type, payload: {} }), 400, "RESERVED_EVENT_TYPE");
     }
-    const log = await allEvents(cluster, intent.id);
+    const log = await allEvents(harness, intent.id);
     expect(log.map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 
   it("refuses a body without event_type (400)", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     expectError(await appendRaw(intent.id, { payload: {} }), 400, "VALIDATION_FAILED");
     expectError(await appendRaw(intent.id, { event_type: "x", payload: [1] }), 400, "VALIDATION_FAILED");
   });
 
   it("honours If-Match: stale 409 with current_version, matching 201, and never changes the intent version", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     await admin().ops.intentsPatchState({ intent_id: intent.id, ifMatch: 1, body: [{ op: "set", path: "/a", value: 1 }] });
 
     const stale = await expectRejected(append(intent.id, { event_type: "note.x" }, { ifMatch: 1 }), 409, "VERSION_MISMATCH");
@@ -108,7 +121,7 @@ describe("POST /intents/{id}/events", () => {
     const read = await admin().send("intentsGet", { intent_id: intent.id });
     expect(read.data.version).toBe(2);
     expect(read.headers.get("etag")).toBe('"2"');
-    const types = (await allEvents(cluster, intent.id)).map((e) => e.event_type);
+    const types = (await allEvents(harness, intent.id)).map((e) => e.event_type);
     expect(types).toEqual(["intent_created", "state_patched", "note.y", "note.z"]);
   });
 });
@@ -184,13 +197,13 @@ describe("GET /intents/{id}/events", () => {
 
 describe("every mutation appends its event", () => {
   it("logs intent.created, intent.state_patched, intent.status_changed, intent.agent_assigned and the lease events in order", async () => {
-    const intent = await createIntent(cluster, { title: "logged" });
+    const intent = await createIntent(harness, { title: "logged" });
     const id = intent.id as string;
-    await registerAgents(cluster, ["agent-x"], "admin");
+    await registerAgents(harness, ["agent-x"], "admin");
     await admin().ops.intentsPatchState({ intent_id: id, ifMatch: 1, body: [{ op: "set", path: "/a", value: 1 }] });
     await admin().ops.intentsTransition({ intent_id: id, ifMatch: 2, body: { status: "blocked", reason: "waiting" } });
     await admin().ops.intentsAssignAgent({ intent_id: id, body: { agent_id: "agent-x", role: "r" } });
-    const asAgent = cluster.sdk("admin", "agent-x");
+    const asAgent = harness.sdk("admin", "agent-x");
     const lease = await asAgent.send("intentsAcquireLease", { intent_id: id, body: { scope: "notes", ttl_seconds: 60 } });
     expect(lease.status).toBe(201);
     const renewed = await asAgent.send("intentsRenewLease", { intent_id: id, lease_id: lease.data.id, body: { ttl_seconds: 120 } });
@@ -199,7 +212,7 @@ describe("every mutation appends its event", () => {
     expect(released.status).toBe(200);
     await admin().ops.intentsUnassignAgent({ intent_id: id, agent_id: "agent-x" });
 
-    const log = await allEvents(cluster, id);
+    const log = await allEvents(harness, id);
     expect(log.map((e) => e.event_type)).toEqual([
       "intent_created",
       "state_patched",
@@ -222,11 +235,11 @@ describe("every mutation appends its event", () => {
   });
 
   it("appends nothing for a refused mutation", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     await expectRejected(admin().ops.intentsPatchState({ intent_id: intent.id, ifMatch: 7, body: [{ op: "set", path: "/a", value: 1 }] }), 409, "VERSION_MISMATCH");
     await expectRejected(admin().ops.intentsTransition({ intent_id: intent.id, ifMatch: 1, body: { status: "draft" } }), 409, "INVALID_TRANSITION");
     // Raw on purpose: a status change without If-Match, which the typed request forbids.
-    expectError(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" } }), 428, "PRECONDITION_REQUIRED");
-    expect((await allEvents(cluster, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
+    expectError(await harness.rawApi(`/intents/${intent.id}/status`, { body: { status: "blocked" } }), 428, "PRECONDITION_REQUIRED");
+    expect((await allEvents(harness, intent.id)).map((e) => e.event_type)).toEqual(["intent_created"]);
   });
 });

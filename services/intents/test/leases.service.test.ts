@@ -2,26 +2,38 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import type { ManualClock } from "@intentmesh/contracts";
 import { IntentmeshError, type BodyOf, type Intentmesh } from "@intentmesh/sdk";
-import { startTestCluster, type TestCluster } from "../support/cluster";
-import { allEvents, createIntent, expectError, expectRejected, isLeaseExpiry, statusOf, TIMESTAMP } from "../support/e2e-helpers";
-import { agentHeaders } from "../support/agents";
+import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { allEvents, createIntent, expectError, expectRejected, isLeaseExpiry, statusOf, TIMESTAMP } from "../../../test/support/e2e-helpers";
+import { agentHeaders } from "../../../test/support/agents";
+import type { IntentsService } from "../src/service";
 
-let cluster: TestCluster;
+/**
+ * The intents service's lease rules (spec 2.4, 3.6, 4.1): acquire, collide, renew, release, expiry by
+ * the sweeper, leases under suspension and state writes under another agent's lease, through the
+ * typed client of the route catalogue. The registry runs beside it only because the gateway asks
+ * it whom an X-Agent-ID is bound to; sweeps run only when a test calls them.
+ */
+let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
 /** The typed client with the admin key. */
 let admin: Intentmesh;
 beforeAll(async () => {
-  cluster = await startTestCluster();
-  admin = cluster.sdk();
+  harness = await startServiceHarness(
+    manifestServices({
+      registry: { sweepIntervalMs: 3_600_000 },
+      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+    }),
+  );
+  admin = harness.sdk();
 });
 afterAll(async () => {
-  await cluster?.stop();
+  await harness?.stop();
 });
 
-const clock = () => cluster.clock as ManualClock;
+const clock = () => harness.clock as ManualClock;
 /** The typed client acting as `agent` (registered with the agent key on first use). */
 const as = async (agent: string) => {
-  await agentHeaders(cluster, agent);
-  return cluster.sdk("agent", agent);
+  await agentHeaders(harness, agent);
+  return harness.sdk("agent", agent);
 };
 
 const acquire = async (id: string, agent: string, scope: string, ttl = 60) =>
@@ -32,12 +44,12 @@ const release = async (id: string, leaseId: string, agent: string) => (await as(
 const patchAs = async (id: string, agent: string, version: number, patches: BodyOf<"intentsPatchState">) =>
   (await as(agent)).send("intentsPatchState", { intent_id: id, ifMatch: version, body: patches });
 async function setSuspended(id: string) {
-  await cluster.database.db.execute(sql`update intents.intents set status='suspended_awaiting_input' where id=${id}`);
+  await harness.database.db.execute(sql`update intents.intents set status='suspended_awaiting_input' where id=${id}`);
 }
 
 describe("acquiring a lease", () => {
   it("answers 201 with acquired_at, expires_at = acquired_at + ttl, released_at null and no status field", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await acquire(intent.id, "agent-a", "research", 90);
     expect(res.status).toBe(201);
     expect(res.data).toMatchObject({ intent_id: intent.id, agent_id: "agent-a", scope: "research", released_at: null });
@@ -53,7 +65,7 @@ describe("acquiring a lease", () => {
   });
 
   it("answers 409 LEASE_HELD with the existing lease at the top level when the scope is held", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const first = await acquire(intent.id, "agent-a", "research");
     const second = await expectRejected(acquire(intent.id, "agent-b", "research"), 409, "LEASE_HELD");
     expect(second.body?.lease).toEqual(first.data);
@@ -63,7 +75,7 @@ describe("acquiring a lease", () => {
   });
 
   it("makes overlapping scopes collide and lets disjoint ones coexist", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const research = await acquire(intent.id, "agent-a", "research");
     expect(research.status).toBe(201);
 
@@ -86,7 +98,7 @@ describe("acquiring a lease", () => {
   });
 
   it("grants a contested scope to exactly one of 10 concurrent agents", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => acquire(intent.id, `racer-${i}`, "contested")));
     const statuses = results.map((r) => (r.status === "fulfilled" ? r.value.status : r.reason instanceof IntentmeshError ? r.reason.status : r.reason)).sort();
     expect(statuses).toEqual([201, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
@@ -100,7 +112,7 @@ describe("acquiring a lease", () => {
   });
 
   it("answers 404 for an unknown or malformed lease id of an existing intent", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     expect(await statusOf(admin.send("intentsGetLease", { intent_id: intent.id, lease_id: "00000000-0000-4000-8000-000000000000" }))).toBe(404);
     expect(await statusOf(admin.send("intentsGetLease", { intent_id: intent.id, lease_id: "not-a-lease" }))).toBe(404);
     expect(await statusOf(renew(intent.id, "not-a-lease", "agent-a"))).toBe(404);
@@ -108,16 +120,16 @@ describe("acquiring a lease", () => {
   });
 
   it("refuses a body without scope or with a ttl_seconds below 1 (400)", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     // Raw: the types require a scope.
-    expectError(await cluster.api(`/intents/${intent.id}/leases`, { body: { ttl_seconds: 10 } }), 400, "VALIDATION_FAILED");
+    expectError(await harness.rawApi(`/intents/${intent.id}/leases`, { body: { ttl_seconds: 10 } }), 400, "VALIDATION_FAILED");
     await expectRejected(admin.send("intentsAcquireLease", { intent_id: intent.id, body: { scope: "x", ttl_seconds: 0 } }), 400, "VALIDATION_FAILED");
   });
 });
 
 describe("renewing and releasing", () => {
   it("renew extends expires_at from now by ttl_seconds", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "renewable", 30);
     clock().advance(20_000);
     const renewed = await renew(intent.id, lease.data.id, "agent-a", 100);
@@ -134,7 +146,7 @@ describe("renewing and releasing", () => {
   });
 
   it("release sets released_at, frees the scope and shows in the list", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "drafts");
     const released = await release(intent.id, lease.data.id, "agent-a");
     expect(released.status).toBe(200);
@@ -152,12 +164,12 @@ describe("renewing and releasing", () => {
     const active = await admin.ops.intentsListLeases({ intent_id: intent.id, query: { active: true } });
     expect(active.leases.map((l) => l.id)).toEqual([next.data.id]);
 
-    const log = await allEvents(cluster, intent.id);
+    const log = await allEvents(harness, intent.id);
     expect(log.map((e) => e.event_type)).toEqual(["intent_created", "lease_acquired", "lease_released", "lease_acquired"]);
   });
 
   it("only the holder renews; another agent gets 403 and the lease is unchanged", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "mine", 30);
     expect(await statusOf(renew(intent.id, lease.data.id, "agent-b", 600))).toBe(403);
     const read = await admin.ops.intentsGetLease({ intent_id: intent.id, lease_id: lease.data.id });
@@ -165,7 +177,7 @@ describe("renewing and releasing", () => {
   });
 
   it("a released lease cannot be renewed", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "x");
     await release(intent.id, lease.data.id, "agent-a");
     expect(await statusOf(renew(intent.id, lease.data.id, "agent-a"))).toBe(412);
@@ -174,14 +186,14 @@ describe("renewing and releasing", () => {
 
 describe("expiry", () => {
   it("frees the scope of an expired lease for another agent and logs its expiry (lease_released, reason expired)", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "research", 10);
     clock().advance(10_001);
     const next = await acquire(intent.id, "agent-b", "research", 10);
     expect(next.status).toBe(201);
     expect(next.data.agent_id).toBe("agent-b");
 
-    const log = await allEvents(cluster, intent.id);
+    const log = await allEvents(harness, intent.id);
     const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
     expect(expired[0]!.payload).toMatchObject({ lease_id: lease.data.id, agent_id: "agent-a", scope: "research", reason: "expired" });
@@ -189,14 +201,14 @@ describe("expiry", () => {
   });
 
   it("a lease whose expires_at has passed cannot be renewed (412)", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "late", 5);
     clock().advance(6_000);
     await expectRejected(renew(intent.id, lease.data.id, "agent-a"), 412, "LEASE_EXPIRED");
   });
 
   it("refuses a state write under an expired lease by its former holder with 412 LEASE_EXPIRED", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     await acquire(intent.id, "agent-a", "research", 10);
     const ok = await patchAs(intent.id, "agent-a", 1, [{ op: "set", path: "/research/x", value: 1 }]);
     expect(ok.status).toBe(200);
@@ -206,12 +218,12 @@ describe("expiry", () => {
     expect(read).toMatchObject({ version: 2, state: { research: { x: 1 } } });
 
     // Also after the sweeper has recorded the expiry.
-    await cluster.intents.sweeper.sweep();
+    await harness.service.intents.sweeper.sweep();
     await expectRejected(patchAs(intent.id, "agent-a", 2, [{ op: "set", path: "/research/y", value: 1 }]), 412, "LEASE_EXPIRED");
   });
 
   it("refuses a state patch touching another agent's live lease with 409 LEASE_HELD; paths outside it are free", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "research", 60);
     const intrusion = await expectRejected(patchAs(intent.id, "agent-b", 1, [{ op: "set", path: "/research/notes", value: "mine" }]), 409, "LEASE_HELD");
     expect(intrusion.body?.lease).toMatchObject({ id: lease.data.id });
@@ -228,16 +240,16 @@ describe("expiry", () => {
 
 describe("the lease sweeper", () => {
   it("expires lapsed leases after the clock passes expires_at and appends its expiry event", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const short = await acquire(intent.id, "agent-a", "short", 5);
     const long = await acquire(intent.id, "agent-b", "long", 3600);
-    await cluster.intents.sweeper.sweep();
-    let log = await allEvents(cluster, intent.id);
+    await harness.service.intents.sweeper.sweep();
+    let log = await allEvents(harness, intent.id);
     expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(0);
 
     clock().advance(5_001);
-    expect(await cluster.intents.sweeper.sweep()).toBeGreaterThanOrEqual(1);
-    log = await allEvents(cluster, intent.id);
+    expect(await harness.service.intents.sweeper.sweep()).toBeGreaterThanOrEqual(1);
+    log = await allEvents(harness, intent.id);
     const expired = log.filter((e) => isLeaseExpiry(e));
     expect(expired).toHaveLength(1);
     expect(expired[0]!.payload).toMatchObject({ lease_id: short.data.id, reason: "expired" });
@@ -246,20 +258,20 @@ describe("the lease sweeper", () => {
     expect(active.leases.map((l) => l.id)).toEqual([long.data.id]);
 
     // A second pass expires nothing more.
-    await cluster.intents.sweeper.sweep();
-    log = await allEvents(cluster, intent.id);
+    await harness.service.intents.sweeper.sweep();
+    log = await allEvents(harness, intent.id);
     expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(1);
     // The scope is free.
     expect((await acquire(intent.id, "agent-c", "short")).status).toBe(201);
   });
 
   it("skips leases of an intent in suspended_awaiting_input; their renewal succeeds past expires_at", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-a", "work", 5);
     await setSuspended(intent.id);
     clock().advance(60_000);
-    await cluster.intents.sweeper.sweep();
-    let log = await allEvents(cluster, intent.id);
+    await harness.service.intents.sweeper.sweep();
+    let log = await allEvents(harness, intent.id);
     expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(0);
 
     // Still owned: another agent cannot take it.
@@ -268,7 +280,7 @@ describe("the lease sweeper", () => {
     const renewed = await renew(intent.id, lease.data.id, "agent-a", 30);
     expect(renewed.status).toBe(200);
     expect(Date.parse(renewed.data.expires_at)).toBe(clock().now().getTime() + 30_000);
-    log = await allEvents(cluster, intent.id);
+    log = await allEvents(harness, intent.id);
     expect(log.filter((e) => isLeaseExpiry(e))).toHaveLength(0);
     expect(log.filter((e) => e.event_type === "lease_acquired").map((e) => e.payload.renewal)).toEqual([undefined, true]);
   });
@@ -276,7 +288,7 @@ describe("the lease sweeper", () => {
 
 describe("the official clients' spellings (issue 10)", () => {
   it("takes duration_seconds as an alias of ttl_seconds on acquire and on renew; two different values are 400 and grant nothing", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const agent = await as("agent-d");
     const res = await agent.send("intentsAcquireLease", { intent_id: intent.id, body: { scope: "draft", duration_seconds: 45 } });
     expect(res.status).toBe(201);
@@ -290,7 +302,7 @@ describe("the official clients' spellings (issue 10)", () => {
   });
 
   it("renews by PATCH /intents/{id}/leases/{lease_id} with {duration_seconds}, only by the holder", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const lease = await acquire(intent.id, "agent-p", "work", 30);
     clock().advance(10_000);
     const renewed = await (await as("agent-p")).send("intentsRenewLeaseByPatch", { intent_id: intent.id, lease_id: lease.data.id, body: { duration_seconds: 300 } });
@@ -298,12 +310,12 @@ describe("the official clients' spellings (issue 10)", () => {
     expect(renewed.data).toMatchObject({ id: lease.data.id, agent_id: "agent-p", scope: "work", released_at: null });
     expect(Date.parse(renewed.data.expires_at)).toBe(clock().now().getTime() + 300_000);
     await expectRejected((await as("agent-q")).send("intentsRenewLeaseByPatch", { intent_id: intent.id, lease_id: lease.data.id, body: { duration_seconds: 300 } }), 403, "NOT_LEASE_HOLDER");
-    const log = await allEvents(cluster, intent.id);
+    const log = await allEvents(harness, intent.id);
     expect(log.filter((e) => e.event_type === "lease_acquired").map((e) => e.payload.renewal ?? false)).toEqual([false, true]);
   });
 
   it("lists leases as {leases: [...]}; a collision is 409 whose message mentions the lease and carries existing_lease", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const held = await acquire(intent.id, "agent-h", "notes");
     const listed = await admin.ops.intentsListLeases({ intent_id: intent.id });
     expect(Object.keys(listed)).toEqual(["leases", "has_more"]);

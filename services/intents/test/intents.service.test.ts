@@ -1,18 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IntentmeshError, type ApiResult, type BodyOf, type IfMatch, type Intentmesh } from "@intentmesh/sdk";
 import { derivedUuid, intentsCommands, type Caller, type ManualClock } from "@intentmesh/contracts";
-import { startTestCluster, type TestCluster } from "../support/cluster";
-import { createIntent, eventTypes, expectError, expectRejected, TIMESTAMP, uniqueTag } from "../support/e2e-helpers";
+import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { createIntent, eventTypes, expectError, expectRejected, TIMESTAMP, uniqueTag } from "../../../test/support/e2e-helpers";
+import type { IntentsService } from "../src/service";
 
-let cluster: TestCluster;
+/**
+ * The intents service's own rules for an intent (spec 2.1, 2.3, 3.1, 4.1): create and read, list
+ * filters and pagination, state patches and If-Match, the status table 3.1 and assignments,
+ * through the typed client of the route catalogue (and the bus, for a create under a chosen id).
+ * The registry runs beside it only because the gateway asks it whom an X-Agent-ID is bound to;
+ * sweeps run only when a test calls them.
+ */
+let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
 /** The typed client with the admin key. */
 let admin: Intentmesh;
 beforeAll(async () => {
-  cluster = await startTestCluster();
-  admin = cluster.sdk();
+  harness = await startServiceHarness(
+    manifestServices({
+      registry: { sweepIntervalMs: 3_600_000 },
+      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+    }),
+  );
+  admin = harness.sdk();
 });
 afterAll(async () => {
-  await cluster?.stop();
+  await harness?.stop();
 });
 
 type IntentStatus = BodyOf<"intentsTransition">["status"];
@@ -29,7 +42,7 @@ const statusesOf = (results: PromiseSettledResult<{ status: number }>[]) => resu
 
 describe("POST /intents and GET /intents/{id}", () => {
   it("creates an intent at version 1 (201) with the fields of 2.1 and reads it back", async () => {
-    const res = await cluster.sdk("agent").send("intentsCreate", {
+    const res = await harness.sdk("agent").send("intentsCreate", {
       body: { title: "Ship the release", description: "v2", constraints: { budget: { max_total_cents: 100 } }, state: { step: 1 }, confidence: 40 },
     });
     expect(res.status).toBe(201);
@@ -64,7 +77,7 @@ describe("POST /intents and GET /intents/{id}", () => {
     expect((await admin.ops.intentsCreate({ body: { title: "d2", created_by: tag, status: "draft" } })).status).toBe("draft");
     // Raw: the types allow only draft or active at creation.
     for (const status of ["blocked", "completed", "abandoned", "suspended_awaiting_input", "nonsense"]) {
-      const refused = await cluster.api("/intents", { body: { title: "x", created_by: tag, status } });
+      const refused = await harness.rawApi("/intents", { body: { title: "x", created_by: tag, status } });
       expectError(refused, 400, "VALIDATION_FAILED");
       expect(refused.body.message).toContain("draft or active");
     }
@@ -76,16 +89,16 @@ describe("POST /intents and GET /intents/{id}", () => {
   });
 
   it("defaults description to null, constraints and state to {}, and created_by to the caller", async () => {
-    const created = await cluster.sdk("coordinator").ops.intentsCreate({ body: { title: "minimal", status: "active" } });
+    const created = await harness.sdk("coordinator").ops.intentsCreate({ body: { title: "minimal", status: "active" } });
     expect(created).toMatchObject({ description: null, constraints: {}, state: {}, created_by: "coordinator", version: 1 });
   });
 
   it("refuses a body without a title and constraints that are not an object (400 VALIDATION_FAILED)", async () => {
     // Raw: the types require a title and an object of constraints.
-    const noTitle = await cluster.api("/intents", { body: { description: "x" } });
+    const noTitle = await harness.rawApi("/intents", { body: { description: "x" } });
     expectError(noTitle, 400, "VALIDATION_FAILED");
     expect(noTitle.body.message).toContain("title");
-    expectError(await cluster.api("/intents", { body: { title: "x", constraints: ["a"] } }), 400, "VALIDATION_FAILED");
+    expectError(await harness.rawApi("/intents", { body: { title: "x", constraints: ["a"] } }), 400, "VALIDATION_FAILED");
     await expectRejected(admin.send("intentsCreate", { body: { title: "x", confidence: 101 } }), 400, "VALIDATION_FAILED");
   });
 });
@@ -96,17 +109,17 @@ describe("creating under a chosen id (bus only: federation's receive after a cra
   it("creates once: a repeat by the same creator answers the intent made first, anyone else 409; HTTP cannot choose an id", async () => {
     const id = derivedUuid(`test:${uniqueTag()}`);
     const body = { title: "received", created_by: "did:web:peer.example", status: "active" as const, state: {}, constraints: {} };
-    const first = await cluster.client.request(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body });
+    const first = await harness.client.request(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body });
     expect(first).toMatchObject({ id, title: "received", version: 1 });
-    const again = await cluster.client.request(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body: { ...body, title: "second try" } });
+    const again = await harness.client.request(intentsCommands.create, service("did:web:peer.example"), { intent_id: id, body: { ...body, title: "second try" } });
     expect(again).toMatchObject({ id, title: "received", version: 1 });
-    expect(await eventTypes(cluster, id)).toEqual(["intent_created"]);
+    expect(await eventTypes(harness, id)).toEqual(["intent_created"]);
     await expect(
-      cluster.client.request(intentsCommands.create, service("did:web:other.example"), { intent_id: id, body: { ...body, created_by: "did:web:other.example" } }),
+      harness.client.request(intentsCommands.create, service("did:web:other.example"), { intent_id: id, body: { ...body, created_by: "did:web:other.example" } }),
     ).rejects.toMatchObject({ code: "INTENT_EXISTS", status: 409 });
     // Through the gateway a client's intent_id is not an id to create under (raw: the types have no such field).
     const chosen = derivedUuid(`test:${uniqueTag()}`);
-    const viaHttp = await cluster.api("/intents", { method: "POST", body: { title: "x", intent_id: chosen } });
+    const viaHttp = await harness.rawApi("/intents", { method: "POST", body: { title: "x", intent_id: chosen } });
     expect([201, 400]).toContain(viaHttp.status);
     await expectRejected(admin.send("intentsGet", { intent_id: chosen }), 404, "INTENT_NOT_FOUND");
   });
@@ -118,8 +131,8 @@ describe("GET /intents: filters and cursor pagination", () => {
     const ids: string[] = [];
     for (let i = 0; i < 7; i++) {
       // Some intents share a creation instant, so the cursor must break ties.
-      if (i % 3 === 0) (cluster.clock as ManualClock).advance(1);
-      ids.push((await createIntent(cluster, { title: `p${i}`, created_by: tag })).id);
+      if (i % 3 === 0) (harness.clock as ManualClock).advance(1);
+      ids.push((await createIntent(harness, { title: `p${i}`, created_by: tag })).id);
     }
     const seen: string[] = [];
     const pages: number[] = [];
@@ -145,12 +158,12 @@ describe("GET /intents: filters and cursor pagination", () => {
 
   it("filters by status (comma list) and created_by", async () => {
     const tag = uniqueTag("filter");
-    const draft1 = await createIntent(cluster, { created_by: tag, status: "draft" });
-    const draft2 = await createIntent(cluster, { created_by: tag, status: "draft" });
-    const active = await createIntent(cluster, { created_by: tag });
-    const blocked = await createIntent(cluster, { created_by: tag });
+    const draft1 = await createIntent(harness, { created_by: tag, status: "draft" });
+    const draft2 = await createIntent(harness, { created_by: tag, status: "draft" });
+    const active = await createIntent(harness, { created_by: tag });
+    const blocked = await createIntent(harness, { created_by: tag });
     expect((await move(blocked.id, "blocked", 1)).status).toBe(200);
-    await createIntent(cluster, { created_by: uniqueTag("someone-else"), status: "draft" });
+    await createIntent(harness, { created_by: uniqueTag("someone-else"), status: "draft" });
 
     const ids = (page: { intents: { id: string }[] }) => page.intents.map((i) => i.id).sort();
 
@@ -175,9 +188,9 @@ describe("GET /intents: filters and cursor pagination", () => {
 
 describe("POST /intents/{id}/state", () => {
   it("accepts {\"patches\": [...]} and a bare array, with append, set and remove", async () => {
-    const intent = await createIntent(cluster, { state: { keep: true, drop: 1 } });
+    const intent = await createIntent(harness, { state: { keep: true, drop: 1 } });
     // Raw: the typed client sends the bare array; the wrapped form is the other one the server takes.
-    const wrapped = await cluster.api(`/intents/${intent.id}/state`, {
+    const wrapped = await harness.rawApi(`/intents/${intent.id}/state`, {
       body: { patches: [{ op: "set", path: "/a", value: { b: 1 } }, { op: "append", path: "/list", value: "x" }] },
       headers: { "If-Match": "1" },
     });
@@ -196,7 +209,7 @@ describe("POST /intents/{id}/state", () => {
   });
 
   it("decodes RFC 6901 escapes (~1 is /, ~0 is ~) and reads a path without a leading slash as if it had one", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const res = await patch(intent.id, [{ op: "set", path: "/a~1b/c~0d", value: 1 }, { op: "set", path: "x/y", value: 2 }, { op: "set", path: "/~01", value: 3 }], "1");
     expect(res.status).toBe(200);
     expect(res.data.state).toEqual({ "a/b": { "c~d": 1 }, x: { y: 2 }, "~1": 3 });
@@ -206,7 +219,7 @@ describe("POST /intents/{id}/state", () => {
   });
 
   it("is atomic: a list whose second patch fails answers 400 PATCH_FAILED naming index 1 and changes nothing", async () => {
-    const intent = await createIntent(cluster, { state: { n: 1 } });
+    const intent = await createIntent(harness, { state: { n: 1 } });
     const refusal = await expectRejected(
       patch(intent.id, [{ op: "set", path: "/n", value: 2 }, { op: "remove", path: "/does/not/exist" }, { op: "set", path: "/m", value: 3 }], "1"),
       400,
@@ -219,20 +232,20 @@ describe("POST /intents/{id}/state", () => {
     expect(read.data.state).toEqual({ n: 1 });
     expect(read.data.version).toBe(1);
     expect(read.headers.get("etag")).toBe('"1"');
-    expect(await eventTypes(cluster, intent.id)).toEqual(["intent_created"]);
+    expect(await eventTypes(harness, intent.id)).toEqual(["intent_created"]);
   });
 
   it("requires If-Match: 428 PRECONDITION_REQUIRED without it, and nothing changes", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     // Raw: the types require If-Match.
-    const res = await cluster.api(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/a", value: 1 }] });
+    const res = await harness.rawApi(`/intents/${intent.id}/state`, { body: [{ op: "set", path: "/a", value: 1 }] });
     expectError(res, 428, "PRECONDITION_REQUIRED");
     const read = await admin.ops.intentsGet({ intent_id: intent.id });
     expect(read).toMatchObject({ state: {}, version: 1 });
   });
 
   it("answers a stale If-Match with 409 VERSION_MISMATCH carrying current_version, and nothing changes", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     expect((await patch(intent.id, [{ op: "set", path: "/a", value: 1 }], "1")).status).toBe(200);
     const stale = await expectRejected(patch(intent.id, [{ op: "set", path: "/a", value: 99 }], "1"), 409, "VERSION_MISMATCH");
     expect(stale.body?.current_version).toBe(2);
@@ -243,7 +256,7 @@ describe("POST /intents/{id}/state", () => {
   });
 
   it("lets exactly one of 10 concurrent patches with If-Match 1 win; the other nine get 409", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const results = await Promise.allSettled(
       Array.from({ length: 10 }, (_, i) => patch(intent.id, [{ op: "set", path: "/winner", value: i }, { op: "append", path: "/log", value: i }], "1")),
     );
@@ -257,11 +270,11 @@ describe("POST /intents/{id}/state", () => {
     const read = await admin.ops.intentsGet({ intent_id: intent.id });
     expect(read.version).toBe(2);
     expect(read.state).toEqual({ winner: winner.data.state.winner, log: [winner.data.state.winner] });
-    expect(await eventTypes(cluster, intent.id)).toEqual(["intent_created", "state_patched"]);
+    expect(await eventTypes(harness, intent.id)).toEqual(["intent_created", "state_patched"]);
   });
 
   it("appends intent.state_patched with the patches and the new version", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     await patch(intent.id, [{ op: "set", path: "/a", value: 1 }], "1");
     const log = await admin.ops.intentsListEvents({ intent_id: intent.id, query: { event_type: "state_patched" } });
     expect(log.events).toHaveLength(1);
@@ -272,7 +285,7 @@ describe("POST /intents/{id}/state", () => {
 describe("POST /intents/{id}/status: table 3.1", () => {
   /** Walks a chain of transitions, checking each answer, the version and the event log. */
   async function walk(initial: "draft" | "active", chain: IntentStatus[]) {
-    const intent = await createIntent(cluster, { status: initial });
+    const intent = await createIntent(harness, { status: initial });
     expect(intent.status).toBe(initial);
     let version = 1;
     let from: string = initial;
@@ -304,7 +317,7 @@ describe("POST /intents/{id}/status: table 3.1", () => {
   });
 
   it("refuses an illegal transition with 409 INVALID_TRANSITION naming from, to and allowed, and changes nothing", async () => {
-    const draft = await createIntent(cluster, { status: "draft" });
+    const draft = await createIntent(harness, { status: "draft" });
     const res = await expectRejected(move(draft.id, "completed", 1), 409, "INVALID_TRANSITION");
     expect(res.details.from).toBe("draft");
     expect(res.details.to).toBe("completed");
@@ -321,15 +334,15 @@ describe("POST /intents/{id}/status: table 3.1", () => {
     expect(blockedToDone.details).toMatchObject({ from: "blocked", to: "completed" });
     expect([...(blockedToDone.details.allowed as string[])].sort()).toEqual(["abandoned", "active"]);
 
-    const active = await createIntent(cluster);
+    const active = await createIntent(harness);
     const toDraft = await expectRejected(move(active.id, "draft", 1), 409, "INVALID_TRANSITION");
     expect([...(toDraft.details.allowed as string[])].sort()).toEqual(["abandoned", "blocked", "completed"]);
   });
 
   it("requires If-Match (428), refuses a stale one (409) and increments the version", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     // Raw: the types require If-Match.
-    expectError(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "blocked" } }), 428, "PRECONDITION_REQUIRED");
+    expectError(await harness.rawApi(`/intents/${intent.id}/status`, { body: { status: "blocked" } }), 428, "PRECONDITION_REQUIRED");
     expect(await admin.ops.intentsGet({ intent_id: intent.id })).toMatchObject({ status: "active", version: 1 });
 
     const stale = await expectRejected(move(intent.id, "blocked", 3), 409, "VERSION_MISMATCH");
@@ -342,7 +355,7 @@ describe("POST /intents/{id}/status: table 3.1", () => {
   });
 
   it("lets exactly one of 5 concurrent transitions with If-Match 1 win", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const targets: IntentStatus[] = ["blocked", "completed", "abandoned", "blocked", "completed"];
     const results = await Promise.allSettled(targets.map((to) => move(intent.id, to, 1)));
     expect(statusesOf(results).sort()).toEqual([200, 409, 409, 409, 409]);
@@ -350,27 +363,27 @@ describe("POST /intents/{id}/status: table 3.1", () => {
     const winner = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))[0]!;
     const read = await admin.ops.intentsGet({ intent_id: intent.id });
     expect(read).toMatchObject({ version: 2, status: winner.data.status });
-    expect((await eventTypes(cluster, intent.id)).filter((t) => t === "status_changed")).toHaveLength(1);
+    expect((await eventTypes(harness, intent.id)).filter((t) => t === "status_changed")).toHaveLength(1);
   });
 
   it("moves updated_at on a transition and keeps created_at", async () => {
-    const intent = await createIntent(cluster);
-    (cluster.clock as ManualClock).advance(5_000);
+    const intent = await createIntent(harness);
+    (harness.clock as ManualClock).advance(5_000);
     const res = await move(intent.id, "blocked", 1);
     expect(res.data.created_at).toBe(intent.created_at);
     expect(Date.parse(res.data.updated_at)).toBe(Date.parse(intent.updated_at) + 5_000);
   });
 
   it("refuses an unknown status value with 400", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     // Raw: the types allow only the statuses of table 3.1.
-    expectError(await cluster.api(`/intents/${intent.id}/status`, { body: { status: "finished" }, headers: { "If-Match": "1" } }), 400, "VALIDATION_FAILED");
+    expectError(await harness.rawApi(`/intents/${intent.id}/status`, { body: { status: "finished" }, headers: { "If-Match": "1" } }), 400, "VALIDATION_FAILED");
   });
 });
 
 describe("assignments: POST/GET/DELETE /intents/{id}/agents", () => {
   it("assigns, lists {agents: [...]} and unassigns, each change logged", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const empty = await admin.send("intentsListAgents", { intent_id: intent.id });
     expect(empty.status).toBe(200);
     expect(empty.data).toEqual({ agents: [] });
@@ -405,7 +418,7 @@ describe("assignments: POST/GET/DELETE /intents/{id}/agents", () => {
   });
 
   it("honours If-Match on assignment: stale 409, nothing assigned", async () => {
-    const intent = await createIntent(cluster);
+    const intent = await createIntent(harness);
     const stale = await expectRejected(admin.send("intentsAssignAgent", { intent_id: intent.id, ifMatch: 9, body: { agent_id: "agent-a" } }), 409, "VERSION_MISMATCH");
     expect(stale.body?.current_version).toBe(1);
     expect(await admin.ops.intentsListAgents({ intent_id: intent.id })).toEqual({ agents: [] });
