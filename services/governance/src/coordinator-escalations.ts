@@ -21,27 +21,36 @@ export const GUARDRAIL_ESCALATION_PRINCIPAL = "system:coordinator-guardrails";
 
 type EscalationInitiated = TypedEvent<"intent", typeof intentEvents.coordinatorEscalationInitiated>;
 
-export async function openGuardrailEscalation(tx: Tx, event: EscalationInitiated, now: Date): Promise<boolean> {
-  const p = event.payload;
+type ApprovalRow = typeof approvals.$inferInsert;
+
+/**
+ * The approval an event opens (or records), id = the event's id: the insert ignores an id it
+ * already holds and commits with the inbox row, so one per event whatever the redeliveries and
+ * replicas. True when this delivery inserted it.
+ */
+async function approvalOfEvent(tx: Tx, row: Omit<ApprovalRow, "requesterPrincipal" | "resolution">): Promise<boolean> {
   const inserted = await tx
     .insert(approvals)
-    .values({
-      id: event.id,
-      intentId: event.intent_id,
-      action: ESCALATION_ACTION,
-      reason: p.reason,
-      context: { source: "coordinator_guardrail", guardrail: p.guardrail, lease_id: p.lease_id, coordinator_id: p.coordinator_id, escalated_to: p.escalated_to, event_id: event.id },
-      requestedBy: p.coordinator_id,
-      requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL,
-      status: "pending",
-      createdAt: now,
-      priority: p.priority,
-      urgency: p.priority,
-      resolution: null,
-    })
+    .values({ ...row, requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL, resolution: null })
     .onConflictDoNothing()
     .returning({ id: approvals.id });
   return inserted.length > 0;
+}
+
+export async function openGuardrailEscalation(tx: Tx, event: EscalationInitiated, now: Date): Promise<boolean> {
+  const p = event.payload;
+  return approvalOfEvent(tx, {
+    id: event.id,
+    intentId: event.intent_id,
+    action: ESCALATION_ACTION,
+    reason: p.reason,
+    context: { source: "coordinator_guardrail", guardrail: p.guardrail, lease_id: p.lease_id, coordinator_id: p.coordinator_id, escalated_to: p.escalated_to, event_id: event.id },
+    requestedBy: p.coordinator_id,
+    status: "pending",
+    createdAt: now,
+    priority: p.priority,
+    urgency: p.priority,
+  });
 }
 
 /** The durable of task.force_escalated (RFC-0013 2.1): the supervisor's forced escalations. */
@@ -56,25 +65,18 @@ type ForceEscalated = TypedEvent<"intent", typeof taskEvents.forceEscalated>;
  */
 export async function openForcedEscalation(tx: Tx, event: ForceEscalated, now: Date): Promise<boolean> {
   const p = event.payload;
-  const inserted = await tx
-    .insert(approvals)
-    .values({
-      id: event.id,
-      intentId: event.intent_id,
-      action: ESCALATION_ACTION,
-      reason: p.reason,
-      context: { source: "task_force_escalated", task_id: p.task_id, lease_id: p.lease_id, coordinator_id: p.coordinator_id, escalated_by: p.escalated_by, event_id: event.id },
-      requestedBy: p.escalated_by,
-      requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL,
-      status: "pending",
-      createdAt: now,
-      priority: p.priority,
-      urgency: p.priority,
-      resolution: null,
-    })
-    .onConflictDoNothing()
-    .returning({ id: approvals.id });
-  return inserted.length > 0;
+  return approvalOfEvent(tx, {
+    id: event.id,
+    intentId: event.intent_id,
+    action: ESCALATION_ACTION,
+    reason: p.reason,
+    context: { source: "task_force_escalated", task_id: p.task_id, lease_id: p.lease_id, coordinator_id: p.coordinator_id, escalated_by: p.escalated_by, event_id: event.id },
+    requestedBy: p.escalated_by,
+    status: "pending",
+    createdAt: now,
+    priority: p.priority,
+    urgency: p.priority,
+  });
 }
 
 /** The durable of plan.approved_by_supervisor: the supervisor's sign-offs at the plan review gate. */
@@ -91,28 +93,21 @@ type ApprovedBySupervisor = TypedEvent<"intent", typeof planEvents.approvedBySup
  */
 export async function recordSupervisorPlanReview(tx: Tx, event: ApprovedBySupervisor, now: Date): Promise<boolean> {
   const p = event.payload;
-  const inserted = await tx
-    .insert(approvals)
-    .values({
-      id: event.id,
-      intentId: event.intent_id,
-      action: PLAN_REVIEW_ACTION,
-      reason: `plan ${p.plan_id} approved by the coordinator's supervisor at the review gate`,
-      context: { source: "plan_approved_by_supervisor", plan_id: p.plan_id, event_id: event.id },
-      requestedBy: p.approved_by,
-      requesterPrincipal: GUARDRAIL_ESCALATION_PRINCIPAL,
-      status: "approved",
-      decidedBy: p.approved_by,
-      decidedAt: now,
-      decisionNotes: p.comment,
-      createdAt: now,
-      priority: null,
-      urgency: null,
-      resolution: null,
-    })
-    .onConflictDoNothing()
-    .returning({ id: approvals.id });
-  return inserted.length > 0;
+  return approvalOfEvent(tx, {
+    id: event.id,
+    intentId: event.intent_id,
+    action: PLAN_REVIEW_ACTION,
+    reason: `plan ${p.plan_id} approved by the coordinator's supervisor at the review gate`,
+    context: { source: "plan_approved_by_supervisor", plan_id: p.plan_id, event_id: event.id },
+    requestedBy: p.approved_by,
+    status: "approved",
+    decidedBy: p.approved_by,
+    decidedAt: now,
+    decisionNotes: p.comment,
+    createdAt: now,
+    priority: null,
+    urgency: null,
+  });
 }
 
 export async function startCoordinatorEscalations(ctx: GovernanceContext, bus: Bus): Promise<{ stop(): Promise<void> }> {
