@@ -23,6 +23,9 @@ function useRoute(): Route {
   useEffect(() => {
     const onChange = () => setRoute(parseRoute(location.hash));
     addEventListener("hashchange", onChange);
+    // Effects run after the first paint: a fragment that changed between that render and this
+    // listener (a link followed at once, a bookmark opened while signing in) is read here.
+    onChange();
     return () => removeEventListener("hashchange", onChange);
   }, []);
   return route;
