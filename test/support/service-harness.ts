@@ -109,6 +109,19 @@ export function manifestServices<const Names extends ServiceName>(options: { [Na
   };
 }
 
+/**
+ * Each service's options with its timers an hour apart (sweeps, checkpoints, schedulers), so they
+ * run only when a test calls them on the manual clock; for manifestServices, e.g.
+ * `manifestServices({ registry: QUIET.registry, intents: QUIET.intents })`.
+ */
+export const QUIET = {
+  intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+  registry: { sweepIntervalMs: 3_600_000 },
+  governance: { timerIntervalMs: 3_600_000 },
+  channels: { sweepIntervalMs: 3_600_000 },
+  memory: { sweepIntervalMs: 3_600_000 },
+} satisfies { [Name in ServiceName]?: Partial<OptionsOf<ClusterServices[Name]>> };
+
 /** An error body with the fields some codes add beside code, message and details (ENTRY_EXISTS' entry_id, a 409's current entry, a title). */
 export type ErrorAnswer = { code: string; message: string; details: Record<string, unknown> } & Record<string, unknown>;
 

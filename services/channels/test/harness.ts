@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import type { OperationRequest } from "../../../test/support/typed-api";
 import { uniqueTag } from "../../../test/support/e2e-helpers";
 import type { ChannelsService } from "../src/service";
@@ -13,9 +13,9 @@ export type ChannelsHarness = ServiceHarness<{ channels: ChannelsService; stop()
 export const startChannelsHarness = (): Promise<ChannelsHarness> =>
   startServiceHarness(
     manifestServices({
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
-      registry: { sweepIntervalMs: 3_600_000 },
-      channels: { sweepIntervalMs: 3_600_000 },
+      intents: QUIET.intents,
+      registry: QUIET.registry,
+      channels: QUIET.channels,
     }),
   );
 

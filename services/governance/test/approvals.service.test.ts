@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { IntentmeshError, type BodyOf } from "@intentmesh/sdk";
 import { allEvents, createIntent, expectError, expectRejected, UNKNOWN_ID } from "../../../test/support/e2e-helpers";
-import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import type { IntentsService } from "../../intents/src/service";
 import type { GovernanceService } from "../src/service";
 
@@ -18,9 +18,9 @@ let harness: ServiceHarness<{ intents: IntentsService; governance: GovernanceSer
 beforeAll(async () => {
   harness = await startServiceHarness(
     manifestServices({
-      registry: { sweepIntervalMs: 3_600_000 },
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
-      governance: { timerIntervalMs: 3_600_000 },
+      registry: QUIET.registry,
+      intents: QUIET.intents,
+      governance: QUIET.governance,
     }),
   );
 });

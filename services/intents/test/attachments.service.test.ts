@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentHeaders } from "../../../test/support/agents";
 import type { BodyOf, Intentmesh } from "@intentmesh/sdk";
 import { allEvents, createIntent, expectError, expectRejected, TIMESTAMP, UNKNOWN_ID } from "../../../test/support/e2e-helpers";
-import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import type { IntentsService } from "../src/service";
 
 /**
@@ -17,8 +17,8 @@ let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
 beforeAll(async () => {
   harness = await startServiceHarness(
     manifestServices({
-      registry: { sweepIntervalMs: 3_600_000 },
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+      registry: QUIET.registry,
+      intents: QUIET.intents,
     }),
   );
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManualClock } from "@intentmesh/contracts";
 import { IntentmeshError, type BodyOf, type ResponseOf } from "@intentmesh/sdk";
 import { allEvents, createIntent, expectError, expectRejected, UNKNOWN_ID } from "../../../test/support/e2e-helpers";
-import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { READINESS_PROJECTION_DURABLE } from "../src/graph/projection";
 import type { IntentsService } from "../src/service";
 
@@ -21,8 +21,8 @@ let db: pg.Client;
 beforeAll(async () => {
   harness = await startServiceHarness(
     manifestServices({
-      registry: { sweepIntervalMs: 3_600_000 },
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+      registry: QUIET.registry,
+      intents: QUIET.intents,
     }),
   );
   db = new pg.Client({ connectionString: harness.databaseUrl });

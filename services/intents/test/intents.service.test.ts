@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IntentmeshError, type ApiResult, type BodyOf, type IfMatch, type Intentmesh } from "@intentmesh/sdk";
 import { derivedUuid, intentsCommands, type Caller, type ManualClock } from "@intentmesh/contracts";
-import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { createIntent, eventTypes, expectError, expectRejected, TIMESTAMP, uniqueTag } from "../../../test/support/e2e-helpers";
 import type { IntentsService } from "../src/service";
 
@@ -18,8 +18,8 @@ let admin: Intentmesh;
 beforeAll(async () => {
   harness = await startServiceHarness(
     manifestServices({
-      registry: { sweepIntervalMs: 3_600_000 },
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+      registry: QUIET.registry,
+      intents: QUIET.intents,
     }),
   );
   admin = harness.sdk();

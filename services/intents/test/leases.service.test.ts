@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import type { ManualClock } from "@intentmesh/contracts";
 import { IntentmeshError, type BodyOf, type Intentmesh } from "@intentmesh/sdk";
-import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { allEvents, createIntent, expectError, expectRejected, isLeaseExpiry, statusOf, TIMESTAMP } from "../../../test/support/e2e-helpers";
 import { agentHeaders } from "../../../test/support/agents";
 import type { IntentsService } from "../src/service";
@@ -19,8 +19,8 @@ let admin: Intentmesh;
 beforeAll(async () => {
   harness = await startServiceHarness(
     manifestServices({
-      registry: { sweepIntervalMs: 3_600_000 },
-      intents: { leaseSweepIntervalMs: 3_600_000, checkpoints: { intervalMs: 3_600_000 } },
+      registry: QUIET.registry,
+      intents: QUIET.intents,
     }),
   );
   admin = harness.sdk();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllowedNetworks, pinnedConnector } from "@intentmesh/ssrf";
-import { expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { QUIET, expectApiError as expectError, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import type { OperationRequest } from "../../../test/support/typed-api";
 import { testKeyRing } from "../../../test/support/cluster";
 import { readBody, startLoopbackServer, tripwire, type LoopbackServer } from "../../../libs/ssrf/test/support";
@@ -32,7 +32,7 @@ beforeAll(async () => {
   });
   harness = await startServiceHarness(
     manifestServices({
-      registry: { sweepIntervalMs: 3_600_000 },
+      registry: QUIET.registry,
       vault: {
         sweepIntervalMs: 3_600_000,
         keys: testKeyRing(),
