@@ -28,6 +28,7 @@ import { taskClientSetup, taskWorkers } from "./lib/tasks";
 import { formatProfile, loadProfile, summarizeProfile, type ProfileSummary } from "./lib/profile";
 import { mapLimit } from "./lib/map-limit";
 import { benchApi, type BenchApi } from "./lib/api-client";
+import { StatementCounter, type StatementCount } from "./lib/statements";
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -51,6 +52,8 @@ const config = {
   sseEvents: num("BENCH_SSE_EVENTS", 200),
   sseRate: num("BENCH_SSE_RATE", 200),
   profile: ["1", "true", "yes"].includes((process.env.BENCH_PROFILE ?? "").toLowerCase()),
+  /** BENCH_STATEMENTS=1: count PostgreSQL statements per request (bench/lib/statements.ts). */
+  statements: ["1", "true", "yes"].includes((process.env.BENCH_STATEMENTS ?? "").toLowerCase()),
   adminUrl: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test",
   natsUrl: process.env.NATS_URL || "nats://127.0.0.1:4222",
   scenarios: parseScenarios(process.env.BENCH_SCENARIOS),
@@ -141,6 +144,8 @@ interface HttpResult {
   pass: boolean | null;
   cpu: CpuReport;
   outboxBacklogAfter: number | null;
+  /** BENCH_STATEMENTS=1 only. */
+  statements?: StatementCount;
   /** suspend_respond: the latency of respond alone, measured sequentially after the run (ms). */
   respondAlone?: { cycles: number; p50: number; p90: number; p99: number };
 }
@@ -338,6 +343,7 @@ async function main(): Promise<void> {
   await waitForOutbox(api, 30_000);
 
   // (d) and (e) the scenarios
+  const statementCounter = config.statements ? await StatementCounter.open(config.adminUrl, dbName, log) : null;
   const results: Result[] = [];
   const windows: { scenario: ScenarioName; startUs: number; endUs: number }[] = [];
   const hrUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -494,6 +500,7 @@ async function main(): Promise<void> {
       await waitForOutbox(api, 30_000);
     }
     await resync?.();
+    await statementCounter?.begin();
     const startUs = hrUs();
     meter.begin();
     const run = await cannon(url, options, config.seconds);
@@ -539,6 +546,11 @@ async function main(): Promise<void> {
       result.respondAlone = { cycles: alone.length, p50: percentile(alone, 50), p90: percentile(alone, 90), p99: percentile(alone, 99) };
       log(`  respond alone (200 sequential): p50 ${result.respondAlone.p50.toFixed(2)} ms, p90 ${result.respondAlone.p90.toFixed(2)} ms, p99 ${result.respondAlone.p99.toFixed(2)} ms`);
     }
+    if (statementCounter && scenario !== "baseline") {
+      result.statements = await statementCounter.end(ok);
+      log(`  statements per request ${result.statements.perRequest.toFixed(2)}, transactions ${result.statements.transactionsPerRequest.toFixed(2)}`);
+      for (const top of result.statements.top) log(`    ${top.perRequest.toFixed(2)}  ${top.query}`);
+    }
     results.push(result);
     log(`  ${rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, non-2xx ${r.non2xx}, errors ${r.errors}`);
     if (scenario !== "baseline") await waitForOutbox(api, 60_000);
@@ -549,6 +561,7 @@ async function main(): Promise<void> {
     if (!child.isRunning()) throw new Error(`${child.name} exited during the run (${await child.exited}); its log ends:\n${tailOf(child.logFile)}`);
   }
 
+  await statementCounter?.close();
   // (g) teardown, then profiles (written by the processes as they exit)
   await teardown();
   let profiles: ProfileSummary[] = [];
