@@ -94,7 +94,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
   const coordinatorStallSweeper = new CoordinatorStallSweeper(ctx, options.leaseSweepIntervalMs ?? 1000);
   // Every group goes through the access guard (acl/guard.ts): each command's rule from the
   // catalogue (libs/contracts intent-access.ts) is checked before its handler; get, appendEvent
-  // and patchState check after the read they make anyway.
+  // and patchState check after the read they make anyway, the task moves in their transaction.
   const serve: typeof core.serve = (group, handlers) => core.serve(group, access.wrap(group, handlers));
 
   const intentHandlers: HandlersOf<typeof commands> = {
@@ -209,7 +209,9 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     list: (input) => listCosts(ctx, input.intent_id, input.query),
     setBudget: (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller),
   });
-  serve(taskCommands, {
+  // The task moves read the access facts with the task under the intent's lock (tasks/moves.ts):
+  // one statement fewer than the guard's own before the handler.
+  const taskHandlers: HandlersOf<typeof taskCommands> = {
     create: (input, caller) => createTask(ctx, input.intent_id, input.body, caller),
     get: (input) => getTask(ctx, input.task_id),
     list: (input) => listTasks(ctx, input.intent_id, input.query),
@@ -220,7 +222,8 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     fail: (input, caller) => failTask(ctx, input.task_id, input.if_match, input.body, caller),
     cancel: (input, caller) => cancelTask(ctx, input.task_id, input.if_match, input.body, caller),
     held: (input) => unknownTasksOf(ctx, input.agent_id, input.task_ids),
-  });
+  };
+  core.serve(taskCommands, access.wrap(taskCommands, taskHandlers, ["claim", "start", "complete", "fail", "cancel"]));
   serve(planCommands, {
     create: (input, caller) => createPlan(ctx, input.intent_id, input.body, caller),
     decompose: (input, caller) => decomposeTask(ctx, input.intent_id, input.body, caller),

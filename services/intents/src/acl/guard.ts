@@ -2,7 +2,7 @@ import { intentAccessOf, permissionNeeded, type Caller, type Clock, type Command
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { CommandGroup, HandlersOf } from "@intentmesh/service";
 import { assertPermission, bypassesAcl } from "./rules";
-import { readAccessFacts, readOwnedAccessFacts } from "./statements";
+import { readAccessFacts, readOwnedAccessFacts, type AccessFacts } from "./statements";
 
 type Query = DatabaseHandle["query"];
 type Located = Extract<IntentAccessRule, { needs: unknown }>;
@@ -18,6 +18,8 @@ type Located = Extract<IntentAccessRule, { needs: unknown }>;
  * - The hot paths (get, append an event, list events, patch state) read the intent's row anyway;
  *   they are served unwrapped and call `afterRead` with the ACL policy their own statement read,
  *   so an intent without an ACL costs them nothing more (docs/benchmarks.md).
+ * - The task moves (claim, start, complete, fail, cancel) read the facts with the task, under the
+ *   intent's lock and before any write, and decide with `assertAllowed` (tasks/moves.ts).
  */
 export class IntentAccessGuard {
   constructor(
@@ -61,6 +63,16 @@ export class IntentAccessGuard {
     if (!needs || bypassesAcl(caller)) return;
     const facts = await readAccessFacts(this.query, intentId, caller);
     if (facts) assertPermission(intentId, facts.head, facts.entries, caller, needs, this.clock.now());
+  }
+
+  /**
+   * For a handler that read the facts itself, in a statement of its own transaction that it makes
+   * anyway (the task moves: tasks/locked-reads.ts), before it writes anything: the command's rule.
+   */
+  assertAllowed(def: CommandDef, facts: AccessFacts, caller: Caller): void {
+    const needs = permissionNeeded(def);
+    if (!needs || bypassesAcl(caller) || facts.head.policy === null) return;
+    assertPermission(facts.intentId, facts.head, facts.entries, caller, needs, this.clock.now());
   }
 
   /**

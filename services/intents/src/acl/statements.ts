@@ -13,7 +13,7 @@ export interface AccessFacts {
   entries: EntryFacts[];
 }
 
-interface RawFacts {
+export interface RawFacts {
   intent_id: string;
   acl_policy: string | null;
   acl_default: string | null;
@@ -33,6 +33,21 @@ const ENTRIES_OF_CALLER = (p: string, a: string, r: string) => `
       and ((e.principal_type = 'user' and e.principal_id = ${p})
         or (e.principal_type = 'agent' and e.principal_id = ${a})
         or (e.principal_type = 'group' and e.principal_id in (select jsonb_array_elements_text(${r}::jsonb))))) end as entries`;
+
+/**
+ * ENTRIES_OF_CALLER as a fragment of a query-builder statement that reads intents.intents: for the
+ * handlers that read the access facts in a statement they make anyway (tasks/locked-reads.ts).
+ */
+export const entriesOfCaller = (caller: Caller): SQL => sql`case when ${intents.aclPolicy} is null then null else (
+    select coalesce(json_agg(json_build_object('principal_type', e.principal_type, 'principal_id', e.principal_id, 'permission', e.permission, 'expires_at', e.expires_at)), '[]'::json)
+    from intents.acl_entries e
+    where e.intent_id = ${intents.id}
+      and ((e.principal_type = 'user' and e.principal_id = ${caller.principal})
+        or (e.principal_type = 'agent' and e.principal_id = ${caller.actor})
+        or (e.principal_type = 'group' and ${inList(sql`e.principal_id`, caller.roles)}))) end`;
+
+/** The facts a statement read with the ACL head columns and entriesOfCaller. */
+export const accessFactsOf = (row: RawFacts): AccessFacts => toFacts(row);
 
 const toFacts = (row: RawFacts): AccessFacts => ({
   intentId: row.intent_id,

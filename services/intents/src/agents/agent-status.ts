@@ -12,7 +12,11 @@ import { rowsOf, type Database, type Tx } from "@intentmesh/db";
  * With `lock`, the agent's status row is held (see knownAgentStatus).
  */
 export async function agentWorkRefusal(db: Database | Tx, agentId: string, lock = false): Promise<AppError | null> {
-  const status = await knownAgentStatus(db, agentId, lock);
+  return refusalOfStatus(agentId, await knownAgentStatus(db, agentId, lock));
+}
+
+/** The refusal agentWorkRefusal answers for an agent whose known status is `status` (undefined: never heard of). */
+export function refusalOfStatus(agentId: string, status: string | undefined): AppError | null {
   if (status === "draining") {
     return appError("AGENT_DRAINING", `agent ${agentId} is draining: it keeps the leases it holds but takes no new ones`, { agent_id: agentId, status });
   }

@@ -11,6 +11,7 @@ import {
   type PatchTaskBody,
   type Task,
   type TaskStatus,
+  taskCommands,
 } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
 import { MAX_PAGE_BYTES } from "../kernel/page-bytes";
@@ -166,18 +167,18 @@ function pageWithinBytes(rows: TaskRow[]): TaskRow[] {
 const singleEvent = (move: Move) => ({ change: move.change, events: (row: TaskRow) => [move.event(row)] });
 
 export function claimTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, caller: Caller): Promise<Task> {
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx, checkedAgent) => {
+  return changeTask(ctx, taskId, ifMatch, caller, taskCommands.claim, async (task, intentStatus, tx, checkedAgent) => {
     // A task waiting on its dependencies says so (RFC 0012 1.2), naming the unfinished ones.
     if (waitsOnDependencies(task)) await assertDependenciesMet(tx, task);
     // A task already taken is a conflict (409) before it is anyone's permission question: the loser of a race learns it lost.
     if (task.status !== "ready") assertTaskTransition(task.id, task.status as TaskStatus, "claimed");
     assertMayClaimTask(task, caller, task.assignedAgent ?? caller.actor);
     return singleEvent(await planTransition("claimed", { task, intentStatus, caller, now: ctx.clock.now(), tx, assignedAgent: task.assignedAgent ?? caller.actor, checkedAgent }));
-  }, (before) => before.assignedAgent ?? caller.actor);
+  }, { named: null });
 }
 
 export function startTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, caller: Caller): Promise<Task> {
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
+  return changeTask(ctx, taskId, ifMatch, caller, taskCommands.start, async (task, intentStatus, tx) => {
     assertMayMoveTask(task, caller, "start");
     if (waitsOnDependencies(task)) await assertDependenciesMet(tx, task);
     if (task.status !== "claimed") assertTaskTransition(task.id, task.status as TaskStatus, task.status === "blocked" ? "claimed" : "running");
@@ -186,14 +187,14 @@ export function startTask(ctx: IntentsContext, taskId: string, ifMatch: number |
 }
 
 export function completeTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, body: { output?: JsonObject | undefined }, caller: Caller): Promise<Task> {
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
+  return changeTask(ctx, taskId, ifMatch, caller, taskCommands.complete, async (task, intentStatus, tx) => {
     assertMayMoveTask(task, caller, "complete");
     return singleEvent(await planTransition("completed", { task, intentStatus, caller, now: ctx.clock.now(), tx, output: body.output }));
   });
 }
 
 export function failTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, body: { error: string; error_code?: string | undefined }, caller: Caller): Promise<Task> {
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
+  return changeTask(ctx, taskId, ifMatch, caller, taskCommands.fail, async (task, intentStatus, tx) => {
     assertMayMoveTask(task, caller, "fail");
     return singleEvent(
       await planTransition("failed", { task, intentStatus, caller, now: ctx.clock.now(), tx, error: body.error || null, errorCode: body.error_code, applyRetryPolicy: true }),
@@ -202,7 +203,7 @@ export function failTask(ctx: IntentsContext, taskId: string, ifMatch: number | 
 }
 
 export function cancelTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, body: { reason?: string | undefined }, caller: Caller): Promise<Task> {
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx) => {
+  return changeTask(ctx, taskId, ifMatch, caller, taskCommands.cancel, async (task, intentStatus, tx) => {
     return singleEvent(await planTransition("cancelled", { task, intentStatus, caller, now: ctx.clock.now(), tx, reason: body.reason }));
   });
 }
@@ -215,7 +216,8 @@ export function cancelTask(ctx: IntentsContext, taskId: string, ifMatch: number 
  */
 export function patchTask(ctx: IntentsContext, taskId: string, ifMatch: number | null, body: PatchTaskBody, caller: Caller): Promise<Task> {
   if (ifMatch === null) throw errors.preconditionRequired("task");
-  return changeTask(ctx, taskId, ifMatch, async (task, intentStatus, tx, checkedAgent) => {
+  // The guard checked access before this handler (its 403 comes before the 428 above): null here.
+  return changeTask(ctx, taskId, ifMatch, caller, null, async (task, intentStatus, tx, checkedAgent) => {
     const from = task.status as TaskStatus;
     const reassigning = body.assigned_agent !== undefined && body.assigned_agent !== task.assignedAgent;
     let to = body.status !== undefined && body.status !== from ? body.status : undefined;
@@ -253,7 +255,7 @@ export function patchTask(ctx: IntentsContext, taskId: string, ifMatch: number |
     // A coordinator naming the new agent with the move: it is assigned after the holder is recorded.
     if (reassigning && to !== "claimed") change.assignedAgent = body.assigned_agent ?? null;
     return { change, events: (row) => [move.event(row)] };
-  }, (before) => (body.status === "claimed" ? (body.assigned_agent ?? before.assignedAgent ?? caller.actor) : null));
+  }, body.status === "claimed" ? { named: body.assigned_agent ?? null } : undefined);
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

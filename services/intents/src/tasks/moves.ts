@@ -1,11 +1,11 @@
 import { appError } from "@intentmesh/contracts";
 import { eq, inArray } from "drizzle-orm";
-import { errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
+import { errors, INTENT_SUSPENDED, isoTimestamp, type Caller, type CommandDef, type JsonObject, type Task, type TaskRetryPolicy, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { tasks } from "../db/schema-tasks";
 import { retryPolicies } from "../db/schema-records";
-import { appendToLog, lockIntentRow, type NewEvent } from "../kernel/event-log";
+import { appendToLog, type NewEvent } from "../kernel/event-log";
 import { TERMINAL_STATUSES } from "../intents/status";
 import { assertDependenciesDone, assertTaskTransition, DEPENDENCY_DONE_STATUSES } from "./task-status";
 import { assertPlanLetsTaskStart, planEffectsOfTaskChange } from "../plans/effects";
@@ -14,7 +14,8 @@ import { readyDependents } from "./dependents";
 import { checkCompletionOutputs, claimInputs } from "../workflows/effects";
 import { decideAfterFailure, type RetryRules } from "../failures/retry-delay";
 import { agentWorkRefusal } from "../agents/agent-status";
-import { readTask, readTaskUnlocked, taskEvent, toTask, unblocked, unblockEvent, updateTask, type TaskChange, type TaskRow } from "./store";
+import { taskEvent, toTask, unblocked, unblockEvent, updateTask, type TaskChange, type TaskRow } from "./store";
+import { holdClaimingAgent, lockIntentOfTask, readTaskUnderLock } from "./locked-reads";
 
 /**
  * How a task changes status: planTransition is the one place each target's fields and event are
@@ -199,42 +200,48 @@ export async function effectiveRetryPolicy(tx: Tx, task: Pick<TaskRow, "retryPol
   };
 }
 
+/** A claim's agent as the request names it (null: the task's assigned agent, else the caller); see holdClaimingAgent. */
+export interface Claiming {
+  named: string | null;
+}
+
 /**
- * Runs one change of a task: locks its intent first (the service's lock order), reads the task
- * under it, honours If-Match, applies `decide`, then the conditional UPDATE and the events, all in
- * one transaction. When the task reaches completed or skipped, dependents whose dependencies are
- * now all done become ready.
+ * Runs one change of a task in one transaction, in the service's lock order: a claim holds its
+ * agent's status row, then the intent's row is locked, and the task is read under that lock with
+ * the caller's access facts (locked-reads.ts). Then `command`'s access rule (when the guard did
+ * not check it before the handler), If-Match, `decide`, the conditional UPDATE and the events.
+ * Nothing is written before the access decision. When the task reaches completed or skipped,
+ * dependents whose dependencies are now all done become ready.
  */
 export async function changeTask(
   ctx: IntentsContext,
   taskId: string,
   ifMatch: number | null,
+  caller: Caller,
+  command: CommandDef | null,
   decide: (task: TaskRow, intentStatus: string, tx: Tx, checkedAgent: string | null) => Promise<{ change: TaskChange; events: (updated: TaskRow) => NewEvent[] }>,
-  claimingAgent?: (task: TaskRow) => string | null,
+  claiming?: Claiming,
 ): Promise<Task> {
-  const before = await readTaskUnlocked(ctx, taskId);
-  const intentId = before.intentId;
-  const agent = claimingAgent?.(before) ?? null;
   const now = ctx.clock.now();
   const updated = await ctx.db.transaction(async (tx) => {
     // A claim holds the agent's status row first, as lease grants do (agent, then intent), so an
     // agent's death being projected waits for it and then releases the task too.
-    if (agent) {
-      const refusal = await agentWorkRefusal(tx, agent, true);
-      if (refusal) throw refusal;
-    }
-    const intent = await lockIntentRow(tx, intentId, null);
-    const task = await readTask(tx, taskId);
+    const claim = claiming ? await holdClaimingAgent(tx, taskId, claiming.named, caller) : null;
+    const intent = await lockIntentOfTask(tx, taskId);
+    const { task, access, coordinated, awaitedByOthers } = await readTaskUnderLock(tx, taskId, caller);
+    if (command) ctx.access.assertAllowed(command, access, caller);
+    if (claim?.refusal) throw claim.refusal;
     if (ifMatch !== null && task.version !== ifMatch) throw errors.versionMismatch("task", taskId, task.version, ifMatch);
-    const plan = await decide(task, intent.status, tx, agent);
+    const plan = await decide(task, intent.status, tx, claim?.agent ?? null);
     const row = await updateTask(tx, task, plan.change, now);
     const newEvents = plan.events(row);
-    if (row.status !== task.status && DEPENDENCY_DONE_STATUSES.includes(row.status as TaskStatus)) newEvents.push(...(await readyDependents(tx, row, now)));
+    const moved = row.status !== task.status;
+    if (moved && awaitedByOthers && DEPENDENCY_DONE_STATUSES.includes(row.status as TaskStatus)) newEvents.push(...(await readyDependents(tx, row, now)));
     // Its plan follows in the same transaction (completed when all its tasks are done, on_failure on a failure).
-    if (row.status !== task.status) newEvents.push(...(await planEffectsOfTaskChange(tx, row, now)));
+    if (moved) newEvents.push(...(await planEffectsOfTaskChange(tx, row, now)));
     // The intent's coordinator counts consecutive failures (auto_escalate_after_failures).
-    if (row.status !== task.status) newEvents.push(...(await coordinatorEffectsOfTaskChange(tx, intentId, row.id, row.status)));
-    if (newEvents.length) await appendToLog(tx, intentId, newEvents, now);
+    if (moved && coordinated) newEvents.push(...(await coordinatorEffectsOfTaskChange(tx, intent.id, row.id, row.status)));
+    if (newEvents.length) await appendToLog(tx, intent.id, newEvents, now);
     return row;
   });
   ctx.published();

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { coordinatorCommands, intentsCommands, taskCommands, type Caller } from "@intentmesh/contracts";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import { agentCaller } from "../../../test/support/cluster";
+import type { IntentsService } from "../src/service";
+
+/**
+ * The PostgreSQL statements one task command runs (docs/benchmarks.md, task_claim_complete): a
+ * counting wrapper around every pg client of this process, with the outbox relay stopped and the
+ * timers an hour apart, so what runs while a command is answered is that command's work. The
+ * intent's log append (event-log.ts) is counted as one kind, whatever its own statements: this
+ * pins the task path around it, so a second read of the task, a separate access check, or a
+ * coordinator or dependents statement for an intent that has none fails here.
+ */
+
+const seen: string[] = [];
+let counting = false;
+// Installed before the harness opens its pool: each connection binds query() when it connects.
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  const first = args[0] as { text?: unknown } | string;
+  if (counting) seen.push(typeof first === "string" ? first : String(first?.text ?? ""));
+  return (query as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof query;
+
+let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
+beforeAll(async () => {
+  harness = await startServiceHarness(manifestServices({ intents: QUIET.intents }));
+  // Outbox rows stay unpublished: the relay's statements are not the command's.
+  await harness.service.intents.relay.stop();
+});
+afterAll(async () => {
+  pg.Client.prototype.query = query;
+  await harness?.stop();
+});
+
+/** What a statement is, in the words of the task path. */
+function kindOf(text: string): string {
+  const s = text.replace(/\s+/g, " ").trim().toLowerCase();
+  if (s === "begin" || s === "commit" || s === "rollback") return s;
+  if (/"intents"\."(events|outbox)"|event_seq|chain_(seq|head)/.test(s)) return "log append";
+  if (s.includes("intents.agent_status")) return "hold agent";
+  if (/^select .* from "intents"\."intents" where .*for update$/.test(s)) return "lock intent";
+  if (/^select .* from "intents"\."tasks" inner join "intents"\."intents"/.test(s)) return "read task";
+  if (/^update "intents"\."tasks"/.test(s)) return "update task";
+  if (/^insert into "intents"\."tasks"/.test(s)) return "insert task";
+  if (s.includes("coordinator_leases")) return "coordinator lease";
+  if (s.includes("acl_entries")) return "access facts";
+  return s.slice(0, 120);
+}
+
+/** The kinds of statements, in order, that one command ran (log appends folded into one). */
+async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
+  seen.length = 0;
+  counting = true;
+  try {
+    await run();
+  } finally {
+    counting = false;
+  }
+  return seen.map(kindOf).filter((kind, i, all) => kind !== "log append" || all[i - 1] !== "log append");
+}
+
+const agent: Caller = agentCaller("statement-counter");
+
+describe("statements of a task's claim, start and completion", () => {
+  it("read the task once under its intent's lock, with its access facts, and nothing for a coordinator, a plan or dependents it does not have", async () => {
+    const intent = await harness.call(intentsCommands.create, { body: { title: "counted" } });
+    const task = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "t" } });
+
+    expect(await statementsOf(() => harness.call(taskCommands.claim, { task_id: task.id, if_match: null, body: {} }, agent))).toEqual([
+      "begin",
+      "hold agent",
+      "lock intent",
+      "read task",
+      "update task",
+      "log append",
+      "commit",
+    ]);
+    expect(await statementsOf(() => harness.call(taskCommands.start, { task_id: task.id, if_match: null, body: {} }, agent))).toEqual([
+      "begin",
+      "lock intent",
+      "read task",
+      "update task",
+      "log append",
+      "commit",
+    ]);
+    expect(await statementsOf(() => harness.call(taskCommands.complete, { task_id: task.id, if_match: null, body: { output: { ok: true } } }, agent))).toEqual([
+      "begin",
+      "lock intent",
+      "read task",
+      "update task",
+      "log append",
+      "commit",
+    ]);
+  });
+
+  it("ready a waiting dependent when its dependency completes, and count the completion on the intent's coordinator lease", async () => {
+    const intent = await harness.call(intentsCommands.create, { body: { title: "coordinated" } });
+    const coordinator: Caller = { ...agentCaller("counted-coordinator"), roles: ["coordinator"] };
+    await harness.call(coordinatorCommands.createLease, { body: { agent_id: coordinator.actor, intent_id: intent.id } }, coordinator);
+    const first = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "first" } });
+    const second = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "second", depends_on: [first.id] } });
+    expect(second.status).toBe("pending");
+    await harness.call(taskCommands.claim, { task_id: first.id, if_match: null, body: {} }, agent);
+    await harness.call(taskCommands.start, { task_id: first.id, if_match: null, body: {} }, agent);
+    const kinds = await statementsOf(() => harness.call(taskCommands.complete, { task_id: first.id, if_match: null, body: {} }, agent));
+    expect(kinds).toContain("coordinator lease");
+    expect(kinds.filter((k) => k === "update task").length).toBeGreaterThan(1); // the task, then its dependent
+    expect((await harness.call(taskCommands.get, { task_id: second.id })).status).toBe("ready");
+  });
+});
