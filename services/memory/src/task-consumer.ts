@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { and, eq, lte, sql } from "drizzle-orm";
 import { AppError, LIMITS, memoryEvents, taskCommands, taskEvents } from "@intentmesh/contracts";
 import { eventFamilyOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Queryable, Tx } from "@intentmesh/db";
@@ -8,11 +8,26 @@ import { entryEvent, memoryEvent, writeMemoryEvents, type NewMemoryEvent } from 
 import { upsertTask } from "./task-views";
 import { splitSnapshot } from "./domain/archive";
 
+/** The ends of a task: the only task events with effects to apply in a transaction. */
+const ENDINGS: ReadonlySet<string> = new Set([taskEvents.completed.name, taskEvents.failed.name, taskEvents.cancelled.name]);
+
+/**
+ * The task events whose change to the fields memory keeps is all in their payload, given the
+ * record's version before them: a claim names its holder (previous agents unchanged) and a start
+ * names its holder (a PATCH may reassign with it; previous agents unchanged). Any other change of
+ * the task bumps its version, so a record at exactly version - 1 has missed nothing.
+ */
+const HOLDER_MOVES: ReadonlySet<string> = new Set([taskEvents.claimed.name, taskEvents.started.name]);
+
 /**
  * Follows the intents service's task events (one durable consumer on im.evt.intent.*.task.>, so
- * a task's events arrive in order; inbox in memory's schema, so each applies once):
- * - every event newer than the local task record refreshes it from im.intents.tasks.get after
- *   the commit (events do not carry every field memory needs, such as a new assignee);
+ * a task's events arrive in order; inbox in memory's schema, so each end applies once):
+ * - every event newer than the local task record brings it to that version (or newer): a claim or
+ *   a start that follows the record's version from its payload, anything else from
+ *   im.intents.tasks.get (events do not carry every field memory needs, such as previous agents).
+ *   Idempotent by version and best effort, so these events are acknowledged without a transaction
+ *   or an inbox row (the consumer's `skip`); every write to the record is guarded by its version,
+ *   so the order in which a batch's events reach it does not change the result;
  * - task.completed / failed / cancelled end the task's working memory (3.7): archived in
  *   memory.archived events (snapshot of namespace, key, value, tags) when archive_on_completion
  *   (or the guardrail memory_archive_required), then deleted, with entries of ttl task_lifetime.
@@ -23,15 +38,21 @@ export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommi
     db: ctx.db,
     inbox,
     logger: ctx.logger,
+    skip: async (event) => {
+      if (ENDINGS.has(event.event_type)) return false;
+      await followTask(ctx, event);
+      return true;
+    },
     handle: async (tx, event) => {
       if (event.event_type !== taskEvents.completed.name && event.event_type !== taskEvents.failed.name && event.event_type !== taskEvents.cancelled.name) return;
       const { task_id: taskId, memory_policy: policy, status, version } = event.payload;
-      // The end carries its version, so a refresh answered before the end (an older version)
-      // cannot mark the task running again.
+      // The end carries its version: a refresh answered before the end (an older version) cannot
+      // mark the task running again, and a record already past the end (a later version, fetched
+      // first) is not taken back to it.
       await tx
         .update(tasks)
-        .set({ ended: true, status, version: sql`greatest(${tasks.version}, ${version})` })
-        .where(eq(tasks.taskId, taskId));
+        .set({ ended: true, status, version })
+        .where(and(eq(tasks.taskId, taskId), lte(tasks.version, version)));
       await endTaskMemory(ctx, tx, taskId, event.intent_id, policy.archive_on_completion !== false || Boolean(ctx.guardrails.memory_archive_required), event.actor);
     },
     // The task record is refreshed after the commit, never inside the transaction: a bus request
@@ -44,6 +65,24 @@ export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommi
       await refreshAfter(ctx, msg.json<{ payload?: { task_id?: unknown; version?: unknown } }>());
     },
   });
+}
+
+/** A task event other than an end: the local record follows it, from its payload where it can. */
+async function followTask(ctx: MemoryContext, event: { event_type: string; payload: { task_id: string; status: string; version: number; agent_id?: string | null } }): Promise<void> {
+  const { task_id: taskId, status, version, agent_id: holder } = event.payload;
+  if (HOLDER_MOVES.has(event.event_type) && holder !== undefined) {
+    try {
+      const moved = await ctx.db
+        .update(tasks)
+        .set({ assignedAgent: holder, status, ended: false, version })
+        .where(and(eq(tasks.taskId, taskId), eq(tasks.version, version - 1)))
+        .returning({ version: tasks.version });
+      if (moved.length) return;
+    } catch (err) {
+      ctx.logger.warn({ err, taskId }, "could not follow a task event on the local record; asking the intents service");
+    }
+  }
+  await refreshAfter(ctx, event);
 }
 
 async function refreshAfter(ctx: MemoryContext, event: { payload?: { task_id?: unknown; version?: unknown } }): Promise<void> {
