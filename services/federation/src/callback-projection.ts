@@ -32,6 +32,8 @@ export async function startCallbackProjection(bus: Bus, db: Database, clock: Clo
     db,
     inbox,
     logger,
+    // Most of the log (task events, appended events) is never a callback: acknowledged without a transaction.
+    skip: (event) => callbackTypeOf(event) === null,
     handle: async (tx, event) => {
       const type = callbackTypeOf(event);
       if (!type) return;

@@ -49,7 +49,7 @@ describe("the memory service's consumer of task events", () => {
     const agent: Caller = agentCaller("memory-follower");
     // Every task read the memory service asks of the intents service while the task moves.
     const gets: unknown[] = [];
-    const subscription = harness.bus.nc.subscribe(harness.bus.subject(taskCommands.get.subject), { callback: (_err, msg) => gets.push(msg.subject) });
+    const subscription = harness.bus.nc.subscribe(harness.bus.subject(taskCommands.get.subject), { callback: (_err, msg) => void gets.push(msg.subject) });
     try {
       const intent = await harness.call(intentsCommands.create, { body: { title: "followed" } });
       const task = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "t" } });
