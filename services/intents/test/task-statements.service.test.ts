@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
+import { sql } from "drizzle-orm";
+import { rowsOf } from "@intentmesh/db";
 import { coordinatorCommands, intentsCommands, taskCommands, type Caller } from "@intentmesh/contracts";
 import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { agentCaller } from "../../../test/support/cluster";
@@ -41,6 +43,7 @@ function kindOf(text: string): string {
   if (s === "begin" || s === "commit" || s === "rollback") return s;
   if (/"intents"\."(events|outbox)"|event_seq|chain_(seq|head)/.test(s)) return "log append";
   if (s.includes("intents.agent_status")) return "hold agent";
+  if (s.includes("blocked_while_pending")) return "ready dependents";
   if (/^select .* from "intents"\."intents" where .*for update$/.test(s)) return "lock intent";
   if (/^select .* from "intents"\."tasks" inner join "intents"\."intents"/.test(s)) return "read task";
   if (/^update "intents"\."tasks"/.test(s)) return "update task";
@@ -103,11 +106,15 @@ describe("statements of a task's claim, start and completion", () => {
     const first = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "first" } });
     const second = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "second", depends_on: [first.id] } });
     expect(second.status).toBe("pending");
+    // A dependent blocked while pending returns to ready, not pending, once its dependency is done.
+    const third = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "third", depends_on: [first.id] } });
+    await harness.call(taskCommands.patch, { task_id: third.id, if_match: third.version, body: { status: "blocked", blocked_reason: "held" } });
     await harness.call(taskCommands.claim, { task_id: first.id, if_match: null, body: {} }, agent);
     await harness.call(taskCommands.start, { task_id: first.id, if_match: null, body: {} }, agent);
     const kinds = await statementsOf(() => harness.call(taskCommands.complete, { task_id: first.id, if_match: null, body: {} }, agent));
-    expect(kinds).toContain("coordinator lease");
-    expect(kinds.filter((k) => k === "update task").length).toBeGreaterThan(1); // the task, then its dependent
+    expect(kinds).toEqual(["begin", "lock intent", "read task", "update task", "ready dependents", "coordinator lease", "log append", "commit"]);
     expect((await harness.call(taskCommands.get, { task_id: second.id })).status).toBe("ready");
+    const [held] = rowsOf<{ status: string; blocked_from: string }>(await harness.database.db.execute(sql`select status, blocked_from from intents.tasks where id = ${third.id}`));
+    expect(held).toEqual({ status: "blocked", blocked_from: "ready" });
   });
 });

@@ -84,7 +84,7 @@ export async function updateTask(tx: Tx, task: TaskRow, change: TaskChange, now:
 /** The fields a task leaves behind when it stops being blocked. */
 export const unblocked: TaskChange = { blockedReason: null, blockedFrom: null, suspendedIntentId: null };
 
-export const unblockEvent = (row: TaskRow, from: TaskStatus, actor: string, reason: string) =>
+export const unblockEvent = (row: Pick<TaskRow, "id" | "status" | "version">, from: TaskStatus, actor: string, reason: string) =>
   taskEvent("unblocked", actor, { task_id: row.id, status: row.status as TaskStatus, version: row.version, from, reason });
 
 /** SQL: the task is held by its agent (claimed, running, or blocked while held). */
