@@ -2,6 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "@intentmesh/db";
+import { eq, TransactionRollbackError } from "drizzle-orm";
+import { tasks } from "../src/db/schema-tasks";
+import { readTaskUnderLock } from "../src/tasks/locked-reads";
+import { updateTask } from "../src/tasks/store";
 import { coordinatorCommands, intentsCommands, taskCommands, type Caller } from "@intentmesh/contracts";
 import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { agentCaller } from "../../../test/support/cluster";
@@ -39,15 +43,15 @@ afterAll(async () => {
 
 /** What a statement is, in the words of the task path. */
 function kindOf(text: string): string {
-  const s = text.replace(/\s+/g, " ").trim().toLowerCase();
+  const s = text.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
   if (s === "begin" || s === "commit" || s === "rollback") return s;
-  if (/"intents"\."(events|outbox)"|event_seq|chain_(seq|head)/.test(s)) return "log append";
+  if (/intents\.(events|outbox)|event_seq|chain_(seq|head)/.test(s)) return "log append";
   if (s.includes("intents.agent_status")) return "hold agent";
   if (s.includes("blocked_while_pending")) return "ready dependents";
-  if (/^select .* from "intents"\."intents" where .*for update$/.test(s)) return "lock intent";
-  if (/^select .* from "intents"\."tasks" inner join "intents"\."intents"/.test(s)) return "read task";
-  if (/^update "intents"\."tasks"/.test(s)) return "update task";
-  if (/^insert into "intents"\."tasks"/.test(s)) return "insert task";
+  if (/^select .* from intents\.intents( i)? where .*for update$/.test(s)) return "lock intent";
+  if (/^select .* from intents\.tasks( t)? (inner )?join intents\.intents/.test(s)) return "read task";
+  if (/^update intents\.tasks/.test(s)) return "update task";
+  if (/^insert into intents\.tasks/.test(s)) return "insert task";
   if (s.includes("coordinator_leases")) return "coordinator lease";
   if (s.includes("acl_entries")) return "access facts";
   return s.slice(0, 120);
@@ -117,4 +121,44 @@ describe("statements of a task's claim, start and completion", () => {
     const [held] = rowsOf<{ status: string; blocked_from: string }>(await harness.database.db.execute(sql`select status, blocked_from from intents.tasks where id = ${third.id}`));
     expect(held).toEqual({ status: "blocked", blocked_from: "ready" });
   });
+
+  it("read and write every column of a task as the query builder does", async () => {
+    const intent = await harness.call(intentsCommands.create, { body: { title: "columns" } });
+    const first = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "first" } });
+    const task = await harness.call(taskCommands.create, {
+      intent_id: intent.id,
+      body: {
+        title: "every column",
+        description: "d",
+        depends_on: [first.id],
+        parent_task_id: first.id,
+        capabilities_required: ["a", "b,c", 'd"e'],
+        metadata: { nested: { list: [1, "two", null] } },
+        retry_policy: { max_retries: 2 },
+        input: { n: 1 },
+      },
+    });
+    const db = harness.database.db;
+    await db.transaction(async (tx) => {
+      // What the query builder reads of the task in this transaction.
+      const built = async () => (await tx.select().from(tasks).where(eq(tasks.id, task.id)))[0]!;
+      const read = await readTaskUnderLock(tx, task.id, agent);
+      expect(read.task).toEqual(await built());
+      expect(read.awaitedByOthers).toBe(false);
+      expect((await readTaskUnderLock(tx, first.id, agent)).awaitedByOthers).toBe(true);
+      const before = read.task;
+      const updated = await updateTask(
+        tx,
+        before,
+        { status: "failed", previousAgents: ["x", 'y "quoted"', "z,w"], output: { list: [1, { a: null }] }, error: null, completedAt: new Date("2026-01-02T03:04:05.678Z"), assignedAgent: "someone" },
+        new Date("2026-01-02T03:04:06.000Z"),
+      );
+      expect(updated).toEqual(await built());
+      expect(updated).toMatchObject({ version: before.version + 1, previousAgents: ["x", 'y "quoted"', "z,w"], output: { list: [1, { a: null }] }, updatedAt: new Date("2026-01-02T03:04:06.000Z") });
+      tx.rollback();
+    }).catch((error: unknown) => {
+      if (!(error instanceof TransactionRollbackError)) throw error;
+    });
+  });
 });
+

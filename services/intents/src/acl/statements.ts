@@ -35,18 +35,13 @@ const ENTRIES_OF_CALLER = (p: string, a: string, r: string) => `
         or (e.principal_type = 'group' and e.principal_id in (select jsonb_array_elements_text(${r}::jsonb))))) end as entries`;
 
 /**
- * ENTRIES_OF_CALLER as a fragment of a query-builder statement that reads intents.intents: for the
- * handlers that read the access facts in a statement they make anyway (tasks/locked-reads.ts).
+ * ENTRIES_OF_CALLER (as column `entries`) for a statement of another module that reads
+ * intents.intents as `i` (tasks/locked-reads.ts), with its three parameters' placeholders; their
+ * values are callerParams(caller).
  */
-export const entriesOfCaller = (caller: Caller): SQL => sql`case when ${intents.aclPolicy} is null then null else (
-    select coalesce(json_agg(json_build_object('principal_type', e.principal_type, 'principal_id', e.principal_id, 'permission', e.permission, 'expires_at', e.expires_at)), '[]'::json)
-    from intents.acl_entries e
-    where e.intent_id = ${intents.id}
-      and ((e.principal_type = 'user' and e.principal_id = ${caller.principal})
-        or (e.principal_type = 'agent' and e.principal_id = ${caller.actor})
-        or (e.principal_type = 'group' and ${inList(sql`e.principal_id`, caller.roles)}))) end`;
+export const callerEntriesColumn = (p: string, a: string, r: string): string => ENTRIES_OF_CALLER(p, a, r);
 
-/** The facts a statement read with the ACL head columns and entriesOfCaller. */
+/** The facts a statement read with the ACL head columns and callerEntriesColumn. */
 export const accessFactsOf = (row: RawFacts): AccessFacts => toFacts(row);
 
 const toFacts = (row: RawFacts): AccessFacts => ({
@@ -61,6 +56,9 @@ const toFacts = (row: RawFacts): AccessFacts => ({
 });
 
 const identity = (caller: Caller) => [caller.principal, caller.actor, JSON.stringify(caller.roles)];
+
+/** The values of callerEntriesColumn's three placeholders, in order. */
+export const callerParams = identity;
 
 /** The access facts of an intent for a caller, in one statement; undefined when the intent does not exist. */
 export async function readAccessFacts(query: Query, intentId: string, caller: Caller): Promise<AccessFacts | undefined> {

@@ -1,17 +1,17 @@
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { errors, type AppError, type Caller } from "@intentmesh/contracts";
-import { rowsOf, type Tx } from "@intentmesh/db";
-import { intents } from "../db/schema";
-import { tasks } from "../db/schema-tasks";
+import { rowsOf, withParams, type Tx } from "@intentmesh/db";
 import { refusalOfStatus } from "../agents/agent-status";
-import { accessFactsOf, entriesOfCaller, type AccessFacts } from "../acl/statements";
+import { accessFactsOf, callerEntriesColumn, callerParams, type AccessFacts, type RawFacts } from "../acl/statements";
 import type { TaskRow } from "./store";
+import { taskColumnList, taskRowOf } from "./task-sql";
 
 /**
  * The statements a task change (moves.ts changeTask) opens its transaction with, in the service's
  * lock order (agent, intent, task), each found from the task's id so that nothing is read before
  * the transaction: the claiming agent's status row (claims only), the intent's row, then the task
- * under that lock with what the rest of the change needs to know of its intent.
+ * under that lock with what the rest of the change needs to know of its intent. SQL text made
+ * once (task-sql.ts): these run on every move.
  */
 
 /**
@@ -31,18 +31,24 @@ export async function holdClaimingAgent(tx: Tx, taskId: string, named: string | 
   return { agent: row.agent_id, refusal: refusalOfStatus(row.agent_id, row.status ?? undefined) };
 }
 
+/** What a task change knows of its intent's row: lockIntentRow's answer, and the id. */
+export interface LockedIntent {
+  id: string;
+  version: number;
+  status: string;
+  blockedReason: string | null;
+}
+
 /**
  * Locks the row of the task's intent for the rest of the transaction (a task never changes
- * intent); 404 when the task does not exist. lockIntentRow's answer, found from the task.
+ * intent); 404 when the task does not exist.
  */
-export async function lockIntentOfTask(tx: Tx, taskId: string): Promise<{ id: string; version: number; status: string; blockedReason: string | null }> {
-  const [row] = await tx
-    .select({ id: intents.id, version: intents.version, status: intents.status, blockedReason: intents.blockedReason })
-    .from(intents)
-    .where(eq(intents.id, sql`(select ${tasks.intentId} from ${tasks} where ${tasks.id} = ${taskId})`))
-    .for("update");
+export async function lockIntentOfTask(tx: Tx, taskId: string): Promise<LockedIntent> {
+  const [row] = rowsOf<{ id: string; version: number; status: string; blocked_reason: string | null }>(
+    await tx.execute(sql`select i.id, i.version, i.status, i.blocked_reason from intents.intents i where i.id = (select t.intent_id from intents.tasks t where t.id = ${taskId}) for update`),
+  );
   if (!row) throw errors.notFound("task", taskId);
-  return row;
+  return { id: row.id, version: row.version, status: row.status, blockedReason: row.blocked_reason };
 }
 
 /** The task, read under its intent's lock, and what its change needs to know of the intent. */
@@ -56,6 +62,13 @@ export interface TaskUnderLock {
   awaitedByOthers: boolean;
 }
 
+const READ_UNDER_LOCK = `
+  select ${taskColumnList("t")}, i.acl_policy, i.acl_default, i.acl_owner, ${callerEntriesColumn("$2", "$3", "$4")},
+    exists (select 1 from intents.coordinator_leases l where l.intent_id = t.intent_id and l.holds) as coordinated,
+    exists (select 1 from intents.tasks d where d.intent_id = t.intent_id and d.status in ('pending', 'blocked') and d.depends_on @> array[t.id]) as awaited_by_others
+  from intents.tasks t join intents.intents i on i.id = t.intent_id
+  where t.id = $1`;
+
 /**
  * One statement, after the intent's lock was taken (so it sees every change committed before it):
  * the task, the access facts of its intent for the caller, and whether a coordinator lease or a
@@ -63,26 +76,14 @@ export interface TaskUnderLock {
  * which this transaction holds until it ends. 404 when the task does not exist.
  */
 export async function readTaskUnderLock(tx: Tx, taskId: string, caller: Caller): Promise<TaskUnderLock> {
-  const [row] = await tx
-    .select({
-      task: tasks,
-      aclPolicy: intents.aclPolicy,
-      aclDefault: intents.aclDefault,
-      aclOwner: intents.aclOwner,
-      entries: sql<AccessEntriesJson>`${entriesOfCaller(caller)}`,
-      coordinated: sql<boolean>`exists (select 1 from intents.coordinator_leases l where l.intent_id = ${tasks.intentId} and l.holds)`,
-      awaitedByOthers: sql<boolean>`exists (select 1 from intents.tasks d where d.intent_id = ${tasks.intentId} and d.status in ('pending', 'blocked') and d.depends_on @> array[${tasks.id}]::uuid[])`,
-    })
-    .from(tasks)
-    .innerJoin(intents, eq(intents.id, tasks.intentId))
-    .where(eq(tasks.id, taskId));
+  const [row] = rowsOf<Record<string, unknown> & Omit<RawFacts, "intent_id"> & { intent_id: string; coordinated: boolean; awaited_by_others: boolean }>(
+    await tx.execute(withParams(READ_UNDER_LOCK, [taskId, ...callerParams(caller)])),
+  );
   if (!row) throw errors.notFound("task", taskId);
   return {
-    task: row.task,
-    access: accessFactsOf({ intent_id: row.task.intentId, acl_policy: row.aclPolicy, acl_default: row.aclDefault, acl_owner: row.aclOwner, entries: row.entries }),
+    task: taskRowOf(row),
+    access: accessFactsOf(row),
     coordinated: row.coordinated,
-    awaitedByOthers: row.awaitedByOthers,
+    awaitedByOthers: row.awaited_by_others,
   };
 }
-
-type AccessEntriesJson = { principal_type: string; principal_id: string; permission: string; expires_at: string | null }[] | null;

@@ -4,6 +4,7 @@ import type { Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { tasks } from "../db/schema-tasks";
 import type { NewEvent } from "../kernel/event-log";
+import { updateTaskStatement } from "./task-sql";
 
 /** Rows of intents.tasks: their wire form, reads, the one conditional UPDATE, the catalogue's events. */
 
@@ -69,11 +70,7 @@ export async function readTask(tx: Tx, taskId: string): Promise<TaskRow> {
 
 /** The conditional UPDATE every task change goes through: version + 1 only if the task is still at the version read. */
 export async function updateTask(tx: Tx, task: TaskRow, change: TaskChange, now: Date): Promise<TaskRow> {
-  const [row] = await tx
-    .update(tasks)
-    .set({ ...change, version: sql`${tasks.version} + 1`, updatedAt: now })
-    .where(and(eq(tasks.id, task.id), eq(tasks.version, task.version)))
-    .returning();
+  const row = await updateTaskStatement(tx, task.id, task.version, change, now);
   if (!row) {
     const [current] = await tx.select({ version: tasks.version }).from(tasks).where(eq(tasks.id, task.id));
     throw errors.versionMismatch("task", task.id, current?.version ?? task.version, task.version);
