@@ -5,8 +5,9 @@ import { rowsOf } from "@intentmesh/db";
 import { eq, TransactionRollbackError } from "drizzle-orm";
 import { tasks } from "../src/db/schema-tasks";
 import { readTaskUnderLock } from "../src/tasks/locked-reads";
-import { updateTask } from "../src/tasks/store";
-import { coordinatorCommands, intentsCommands, taskCommands, type Caller } from "@intentmesh/contracts";
+import { toTask, updateTask } from "../src/tasks/store";
+import { selectTask } from "../src/tasks/task-sql";
+import { coordinatorCommands, intentsCommands, taskCommands, type Caller, type Task } from "@intentmesh/contracts";
 import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { agentCaller } from "../../../test/support/cluster";
 import type { IntentsService } from "../src/service";
@@ -74,7 +75,15 @@ const agent: Caller = agentCaller("statement-counter");
 describe("statements of a task's claim, start and completion", () => {
   it("read the task once under its intent's lock, with its access facts, and nothing for a coordinator, a plan or dependents it does not have", async () => {
     const intent = await harness.call(intentsCommands.create, { body: { title: "counted" } });
-    const task = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "t" } });
+    let task!: Task;
+    expect(await statementsOf(async () => (task = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "t" } })))).toEqual([
+      "begin",
+      "lock intent",
+      "coordinator lease",
+      "insert task",
+      "log append",
+      "commit",
+    ]);
 
     expect(await statementsOf(() => harness.call(taskCommands.claim, { task_id: task.id, if_match: null, body: {} }, agent))).toEqual([
       "begin",
@@ -144,6 +153,9 @@ describe("statements of a task's claim, start and completion", () => {
       const built = async () => (await tx.select().from(tasks).where(eq(tasks.id, task.id)))[0]!;
       const read = await readTaskUnderLock(tx, task.id, agent);
       expect(read.task).toEqual(await built());
+      // The INSERT's returned row made the create's answer; selectTask makes GET's.
+      expect(task).toEqual(toTask(await built()));
+      expect(await selectTask(tx, task.id)).toEqual(await built());
       expect(read.awaitedByOthers).toBe(false);
       expect((await readTaskUnderLock(tx, first.id, agent)).awaitedByOthers).toBe(true);
       const before = read.task;

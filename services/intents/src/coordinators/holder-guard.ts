@@ -1,7 +1,8 @@
 import { and, count, eq, inArray, notInArray, sql } from "drizzle-orm";
 import { appError, intentEvents } from "@intentmesh/contracts";
 import { newEvent } from "@intentmesh/bus";
-import { rowsOf, type Tx } from "@intentmesh/db";
+import { rowsOf, withParams, type Tx } from "@intentmesh/db";
+import { tableSql } from "../kernel/table-sql";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { tasks } from "../db/schema-tasks";
 import type { NewEvent } from "../kernel/event-log";
@@ -18,13 +19,14 @@ import { assertNotPaused, isLive, type CoordinatorLeaseRow } from "./rules";
 
 /** The live lease `actor` holds on the intent, if any (the caller holds the intent's row lock). */
 export async function liveLeaseHeldBy(tx: Tx, intentId: string, actor: string, now: Date): Promise<CoordinatorLeaseRow | undefined> {
-  const [row] = await tx
-    .select()
-    .from(coordinatorLeases)
-    .where(and(eq(coordinatorLeases.intentId, intentId), eq(coordinatorLeases.holds, true), eq(coordinatorLeases.agentId, actor)))
-    .for("update");
+  // Every task creation asks this (as text made once: kernel/table-sql.ts).
+  const [raw] = rowsOf<Record<string, unknown>>(await tx.execute(withParams(HELD_BY, [intentId, actor])));
+  const row = raw ? leaseSql.rowOf(raw) : undefined;
   return row && isLive(row, now) ? row : undefined;
 }
+
+const leaseSql = tableSql(coordinatorLeases);
+const HELD_BY = `select ${leaseSql.columnList("l")} from ${leaseSql.name} l where l.intent_id = $1 and l.holds and l.agent_id = $2 for update`;
 
 /** What the refused act was: a decision (its type) or the creation of tasks or a plan. */
 export interface RefusedAct {

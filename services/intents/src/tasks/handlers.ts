@@ -21,6 +21,7 @@ import { TERMINAL_STATUSES } from "../intents/status";
 import { assertTaskTransition, initialTaskStatus, TASK_HELD_STATUSES } from "./task-status";
 import { assertMayClaimTask, assertMayMoveTask, assertMayPatchTask } from "./task-access";
 import { heldByAgent, taskEvent, toTask, type TaskChange, type TaskRow } from "./store";
+import { selectTask, taskSql } from "./task-sql";
 import { appendTaskToPlan, planTakingTask } from "../plans/effects";
 import { guardrailRefusal, guardTaskCreation } from "../coordinators/holder-guard";
 import { checkCompletionOutputs } from "../workflows/effects";
@@ -64,9 +65,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
       await appendToLog(tx, intentId, refused.events, now);
       return { refused: refused.breach };
     }
-    const [row] = await tx
-      .insert(tasks)
-      .values({
+    const row = await taskSql.insert(tx, {
         id: randomUUID(),
         intentId,
         title: (body.title ?? body.name)!,
@@ -86,9 +85,8 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
         version: 1,
         createdAt: now,
         updatedAt: now,
-      })
-      .returning();
-    const created = row!;
+      });
+    const created = row;
     await appendToLog(
       tx,
       intentId,
@@ -118,7 +116,7 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
 }
 
 export async function getTask(ctx: IntentsContext, taskId: string): Promise<Task> {
-  const [row] = await ctx.db.select().from(tasks).where(eq(tasks.id, taskId));
+  const row = await selectTask(ctx.db, taskId);
   if (!row) throw errors.notFound("task", taskId);
   return toTask(row);
 }
