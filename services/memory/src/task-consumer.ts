@@ -1,7 +1,7 @@
-import { and, eq, lte, sql } from "drizzle-orm";
+import { and, eq, lte } from "drizzle-orm";
 import { AppError, LIMITS, memoryEvents, taskCommands, taskEvents } from "@intentmesh/contracts";
 import { eventFamilyOn, subscribe, type Bus } from "@intentmesh/bus";
-import type { Queryable, Tx } from "@intentmesh/db";
+import { rowsOf, tableSql, withParams, type Queryable, type Tx } from "@intentmesh/db";
 import { entries, inbox, tasks } from "./db/schema";
 import { SERVICE_CALLER, type MemoryContext } from "./context";
 import { entryEvent, memoryEvent, writeMemoryEvents, type NewMemoryEvent } from "./events";
@@ -106,16 +106,17 @@ async function refresh(ctx: MemoryContext, db: Queryable, taskId: string): Promi
   }
 }
 
+// Every end of a task runs this (as text made once: libs/db table-sql.ts), most often deleting nothing.
+const entrySql = tableSql(entries);
+const END_OF_TASK = `delete from ${entrySql.name} e where e.task_id = $1 and (e.memory_type = 'working' or e.ttl = 'task_lifetime') returning ${entrySql.columnList("e")}`;
+
 /**
  * Archives (when asked) and deletes a task's working memory, and its entries of ttl
  * task_lifetime, in the consumer's transaction. A snapshot larger than LIMITS.pageBytes is
  * written as several memory.archived events (data.part, data.parts).
  */
 export async function endTaskMemory(ctx: MemoryContext, tx: Tx, taskId: string, intentId: string, archive: boolean, actor: string): Promise<number> {
-  const rows = await tx
-    .delete(entries)
-    .where(sql`${entries.taskId} = ${taskId} and (${entries.memoryType} = 'working' or ${entries.ttl} = 'task_lifetime')`)
-    .returning();
+  const rows = rowsOf<Record<string, unknown>>(await tx.execute(withParams(END_OF_TASK, [taskId]))).map(entrySql.rowOf);
   if (!rows.length) return 0;
   const working = rows.filter((r) => r.memoryType === "working").sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
   const others = rows.filter((r) => r.memoryType !== "working");

@@ -1,8 +1,7 @@
 import { and, count, eq, inArray, notInArray, sql } from "drizzle-orm";
 import { appError, intentEvents } from "@intentmesh/contracts";
 import { newEvent } from "@intentmesh/bus";
-import { rowsOf, withParams, type Tx } from "@intentmesh/db";
-import { tableSql } from "../kernel/table-sql";
+import { rowsOf, tableSql, withParams, type Tx } from "@intentmesh/db";
 import { coordinatorLeases } from "../db/schema-coordinators";
 import { tasks } from "../db/schema-tasks";
 import type { NewEvent } from "../kernel/event-log";
@@ -19,7 +18,7 @@ import { assertNotPaused, isLive, type CoordinatorLeaseRow } from "./rules";
 
 /** The live lease `actor` holds on the intent, if any (the caller holds the intent's row lock). */
 export async function liveLeaseHeldBy(tx: Tx, intentId: string, actor: string, now: Date): Promise<CoordinatorLeaseRow | undefined> {
-  // Every task creation asks this (as text made once: kernel/table-sql.ts).
+  // Every task creation asks this (as text made once: libs/db table-sql.ts).
   const [raw] = rowsOf<Record<string, unknown>>(await tx.execute(withParams(HELD_BY, [intentId, actor])));
   const row = raw ? leaseSql.rowOf(raw) : undefined;
   return row && isLive(row, now) ? row : undefined;

@@ -1,9 +1,8 @@
-import { rowsOf, withParams, type Queryable, type Tx } from "@intentmesh/db";
+import { rowsOf, tableSql, withParams, type Queryable, type Tx } from "@intentmesh/db";
 import { tasks } from "../db/schema-tasks";
-import { tableSql } from "../kernel/table-sql";
 import type { TaskChange, TaskRow } from "./store";
 
-/** The task path's statements as SQL text made once (kernel/table-sql.ts): they run on every request of a task. */
+/** The task path's statements as SQL text made once (libs/db table-sql.ts): they run on every request of a task. */
 export const taskSql = tableSql(tasks);
 
 /** Every column of intents.tasks under `alias`, as a select or returning list. */

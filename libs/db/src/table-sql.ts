@@ -1,6 +1,8 @@
 import { getTableColumns, getTableName, type InferSelectModel } from "drizzle-orm";
 import { getTableConfig, type PgTable } from "drizzle-orm/pg-core";
-import { rowsOf, withParams, type Tx } from "@intentmesh/db";
+import type { Tx } from "./database";
+import { rowsOf } from "./database";
+import { withParams } from "./statement";
 
 /**
  * Statements of a hot path as SQL text made once per shape, with the table's own column codecs
@@ -8,7 +10,7 @@ import { rowsOf, withParams, type Tx } from "@intentmesh/db";
  * exactly what the query builder would. Building a statement over a wide table (the task's 30
  * columns) with the builder costs more CPU than running it: about 110 us per select, update or
  * insert on the benchmark host against 3 us for a text statement (docs/benchmarks.md,
- * task_claim_complete).
+ * task_claim_complete). For the statements a request runs every time; the builder elsewhere.
  */
 export interface TableSql<T extends PgTable> {
   /** The schema-qualified table name. */
