@@ -25,9 +25,11 @@ const HOLDER_MOVES: ReadonlySet<string> = new Set([taskEvents.claimed.name, task
  * - every event newer than the local task record brings it to that version (or newer): a claim or
  *   a start that follows the record's version from its payload, anything else from
  *   im.intents.tasks.get (events do not carry every field memory needs, such as previous agents).
- *   Idempotent by version and best effort, so these events are acknowledged without a transaction
- *   or an inbox row (the consumer's `skip`); every write to the record is guarded by its version,
- *   so the order in which a batch's events reach it does not change the result;
+ *   That is idempotent by version, so once the record is there the event is acknowledged without a
+ *   transaction or an inbox row (the consumer's `skip`; when the record cannot be brought there now,
+ *   the event takes the inbox path and is refreshed after its commit, as every event did before).
+ *   Every write to the record is guarded by its version, so the order in which a batch's events
+ *   reach it does not change the result;
  * - task.completed / failed / cancelled end the task's working memory (3.7): archived in
  *   memory.archived events (snapshot of namespace, key, value, tags) when archive_on_completion
  *   (or the guardrail memory_archive_required), then deleted, with entries of ttl task_lifetime.
@@ -38,11 +40,7 @@ export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommi
     db: ctx.db,
     inbox,
     logger: ctx.logger,
-    skip: async (event) => {
-      if (ENDINGS.has(event.event_type)) return false;
-      await followTask(ctx, event);
-      return true;
-    },
+    skip: async (event) => !ENDINGS.has(event.event_type) && (await followTask(ctx, event)),
     handle: async (tx, event) => {
       if (event.event_type !== taskEvents.completed.name && event.event_type !== taskEvents.failed.name && event.event_type !== taskEvents.cancelled.name) return;
       const { task_id: taskId, memory_policy: policy, status, version } = event.payload;
@@ -67,34 +65,46 @@ export async function startTaskConsumer(bus: Bus, ctx: MemoryContext, afterCommi
   });
 }
 
-/** A task event other than an end: the local record follows it, from its payload where it can. */
-async function followTask(ctx: MemoryContext, event: { event_type: string; payload: { task_id: string; status: string; version: number; agent_id?: string | null } }): Promise<void> {
+/**
+ * A task event other than an end: the local record follows it, from its payload where it can.
+ * Whether the record is now at the event's version or newer (or the task is gone); when it could
+ * not be brought there (the database or the intents service did not answer) the event takes the
+ * consumer's usual path, inbox transaction and refresh after it, as before this shortcut.
+ */
+async function followTask(ctx: MemoryContext, event: { event_type: string; payload: { task_id: string; status: string; version: number; agent_id?: string | null } }): Promise<boolean> {
   const { task_id: taskId, status, version, agent_id: holder } = event.payload;
-  if (HOLDER_MOVES.has(event.event_type) && holder !== undefined) {
-    try {
+  try {
+    if (HOLDER_MOVES.has(event.event_type) && holder !== undefined) {
       const moved = await ctx.db
         .update(tasks)
         .set({ assignedAgent: holder, status, ended: false, version })
         .where(and(eq(tasks.taskId, taskId), eq(tasks.version, version - 1)))
         .returning({ version: tasks.version });
-      if (moved.length) return;
-    } catch (err) {
-      ctx.logger.warn({ err, taskId }, "could not follow a task event on the local record; asking the intents service");
+      if (moved.length) return true;
     }
+    await refreshIfOlder(ctx, taskId, version);
+    return true;
+  } catch (err) {
+    ctx.logger.debug({ err, taskId }, "could not follow a task event on the local record; applying it the usual way");
+    return false;
   }
-  await refreshAfter(ctx, event);
 }
 
 async function refreshAfter(ctx: MemoryContext, event: { payload?: { task_id?: unknown; version?: unknown } }): Promise<void> {
   const taskId = typeof event.payload?.task_id === "string" ? event.payload.task_id : undefined;
   if (!taskId) return;
   try {
-    const [known] = await ctx.db.select({ version: tasks.version }).from(tasks).where(eq(tasks.taskId, taskId));
-    if (known && known.version >= Number(event.payload?.version ?? 0)) return;
-    await refresh(ctx, ctx.db, taskId);
+    await refreshIfOlder(ctx, taskId, Number(event.payload?.version ?? 0));
   } catch (err) {
     ctx.logger.warn({ err, taskId }, "could not refresh a task record from the intents service; reads will ask again");
   }
+}
+
+/** Asks the intents service for the task unless the local record is at `version` or newer. */
+async function refreshIfOlder(ctx: MemoryContext, taskId: string, version: number): Promise<void> {
+  const [known] = await ctx.db.select({ version: tasks.version }).from(tasks).where(eq(tasks.taskId, taskId));
+  if (known && known.version >= version) return;
+  await refresh(ctx, ctx.db, taskId);
 }
 
 async function refresh(ctx: MemoryContext, db: Queryable, taskId: string): Promise<void> {
