@@ -65,28 +65,27 @@ export async function createTask(ctx: IntentsContext, intentId: string, body: Cr
       await appendToLog(tx, intentId, refused.events, now);
       return { refused: refused.breach };
     }
-    const row = await taskSql.insert(tx, {
-        id: randomUUID(),
-        intentId,
-        title: (body.title ?? body.name)!,
-        description: body.description ?? null,
-        parentTaskId: body.parent_task_id ?? null,
-        dependsOn,
-        planId: body.plan_id ?? null,
-        priority: body.priority,
-        capabilitiesRequired: [...new Set(body.capabilities_required)],
-        metadata: body.metadata,
-        status: initialTaskStatus(dependsOn.map((id) => statusOf.get(id)!)),
-        assignedAgent: body.assigned_agent ?? null,
-        memoryPolicy: body.memory_policy,
-        retryPolicy: body.retry_policy ?? null,
-        input: body.input,
-        createdBy: caller.actor,
-        version: 1,
-        createdAt: now,
-        updatedAt: now,
-      });
-    const created = row;
+    const created = await taskSql.insert(tx, {
+      id: randomUUID(),
+      intentId,
+      title: (body.title ?? body.name)!,
+      description: body.description ?? null,
+      parentTaskId: body.parent_task_id ?? null,
+      dependsOn,
+      planId: body.plan_id ?? null,
+      priority: body.priority,
+      capabilitiesRequired: [...new Set(body.capabilities_required)],
+      metadata: body.metadata,
+      status: initialTaskStatus(dependsOn.map((id) => statusOf.get(id)!)),
+      assignedAgent: body.assigned_agent ?? null,
+      memoryPolicy: body.memory_policy,
+      retryPolicy: body.retry_policy ?? null,
+      input: body.input,
+      createdBy: caller.actor,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    });
     await appendToLog(
       tx,
       intentId,
