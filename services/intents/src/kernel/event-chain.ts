@@ -17,26 +17,23 @@ import { canonicalJson, sha256Tag } from "@intentmesh/contracts";
  * serialisation of it the writer makes (the hot statements store it, serve it and hash it).
  */
 export function canonicalAroundChain(content: Record<string, unknown>): { before: string; after: string; payload: string | undefined } {
-  const keys = Object.keys(content)
-    .filter((key) => content[key] !== undefined)
-    .sort();
-  const head = keys.filter((key) => key < "previous_event_hash");
-  const tail = keys.filter((key) => key > "sequence");
-  if (head.length + tail.length !== keys.length) {
-    throw new Error(`event fields ${keys.join(", ")}: one sorts between previous_event_hash and sequence, or is one of them`);
-  }
+  const keys = Object.keys(content).sort();
+  // One pass, no closures: this runs for every event a hot statement writes.
+  let head = "";
+  let tail = "";
   let payload: string | undefined;
-  const field = (key: string) => {
-    const value = canonicalJson(content[key]);
-    if (key === "payload") payload = value;
-    return `${JSON.stringify(key)}:${value}`;
-  };
-  const fields = (list: string[]) => list.map(field).join(",");
-  return {
-    before: `{${fields(head)}${head.length ? "," : ""}"previous_event_hash":`,
-    after: `${tail.length ? `,${fields(tail)}` : ""}}`,
-    payload,
-  };
+  for (const key of keys) {
+    const value = content[key];
+    if (value === undefined) continue;
+    if (key >= "previous_event_hash" && key <= "sequence") {
+      throw new Error(`event fields ${keys.filter((k) => content[k] !== undefined).join(", ")}: one sorts between previous_event_hash and sequence, or is one of them`);
+    }
+    const text = canonicalJson(value);
+    if (key === "payload") payload = text;
+    if (key < "previous_event_hash") head += `${JSON.stringify(key)}:${text},`;
+    else tail += `,${JSON.stringify(key)}:${text}`;
+  }
+  return { before: `{${head}"previous_event_hash":`, after: `${tail}}`, payload };
 }
 
 /**
