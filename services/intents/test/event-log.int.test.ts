@@ -3,11 +3,11 @@ import pg from "pg";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { openDatabase, rowsOf, type Database, type DatabaseHandle, type Tx } from "@intentmesh/db";
-import type { Intent } from "@intentmesh/contracts";
+import { canonicalJson, sha256Tag, type Intent } from "@intentmesh/contracts";
 import { createTestDatabase } from "../../../test/support/backends";
 import { MIGRATIONS_FOLDER } from "../src/service";
 import { ChainChecker, type StoredEvent } from "../src/verifiable/chain";
-import { insertIntent } from "../src/kernel/statements";
+import { appendEventReply, insertIntent } from "../src/kernel/statements";
 import { appendToLog, lockIntent, lockIntentRow, type NewEvent } from "../src/kernel/event-log";
 
 /**
@@ -180,6 +180,32 @@ describe("appendToLog", () => {
       await lockIntentRow(tx, intent.id, null);
       return appendToLog(tx, intent.id, batch(1, "fresh"), new Date(), 1);
     });
+    await expectOneChain(intent.id, 2);
+  });
+});
+
+describe("appendEventReply (the append_event statement)", () => {
+  it("serialises the event once: the answer is the stored wire text and the outbox message, its canonical JSON with event_hash added, the payload sent twice", async () => {
+    const intent = await newIntent();
+    const marker = `marker-${crypto.randomUUID()}`;
+    const sentParams: unknown[][] = [];
+    const query: DatabaseHandle["query"] = (name, text, params) => {
+      sentParams.push(params);
+      return handle.query(name, text, params);
+    };
+    const written = await appendEventReply(query, intent.id, null, { eventType: "comment", actor: "a", payload: { z: marker, a: [1.5, { y: 1, b: null }] }, traceId: "tr-1" }, new Date(), true);
+    expect(written).toBeDefined();
+    // The payload travels in the canonical text (hashed, stored, served) and alone for its jsonb column: twice, not more.
+    const occurrences = sentParams[0]!.filter((p) => typeof p === "string" && p.includes(marker)).length;
+    expect(occurrences).toBe(2);
+    const rows = await stored(intent.id);
+    const last = rows[rows.length - 1]!;
+    expect(written!.json).toBe(last.wire);
+    expect(JSON.parse(written!.json)).toEqual(written!.event);
+    expect(last.payload).toEqual({ z: marker, a: [1.5, { y: 1, b: null }] });
+    const { event_hash: hash, ...content } = JSON.parse(written!.json) as Record<string, unknown>;
+    expect(written!.json).toBe(`${canonicalJson(content).slice(0, -1)},"event_hash":"${hash}"}`);
+    expect(hash).toBe(sha256Tag(canonicalJson(content)));
     await expectOneChain(intent.id, 2);
   });
 });
