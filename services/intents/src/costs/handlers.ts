@@ -19,7 +19,7 @@ import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type NewCost, type RecordedCost } from "./statements";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
-import { missingOrStale, writeEvents, type NewEvent } from "../kernel/event-log";
+import { appendToLog, missingOrStale, rememberLogHead, type NewEvent } from "../kernel/event-log";
 import { budgetViolation, isBudgetBlocked, readBudget } from "./budget";
 import { actingAgent } from "@intentmesh/contracts";
 
@@ -115,12 +115,13 @@ export async function setBudget(ctx: IntentsContext, intentId: string, ifMatch: 
   if (ifMatch === null) throw errors.preconditionRequired("intent budget");
   const now = ctx.clock.now();
   const intent = await ctx.db.transaction(async (tx) => {
-    const [current] = rowsOf<{ status: string; version: number; blocked_reason: string | null; budget: unknown; event_seq: string | number }>(
+    const [current] = rowsOf<{ status: string; version: number; blocked_reason: string | null; budget: unknown; event_seq: string | number; chain_seq: string | number; chain_head: string | null }>(
       await tx.execute(
-        sql`select status, version, blocked_reason, constraints->'budget' as budget, event_seq from intents.intents where id = ${intentId} for no key update`,
+        sql`select status, version, blocked_reason, constraints->'budget' as budget, event_seq, chain_seq, chain_head from intents.intents where id = ${intentId} for no key update`,
       ),
     );
     if (!current) throw errors.notFound("intent", intentId);
+    rememberLogHead(tx, intentId, { eventSeq: current.event_seq, chainSeq: current.chain_seq, chainHead: current.chain_head });
     if (current.version !== ifMatch) throw await missingOrStale(tx, intentId, ifMatch);
     const version = ifMatch + 1;
     const violation = budgetViolation(readBudget({ budget }), await selectSpend(tx, intentId));
@@ -145,12 +146,11 @@ export async function setBudget(ctx: IntentsContext, intentId: string, ifMatch: 
       await tx.execute(sql`
         update intents.intents set
           constraints = jsonb_set(constraints, '{budget}', ${JSON.stringify(budget)}::jsonb),
-          status = ${status}, blocked_reason = ${blockedReason}, version = version + 1,
-          event_seq = event_seq + ${events.length}, updated_at = ${now}
+          status = ${status}, blocked_reason = ${blockedReason}, version = version + 1, updated_at = ${now}
         where id = ${intentId}
         returning ${sql.raw(INTENT_COLUMNS)}`),
     );
-    await writeEvents(tx, intentId, Number(row!.event_seq) - events.length + 1, events, now);
+    await appendToLog(tx, intentId, events, now);
     return rawToIntent(row!);
   });
   ctx.published();

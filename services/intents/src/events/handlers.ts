@@ -5,14 +5,17 @@ import { Uuid, errors, intentEventTypes, intentsCommands, vaultCommands, fitPage
 import type { IntentsContext } from "../kernel/context";
 import { events } from "../db/schema";
 import { assertIntentExists, missingOrStale } from "../kernel/event-log";
-import { appendEventStatement, selectEventPageJson } from "../kernel/statements";
+import { appendEventReply, selectEventPageJson } from "../kernel/statements";
 import { RawJson } from "@intentmesh/bus";
 import { toEvent } from "../kernel/mapping";
 import { actingAgent } from "@intentmesh/contracts";
 import { acknowledgeSuspended } from "../suspension/handlers";
 
-/** POST /intents/{id}/events: appends one immutable event; event types the server emits are refused. */
-export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent> {
+/**
+ * POST /intents/{id}/events: appends one immutable event; event types the server emits are
+ * refused. Answers with the event's JSON as the statement stored it, not serialised again.
+ */
+export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: AppendEventBody, caller: Caller): Promise<IntentEvent | RawJson<IntentEvent>> {
   if (body.event_type === intentEventTypes.suspended) {
     // The clients' own announcement of a suspension the server already announced (suspension.ts).
     const announced = await acknowledgeSuspended(ctx, intentId, body.payload ?? {});
@@ -27,15 +30,15 @@ export async function appendEvent(ctx: IntentsContext, intentId: string, ifMatch
   const newEvent = { eventType: body.event_type, actor, payload: body.payload, traceId: body.trace_id, parentEventId: body.parent_event_id?.toLowerCase() };
   // The hot path writes only to an intent without a governance policy or an ACL, in one
   // statement; an intent with one (or absent, or past the If-Match) is checked first and then written.
-  let event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now, true);
-  if (!event) {
+  let written = await appendEventReply(ctx.query, intentId, ifMatch, newEvent, now, true);
+  if (!written) {
     await ctx.access.check(intentsCommands.appendEvent, intentId, caller);
     await enforceGovernance(ctx, intentId, undefined, { kind: "event" }, caller);
-    event = await appendEventStatement(ctx.query, intentId, ifMatch, newEvent, now);
+    written = await appendEventReply(ctx.query, intentId, ifMatch, newEvent, now);
   }
-  if (!event) throw await missingOrStale(ctx.db, intentId, ifMatch ?? -1);
+  if (!written) throw await missingOrStale(ctx.db, intentId, ifMatch ?? -1);
   ctx.published();
-  return event;
+  return new RawJson<IntentEvent>(written.json);
 }
 
 /**

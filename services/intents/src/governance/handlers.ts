@@ -16,7 +16,7 @@ import { newEvent } from "@intentmesh/bus";
 import { rowsOf, type Queryable } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
-import { missingOrStale, reserveSequences, writeEvents } from "../kernel/event-log";
+import { appendToLog, missingOrStale, rememberLogHead } from "../kernel/event-log";
 import { checkGovernance, factsNeeded, type GovernanceFacts, type GovernedMutation } from "./policy";
 
 
@@ -29,11 +29,13 @@ async function writePolicy(ctx: IntentsContext, intentId: string, ifMatch: numbe
   if (ifMatch === null) throw errors.preconditionRequired("intent governance policy");
   const now = ctx.clock.now();
   const intent = await ctx.db.transaction(async (tx) => {
-    const [current] = rowsOf<{ version: number }>(await tx.execute(sql`select version from intents.intents where id = ${intentId} for no key update`));
+    const [current] = rowsOf<{ version: number; event_seq: string | number; chain_seq: string | number; chain_head: string | null }>(
+      await tx.execute(sql`select version, event_seq, chain_seq, chain_head from intents.intents where id = ${intentId} for no key update`),
+    );
     if (!current) throw errors.notFound("intent", intentId);
     if (current.version !== ifMatch) throw await missingOrStale(tx, intentId, ifMatch);
+    rememberLogHead(tx, intentId, { eventSeq: current.event_seq, chainSeq: current.chain_seq, chainHead: current.chain_head });
     const version = ifMatch + 1;
-    const { firstSequence } = await reserveSequences(tx, intentId, 1, null);
     const [row] = rowsOf<RawIntent>(
       await tx.execute(sql`
         update intents.intents set governance_policy = ${policy === null ? null : JSON.stringify(policy)}::jsonb, version = ${version}, updated_at = ${now}
@@ -43,7 +45,7 @@ async function writePolicy(ctx: IntentsContext, intentId: string, ifMatch: numbe
       policy === null
         ? newEvent(governanceEvents.policyRemoved, caller.actor, { version })
         : newEvent(governanceEvents.policySet, caller.actor, { governance_policy: policy, version });
-    await writeEvents(tx, intentId, firstSequence, [event], now);
+    await appendToLog(tx, intentId, [event], now);
     return rawToIntent(row!);
   });
   ctx.published();

@@ -13,32 +13,58 @@ import { canonicalJson, sha256Tag } from "@intentmesh/contracts";
  * takes the row lock: `before + <previous_event_hash as JSON> + ',"sequence":' + <sequence> + after`.
  * `content` is the event without sequence and its hash fields. Canonical JSON sorts keys, and no
  * event field sorts between previous_event_hash and sequence, so the two sit side by side.
+ * `payload` is the canonical JSON of the event's payload, as it appears in `before`: the one
+ * serialisation of it the writer makes (the hot statements store it, serve it and hash it).
  */
-export function canonicalAroundChain(content: Record<string, unknown>): { before: string; after: string } {
-  const keys = Object.keys(content)
-    .filter((key) => content[key] !== undefined)
-    .sort();
-  const head = keys.filter((key) => key < "previous_event_hash");
-  const tail = keys.filter((key) => key > "sequence");
-  if (head.length + tail.length !== keys.length) {
-    throw new Error(`event fields ${keys.join(", ")}: one sorts between previous_event_hash and sequence, or is one of them`);
+export function canonicalAroundChain(content: Record<string, unknown>): { before: string; after: string; payload: string | undefined } {
+  const keys = Object.keys(content).sort();
+  // One pass, no closures: this runs for every event a hot statement writes.
+  let head = "";
+  let tail = "";
+  let payload: string | undefined;
+  for (const key of keys) {
+    const value = content[key];
+    if (value === undefined) continue;
+    if (key >= "previous_event_hash" && key <= "sequence") {
+      throw new Error(`event fields ${keys.filter((k) => content[k] !== undefined).join(", ")}: one sorts between previous_event_hash and sequence, or is one of them`);
+    }
+    const text = canonicalJson(value);
+    if (key === "payload") payload = text;
+    if (key < "previous_event_hash") head += `${JSON.stringify(key)}:${text},`;
+    else tail += `,${JSON.stringify(key)}:${text}`;
   }
-  const fields = (list: string[]) => list.map((key) => `${JSON.stringify(key)}:${canonicalJson(content[key])}`).join(",");
-  return {
-    before: `{${fields(head)}${head.length ? "," : ""}"previous_event_hash":`,
-    after: `${tail.length ? `,${fields(tail)}` : ""}}`,
-  };
+  return { before: `{${head}"previous_event_hash":`, after: `${tail}}`, payload };
 }
 
 /**
- * SQL of the hash of the event a statement writes at `sequenceSql`, linked to `previousSql`, from
- * the two canonical parts it was given as parameters (canonicalAroundChain). Built-in sha256 and
- * string concatenation only: no function call that plans a query, no lookup.
+ * SQL of the canonical JSON of the event a statement writes at `sequenceSql`, linked to
+ * `previousSql`, from the parts it was given as parameters (canonicalAroundChain; `afterOpenParam`
+ * is its `after` without the closing brace), left open: without its closing brace.
  */
-export function chainHashSql(beforeParam: string, previousSql: string, sequenceSql: string, afterParam: string): string {
-  const canonical = `${beforeParam}::text || coalesce('"' || ${previousSql} || '"', 'null') || ',"sequence":' || ${sequenceSql} || ${afterParam}::text`;
+const openCanonicalSql = (beforeParam: string, previousSql: string, sequenceSql: string, afterOpenParam: string) =>
+  `${beforeParam}::text || coalesce('"' || ${previousSql} || '"', 'null') || ',"sequence":' || ${sequenceSql} || ${afterOpenParam}::text`;
+
+/**
+ * SQL of the hash of the event a statement writes at `sequenceSql`, linked to `previousSql`, from
+ * the canonical parts it was given as parameters (canonicalAroundChain, `after` without its
+ * closing brace). Built-in sha256 and string concatenation only: no function call that plans a
+ * query, no lookup.
+ */
+export function chainHashSql(beforeParam: string, previousSql: string, sequenceSql: string, afterOpenParam: string): string {
+  const canonical = `${openCanonicalSql(beforeParam, previousSql, sequenceSql, afterOpenParam)} || '}'`;
   return `'sha256:' || rtrim(translate(encode(sha256(convert_to(${canonical}, 'UTF8')), 'base64'), '+/', '-_'), '=')`;
 }
+
+/**
+ * SQL of the served wire form of that event: its canonical JSON (the text hashed) with event_hash
+ * added last. A client verifies it by dropping event_hash and canonicalising, whatever the order.
+ */
+export const canonicalWireSql = (beforeParam: string, previousSql: string, sequenceSql: string, afterOpenParam: string, hashSql: string) =>
+  `${openCanonicalSql(beforeParam, previousSql, sequenceSql, afterOpenParam)} || ',"event_hash":"' || ${hashSql} || '"}'`;
+
+/** The same served wire form in JavaScript, for the answer of the statement that wrote it. */
+export const canonicalWire = (before: string, previous: string | null, sequence: number, afterOpen: string, hash: string) =>
+  `${before}${previous === null ? "null" : `"${previous}"`},"sequence":${sequence}${afterOpen},"event_hash":"${hash}"}`;
 
 /**
  * SQL of the previous event's hash for a statement that takes the next sequence of an intent row
@@ -54,14 +80,10 @@ export const previousHashSql = (row: string) =>
  * event_seq + 1. All right-hand sides read the row before the update, so chain_previous is the
  * old head and chain_head is hashed from it; RETURNING then reads both.
  */
-export const advanceChainSql = (row: string, beforeParam: string, afterParam: string) =>
+export const advanceChainSql = (row: string, beforeParam: string, afterOpenParam: string) =>
   `chain_previous = ${previousHashSql(row)},
-   chain_head = ${chainHashSql(beforeParam, previousHashSql(row), `(${row}.event_seq + 1)`, afterParam)},
+   chain_head = ${chainHashSql(beforeParam, previousHashSql(row), `(${row}.event_seq + 1)`, afterOpenParam)},
    chain_seq = ${row}.event_seq + 1`;
-
-/** The served wire form of an event: its JSON without the hash fields, and them appended (what the trigger did). */
-export const sealedWireSql = (openWireSql: string, previousSql: string, hashSql: string) =>
-  `${openWireSql} || ',"previous_event_hash":' || coalesce('"' || ${previousSql} || '"', 'null') || ',"event_hash":"' || ${hashSql} || '"}'`;
 
 /** The event hash in JavaScript: canonical JSON of the event as served, without event_hash. */
 export function chainHash(event: Record<string, unknown>, previous: string | null): string {

@@ -15,7 +15,7 @@ import type { DatabaseHandle } from "@intentmesh/db";
 import type { GovernancePolicy } from "@intentmesh/contracts";
 import type { NewEvent } from "./event-log";
 import type { leases } from "../db/schema";
-import { advanceChainSql, canonicalAroundChain, chainHashSql, sealedWireSql } from "./event-chain";
+import { advanceChainSql, canonicalAroundChain, canonicalWire, canonicalWireSql, chainHashSql } from "./event-chain";
 
 /**
  * The hot paths of the intents service as single SQL statements, run as named prepared
@@ -24,10 +24,13 @@ import { advanceChainSql, canonicalAroundChain, chainHashSql, sealedWireSql } fr
  * message id is built by the same statement that takes the sequence number:
  * `intent:<id>:e<sequence>` (the catalogue's intentEventMsgId).
  *
- * The outbox payload is the event's JSON with its sequence spliced in by SQL, so the event is
- * serialized once, in JS, before the sequence is known. Its RFC 0019 hash is computed by the same
- * UPDATE that takes the sequence, from the chain head on the intent row and the event's canonical
- * JSON in two parts made here (kernel/event-chain.ts): no trigger, no lookup of the event before.
+ * The event is serialised once, in JS, before its sequence is known: its canonical JSON (RFC
+ * 8785) in two parts around the fields the statement learns under the row lock (kernel/event-chain.ts).
+ * The UPDATE that takes the sequence hashes it (RFC 0019) from the chain head on the intent row,
+ * and the same text, with the hash added, is the event's served wire form, its outbox message and
+ * (built again here from the returned hash) the command's answer: the payload goes to PostgreSQL
+ * twice (in the canonical text, and alone for the jsonb column) and is not serialised again. No
+ * trigger, no lookup of the event before.
  */
 type Query = DatabaseHandle["query"];
 
@@ -80,15 +83,15 @@ export function rawToIntent(row: RawIntent): Intent {
 }
 
 
-/** An event about to be written, serialized once: the JSON of everything but its sequence. */
+/** An event about to be written, serialised once: its canonical JSON around the chain fields. */
 function prepareEvent(intentId: string, event: NewEvent, at: Date) {
   const id = randomUUID();
   const createdAt = isoTimestamp(at);
   const tracing = traceFields(event);
   const content = { id, intent_id: intentId, event_type: event.eventType, actor: event.actor, payload: event.payload, created_at: createdAt, ...tracing };
-  // The JSON between the braces: the statement writes `{"sequence":N,` before it and the hash fields after it.
-  const inner = JSON.stringify(content).slice(1, -1);
   const canonical = canonicalAroundChain(content);
+  // The statements close the text themselves, after the sequence (hashed) or after event_hash (served).
+  const afterOpen = canonical.after.slice(0, -1);
   const headers = JSON.stringify({ ...traceCarrier(), [SCHEMA_HEADER]: INTENT_EVENT_SCHEMA });
   const complete = (sequence: number, chain: ChainFields): IntentEvent => ({
     id,
@@ -102,10 +105,22 @@ function prepareEvent(intentId: string, event: NewEvent, at: Date) {
     previous_event_hash: chain.previous_event_hash,
     event_hash: chain.event_hash,
   });
+  /** The event's served JSON, as the statement stored it. */
+  const wire = (sequence: number, chain: ChainFields) => canonicalWire(canonical.before, chain.previous_event_hash, sequence, afterOpen, chain.event_hash);
   const subject = intentEventSubject(intentId, event.eventType);
-  /** The event's parameters in the order the create and change statements take them. */
-  const params = [id, event.eventType, event.actor, JSON.stringify(event.payload), subject, inner, headers, canonical.before, canonical.after];
-  return { id, inner, headers, subject, params, canonical, complete };
+  /**
+   * The event's parameters in the order the statements take them (EVENT_PARAMS): id, type,
+   * actor, payload, subject, headers, the canonical parts. created_at goes as the ISO text
+   * already made (no Date for the driver to format again).
+   */
+  const params = [id, event.eventType, event.actor, canonical.payload, subject, headers, canonical.before, afterOpen];
+  return { id, createdAt, params, complete, wire };
+}
+
+/** The $n of prepareEvent's params when they start at `first`. */
+function eventParams(first: number) {
+  const n = (i: number) => `$${first + i}`;
+  return { id: n(0), eventType: n(1), actor: n(2), payload: n(3), subject: n(4), headers: n(5), before: n(6), afterOpen: n(7) };
 }
 
 /** SQL expressions of one intent event's columns, as a statement that logs it provides them. */
@@ -177,16 +192,22 @@ export interface ChainFields {
   previous_event_hash: string | null;
 }
 
+// create: $1..$8 the intent, $9 created_at, the event from $10.
+const CREATE = eventParams(10);
 const CREATE_EVENT = intentEventInserts("w", {
-  id: "$10", intentId: "$1::uuid", sequence: "1", eventType: "$11", actor: "$12", payload: "$13::jsonb", createdAt: "$9", wire: "w.wire", subject: "$14", headers: "$16::jsonb",
+  id: CREATE.id, intentId: "$1::uuid", sequence: "1", eventType: CREATE.eventType, actor: CREATE.actor, payload: `${CREATE.payload}::jsonb`, createdAt: "$9::timestamptz", wire: "w.wire", subject: CREATE.subject, headers: `${CREATE.headers}::jsonb`,
   chain: { eventHash: "w.hash", previousEventHash: "null" },
 });
+// append: $1 intent, $2 If-Match, $3 only ungoverned, $4 created_at, $5 trace id, $6 parent event, the event from $7.
+const APPEND = eventParams(7);
 const APPEND_EVENT = intentEventInserts("s", {
-  id: "$3", intentId: "$1::uuid", sequence: "s.event_seq", eventType: "$4", actor: "$5", payload: "$6::jsonb", createdAt: "$7", wire: "s.wire", subject: "$8", headers: "$10::jsonb", traceId: "$11", parentEventId: "$12::uuid",
+  id: APPEND.id, intentId: "$1::uuid", sequence: "s.event_seq", eventType: APPEND.eventType, actor: APPEND.actor, payload: `${APPEND.payload}::jsonb`, createdAt: "$4::timestamptz", wire: "s.wire", subject: APPEND.subject, headers: `${APPEND.headers}::jsonb`, traceId: "$5", parentEventId: "$6::uuid",
   chain: { eventHash: "s.chain_head", previousEventHash: "s.chain_previous" },
 });
+// change: $1 intent, $2 version, $3 state, $4 status, $5 created_at, $6 lease epoch, the event from $7.
+const CHANGE = eventParams(7);
 const CHANGE_EVENT = intentEventInserts("u", {
-  id: "$7", intentId: "u.id", sequence: "u.event_seq", eventType: "$8", actor: "$9", payload: "$10::jsonb", createdAt: "$5", wire: "u.wire", subject: "$11", headers: "$13::jsonb",
+  id: CHANGE.id, intentId: "u.id", sequence: "u.event_seq", eventType: CHANGE.eventType, actor: CHANGE.actor, payload: `${CHANGE.payload}::jsonb`, createdAt: "$5::timestamptz", wire: "u.wire", subject: CHANGE.subject, headers: `${CHANGE.headers}::jsonb`,
   chain: { eventHash: "u.chain_head", previousEventHash: "u.chain_previous" },
 });
 
@@ -239,8 +260,8 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
   const prepared = prepareEvent(intent.id, event, at);
   await query(
     "intents_create",
-    `with h as (select ${chainHashSql("$17", "null", "1", "$18")} as hash),
-     w as (select h.hash, ${sealedWireSql(`'{"sequence":1,' || $15::text`, "null", "h.hash")} as wire from h),
+    `with h as (select ${chainHashSql(CREATE.before, "null", "1", CREATE.afterOpen)} as hash),
+     w as (select h.hash, ${canonicalWireSql(CREATE.before, "null", "1", CREATE.afterOpen, "h.hash")} as wire from h),
      i as (
        insert into intents.intents (id, title, description, created_by, status, constraints, state, confidence, version, event_seq, chain_seq, chain_head, chain_previous, created_at, updated_at)
        select $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::jsonb, $8::float8, 1, 1, 1, w.hash, null, $9::timestamptz, $9::timestamptz from w),
@@ -255,7 +276,7 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
       JSON.stringify(intent.constraints),
       JSON.stringify(intent.state),
       intent.confidence,
-      at,
+      prepared.createdAt,
       ...prepared.params,
     ],
   );
@@ -264,9 +285,10 @@ export async function insertIntent(query: Query, intent: Intent, event: NewEvent
 /**
  * POST /intents/{id}/events as one statement: takes the next sequence (locking the intent row,
  * honouring an If-Match), writes the event and its outbox row. Undefined when the intent is
- * absent or past the If-Match version.
+ * absent or past the If-Match version. The answer carries the event and its served JSON (`json`,
+ * the bytes the log stores), which the handler replies with as it is.
  */
-export async function appendEventStatement(
+export async function appendEventReply(
   query: Query,
   intentId: string,
   ifMatch: number | null,
@@ -277,22 +299,29 @@ export async function appendEventStatement(
    * caller checks those itself, then appends without this).
    */
   onlyUngoverned = false,
-): Promise<IntentEvent | undefined> {
+): Promise<{ event: IntentEvent; json: string } | undefined> {
   const prepared = prepareEvent(intentId, event, at);
   const rows = await query<{ sequence: string | number } & ChainFields>(
     "intents_append_event",
     `with s as (
-       update intents.intents x set event_seq = x.event_seq + 1, ${advanceChainSql("x", "$14", "$15")}
-       where x.id = $1 and ($2::int is null or x.version = $2::int) and (not $13::bool or (x.governance_policy is null and x.acl_policy is null))
+       update intents.intents x set event_seq = x.event_seq + 1, ${advanceChainSql("x", APPEND.before, APPEND.afterOpen)}
+       where x.id = $1 and ($2::int is null or x.version = $2::int) and (not $3::bool or (x.governance_policy is null and x.acl_policy is null))
        returning x.event_seq, x.chain_head, x.chain_previous,
-         ${sealedWireSql(`'{"sequence":' || x.event_seq || ',' || $9::text`, "x.chain_previous", "x.chain_head")} as wire),
+         ${canonicalWireSql(APPEND.before, "x.chain_previous", "x.event_seq", APPEND.afterOpen, "x.chain_head")} as wire),
      e as (${APPEND_EVENT.events}),
      o as (${APPEND_EVENT.outbox})
      select event_seq as sequence, chain_head as event_hash, chain_previous as previous_event_hash from s`,
-    [intentId, ifMatch, prepared.id, event.eventType, event.actor, JSON.stringify(event.payload), at, prepared.subject, prepared.inner, prepared.headers, event.traceId ?? null, event.parentEventId ?? null, onlyUngoverned, prepared.canonical.before, prepared.canonical.after],
+    [intentId, ifMatch, onlyUngoverned, prepared.createdAt, event.traceId ?? null, event.parentEventId ?? null, ...prepared.params],
   );
   const row = rows[0];
-  return row ? prepared.complete(Number(row.sequence), row) : undefined;
+  if (!row) return undefined;
+  const sequence = Number(row.sequence);
+  return { event: prepared.complete(sequence, row), json: prepared.wire(sequence, row) };
+}
+
+/** appendEventReply's event alone. */
+export async function appendEventStatement(...args: Parameters<typeof appendEventReply>): Promise<IntentEvent | undefined> {
+  return (await appendEventReply(...args))?.event;
 }
 
 /**
@@ -317,10 +346,10 @@ export async function commitChangeStatement(
            -- a status change ends whatever block the server had put on the intent
            blocked_reason = case when $4::text is null then x.blocked_reason end,
            version = x.version + 1, event_seq = x.event_seq + 1, updated_at = $5,
-           ${advanceChainSql("x", "$14", "$15")}
+           ${advanceChainSql("x", CHANGE.before, CHANGE.afterOpen)}
        where x.id = $1 and x.version = $2::int and ($6::int is null or x.lease_epoch = $6::int)
        returning ${INTENT_COLUMNS.split(", ").map((c) => `x.${c}`).join(", ")}, x.chain_head, x.chain_previous,
-         ${sealedWireSql(`'{"sequence":' || x.event_seq || ',' || $12::text`, "x.chain_previous", "x.chain_head")} as wire),
+         ${canonicalWireSql(CHANGE.before, "x.chain_previous", "x.event_seq", CHANGE.afterOpen, "x.chain_head")} as wire),
      e as (${CHANGE_EVENT.events}),
      o as (${CHANGE_EVENT.outbox})
      select * from u`,
@@ -329,7 +358,7 @@ export async function commitChangeStatement(
       expected.version,
       change.state === undefined ? null : JSON.stringify(change.state),
       change.status ?? null,
-      at,
+      prepared.createdAt,
       expected.leaseEpoch,
       ...prepared.params,
     ],

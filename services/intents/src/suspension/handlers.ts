@@ -22,7 +22,7 @@ import { events } from "../db/schema";
 import { toEvent } from "../kernel/mapping";
 import type { IntentsContext } from "../kernel/context";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
-import { reserveSequences, writeEvents, type NewEvent } from "../kernel/event-log";
+import { appendToLog, rememberLogHead, type NewEvent } from "../kernel/event-log";
 import {
   assertDeadlineWithinDueBefore,
   assertMayAdoptRecord,
@@ -44,10 +44,11 @@ import { blockTasksForSuspension, releaseTasksAfterSuspension } from "../tasks/e
  */
 
 async function lockForSuspension(tx: Tx, intentId: string, ifMatch: number | null) {
-  const [row] = rowsOf<{ status: string; version: number; state: JsonObject }>(
-    await tx.execute(sql`select status, version, state from intents.intents where id = ${intentId} for update`),
+  const [row] = rowsOf<{ status: string; version: number; state: JsonObject; event_seq: string | number; chain_seq: string | number; chain_head: string | null }>(
+    await tx.execute(sql`select status, version, state, event_seq, chain_seq, chain_head from intents.intents where id = ${intentId} for update`),
   );
   if (!row) throw errors.notFound("intent", intentId);
+  rememberLogHead(tx, intentId, { eventSeq: row.event_seq, chainSeq: row.chain_seq, chainHead: row.chain_head });
   if (ifMatch !== null && row.version !== ifMatch) throw errors.versionMismatch("intent", intentId, row.version, ifMatch);
   return { status: row.status as IntentStatus, version: Number(row.version), state: row.state };
 }
@@ -55,13 +56,12 @@ async function lockForSuspension(tx: Tx, intentId: string, ifMatch: number | nul
 /** Writes the new state and status at version + 1 and the events, in the caller's transaction. */
 async function commitSuspensionChange(tx: Tx, intentId: string, state: JsonObject, status: IntentStatus, newEvents: NewEvent[], at: Date): Promise<Intent> {
   assertStateWithinLimit(intentId, state);
-  const { firstSequence } = await reserveSequences(tx, intentId, newEvents.length, null);
   const [row] = rowsOf<RawIntent>(
     await tx.execute(sql`
       update intents.intents set state = ${JSON.stringify(state)}::jsonb, status = ${status}, version = version + 1, updated_at = ${at}
       where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
   );
-  await writeEvents(tx, intentId, firstSequence, newEvents, at);
+  await appendToLog(tx, intentId, newEvents, at);
   return rawToIntent(row!);
 }
 

@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { canonicalJson } from "./canonical-json";
+
+/** RFC 8785 as it was first written here (map, filter, join): the loops that replaced it must give the same text. */
+function reference(value: unknown): string {
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "boolean":
+      return value ? "true" : "false";
+    case "number":
+      if (!Number.isFinite(value)) throw new TypeError("not finite");
+      return JSON.stringify(value);
+    case "string":
+      return JSON.stringify(value);
+    case "object": {
+      if (Array.isArray(value)) return `[${value.map(reference).join(",")}]`;
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record)
+        .filter((key) => record[key] !== undefined)
+        .sort();
+      return `{${keys.map((key) => `${JSON.stringify(key)}:${reference(record[key])}`).join(",")}}`;
+    }
+    default:
+      throw new TypeError(typeof value);
+  }
+}
+
+describe("canonicalJson", () => {
+  it("sorts keys by UTF-16 code units at every depth, skips undefined members, prints numbers and strings as JSON.stringify", () => {
+    expect(canonicalJson({ b: 1, a: [true, null, { d: "x", c: -0 }], "\uE000": 1, "\uD83D\uDE00": 2, u: undefined })).toBe(
+      '{"a":[true,null,{"c":0,"d":"x"}],"b":1,"\uD83D\uDE00":2,"\uE000":1}',
+    );
+    expect(canonicalJson([])).toBe("[]");
+    expect(canonicalJson({})).toBe("{}");
+    expect(() => canonicalJson({ n: Number.NaN })).toThrow(/not finite/);
+  });
+
+  it("gives the text of the reference implementation for any JSON value", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(canonicalJson(value)).toBe(reference(value));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
