@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { errors, type AppError, type Caller } from "@intentmesh/contracts";
 import { rowsOf, withParams, type Tx } from "@intentmesh/db";
 import { refusalOfStatus } from "../agents/agent-status";
+import { rememberLogHead } from "../kernel/event-log";
 import { accessFactsOf, callerEntriesColumn, callerParams, type AccessFacts, type RawFacts } from "../acl/statements";
 import type { TaskRow } from "./store";
 import { taskColumnList, taskRowOf } from "./task-sql";
@@ -44,10 +45,14 @@ export interface LockedIntent {
  * intent); 404 when the task does not exist.
  */
 export async function lockIntentOfTask(tx: Tx, taskId: string): Promise<LockedIntent> {
-  const [row] = rowsOf<{ id: string; version: number; status: string; blocked_reason: string | null }>(
-    await tx.execute(sql`select i.id, i.version, i.status, i.blocked_reason from intents.intents i where i.id = (select t.intent_id from intents.tasks t where t.id = ${taskId}) for update`),
+  const [row] = rowsOf<{ id: string; version: number; status: string; blocked_reason: string | null; event_seq: string; chain_seq: string; chain_head: string | null }>(
+    await tx.execute(
+      sql`select i.id, i.version, i.status, i.blocked_reason, i.event_seq, i.chain_seq, i.chain_head from intents.intents i where i.id = (select t.intent_id from intents.tasks t where t.id = ${taskId}) for update`,
+    ),
   );
   if (!row) throw errors.notFound("task", taskId);
+  // The log's head as the lock read it: the change's events then go in one statement (kernel/event-log.ts appendToLog).
+  rememberLogHead(tx, row.id, { eventSeq: row.event_seq, chainSeq: row.chain_seq, chainHead: row.chain_head });
   return { id: row.id, version: row.version, status: row.status, blockedReason: row.blocked_reason };
 }
 
