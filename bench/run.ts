@@ -567,7 +567,7 @@ async function main(): Promise<void> {
   let profiles: ProfileSummary[] = [];
   if (config.profile) {
     // Main threads only: CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile with thread id 0.
-    for (const name of ["gateway", "intents", "channels"]) {
+    for (const name of ["gateway", "intents", "channels", "governance"]) {
       const dir = path.join(PROFILE_DIR, name);
       const main = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f)) : undefined;
       if (main) {
