@@ -13,6 +13,7 @@ import { arbitrationHistory, escalate, escalationIntents, listEscalations, reque
 import { engagementDecision } from "./handlers/engagement";
 import { SuspensionTimer } from "./timer";
 import { startSuspensionTracker } from "./tracker";
+import { SettledSuspensions } from "./tracking";
 import { startCoordinatorEscalations } from "./coordinator-escalations";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
@@ -55,6 +56,7 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     client: core.client,
     defaultRetryPolicy: options.defaultRetryPolicy ?? null,
     systemCaller: SYSTEM_CALLER,
+    settled: new SettledSuspensions(),
     published: core.published,
   };
   const timer = new SuspensionTimer(ctx, options.timerIntervalMs ?? 1000);

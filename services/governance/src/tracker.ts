@@ -3,7 +3,7 @@ import { eventFamilyOn, eventOn, subscribe, type Bus, type TypedEvent } from "@i
 import type { Tx } from "@intentmesh/db";
 import type { GovernanceContext } from "./context";
 import { inbox } from "./db/schema";
-import { endTracking, trackSuspension } from "./tracking";
+import { endTracking, trackSuspension, type SettledSuspensions } from "./tracking";
 
 /**
  * Follows suspensions through the intents' own events (stream IM_INTENTS), whichever way they
@@ -40,10 +40,34 @@ export async function applySuspensionEvent(tx: Tx, event: SuspensionEvent, now: 
   }
 }
 
+/**
+ * Whether an event has nothing to apply, known without the database: a status_changed that
+ * cancelled no suspension (most of them), a suspension start whose record does not parse, or a
+ * start or end this process's own write already recorded (SettledSuspensions). Such events are
+ * acknowledged without a transaction or an inbox row; applying them would change nothing.
+ */
+export function hasNothingToApply(event: SuspensionEvent, settled: SettledSuspensions): boolean {
+  switch (event.event_type) {
+    case intentEvents.suspended.name: {
+      const record = SuspensionRecord.safeParse(event.payload.suspension);
+      return !record.success || settled.isTracked(record.data.id);
+    }
+    case intentEvents.resumed.name:
+    case intentEvents.suspensionExpired.name:
+      return settled.isEnded(event.payload.suspension_id);
+    case intentEvents.statusChanged.name: {
+      const { resolution, suspension_id: suspensionId } = event.payload;
+      return resolution !== "cancelled" || typeof suspensionId !== "string" || settled.isEnded(suspensionId);
+    }
+  }
+  return false;
+}
+
 export async function startSuspensionTracker(ctx: GovernanceContext, bus: Bus): Promise<{ stop(): Promise<void> }> {
   const common = {
     db: ctx.db,
     inbox,
+    skip: (event: SuspensionEvent) => hasNothingToApply(event, ctx.settled),
     handle: (tx: Tx, event: SuspensionEvent) => applySuspensionEvent(tx, event, ctx.clock.now()),
     logger: ctx.logger,
   };

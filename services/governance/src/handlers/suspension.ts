@@ -23,7 +23,9 @@ export function withPlatformDefault(request: SuspensionRequest, platform: Govern
 export async function suspend(ctx: GovernanceContext, input: { intent_id: string; if_match: number | null; body: SuspensionRequest }, caller: Caller): Promise<Intent> {
   const request = withPlatformDefault(input.body, ctx.defaultRetryPolicy);
   const intent = await ctx.client.request(suspensionCommands.begin, caller, { intent_id: input.intent_id, if_match: input.if_match, suspension: request });
-  await trackSuspension(ctx.db, intent.id, intent.state._suspension as SuspensionRecord, ctx.clock.now());
+  const record = intent.state._suspension as SuspensionRecord;
+  await trackSuspension(ctx.db, intent.id, record, ctx.clock.now());
+  ctx.settled.tracked(record.id);
   return intent;
 }
 
@@ -74,7 +76,7 @@ export async function respond(ctx: GovernanceContext, input: { intent_id: string
       }
       throw error;
     }
-    await endTracking(ctx.db, named, "responded", ctx.clock.now());
+    if (await endTracking(ctx.db, named, "responded", ctx.clock.now())) ctx.settled.ended(named);
     const stored = ended.state._suspension as SuspensionRecord;
     return {
       intent_id: intent.id,
