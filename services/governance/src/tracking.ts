@@ -29,15 +29,15 @@ export async function endTracking(db: Queryable, suspensionId: string, status: "
 const REMEMBERED = 10_000;
 
 /**
- * What this process's own committed writes already did to the tracking rows, so that the tracker
- * acknowledges the intent's event for it without a transaction instead of writing nothing again.
- * Both facts only ever become true: a row, once there, is never deleted, and an ended row never
- * waits again. So a remembered id can only spare a write that would have changed nothing; an id
- * forgotten (or written by another replica) is applied the usual way, with its inbox row.
- * - `tracked`: the row exists (POST /suspend inserted it, or found it there), so the insert
- *   intent.suspended would run does nothing.
- * - `ended`: POST /respond moved the row from waiting to responded, so the end an
- *   intent.resumed (or a cancel) would run matches no waiting row.
+ * What this process's own committed statements already did to the tracking rows, so that neither
+ * of the two writers of a fact (POST /suspend or respond, and the tracker following the intent's
+ * events; whichever comes first) writes it again: the second finds it here and skips its
+ * statement. Both facts only ever become true: a row, once there, is never deleted, and an ended
+ * row never waits again. So a remembered id can only spare a write that would have changed
+ * nothing; an id forgotten (or written by another replica) is written again, harmlessly.
+ * - `tracked`: the row exists (inserted, or found there by the insert).
+ * - `ended`: a statement moved the row from waiting to its end (responded, expired, cancelled).
+ * Remember a fact only after the statement that made it committed.
  */
 export class SettledSuspensions {
   private readonly trackedIds = new Set<string>();

@@ -23,8 +23,11 @@ export async function suspend(ctx: GovernanceContext, input: { intent_id: string
   const request = withPlatformDefault(input.body, ctx.defaultRetryPolicy);
   const intent = await ctx.client.request(suspensionCommands.begin, caller, { intent_id: input.intent_id, if_match: input.if_match, suspension: request });
   const record = intent.state._suspension as SuspensionRecord;
-  await trackSuspension(ctx.db, intent.id, record, ctx.clock.now());
-  ctx.settled.tracked(record.id);
+  // Unless the tracker, following intent.suspended, got there first (tracking.ts).
+  if (!ctx.settled.isTracked(record.id)) {
+    await trackSuspension(ctx.db, intent.id, record, ctx.clock.now());
+    ctx.settled.tracked(record.id);
+  }
   return intent;
 }
 
@@ -72,7 +75,8 @@ export async function respond(
     }
     throw error;
   }
-  if (await endTracking(ctx.db, named, "responded", ctx.clock.now())) ctx.settled.ended(named);
+  // Unless the tracker, following intent.resumed, got there first (tracking.ts).
+  if (!ctx.settled.isEnded(named) && (await endTracking(ctx.db, named, "responded", ctx.clock.now()))) ctx.settled.ended(named);
   const stored = ended.state._suspension as SuspensionRecord;
   return {
     intent_id: ended.id,
