@@ -541,13 +541,15 @@ async function main(): Promise<void> {
     };
     if (scenario === "suspend_respond") {
       await waitForOutbox(api, 60_000);
+      // Counted before the sequential cycles below, which are not among the run's requests.
+      if (statementCounter) result.statements = await statementCounter.end(ok);
       await answerLeftovers(api, [suspendIntents[0]!.id]);
       const alone = await respondLatency(api, suspendIntents[0]!.id, 200);
       result.respondAlone = { cycles: alone.length, p50: percentile(alone, 50), p90: percentile(alone, 90), p99: percentile(alone, 99) };
       log(`  respond alone (200 sequential): p50 ${result.respondAlone.p50.toFixed(2)} ms, p90 ${result.respondAlone.p90.toFixed(2)} ms, p99 ${result.respondAlone.p99.toFixed(2)} ms`);
     }
     if (statementCounter && scenario !== "baseline") {
-      result.statements = await statementCounter.end(ok);
+      result.statements ??= await statementCounter.end(ok);
       log(`  statements per request ${result.statements.perRequest.toFixed(2)}, transactions ${result.statements.transactionsPerRequest.toFixed(2)}`);
       for (const top of result.statements.top) log(`    ${top.perRequest.toFixed(2)}  ${top.query}`);
     }

@@ -38,7 +38,8 @@ export class StatementCounter {
   }
 
   async begin(): Promise<void> {
-    await this.admin.query("select pg_stat_statements_reset()");
+    // Only this run's database: other runs on the same server (other worktrees) keep their counts.
+    await this.admin.query("select pg_stat_statements_reset(0, (select oid from pg_database where datname = $1), 0)", [this.dbName]);
     this.commitsAtStart = await this.commits();
   }
 
