@@ -147,7 +147,8 @@ interface HttpResult {
   /** BENCH_STATEMENTS=1 only. */
   statements?: StatementCount;
   /** suspend_respond: the latency of respond alone, measured sequentially after the run (ms). */
-  respondAlone?: { cycles: number; p50: number; p90: number; p99: number };
+  /** With BENCH_STATEMENTS=1, `statements` per sequential cycle (suspend + respond): no request in flight at either end, so no load skews it. */
+  respondAlone?: { cycles: number; p50: number; p90: number; p99: number; statements?: StatementCount };
 }
 
 interface SseResult extends FanoutResult {
@@ -544,9 +545,19 @@ async function main(): Promise<void> {
       // Counted before the sequential cycles below, which are not among the run's requests.
       if (statementCounter) result.statements = await statementCounter.end(ok);
       await answerLeftovers(api, [suspendIntents[0]!.id]);
+      await statementCounter?.begin();
       const alone = await respondLatency(api, suspendIntents[0]!.id, 200);
       result.respondAlone = { cycles: alone.length, p50: percentile(alone, 50), p90: percentile(alone, 90), p99: percentile(alone, 99) };
       log(`  respond alone (200 sequential): p50 ${result.respondAlone.p50.toFixed(2)} ms, p90 ${result.respondAlone.p90.toFixed(2)} ms, p99 ${result.respondAlone.p99.toFixed(2)} ms`);
+      if (statementCounter) {
+        // The consumers' share of the cycles is in the count once the events are out and taken.
+        await waitForOutbox(api, 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const sequential = await statementCounter.end(alone.length);
+        result.respondAlone.statements = sequential;
+        log(`  sequential cycles: statements per cycle ${sequential.perRequest.toFixed(2)}, transactions ${sequential.transactionsPerRequest.toFixed(2)}`);
+        for (const top of sequential.top) log(`    ${top.perRequest.toFixed(2)}  ${top.query}`);
+      }
     }
     if (statementCounter && scenario !== "baseline") {
       result.statements ??= await statementCounter.end(ok);
