@@ -1,11 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Caller, Intent, SuspensionRecord } from "@intentmesh/contracts";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { sql } from "drizzle-orm";
+import { rowsOf } from "@intentmesh/db";
+import { streams, type Caller, type Intent, type SuspensionRecord } from "@intentmesh/contracts";
 import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { openCountingDatabase, verbsOf, type CountingDatabase } from "../../../test/support/statement-count";
 import { createIntent } from "../../../test/support/e2e-helpers";
 import type { IntentsService } from "../src/service";
 import type { IntentsContext } from "../src/kernel/context";
 import { beginSuspension, endSuspension } from "../src/suspension/handlers";
+import { PORTFOLIO_PROJECTION_DURABLE } from "../src/portfolios/projection";
+import { READINESS_PROJECTION_DURABLE } from "../src/graph/projection";
 
 /**
  * What the suspension primitives (im.intents.suspension.begin / .end) ask of PostgreSQL: the
@@ -112,4 +116,28 @@ describe("suspension.begin and .end statements", () => {
     });
     expect(await admin.ops.intentsGet({ intent_id: intent.id })).toMatchObject({ status: "active", version: intent.version });
   });
+
+  it("the intents' own projections of status_changed open no transaction for an intent in no portfolio that did not complete", async () => {
+    const consumers = [PORTFOLIO_PROJECTION_DURABLE, READINESS_PROJECTION_DURABLE];
+    const inboxRows = async () =>
+      rowsOf<{ n: number }>(await harness.database.db.execute(sql`select count(*)::int as n from intents.inbox where consumer in (${sql.join(consumers.map((c) => sql`${c}`), sql`, `)})`))[0]!.n;
+    const drained = async () => {
+      await vi.waitFor(async () => expect(rowsOf<{ n: number }>(await harness.database.db.execute(sql`select count(*)::int as n from intents.outbox where published_at is null`))[0]!.n).toBe(0));
+      await vi.waitFor(async () => {
+        for (const durable of consumers) {
+          const info = await harness.bus.jsm.consumers.info(harness.bus.streamName(streams.intents.name), durable);
+          expect(info.num_pending + info.num_ack_pending).toBe(0);
+        }
+      });
+    };
+    await drained();
+    const before = await inboxRows();
+    const intent = await createIntent(harness);
+    const suspended = await beginSuspension(harness.service.intents.ctx, { intent_id: intent.id, if_match: null, suspension: REQUEST }, agent);
+    const record = suspended.state._suspension as SuspensionRecord;
+    await endSuspension(harness.service.intents.ctx, { intent_id: intent.id, if_match: null, suspension_id: record.id, resolution: "responded", response: "yes", status: "active", validate_response: true }, agent);
+    await drained();
+    expect(await inboxRows()).toBe(before);
+  });
 });
+
