@@ -14,6 +14,7 @@ import {
   type SuspensionRequest,
   intentEvents,
   suspensionCommands,
+  validateResponseValue,
 } from "@intentmesh/contracts";
 import { and, desc, eq } from "drizzle-orm";
 import { rowsOf, type Tx } from "@intentmesh/db";
@@ -34,7 +35,6 @@ import {
   SUSPENDED,
   suspensionToEnd,
 } from "./rules";
-import { validateResponseValue } from "@intentmesh/contracts";
 import { assertStateWithinLimit } from "../kernel/state-size";
 import { blockTasksForSuspension, releaseTasksAfterSuspension } from "../tasks/effects";
 
