@@ -147,7 +147,8 @@ interface HttpResult {
   /** BENCH_STATEMENTS=1 only. */
   statements?: StatementCount;
   /** suspend_respond: the latency of respond alone, measured sequentially after the run (ms). */
-  respondAlone?: { cycles: number; p50: number; p90: number; p99: number };
+  /** With BENCH_STATEMENTS=1, `statements` per sequential cycle (suspend + respond): no request in flight at either end, so no load skews it. */
+  respondAlone?: { cycles: number; p50: number; p90: number; p99: number; statements?: StatementCount };
 }
 
 interface SseResult extends FanoutResult {
@@ -541,13 +542,25 @@ async function main(): Promise<void> {
     };
     if (scenario === "suspend_respond") {
       await waitForOutbox(api, 60_000);
+      // Counted before the sequential cycles below, which are not among the run's requests.
+      if (statementCounter) result.statements = await statementCounter.end(ok);
       await answerLeftovers(api, [suspendIntents[0]!.id]);
+      await statementCounter?.begin();
       const alone = await respondLatency(api, suspendIntents[0]!.id, 200);
       result.respondAlone = { cycles: alone.length, p50: percentile(alone, 50), p90: percentile(alone, 90), p99: percentile(alone, 99) };
       log(`  respond alone (200 sequential): p50 ${result.respondAlone.p50.toFixed(2)} ms, p90 ${result.respondAlone.p90.toFixed(2)} ms, p99 ${result.respondAlone.p99.toFixed(2)} ms`);
+      if (statementCounter) {
+        // The consumers' share of the cycles is in the count once the events are out and taken.
+        await waitForOutbox(api, 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const sequential = await statementCounter.end(alone.length);
+        result.respondAlone.statements = sequential;
+        log(`  sequential cycles: statements per cycle ${sequential.perRequest.toFixed(2)}, transactions ${sequential.transactionsPerRequest.toFixed(2)}`);
+        for (const top of sequential.top) log(`    ${top.perRequest.toFixed(2)}  ${top.query}`);
+      }
     }
     if (statementCounter && scenario !== "baseline") {
-      result.statements = await statementCounter.end(ok);
+      result.statements ??= await statementCounter.end(ok);
       log(`  statements per request ${result.statements.perRequest.toFixed(2)}, transactions ${result.statements.transactionsPerRequest.toFixed(2)}`);
       for (const top of result.statements.top) log(`    ${top.perRequest.toFixed(2)}  ${top.query}`);
     }
@@ -567,7 +580,7 @@ async function main(): Promise<void> {
   let profiles: ProfileSummary[] = [];
   if (config.profile) {
     // Main threads only: CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile with thread id 0.
-    for (const name of ["gateway", "intents", "channels"]) {
+    for (const name of ["gateway", "intents", "channels", "governance"]) {
       const dir = path.join(PROFILE_DIR, name);
       const main = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f)) : undefined;
       if (main) {

@@ -11,7 +11,7 @@ export interface StatementCount {
   perRequest: number;
   /** Transactions committed in the window (pg_stat_database), per successful request. */
   transactionsPerRequest: number;
-  /** The most frequent statements: calls per successful request and the statement's text, shortened. */
+  /** The most frequent statements (BENCH_STATEMENTS_TOP, default 12): calls per successful request and the statement's text, shortened. */
   top: { perRequest: number; query: string }[];
 }
 
@@ -38,7 +38,8 @@ export class StatementCounter {
   }
 
   async begin(): Promise<void> {
-    await this.admin.query("select pg_stat_statements_reset()");
+    // Only this run's database: other runs on the same server (other worktrees) keep their counts.
+    await this.admin.query("select pg_stat_statements_reset(0, (select oid from pg_database where datname = $1), 0)", [this.dbName]);
     this.commitsAtStart = await this.commits();
   }
 
@@ -54,7 +55,7 @@ export class StatementCounter {
     return {
       perRequest: per(total),
       transactionsPerRequest: per(commits),
-      top: rows.slice(0, 12).map((row) => ({ perRequest: per(Number(row.calls)), query: row.query.replace(/\s+/g, " ").slice(0, 140) })),
+      top: rows.slice(0, Number(process.env.BENCH_STATEMENTS_TOP ?? 12)).map((row) => ({ perRequest: per(Number(row.calls)), query: row.query.replace(/\s+/g, " ").slice(0, 140) })),
     };
   }
 

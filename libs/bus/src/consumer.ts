@@ -25,6 +25,15 @@ export interface DurableConsumerOptions<T> {
    * event of a stream but act on few of them.
    */
   skip?: (payload: T) => boolean | Promise<boolean>;
+  /**
+   * Applies, before any transaction, a message whose effect is idempotent on its own (a keyed
+   * insert that leaves a row already there, an update conditional on the state it leaves): its
+   * own statement commits it, with no inbox row, and a redelivery runs it again and changes
+   * nothing. True: applied (acknowledged); false, or a throw: the message goes the usual way, in
+   * a transaction with its inbox row, and so do the messages after it in the batch (the log order
+   * is kept).
+   */
+  applyAlone?: (payload: T) => Promise<boolean>;
   logger: Logger;
   deliverPolicy?: DeliverPolicy;
   /** How long JetStream waits for an ack before redelivering; default 30 s. */
@@ -118,6 +127,7 @@ interface Parsed<T> {
  */
 async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T>): Promise<void> {
   const parsed: Parsed<T>[] = [];
+  let alone = options.applyAlone !== undefined;
   for (const msg of batch) {
     let payload: T;
     try {
@@ -129,6 +139,10 @@ async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T
       continue;
     }
     if (await isSkipped(payload, msg, options)) continue;
+    if (alone) {
+      if (await appliedAlone(payload, msg, options)) continue;
+      alone = false;
+    }
     parsed.push({ msg, payload });
   }
   if (parsed.length === 1) return processOne(parsed[0]!, options);
@@ -162,6 +176,19 @@ async function isSkipped<T>(payload: T, msg: JsMsg, options: DurableConsumerOpti
   metrics.consumerMessages.inc({ durable: options.durable, outcome: "skipped" });
   msg.ack();
   return true;
+}
+
+/** A message applied by the consumer's `applyAlone`, then acknowledged; false when it declined or failed. */
+async function appliedAlone<T>(payload: T, msg: JsMsg, options: DurableConsumerOptions<T>): Promise<boolean> {
+  let applied: boolean;
+  try {
+    applied = await context.with(extractTrace(msg.headers), () => options.applyAlone!(payload));
+  } catch (error) {
+    options.logger.warn({ err: error, subject: msg.subject, seq: msg.seq }, "applying alone failed; applying the message in a transaction");
+    return false;
+  }
+  if (applied) await acknowledge(msg, true, options);
+  return applied;
 }
 
 async function processOne<T>(one: Parsed<T>, options: DurableConsumerOptions<T>): Promise<void> {

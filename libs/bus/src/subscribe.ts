@@ -91,11 +91,13 @@ export function eventsOfLog<Log extends EventLog>(log: Log): EventSource<Log, Lo
 }
 
 export interface SubscribeOptions<Event>
-  extends Omit<DurableConsumerOptions<Event>, "stream" | "filterSubject" | "parse" | "handle" | "skip"> {
+  extends Omit<DurableConsumerOptions<Event>, "stream" | "filterSubject" | "parse" | "handle" | "skip" | "applyAlone"> {
   /** Applies the effects inside the transaction that also records the message in the inbox. */
   handle: (tx: Tx, event: Event, msg: JsMsg) => Promise<void>;
   /** Says, before any transaction, that an event has nothing to apply (see DurableConsumerOptions.skip). */
   skip?: (event: Event) => boolean | Promise<boolean>;
+  /** Applies an event whose effect is idempotent on its own, with no transaction or inbox row (see DurableConsumerOptions.applyAlone). */
+  applyAlone?: (event: Event) => Promise<boolean>;
 }
 
 /**
@@ -110,7 +112,7 @@ export function subscribe<D extends EventDefinition>(bus: Bus, source: D, option
 export function subscribe<Log extends EventLog, Event>(bus: Bus, source: EventSource<Log, Event>, options: SubscribeOptions<Event>): Promise<{ stop(): Promise<void> }>;
 export function subscribe(bus: Bus, source: EventDefinition | EventSource<EventLog, unknown>, options: SubscribeOptions<any>): Promise<{ stop(): Promise<void> }> {
   const resolved = isSource(source) ? source : eventOn(source, source.logs[0]!);
-  const { handle, skip, ...rest } = options;
+  const { handle, skip, applyAlone, ...rest } = options;
   return startDurableConsumer<unknown>(bus, {
     ...rest,
     stream: LOG_STREAMS[resolved.log],
@@ -119,6 +121,7 @@ export function subscribe(bus: Bus, source: EventDefinition | EventSource<EventL
     // Events of the filter the source does not ask for (null) are acknowledged without a transaction.
     skip: async (event) => event === null || (skip ? await skip(event) : false),
     handle: (tx, event, msg) => handle(tx, event, msg),
+    ...(applyAlone ? { applyAlone: (event: unknown) => applyAlone(event) } : {}),
   });
 }
 

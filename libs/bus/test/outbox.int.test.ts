@@ -262,6 +262,58 @@ describe("idempotent durable consumer", () => {
     expect(info.num_ack_pending + info.num_pending).toBe(0);
   });
 
+  it("applies alone, with no transaction or inbox row, what applyAlone takes; from the first it declines or fails on, the rest of the batch goes through the transaction, in order", async () => {
+    const count = 30;
+    const names = Array.from({ length: count }, (_, i) => `alone:${String(i).padStart(3, "0")}`);
+    // Declined once (then taken), and failing once: each sends its batch's rest the usual way.
+    const declined = names[7]!;
+    const failing = names[19]!;
+    const refusedOnce = new Set([declined, failing]);
+    await database.db.transaction((tx) => enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.alone.e${i}`, msgId: message, payload: { message } }))));
+    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+
+    let acknowledged = 0;
+    const consumer = await startDurableConsumer(bus, {
+      stream: TEST_STREAM.name,
+      durable: "alone-test",
+      filterSubject: "im.evt.bustest.alone.>",
+      db: database.db,
+      inbox: testInbox,
+      logger,
+      batchMax: 10,
+      parse: (data) => data as { message: string },
+      applyAlone: async (payload) => {
+        if (refusedOnce.delete(payload.message)) {
+          if (payload.message === failing) throw new Error("not now");
+          return false;
+        }
+        await database.db.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
+        return true;
+      },
+      handle: async (tx, payload) => {
+        await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
+      },
+      afterCommit: () => {
+        acknowledged += 1;
+      },
+    });
+    const deadline = Date.now() + 15_000;
+    while (acknowledged < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await consumer.stop();
+
+    // Every message applied once, in the log's order.
+    const rows = rowsOf<{ message: string }>(await database.db.execute(sql`select message from bus_test.batch_effects where message like 'alone:%' order by position`));
+    expect(rows.map((r) => r.message)).toEqual(names);
+    // Inbox rows only for those applied in a transaction: the declined and the failing one, and none before them in their batches.
+    const inbox = rowsOf<{ message_id: string }>(await database.db.execute(sql`select message_id from bus_test.inbox where consumer = 'alone-test' order by message_id`));
+    expect(inbox.map((r) => r.message_id)).toContain(declined);
+    expect(inbox.map((r) => r.message_id)).toContain(failing);
+    expect(inbox.map((r) => r.message_id)).not.toContain(names[0]);
+    expect(inbox.length).toBeLessThan(count / 2);
+    const info = await bus.jsm.consumers.info(bus.streamName(TEST_STREAM.name), "alone-test");
+    expect(info.num_ack_pending + info.num_pending).toBe(0);
+  });
+
   it("skips, within a batch, the messages its inbox already holds (applied before a crash) and applies the others once", async () => {
     const count = 60;
     const names = Array.from({ length: count }, (_, i) => `seen:${String(i).padStart(3, "0")}`);

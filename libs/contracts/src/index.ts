@@ -17,6 +17,7 @@ export * from "./registry";
 export * from "./attachments";
 export * from "./retries";
 export * from "./suspension";
+export * from "./suspension-response";
 export * from "./portfolios";
 export * from "./json-safety";
 export * from "./tasks";

@@ -125,8 +125,9 @@ const SuspensionEndFields = {
 };
 
 /** The rules of an end that a schema alone cannot say; shared by every schema carrying the fields. */
-function refineEnd(end: { resolution: string; response?: unknown; status: string }, ctx: z.RefinementCtx): void {
-  if (end.resolution === "responded" && end.response === undefined) {
+function refineEnd(end: { resolution: string; response?: unknown; status: string; validate_response?: boolean }, ctx: z.RefinementCtx): void {
+  // An end that holds the response to the record answers a missing one itself (422 INVALID_RESPONSE_VALUE).
+  if (end.resolution === "responded" && end.response === undefined && !end.validate_response) {
     ctx.addIssue({ code: "custom", path: ["response"], message: "a responded suspension carries the response" });
   }
   if (end.status === "abandoned" && end.resolution !== "expired") {
@@ -137,9 +138,14 @@ function refineEnd(end: { resolution: string; response?: unknown; status: string
 export const SuspensionEnd = z.object(SuspensionEndFields).strict().superRefine(refineEnd);
 export type SuspensionEnd = z.infer<typeof SuspensionEnd>;
 
-/** The input of im.intents.suspension.end: the intent, an optional If-Match, and the end itself. */
+/**
+ * The input of im.intents.suspension.end: the intent, an optional If-Match, and the end itself.
+ * `validate_response`: the response is an answer to be held to the waiting record's response_type
+ * (spec 2.9; 422 INVALID_RESPONSE_VALUE, after the status and id checks, under the intent's row
+ * lock), as POST /intents/{id}/suspend/respond asks.
+ */
 export const SuspensionEndInput = z
-  .object({ intent_id: Uuid, if_match: z.number().int().nullable().default(null), ...SuspensionEndFields })
+  .object({ intent_id: Uuid, if_match: z.number().int().nullable().default(null), ...SuspensionEndFields, validate_response: z.boolean().default(false) })
   .strict()
   .superRefine(refineEnd);
 export type SuspensionEndInput = z.infer<typeof SuspensionEndInput>;
@@ -220,5 +226,5 @@ export const suspensionCommands = {
     Intent,
     ["INTENT_NOT_FOUND", "INVALID_TRANSITION", "SUSPENSION_PAST_DUE_BEFORE", "VERSION_MISMATCH", "SUSPENSION_ACTIVE"],
   ),
-  end: command("intents", "suspension.end", withinBytes(SuspensionEndInput), Intent, ["INTENT_NOT_FOUND", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]),
+  end: command("intents", "suspension.end", withinBytes(SuspensionEndInput), Intent, ["INTENT_NOT_FOUND", "INVALID_RESPONSE_VALUE", "NOT_SUSPENDED", "SUSPENSION_MISMATCH", "VERSION_MISMATCH"]),
 } as const;

@@ -2,6 +2,7 @@ import type { Caller, Clock, HumanRetryPolicy } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
 import type { Database } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
+import type { SettledSuspensions } from "./tracking";
 
 /** What every handler of the governance service works with. */
 export interface GovernanceContext {
@@ -14,6 +15,8 @@ export interface GovernanceContext {
   defaultRetryPolicy: HumanRetryPolicy | null;
   /** Who the service is when it acts on its own (timers, reads it needs). */
   systemCaller: Caller;
+  /** The tracking rows this process's own writes started or ended: the tracker skips their events (tracking.ts). */
+  settled: SettledSuspensions;
   /** Tells the outbox relay that a commit enqueued messages. */
   published(): void;
 }

@@ -13,6 +13,7 @@ import { arbitrationHistory, escalate, escalationIntents, listEscalations, reque
 import { engagementDecision } from "./handlers/engagement";
 import { SuspensionTimer } from "./timer";
 import { startSuspensionTracker } from "./tracker";
+import { SettledSuspensions } from "./tracking";
 import { startCoordinatorEscalations } from "./coordinator-escalations";
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../migrations");
@@ -55,16 +56,20 @@ export async function startGovernanceService(options: GovernanceServiceOptions):
     client: core.client,
     defaultRetryPolicy: options.defaultRetryPolicy ?? null,
     systemCaller: SYSTEM_CALLER,
+    settled: new SettledSuspensions(),
     published: core.published,
   };
   const timer = new SuspensionTimer(ctx, options.timerIntervalMs ?? 1000);
 
-  // Every command names its intent: each is checked against the intent's ACL first (RFC-0011).
+  // Every command names its intent: each is checked against the intent's ACL first (RFC-0011),
+  // here or by the intents service.
   const access = new IntentAccessChecks(core.client);
-  core.serve(suspensionRequestCommands, access.wrap(suspensionRequestCommands, {
+  // Served without asking first: the primitives they call (suspension.begin, .end) hold the caller
+  // to the same `write` under the intent's row lock (intent-access.ts).
+  core.serve(suspensionRequestCommands, {
     suspend: (input, caller) => suspend(ctx, input, caller),
-    respond: (input, caller) => respond(ctx, input, caller),
-  }));
+    respond: (input, caller) => respond(ctx, input, caller, () => access.assert(caller, input.intent_id, "write")),
+  });
   core.serve(commands, access.wrap(commands, {
     createApproval: (input, caller) => createApproval(ctx, input.intent_id, input.body, caller),
     getApproval: (input) => getApproval(ctx, input.intent_id, input.approval_id),

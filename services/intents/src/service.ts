@@ -189,10 +189,18 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     listEvents: (input) => listPortfolioEvents(ctx, input.portfolio_id, input.query),
     ofIntent: (input) => portfoliosOfIntent(ctx, input.intent_id, input.query),
   });
-  serve(suspensionCommands, {
-    begin: (input, caller) => beginSuspension(ctx, input, caller),
-    end: (input, caller) => endSuspension(ctx, input, caller),
-  });
+  // Both check the caller's permission under the row lock they take, from the ACL policy it reads.
+  core.serve(
+    suspensionCommands,
+    access.wrap(
+      suspensionCommands,
+      {
+        begin: (input, caller) => beginSuspension(ctx, input, caller),
+        end: (input, caller) => endSuspension(ctx, input, caller),
+      },
+      ["begin", "end"],
+    ),
+  );
   serve(attachmentCommands, {
     create: (input, caller) => createAttachment(ctx, input.intent_id, input.if_match, input.body, caller),
     list: (input) => listAttachments(ctx, input.intent_id, input.query),

@@ -1,5 +1,5 @@
 import { intentAccessOf, permissionNeeded, type Caller, type Clock, type CommandDef, type IntentAccessRule } from "@intentmesh/contracts";
-import type { DatabaseHandle } from "@intentmesh/db";
+import { rowsOf, withParams, type DatabaseHandle, type Tx } from "@intentmesh/db";
 import type { CommandGroup, HandlersOf } from "@intentmesh/service";
 import { assertPermission, bypassesAcl } from "./rules";
 import { readAccessFacts, readOwnedAccessFacts, type AccessFacts } from "./statements";
@@ -57,11 +57,15 @@ export class IntentAccessGuard {
     assertPermission(facts.intentId, facts.head, facts.entries, caller, rule.needs, this.clock.now());
   }
 
-  /** The command's rule for an intent the caller's handler has not read yet (the hot paths' slower branches). */
-  async check(def: CommandDef, intentId: string, caller: Caller): Promise<void> {
+  /**
+   * The command's rule for an intent the caller's handler has not read yet (the hot paths' slower
+   * branches). `query`: where the facts are read, a transaction's own connection (queryOn) for a
+   * handler that checks inside its transaction.
+   */
+  async check(def: CommandDef, intentId: string, caller: Caller, query: Query = this.query): Promise<void> {
     const needs = permissionNeeded(def);
     if (!needs || bypassesAcl(caller)) return;
-    const facts = await readAccessFacts(this.query, intentId, caller);
+    const facts = await readAccessFacts(query, intentId, caller);
     if (facts) assertPermission(intentId, facts.head, facts.entries, caller, needs, this.clock.now());
   }
 
@@ -79,9 +83,15 @@ export class IntentAccessGuard {
    * For a hot path that read the intent's row itself: `aclPolicy` is what that row says (null: no
    * ACL, nothing to decide). Otherwise the same check as `wrap`, with the command's own rule.
    */
-  async afterRead(def: CommandDef, intentId: string, aclPolicy: string | null | undefined, caller: Caller): Promise<void> {
+  async afterRead(def: CommandDef, intentId: string, aclPolicy: string | null | undefined, caller: Caller, query: Query = this.query): Promise<void> {
     // Only a row that says "no ACL" skips the check: a statement that did not read the column checks.
     if (aclPolicy === null) return;
-    await this.check(def, intentId, caller);
+    await this.check(def, intentId, caller, query);
   }
 }
+
+/** Statements of the access guard on an open transaction's connection (which holds the locks it took), not on another of the pool. */
+export const queryOn =
+  (tx: Tx): Query =>
+  async <T>(_name: string, text: string, params: unknown[]) =>
+    rowsOf<T>(await tx.execute(withParams(text, params)));

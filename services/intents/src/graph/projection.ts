@@ -32,9 +32,9 @@ export async function startReadinessProjection(ctx: IntentsContext, bus: Bus, op
     durable: READINESS_PROJECTION_DURABLE,
     db: ctx.db,
     inbox,
-    handle: async (tx, event) => {
-      if (event.payload.to === "completed") await announceReadyDependents(tx, event.intent_id, event.actor, ctx.clock.now());
-    },
+    // Only a completion can make a dependent ready: every other status change is acknowledged at once.
+    skip: (event) => event.payload.to !== "completed",
+    handle: (tx, event) => announceReadyDependents(tx, event.intent_id, event.actor, ctx.clock.now()).then(() => undefined),
     logger: ctx.logger,
     afterCommit: async (msg) => {
       ctx.published();

@@ -43,6 +43,7 @@ export async function startPortfolioProjection(ctx: IntentsContext, bus: Bus, op
     durable: PORTFOLIO_PROJECTION_DURABLE,
     db: ctx.db,
     inbox,
+    skip: (event) => inNoPortfolio(ctx, event.intent_id),
     handle: (tx, event) => applyMemberStatusChange(tx, event, ctx.clock.now()),
     logger: ctx.logger,
     afterCommit: async (msg) => {
@@ -52,6 +53,19 @@ export async function startPortfolioProjection(ctx: IntentsContext, bus: Bus, op
   });
   let stopping: Promise<void> | undefined;
   return { stop: () => (stopping ??= consumer.stop()) };
+}
+
+/**
+ * Whether the intent is a member of no portfolio, read after its status change committed (the
+ * event is published after the commit): then the change has nothing to apply, now or later, and
+ * is acknowledged without a transaction. A membership added after this read records the intent's
+ * status and sequence at least as new as the change (the add reads the intent row under a share
+ * lock, which the change's exclusive lock orders before or after it), so the change would apply
+ * nothing there either; one added before it is seen here.
+ */
+async function inNoPortfolio(ctx: IntentsContext, intentId: string): Promise<boolean> {
+  const rows = await ctx.query("portfolio_membership_exists", "select 1 from intents.portfolio_members where intent_id = $1 limit 1", [intentId]);
+  return rows.length === 0;
 }
 
 /**

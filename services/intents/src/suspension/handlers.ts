@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import {
   activeRecord,
-  errors,
   intentEventTypes,
   type Caller,
   AdoptedSuspension,
@@ -14,6 +13,8 @@ import {
   type SuspensionRecord,
   type SuspensionRequest,
   intentEvents,
+  suspensionCommands,
+  validateResponseValue,
 } from "@intentmesh/contracts";
 import { and, desc, eq } from "drizzle-orm";
 import { rowsOf, type Tx } from "@intentmesh/db";
@@ -21,8 +22,9 @@ import { validationError, newEvent } from "@intentmesh/bus";
 import { events } from "../db/schema";
 import { toEvent } from "../kernel/mapping";
 import type { IntentsContext } from "../kernel/context";
-import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
-import { appendToLog, rememberLogHead, type NewEvent } from "../kernel/event-log";
+import { appendToLog, type NewEvent } from "../kernel/event-log";
+import { queryOn } from "../acl/guard";
+import { lockForSuspension, writeSuspensionChange, type SuspensionChange } from "./statements";
 import {
   assertDeadlineWithinDueBefore,
   assertMayAdoptRecord,
@@ -43,46 +45,38 @@ import { blockTasksForSuspension, releaseTasksAfterSuspension } from "../tasks/e
  * transaction: state._suspension, status, version + 1, the intent's events and outbox rows.
  */
 
-async function lockForSuspension(tx: Tx, intentId: string, ifMatch: number | null) {
-  const [row] = rowsOf<{ status: string; version: number; state: JsonObject; event_seq: string | number; chain_seq: string | number; chain_head: string | null }>(
-    await tx.execute(sql`select status, version, state, event_seq, chain_seq, chain_head from intents.intents where id = ${intentId} for update`),
-  );
-  if (!row) throw errors.notFound("intent", intentId);
-  rememberLogHead(tx, intentId, { eventSeq: row.event_seq, chainSeq: row.chain_seq, chainHead: row.chain_head });
-  if (ifMatch !== null && row.version !== ifMatch) throw errors.versionMismatch("intent", intentId, row.version, ifMatch);
-  return { status: row.status as IntentStatus, version: Number(row.version), state: row.state };
-}
-
-/** Writes the new state and status at version + 1 and the events, in the caller's transaction. */
-async function commitSuspensionChange(tx: Tx, intentId: string, state: JsonObject, status: IntentStatus, newEvents: NewEvent[], at: Date): Promise<Intent> {
-  assertStateWithinLimit(intentId, state);
-  const [row] = rowsOf<RawIntent>(
-    await tx.execute(sql`
-      update intents.intents set state = ${JSON.stringify(state)}::jsonb, status = ${status}, version = version + 1, updated_at = ${at}
-      where id = ${intentId} returning ${sql.raw(INTENT_COLUMNS)}`),
-  );
-  await appendToLog(tx, intentId, newEvents, at);
-  return rawToIntent(row!);
-}
-
 /**
- * Spec 8: the record's deadline must not pass the due_before of a portfolio holding the intent.
- * Every portfolio holding the intent is share-locked, not only those with a due_before now:
- * a due_before being set concurrently must be waited for, not read from a snapshot.
+ * Writes the new state and status at version + 1 and the events, and moves the tasks that go
+ * with it (blocked at the start, released at the end), in the caller's transaction. A start
+ * checks the record's deadline against the portfolios holding the intent (spec 8), which the
+ * change's statement reads under a share lock.
  */
-async function assertWithinPortfolioDeadlines(tx: Tx, intentId: string, record: SuspensionRecord): Promise<void> {
-  const holders = rowsOf<{ id: string; due_before: Date | string | null }>(
-    await tx.execute(sql`
-      select p.id, p.due_before from intents.portfolios p
-      join intents.portfolio_members m on m.portfolio_id = p.id
-      where m.intent_id = ${intentId}
-      order by p.id for share of p`),
-  );
-  assertDeadlineWithinDueBefore(
-    intentId,
-    record.expires_at ? new Date(record.expires_at) : null,
-    holders.flatMap((p) => (p.due_before === null ? [] : [{ portfolio_id: p.id, due_before: new Date(p.due_before) }])),
-  );
+async function commitSuspensionChange(
+  tx: Tx,
+  intentId: string,
+  change: Omit<SuspensionChange, "holders"> & { deadlineOf?: SuspensionRecord },
+  newEvents: NewEvent[],
+  actor: string,
+): Promise<Intent> {
+  const { intent, holders, movesTasks } = await writeSuspensionChange(tx, intentId, { ...change, holders: change.deadlineOf !== undefined });
+  if (change.deadlineOf) {
+    const record = change.deadlineOf;
+    assertDeadlineWithinDueBefore(
+      intentId,
+      record.expires_at ? new Date(record.expires_at) : null,
+      holders.flatMap((p) => (p.due_before === null ? [] : [{ portfolio_id: p.portfolio_id, due_before: p.due_before }])),
+    );
+  }
+  assertStateWithinLimit(intentId, change.state);
+  // One statement: the lock remembered the log's head (statements.ts lockForSuspension).
+  await appendToLog(tx, intentId, newEvents, change.at);
+  if (movesTasks) {
+    // Spec 3.1: the intent's claimed and running tasks block with it, and return (or are
+    // cancelled with an abandoned intent) when it ends, in this transaction.
+    if (change.tasksAt === "start") await blockTasksForSuspension(tx, intentId, actor, change.at);
+    else await releaseTasksAfterSuspension(tx, intentId, change.status === "active", actor, change.at);
+  }
+  return intent;
 }
 
 /**
@@ -100,25 +94,21 @@ export async function beginSuspension(
   const now = ctx.clock.now();
   const intentId = input.intent_id;
   const intent = await ctx.db.transaction(async (tx) => {
-    const current = await lockForSuspension(tx, intentId, input.if_match);
+    // The route's permission, checked here for the governance service (intent-access.ts): nothing more is read without an ACL.
+    const current = await lockForSuspension(tx, intentId, input.if_match, (aclPolicy) => ctx.access.afterRead(suspensionCommands.begin, intentId, aclPolicy, caller, queryOn(tx)));
     assertMaySuspend(intentId, current.status, "begin");
     const record = buildSuspensionRecord(input.suspension, input.suspension.id ?? randomUUID(), now);
-    await assertWithinPortfolioDeadlines(tx, intentId, record);
     const version = current.version + 1;
-    const suspended = await commitSuspensionChange(
+    return commitSuspensionChange(
       tx,
       intentId,
-      { ...current.state, _suspension: record },
-      SUSPENDED,
+      { state: { ...current.state, _suspension: record }, status: SUSPENDED, at: now, tasksAt: "start", deadlineOf: record },
       [
         newEvent(intentEvents.suspended, caller.actor, { suspension: record, version }),
         newEvent(intentEvents.statusChanged, caller.actor, { from: "active", to: SUSPENDED, reason: "awaiting operator input", version, suspension_id: record.id }),
       ],
-      now,
+      caller.actor,
     );
-    // Spec 3.1: the intent's claimed and running tasks block with it, in this transaction.
-    await blockTasksForSuspension(tx, intentId, caller.actor, now);
-    return suspended;
   });
   ctx.published();
   return intent;
@@ -134,8 +124,10 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
   const now = ctx.clock.now();
   const intentId = input.intent_id;
   const intent = await ctx.db.transaction(async (tx) => {
-    const current = await lockForSuspension(tx, intentId, input.if_match);
+    const current = await lockForSuspension(tx, intentId, input.if_match, (aclPolicy) => ctx.access.afterRead(suspensionCommands.end, intentId, aclPolicy, caller, queryOn(tx)));
     const active = suspensionToEnd(intentId, current.status, current.state, input.suspension_id);
+    // An answer (POST /suspend/respond) is held to the waiting record here, under the lock, after the status and id.
+    if (input.validate_response) validateResponseValue(active, input.response);
     const { record, responded } = endedRecord(active, input, caller.actor, now);
     const to: IntentStatus = input.status;
     const version = current.version + 1;
@@ -151,17 +143,14 @@ export async function endSuspension(ctx: IntentsContext, input: SuspensionEndInp
             ...(input.resolution === "responded" ? { value: input.response } : {}),
             version,
           });
-    const ended = await commitSuspensionChange(
+    // The tasks the suspension blocked return to what they were doing (or are cancelled with an abandoned intent).
+    return commitSuspensionChange(
       tx,
       intentId,
-      { ...current.state, _suspension: record },
-      to,
+      { state: { ...current.state, _suspension: record }, status: to, at: now, tasksAt: "end" },
       [ending, newEvent(intentEvents.statusChanged, caller.actor, { from: SUSPENDED, to, reason: input.resolution, version, suspension_id: active.id })],
-      now,
+      caller.actor,
     );
-    // The tasks the suspension blocked return to what they were doing (or are cancelled with an abandoned intent).
-    await releaseTasksAfterSuspension(tx, intentId, to === "active", caller.actor, now);
-    return ended;
   });
   ctx.published();
   return intent;
@@ -179,16 +168,13 @@ export async function suspendByStatus(ctx: IntentsContext, intentId: string, ifM
     const current = await lockForSuspension(tx, intentId, ifMatch);
     assertMaySuspend(intentId, current.status, "status");
     const version = current.version + 1;
-    const suspended = await commitSuspensionChange(
+    return commitSuspensionChange(
       tx,
       intentId,
-      current.state,
-      SUSPENDED,
+      { state: current.state, status: SUSPENDED, at: now, tasksAt: "start" },
       [newEvent(intentEvents.statusChanged, caller.actor, { from: "active", to: SUSPENDED, reason: reason ?? "awaiting operator input", version })],
-      now,
+      caller.actor,
     );
-    await blockTasksForSuspension(tx, intentId, caller.actor, now);
-    return suspended;
   });
   ctx.published();
   return intent;
@@ -210,18 +196,17 @@ export async function adoptSuspension(ctx: IntentsContext, intentId: string, ifM
     const current = await lockForSuspension(tx, intentId, ifMatch);
     assertMayAdoptRecord(intentId, current.status, current.state);
     const record = buildSuspensionRecord(parsed.data, parsed.data.id ?? randomUUID(), now);
-    await assertWithinPortfolioDeadlines(tx, intentId, record);
     const version = current.version + 1;
     return commitSuspensionChange(
       tx,
       intentId,
-      { ...current.state, _suspension: record },
-      SUSPENDED,
+      // The intent's tasks were blocked when it suspended (step 1).
+      { state: { ...current.state, _suspension: record }, status: SUSPENDED, at: now, tasksAt: null, deadlineOf: record },
       [
         newEvent(intentEvents.statePatched, caller.actor, { patches: [{ op: "set", path: "_suspension", value: record }], version }),
         newEvent(intentEvents.suspended, caller.actor, { suspension: record, version }),
       ],
-      now,
+      caller.actor,
     );
   });
   ctx.published();
@@ -260,18 +245,16 @@ export async function cancelByAbandon(ctx: IntentsContext, intentId: string, ifM
     const current = await lockForSuspension(tx, intentId, ifMatch);
     const { state, cancelled: active } = cancelledByAbandon(intentId, current.status, current.state);
     const version = current.version + 1;
-    const ended = await commitSuspensionChange(
+    // Its blocked tasks are cancelled with it.
+    return commitSuspensionChange(
       tx,
       intentId,
-      state as JsonObject,
-      "abandoned",
+      { state: state as JsonObject, status: "abandoned", at: now, tasksAt: "end" },
       [
         newEvent(intentEvents.statusChanged, caller.actor, { from: SUSPENDED, to: "abandoned", reason: reason ?? null, version, ...(active ? { suspension_id: active.id, resolution: "cancelled" } : {}) }),
       ],
-      now,
+      caller.actor,
     );
-    await releaseTasksAfterSuspension(tx, intentId, false, caller.actor, now);
-    return ended;
   });
   ctx.published();
   return intent;

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { INTENT_SUSPENDED, type TaskStatus } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { tasks } from "../db/schema-tasks";
@@ -7,6 +7,19 @@ import { TASK_HELD_STATUSES, unblockTarget } from "./task-status";
 import { heldByAgent, taskEvent, unblocked, unblockEvent, updateTask } from "./store";
 
 /** What other resources' changes do to tasks: an intent's suspension and its end, an agent's death. */
+
+/** The intent's tasks its suspension blocks (blockTasksForSuspension) and those its end releases (releaseTasksAfterSuspension). */
+const heldForSuspension = (intentId: string) => and(eq(tasks.intentId, intentId), inArray(tasks.status, [...TASK_HELD_STATUSES]));
+const blockedBySuspension = (intentId: string) => and(eq(tasks.intentId, intentId), eq(tasks.status, "blocked"), eq(tasks.blockedReason, INTENT_SUSPENDED));
+
+/**
+ * SQL of whether a suspension's start or end has tasks to move, for a statement of the
+ * suspension's transaction to read after the intent row is locked. Tasks take and leave those
+ * statuses only under that lock (task moves, this module), so the answer holds until the commit,
+ * and the suspension skips blockTasksForSuspension or releaseTasksAfterSuspension when it is false.
+ */
+export const suspensionMovesTasksSql = (intentId: string, at: "start" | "end"): SQL =>
+  sql`exists (select 1 from ${tasks} where ${at === "start" ? heldForSuspension(intentId) : blockedBySuspension(intentId)})`;
 
 /**
  * Spec 3.1, inside the suspension's transaction (the intent row is locked): the intent's claimed
@@ -24,7 +37,7 @@ export async function blockTasksForSuspension(tx: Tx, intentId: string, actor: s
       version: sql`${tasks.version} + 1`,
       updatedAt: now,
     })
-    .where(and(eq(tasks.intentId, intentId), inArray(tasks.status, [...TASK_HELD_STATUSES])))
+    .where(heldForSuspension(intentId))
     .returning();
   rows.sort((a, b) => a.seq - b.seq);
   if (rows.length) {
@@ -56,7 +69,7 @@ export async function releaseTasksAfterSuspension(tx: Tx, intentId: string, resu
   const blocked = await tx
     .select()
     .from(tasks)
-    .where(and(eq(tasks.intentId, intentId), eq(tasks.status, "blocked"), eq(tasks.blockedReason, INTENT_SUSPENDED)))
+    .where(blockedBySuspension(intentId))
     .orderBy(asc(tasks.seq));
   const newEvents: NewEvent[] = [];
   for (const task of blocked) {

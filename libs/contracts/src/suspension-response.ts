@@ -1,4 +1,5 @@
-import { appError, AppError, type SuspensionRecord } from "@intentmesh/contracts";
+import { appError, type AppError } from "./errors";
+import type { SuspensionRecord } from "./suspension";
 
 /** What a valid value adds to the answer: the label and description of the choice it matched. */
 export interface MatchedChoice {
@@ -13,7 +14,9 @@ function invalidValue(message: string, responseType: string, extra: Record<strin
 }
 
 /**
- * Spec 2.9's table: choice -> one of the choices' values (422 with valid_choices, the accepted
+ * An answer's value held to the waiting record (the intents service, under the intent's row lock,
+ * when suspension.end asks it; the governance service reads the matched choice from the ended
+ * record). Spec 2.9's table: choice -> one of the choices' values (422 with valid_choices, the accepted
  * values); confirm -> a choice's value when choices were given, else `yes` or `no`; text -> a
  * non-empty string; form -> anything, passed through.
  */

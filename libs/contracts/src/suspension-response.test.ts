@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "@intentmesh/contracts";
-import { validateResponseValue } from "./response";
+import type { AppError } from "./errors";
+import { validateResponseValue } from "./suspension-response";
 
 const refused = (fn: () => unknown) => {
   try {
