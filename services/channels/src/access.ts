@@ -1,4 +1,5 @@
-import { appError, AppError, coordinatorCommands, errors, intentsCommands, registryCommands, type Caller, type Intent } from "@intentmesh/contracts";
+import { appError, AppError, coordinatorCommands, errors, intentsCommands, permissionNeeded, registryCommands, type Caller, type CommandDef, type Intent } from "@intentmesh/contracts";
+import { IntentWriteChecks, type WriteVerdict } from "@intentmesh/service";
 import type { ChannelsContext } from "./context";
 import { viewerOf, type Viewer } from "./domain/rules";
 import type { ChannelRow } from "./mapping";
@@ -25,6 +26,25 @@ export async function findChannel(ctx: ChannelsContext, channelId: string): Prom
 export async function intentOfChannel(ctx: ChannelsContext, channelId: string): Promise<string[]> {
   const rows = await ctx.query<{ intent_id: string }>("channels_intent_of", "select intent_id from channels.channels where id = $1::uuid", [channelId]);
   return rows.map((row) => row.intent_id);
+}
+
+/**
+ * Rule 6 and spec 2.11 for a message: the intent's ACL (the permission `command` needs) and its
+ * governance policy, asked of the intents service in one request. Rejects with the access
+ * refusal; the governance verdict is applied by the send where it always was, after the
+ * channel's own rules. `channel`: a resource rule (the intent of the channel row the handler
+ * read; an intent that does not exist protects nothing, as the other channel commands); else
+ * the intent named in the input (its absence is the 404).
+ */
+export async function checkWrite(ctx: ChannelsContext, caller: Caller, command: CommandDef, intentId: string, from: "channel" | "intent_id"): Promise<WriteVerdict> {
+  const needs = permissionNeeded(command);
+  if (!needs) throw new Error(`${command.subject} has no access rule to check`);
+  try {
+    return await ctx.writes.check(caller, intentId, needs, "channel");
+  } catch (error) {
+    if (from === "channel" && error instanceof AppError && error.code === "INTENT_NOT_FOUND") return IntentWriteChecks.ALLOWED;
+    throw error;
+  }
 }
 
 export const notAMember = (agentId: string, channel: ChannelRow, what: string) =>

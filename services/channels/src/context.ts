@@ -1,6 +1,6 @@
 import type { Caller, Clock } from "@intentmesh/contracts";
 import type { Bus, BusClient } from "@intentmesh/bus";
-import type { GovernanceChecks } from "@intentmesh/service";
+import type { IntentWriteChecks } from "@intentmesh/service";
 import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 
@@ -13,8 +13,8 @@ export interface ChannelsContext {
   logger: Logger;
   /** Requests to the intents service (intent access, governance) and the registry (role_id). */
   client: BusClient;
-  /** Governance checks of messages (spec 2.11), sent together per event-loop turn. */
-  governance: GovernanceChecks;
+  /** Each message's access (rule 6) and governance (spec 2.11) checks, asked together, sent together per event-loop turn. */
+  writes: IntentWriteChecks;
   /** The bus itself: an ask follows its channel's published messages for the response. */
   bus: Bus;
   /** Tells the outbox relay that a commit enqueued messages. */

@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { channelStream, channelsCommands as commands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { GovernanceChecks, IntentAccessChecks, openServiceCore } from "@intentmesh/service";
+import { IntentAccessChecks, IntentWriteChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { ChannelsContext } from "./context";
@@ -42,10 +42,12 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     outbox,
   });
   const { database, logger, relay } = core;
-  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, bus: core.bus, governance: new GovernanceChecks(core.client), published: core.published };
+  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, bus: core.bus, writes: new IntentWriteChecks(core.client), published: core.published };
   const sweeper = new ChannelSweeper(ctx, options.sweepIntervalMs ?? 1000);
 
-  // Rule 6 with RFC-0011: every channel operation is checked against its intent's ACL first.
+  // Rule 6 with RFC-0011: every channel operation is checked against its intent's ACL first. The
+  // four ways of sending check it in their handlers, with the message's governance check in the
+  // same request (IntentWriteChecks), on the intent of the channel row they read anyway.
   const access = new IntentAccessChecks(core.client);
   core.serve(commands, access.wrap(commands, {
     create: (input, caller) => createChannel(ctx, input.intent_id, input.body, caller),
@@ -61,7 +63,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     ask: (input, caller) => ask(ctx, input.channel_id, input.body, caller),
     streamView: (input, caller) => streamView(ctx, input.channel_id, caller),
     markRead: (input, caller) => markRead(ctx, input.channel_id, input.message_id, caller),
-  }, (_command, input: { channel_id: string }) => intentOfChannel(ctx, input.channel_id)));
+  }, (_command, input: { channel_id: string }) => intentOfChannel(ctx, input.channel_id), ["send", "sendByName", "reply", "ask"]));
   const consumers = await startLifecycleConsumers(core.bus, ctx);
   const running = core.launch({ workers: [sweeper], running: [consumers] });
   return { ctx, relay, sweeper, stop: running.stop };

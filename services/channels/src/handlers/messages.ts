@@ -3,6 +3,7 @@ import {
   appError,
   AppError,
   channelMessageSubject,
+  channelsCommands,
   errors,
   type AskBody,
   type AskResult,
@@ -19,7 +20,8 @@ import type { Tx } from "@intentmesh/db";
 import type { Subscription } from "@nats-io/transport-node";
 import { SERVICE_CALLER, type ChannelsContext } from "../context";
 import { channels, messages } from "../db/schema";
-import { assertChannelAccess, findChannel, notAMember, roleOf } from "../access";
+import { assertChannelAccess, checkWrite, findChannel, notAMember, roleOf } from "../access";
+import type { WriteVerdict } from "@intentmesh/service";
 import { addressedTo, refuseCredentials, resolveRecipient, senderOf, viewerOf, type Viewer } from "../domain/rules";
 import { toMessage, type ChannelRow, type MessageRow } from "../mapping";
 import { checkNewChannel, insertChannel, newChannelRow } from "./channels";
@@ -39,7 +41,8 @@ interface Outgoing {
 /** POST /channels/{id}/messages. */
 export async function sendMessage(ctx: ChannelsContext, channelId: string, body: SendMessageBody, caller: Caller): Promise<Message> {
   const channel = await findChannel(ctx, channelId);
-  return send(ctx, channel, body, caller);
+  const verdict = await checkWrite(ctx, caller, channelsCommands.send, channel.intentId, "channel");
+  return send(ctx, channel, body, caller, verdict);
 }
 
 /**
@@ -47,6 +50,7 @@ export async function sendMessage(ctx: ChannelsContext, channelId: string, body:
  * created with policy `intent` by this first message when the intent has none.
  */
 export async function sendByName(ctx: ChannelsContext, intentId: string, name: string, body: SendMessageBody, caller: Caller): Promise<Message> {
+  const verdict = await checkWrite(ctx, caller, channelsCommands.sendByName, intentId, "intent_id");
   let [channel] = await ctx.db.select().from(channels).where(and(eq(channels.intentId, intentId), eq(channels.name, name)));
   if (!channel) {
     await checkNewChannel(ctx, caller, intentId, null);
@@ -62,14 +66,16 @@ export async function sendByName(ctx: ChannelsContext, intentId: string, name: s
       if (!channel) throw error;
     }
   }
-  return send(ctx, channel, body, caller);
+  return send(ctx, channel, body, caller, verdict);
 }
 
 /** POST /channels/{id}/messages/{mid}/reply: a response to that request; correlation_id and `to` set by the server. */
 export async function replyTo(ctx: ChannelsContext, channelId: string, messageId: string, body: ReplyBody, caller: Caller): Promise<Message> {
+  const found = await findChannel(ctx, channelId);
+  const verdict = await checkWrite(ctx, caller, channelsCommands.reply, found.intentId, "channel");
   // The message named in the path must be one the caller can read, as for GET and mark-read: 404 otherwise (spec 7).
-  const { channel } = await visibleMessage(ctx, channelId, messageId, caller);
-  return send(ctx, channel, { sender: body.sender, payload: body.payload, metadata: body.metadata, message_type: "response", correlation_id: messageId }, caller);
+  const { channel } = await visibleMessageOf(ctx, found, messageId, caller);
+  return send(ctx, channel, { sender: body.sender, payload: body.payload, metadata: body.metadata, message_type: "response", correlation_id: messageId }, caller, verdict);
 }
 
 /**
@@ -83,6 +89,7 @@ export async function replyTo(ctx: ChannelsContext, channelId: string, messageId
  */
 export async function ask(ctx: ChannelsContext, channelId: string, body: AskBody, caller: Caller): Promise<AskResult> {
   const channel = await findChannel(ctx, channelId);
+  const verdict = await checkWrite(ctx, caller, channelsCommands.ask, channel.intentId, "channel");
   const timeoutMs = body.timeout * 1000;
   const expiresAt = new Date(ctx.clock.now().getTime() + timeoutMs).toISOString();
   const published = ctx.bus.nc.subscribe(ctx.bus.subject(channelMessageSubject(channel.id)));
@@ -92,6 +99,7 @@ export async function ask(ctx: ChannelsContext, channelId: string, body: AskBody
       channel,
       { sender: body.sender, to: body.to, message_type: "request", payload: body.payload, metadata: body.metadata, intent_id: body.intent_id, expires_at: expiresAt },
       caller,
+      verdict,
     );
     await firstPublishedResponse(published, request.id, timeoutMs);
     const response = await firstResponse(ctx, request.id);
@@ -139,7 +147,8 @@ async function firstResponse(ctx: ChannelsContext, requestId: string): Promise<M
   return row ? toMessage(row) : null;
 }
 
-async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller): Promise<Message> {
+/** A message after its access check (`verdict`: checkWrite, asked by each way of sending before anything else). */
+async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller, verdict: WriteVerdict): Promise<Message> {
   const viewer = await assertChannelAccess(ctx, caller, channel);
   if (body.intent_id && body.intent_id !== channel.intentId) {
     throw appError("CROSS_INTENT_MESSAGE", `channel ${channel.name} belongs to intent ${channel.intentId}; a message may not cross to another intent (rule 8)`, {
@@ -161,8 +170,8 @@ async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessage
   const now = ctx.clock.now();
   const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= now.getTime()) throw errors.validation("expires_at is already past: such a message would never be delivered");
-  // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope.
-  await ctx.governance.assertAllowed(caller, channel.intentId, "channel");
+  // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope (read with the access check).
+  verdict.assertGovernance();
   const written = await writeMessage(ctx.query, outgoing(channel, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }), now);
   if (!written) throw await refusal(ctx, ctx.db, channel.id);
   ctx.published();
@@ -256,8 +265,12 @@ export async function listMessages(ctx: ChannelsContext, channelId: string, quer
   return rows.map(toMessage);
 }
 
-async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<{ channel: ChannelRow; row: MessageRow; viewer: Viewer; role: string | null }> {
-  const channel = await findChannel(ctx, channelId);
+async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller) {
+  return visibleMessageOf(ctx, await findChannel(ctx, channelId), messageId, caller);
+}
+
+async function visibleMessageOf(ctx: ChannelsContext, channel: ChannelRow, messageId: string, caller: Caller): Promise<{ channel: ChannelRow; row: MessageRow; viewer: Viewer; role: string | null }> {
+  const channelId = channel.id;
   const viewer = await assertChannelAccess(ctx, caller, channel);
   const [row] = await ctx.db.select().from(messages).where(and(eq(messages.id, messageId), eq(messages.channelId, channelId)));
   if (!row) throw errors.notFound("message", messageId);
