@@ -8,9 +8,18 @@ import { insertMessage } from "./handlers/messages";
 
 const UNREAD = ["pending", "delivered"];
 
+/** The intent statuses that close an intent's channels. */
+const ENDED = ["completed", "abandoned"];
+const TASK_ENDS: readonly string[] = TASK_END_EVENT_TYPES;
+
 /**
  * What other services' events mean for channels (3.2, 3.3), each an idempotent durable consumer
- * (inbox row in the transaction of its effects, so a redelivery changes nothing twice):
+ * (inbox row in the transaction of its effects, so a redelivery changes nothing twice). Every
+ * task event and status change reaches them and few change anything: an event with nothing to
+ * apply (another status, a task event that is not an end, a task's end with no open channel to
+ * close: most tasks have none) is acknowledged by `skip` with no transaction and no inbox row
+ * (libs/bus consumer.ts). What a skip reads is what the transaction's UPDATE would have found at
+ * that moment: a channel that commits later was not closed by it either.
  * - an intent completed or abandoned closes its channels and expires their unread messages;
  * - a task that ends (completed, failed, cancelled) closes the channels scoped to it;
  * - a deregistered agent leaves every channel's member list, a notify announces its departure,
@@ -21,22 +30,25 @@ export async function startLifecycleConsumers(bus: Bus, ctx: ChannelsContext) {
   const intentEnds = await subscribe(bus, eventOn(intentEvents.statusChanged, "intent"), {
     ...common,
     durable: "channels-intent-status",
+    // An intent ends once in its life: its end is applied in a transaction whether it has channels or not.
+    skip: (event) => !ENDED.includes(event.payload.to),
     handle: async (tx, event) => {
-      const { to } = event.payload;
-      if (to === "completed" || to === "abandoned") await closeChannels(tx, eq(channels.intentId, event.intent_id), ctx.clock.now(), true);
+      if (ENDED.includes(event.payload.to)) await closeChannels(tx, eq(channels.intentId, event.intent_id), ctx.clock.now(), true);
     },
   });
   // The whole task family under one filter (the durable's filter since it was created); only the ends close channels.
   const taskEnds = await subscribe(bus, eventFamilyOn(taskEvents, "intent", "task."), {
     ...common,
     durable: "channels-task-ends",
+    skip: async (event) => !TASK_ENDS.includes(event.event_type) || !(await taskHasOpenChannels(ctx, event.payload.task_id)),
     handle: async (tx, event) => {
-      if ((TASK_END_EVENT_TYPES as readonly string[]).includes(event.event_type)) await closeChannels(tx, eq(channels.taskId, event.payload.task_id), ctx.clock.now(), false);
+      if (TASK_ENDS.includes(event.event_type)) await closeChannels(tx, eq(channels.taskId, event.payload.task_id), ctx.clock.now(), false);
     },
   });
   const departures = await subscribe(bus, eventOn(agentEvents.lifecycle, "agent"), {
     ...common,
     durable: "channels-agent-departures",
+    skip: (event) => event.payload.new_status !== "deregistered",
     handle: async (tx, event) => {
       if (event.payload.new_status === "deregistered") await agentDeparted(ctx, tx, event.agent_id);
     },
@@ -48,6 +60,12 @@ export async function startLifecycleConsumers(bus: Bus, ctx: ChannelsContext) {
       await departures.stop();
     },
   };
+}
+
+/** Whether the task has an open channel: one indexed read (channels_task_idx), no transaction. */
+async function taskHasOpenChannels(ctx: ChannelsContext, taskId: string): Promise<boolean> {
+  const [row] = await ctx.query<{ open: boolean }>("channels_open_of_task", "select exists(select 1 from channels.channels where task_id = $1::uuid and status = 'open') as open", [taskId]);
+  return row?.open === true;
 }
 
 /** Closes the open channels matching `which`; with `expireUnread`, their unread messages expire too (3.2). */

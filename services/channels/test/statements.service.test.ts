@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
+import { streams, writeCheckCommands } from "@intentmesh/contracts";
+import { expectApiError as expectError } from "../../../test/support/service-harness";
+import { channels as channelRows } from "../src/db/schema";
+import { registerAgent, startCountingChannelsHarness, type Agent, type CountingHarness } from "./harness";
+
+/**
+ * The work a message costs, counted rather than timed (issue 32: half the CPU per request): the
+ * statements the channels and intents services send to PostgreSQL for one message, the requests
+ * channels asks of the intents service, and what the lifecycle consumers do for events they have
+ * nothing to apply. A regression of any of these savings fails here; the rules they keep (access,
+ * governance, channel rules, in that order) are held beside them.
+ */
+let harness: CountingHarness;
+beforeAll(async () => {
+  harness = await startCountingChannelsHarness();
+});
+afterAll(async () => {
+  await harness?.stop();
+});
+
+const admin = () => harness.sdk("admin");
+const activeIntent = () => admin().ops.intentsCreate({ body: { title: "counted", status: "active" } });
+const post = (channelId: string, who: Agent, body: Record<string, unknown>) => harness.api("channelsSend", { ...who.as, params: { channel_id: channelId }, body });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Statements with bound values and names cut to their first words, for a readable failure. */
+const shapes = (statements: string[]) => statements.map((text) => text.replace(/\s+/g, " ").trim().slice(0, 160));
+
+/**
+ * Runs `work` with outbox relays paused (a relay's pass publishes what a request committed, on
+ * its own timer: counted by bench/, not by the request) once the services are quiet, and answers
+ * the statements each service sent during it and the intents subjects channels asked.
+ */
+async function counted(paused: ("channels" | "intents")[], work: () => Promise<void>) {
+  const relays = paused.map((name) => harness.service[name].relay);
+  for (const relay of relays) await relay.stop();
+  const asked: string[] = [];
+  const sub = harness.bus.nc.subscribe(harness.bus.subject("im.intents.>"), { callback: (_err, msg) => void asked.push(msg.subject) });
+  try {
+    // What the setup started (consumers applying its events) ends before the count begins.
+    for (let quiet = 0; quiet < 3; ) {
+      await sleep(100);
+      const left = harness.takeStatements();
+      quiet = left.channels.length === 0 && (paused.includes("intents") ? left.intents.length === 0 : true) ? quiet + 1 : 0;
+    }
+    asked.length = 0;
+    await work();
+    await harness.bus.nc.flush();
+    return { ...harness.takeStatements(), asked };
+  } finally {
+    sub.unsubscribe();
+    for (const relay of relays) relay.start();
+  }
+}
+
+/** Resolves once a durable of the channels service has acknowledged everything its stream holds for it. */
+async function consumed(durable: string) {
+  const stream = harness.bus.streamName(streams.intents.name);
+  for (let i = 0; i < 200; i++) {
+    const info = await harness.bus.jsm.consumers.info(stream, durable);
+    if (info.num_pending === 0 && info.num_ack_pending === 0) return;
+    await sleep(25);
+  }
+  throw new Error(`${durable} still has messages to apply`);
+}
+
+describe("the work of one message (issue 32)", () => {
+  it("a message: channels reads the channel's row and writes in one statement, no transaction; intents answers access and governance in one request and one statement", async () => {
+    const sender = await registerAgent(harness, "counted");
+    const intent = await activeIntent();
+    const channel = await admin().ops.channelsCreate({ intent_id: intent.id, body: { name: "counted" } });
+    // The first message prepares the named statements and caches the sender's binding.
+    expect((await post(channel.id, sender, { payload: { n: 0 } })).status).toBe(201);
+    const work = await counted(["channels", "intents"], async () => {
+      expect((await post(channel.id, sender, { payload: { n: 1 } })).status).toBe(201);
+    });
+    expect(shapes(work.channels)).toEqual([expect.stringMatching(/^select id, intent_id as "intentId"/), expect.stringMatching(/^with c as \( update channels\.channels set message_count/)]);
+    expect(work.asked).toEqual([harness.bus.subject(writeCheckCommands.check.subject)]);
+    // An intent with neither an ACL nor a governance policy: one primary-key read.
+    expect(shapes(work.intents)).toEqual([expect.stringMatching(/^select i\.id as intent_id, i\.acl_policy, .* i\.governance_policy/)]);
+  });
+
+  it("the checks keep their order: access first, then the channel's rules, then governance", async () => {
+    const allowed = await registerAgent(harness, "allowed");
+    const other = await registerAgent(harness, "other");
+    const intent = await activeIntent();
+    const channel = await admin().ops.channelsCreate({ intent_id: intent.id, body: { name: "ordered" } });
+    expect((await admin().send("governancePolicySet", { intent_id: intent.id, ifMatch: intent.version, body: { allowed_agents: [allowed.id] } })).status).toBe(200);
+    const secret = { payload: { password: "hunter2hunter2" } };
+    expect((await post(channel.id, allowed, { payload: { ok: true } })).status).toBe(201);
+    // Governance refuses the other agent, after the channel's own rules (credentials: 400).
+    expectError(await post(channel.id, other, { payload: { ok: true } }), 403, "GOVERNANCE_VIOLATION");
+    expectError(await post(channel.id, other, secret), 400, "CREDENTIALS_IN_MESSAGE");
+    // An ACL without the other agent: access refuses it before anything else, then allows it again once granted.
+    expect((await admin().send("aclSet", { intent_id: intent.id, body: { default_policy: "closed", entries: [{ principal_type: "agent", principal_id: allowed.id, permission: "write" }] } })).status).toBe(200);
+    expectError(await post(channel.id, other, secret), 403, "INTENT_ACCESS_DENIED");
+    expect((await post(channel.id, allowed, { payload: { ok: true } })).status).toBe(201);
+    expect((await admin().send("aclGrant", { intent_id: intent.id, body: { principal_type: "agent", principal_id: other.id, permission: "write" } })).status).toBe(201);
+    expectError(await post(channel.id, other, { payload: { ok: true } }), 403, "GOVERNANCE_VIOLATION");
+    // The same through the by-name route and a reply: one check each, the same order.
+    expectError(await harness.api("channelsSendByName", { ...other.as, params: { intent_id: intent.id, name: "ordered" }, body: secret }), 400, "CREDENTIALS_IN_MESSAGE");
+    expectError(await harness.api("channelsSendByName", { ...other.as, params: { intent_id: intent.id, name: "ordered" }, body: { payload: {} } }), 403, "GOVERNANCE_VIOLATION");
+  });
+
+  it("task events other than ends, and the end of a task without an open channel, cost the channels service no transaction; an end with one closes it", async () => {
+    const intent = await activeIntent();
+    const task = async (title: string) => admin().ops.tasksCreate({ intent_id: intent.id, body: { title } });
+    const moves = async (taskId: string) => {
+      for (const move of ["tasksClaim", "tasksStart"] as const) expect((await admin().send(move, { task_id: taskId, body: {} })).status).toBe(200);
+      expect((await admin().send("tasksComplete", { task_id: taskId, body: { output: {} } })).status).toBe(200);
+    };
+    const bare = await task("no channel");
+    const work = await counted(["channels"], async () => {
+      // The end is in the stream once it is seen on its subject; then the durable has taken it.
+      const ended = harness.bus.nc.subscribe(harness.bus.subject(`im.evt.intent.${intent.id}.task.completed`), { max: 1 });
+      await moves(bare.id);
+      for await (const _ of ended) break;
+      await consumed("channels-task-ends");
+    });
+    // task.claimed and task.started: nothing; task.completed: whether the task has an open channel.
+    expect(shapes(work.channels)).toEqual([expect.stringMatching(/^select exists\(select 1 from channels\.channels where task_id/)]);
+    const scoped = await task("with a channel");
+    const channel = await admin().ops.channelsCreate({ intent_id: intent.id, body: { name: "scoped", task_id: scoped.id } });
+    await moves(scoped.id);
+    const status = async () => (await harness.database.db.select({ status: channelRows.status }).from(channelRows).where(eq(channelRows.id, channel.id)))[0]?.status;
+    for (let i = 0; i < 100 && (await status()) !== "closed"; i++) await sleep(50);
+    expect(await status()).toBe("closed");
+  });
+});
