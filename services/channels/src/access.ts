@@ -13,7 +13,7 @@ export function readIntent(ctx: ChannelsContext, caller: Caller, intentId: strin
 const FIND_CHANNEL_SQL = `
 select id, intent_id as "intentId", task_id as "taskId", name, created_by as "createdBy", members, member_policy as "memberPolicy", audit,
        ttl_seconds as "ttlSeconds", max_messages as "maxMessages", status, created_at as "createdAt", closed_at as "closedAt",
-       message_count as "messageCount", last_message_at as "lastMessageAt", closes_at as "closesAt"
+       message_count as "messageCount", last_message_at as "lastMessageAt", closes_at as "closesAt", revision
 from channels.channels where id = $1::uuid`;
 
 export async function findChannel(ctx: ChannelsContext, channelId: string): Promise<ChannelRow> {

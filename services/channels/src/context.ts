@@ -3,6 +3,7 @@ import type { Bus, BusClient } from "@intentmesh/bus";
 import type { IntentWriteChecks } from "@intentmesh/service";
 import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
+import type { RememberedChannels } from "./remembered-channels";
 
 /** What every handler of the channels service works with. */
 export interface ChannelsContext {
@@ -17,6 +18,8 @@ export interface ChannelsContext {
   writes: IntentWriteChecks;
   /** The bus itself: an ask follows its channel's published messages for the response. */
   bus: Bus;
+  /** The channel rows sends have read, for the next message to the same channel. */
+  remembered: RememberedChannels;
   /** Tells the outbox relay that a commit enqueued messages. */
   published(): void;
 }

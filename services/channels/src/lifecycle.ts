@@ -89,7 +89,8 @@ async function agentDeparted(ctx: ChannelsContext, tx: Tx, agentId: string): Pro
   const now = ctx.clock.now();
   const memberOf = await tx
     .update(channels)
-    .set({ members: sql`array_remove(${channels.members}, ${agentId})` })
+    // A member fewer: a new revision, so no remembered row (RememberedChannels) sends as the departed agent.
+    .set({ members: sql`array_remove(${channels.members}, ${agentId})`, revision: sql`${channels.revision} + 1` })
     .where(sql`${channels.members} @> array[${agentId}]::text[]`)
     .returning({ id: channels.id, name: channels.name, intentId: channels.intentId, status: channels.status });
   for (const channel of memberOf) {

@@ -8,6 +8,7 @@ import type { Logger } from "@intentmesh/telemetry";
 import type { ChannelsContext } from "./context";
 import { outbox } from "./db/schema";
 import { ChannelSweeper } from "./sweeper";
+import { RememberedChannels } from "./remembered-channels";
 import { startLifecycleConsumers } from "./lifecycle";
 import { intentOfChannel } from "./access";
 import { createChannel, deleteChannel, getChannel, listChannels, patchChannel } from "./handlers/channels";
@@ -42,7 +43,7 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
     outbox,
   });
   const { database, logger, relay } = core;
-  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, bus: core.bus, writes: new IntentWriteChecks(core.client), published: core.published };
+  const ctx: ChannelsContext = { db: database.db, query: database.query, clock: core.clock, logger, client: core.client, bus: core.bus, writes: new IntentWriteChecks(core.client), remembered: new RememberedChannels(), published: core.published };
   const sweeper = new ChannelSweeper(ctx, options.sweepIntervalMs ?? 1000);
 
   // Rule 6 with RFC-0011: every channel operation is checked against its intent's ACL first. The

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
+import { rowsOf } from "@intentmesh/db";
 import { streams, writeCheckCommands } from "@intentmesh/contracts";
 import { expectApiError as expectError } from "../../../test/support/service-harness";
 import { channels as channelRows } from "../src/db/schema";
@@ -67,19 +68,45 @@ async function consumed(durable: string) {
 }
 
 describe("the work of one message (issue 32)", () => {
-  it("a message: channels reads the channel's row and writes in one statement, no transaction; intents answers access and governance in one request and one statement", async () => {
+  it("a message to a channel the service has sent to: one statement in channels, no transaction; intents answers access and governance in one request and one statement", async () => {
     const sender = await registerAgent(harness, "counted");
     const intent = await activeIntent();
     const channel = await admin().ops.channelsCreate({ intent_id: intent.id, body: { name: "counted" } });
-    // The first message prepares the named statements and caches the sender's binding.
-    expect((await post(channel.id, sender, { payload: { n: 0 } })).status).toBe(201);
+    // The first message reads the channel's row (and prepares the named statements); the next ones write only.
+    const first = await counted(["channels", "intents"], async () => {
+      expect((await post(channel.id, sender, { payload: { n: 0 } })).status).toBe(201);
+    });
+    expect(shapes(first.channels)).toEqual([expect.stringMatching(/^select id, intent_id as "intentId"/), expect.stringMatching(/^with c as \( update channels\.channels set message_count/)]);
     const work = await counted(["channels", "intents"], async () => {
       expect((await post(channel.id, sender, { payload: { n: 1 } })).status).toBe(201);
     });
-    expect(shapes(work.channels)).toEqual([expect.stringMatching(/^select id, intent_id as "intentId"/), expect.stringMatching(/^with c as \( update channels\.channels set message_count/)]);
+    expect(shapes(work.channels)).toEqual([expect.stringMatching(/^with c as \( update channels\.channels set message_count/)]);
     expect(work.asked).toEqual([harness.bus.subject(writeCheckCommands.check.subject)]);
     // An intent with neither an ACL nor a governance policy: one primary-key read.
     expect(shapes(work.intents)).toEqual([expect.stringMatching(/^select i\.id as intent_id, i\.acl_policy, .* i\.governance_policy/)]);
+  });
+
+  it("a remembered channel row decides nothing alone: a change made elsewhere (another replica) binds the next message", async () => {
+    const member = await registerAgent(harness, "member");
+    const joining = await registerAgent(harness, "joining");
+    const intent = await activeIntent();
+    const channel = await admin().ops.channelsCreate({ intent_id: intent.id, body: { name: "elsewhere", member_policy: "explicit", members: [member.id] } });
+    // What another replica's PATCH, closure or DELETE writes, behind this process's back.
+    const elsewhere = (change: ReturnType<typeof sql>) => harness.database.db.execute(sql`update channels.channels set ${change}, revision = revision + 1 where id = ${channel.id}`);
+    expect((await post(channel.id, member, { payload: { n: 1 } })).status).toBe(201);
+    expectError(await post(channel.id, joining, { payload: {} }), 403, "NOT_A_MEMBER");
+    await elsewhere(sql`members = ${`{${member.id},${joining.id}}`}::text[]`);
+    expect((await post(channel.id, joining, { payload: { n: 2 } })).status).toBe(201);
+    await elsewhere(sql`members = ${`{${joining.id}}`}::text[]`);
+    expectError(await post(channel.id, member, { payload: {} }), 403, "NOT_A_MEMBER");
+    // A refusal is the current row's first: not a member before credentials.
+    expectError(await post(channel.id, member, { payload: { token: "abcdefghijkl" } }), 403, "NOT_A_MEMBER");
+    await harness.database.db.execute(sql`update channels.channels set status = 'closed', closed_at = now() where id = ${channel.id}`);
+    expectError(await post(channel.id, joining, { payload: {} }), 409, "CHANNEL_CLOSED");
+    await harness.database.db.execute(sql`delete from channels.channels where id = ${channel.id}`);
+    expectError(await post(channel.id, joining, { payload: {} }), 404, "CHANNEL_NOT_FOUND");
+    const listed = await harness.database.db.execute(sql`select sequence from channels.messages where channel_id = ${channel.id} order by sequence`);
+    expect(rowsOf<{ sequence: string | number }>(listed).map((row) => Number(row.sequence))).toEqual([1, 2]);
   });
 
   it("the checks keep their order: access first, then the channel's rules, then governance", async () => {

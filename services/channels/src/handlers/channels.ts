@@ -34,6 +34,7 @@ export function newChannelRow(intentId: string, body: CreateChannelBody, created
     messageCount: 0,
     lastMessageAt: null,
     closesAt: ttl ? new Date(now.getTime() + ttl * 1000) : null,
+    revision: 0,
   };
 }
 
@@ -119,10 +120,16 @@ export async function patchChannel(ctx: ChannelsContext, channelId: string, body
       changes.closedAt = now;
     }
     if (!Object.keys(changes).length) return current;
-    const [updated] = await tx.update(channels).set(changes).where(eq(channels.id, channelId)).returning();
+    // Any change may change who may send: remembered rows (RememberedChannels) on every replica stop writing.
+    const [updated] = await tx
+      .update(channels)
+      .set({ ...changes, revision: sql`${channels.revision} + 1` })
+      .where(eq(channels.id, channelId))
+      .returning();
     if (changes.maxMessages !== undefined) await evictBeyond(tx, updated!);
     return updated!;
   });
+  ctx.remembered.forget(channelId);
   return toChannel(row);
 }
 
@@ -135,6 +142,7 @@ export async function deleteChannel(ctx: ChannelsContext, channelId: string, cal
     await tx.delete(messages).where(eq(messages.channelId, channelId));
     await tx.delete(channels).where(eq(channels.id, channelId));
   });
+  ctx.remembered.forget(channelId);
   return { status: "closed", channel_id: channelId };
 }
 

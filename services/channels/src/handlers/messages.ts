@@ -38,9 +38,30 @@ interface Outgoing {
   expiresAt: Date | null;
 }
 
-/** POST /channels/{id}/messages. */
+/** A send on a remembered row that did not write: the row changed (revision, status) or is gone. */
+class ChangedChannel extends Error {}
+
+/**
+ * POST /channels/{id}/messages. To a channel this process has sent to, the send runs on the row
+ * it remembers (RememberedChannels) and writes only while the row is still at that revision: one
+ * statement. A write the row's change stopped, or any refusal reached on the remembered row (which
+ * a change may have made the wrong one, or not the first), is decided again from the start on the
+ * row read afresh: what a send answers is always what it answers on the current row. An outage
+ * (5xx) is answered as it comes rather than asked twice.
+ */
 export async function sendMessage(ctx: ChannelsContext, channelId: string, body: SendMessageBody, caller: Caller): Promise<Message> {
+  const remembered = ctx.remembered.get(channelId);
+  if (remembered) {
+    try {
+      const verdict = await checkWrite(ctx, caller, channelsCommands.send, remembered.intentId, "channel");
+      return await send(ctx, remembered, body, caller, verdict, remembered.revision);
+    } catch (error) {
+      if (!(error instanceof ChangedChannel || (error instanceof AppError && error.status < 500))) throw error;
+      ctx.remembered.forget(channelId);
+    }
+  }
   const channel = await findChannel(ctx, channelId);
+  ctx.remembered.remember(channel);
   const verdict = await checkWrite(ctx, caller, channelsCommands.send, channel.intentId, "channel");
   return send(ctx, channel, body, caller, verdict);
 }
@@ -147,8 +168,11 @@ async function firstResponse(ctx: ChannelsContext, requestId: string): Promise<M
   return row ? toMessage(row) : null;
 }
 
-/** A message after its access check (`verdict`: checkWrite, asked by each way of sending before anything else). */
-async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller, verdict: WriteVerdict): Promise<Message> {
+/**
+ * A message after its access check (`verdict`: checkWrite, asked by each way of sending before
+ * anything else). `revision`: the row is a remembered one, written only while still at it.
+ */
+async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller, verdict: WriteVerdict, revision: number | null = null): Promise<Message> {
   const viewer = await assertChannelAccess(ctx, caller, channel);
   if (body.intent_id && body.intent_id !== channel.intentId) {
     throw appError("CROSS_INTENT_MESSAGE", `channel ${channel.name} belongs to intent ${channel.intentId}; a message may not cross to another intent (rule 8)`, {
@@ -172,8 +196,8 @@ async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessage
   if (expiresAt && expiresAt.getTime() <= now.getTime()) throw errors.validation("expires_at is already past: such a message would never be delivered");
   // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope (read with the access check).
   verdict.assertGovernance();
-  const written = await writeMessage(ctx.query, outgoing(channel, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }), now);
-  if (!written) throw await refusal(ctx, ctx.db, channel.id);
+  const written = await writeMessage(ctx.query, outgoing(channel, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }), now, revision);
+  if (!written) throw revision === null ? await refusal(ctx, ctx.db, channel.id) : new ChangedChannel();
   ctx.published();
   return written;
 }
