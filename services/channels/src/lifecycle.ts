@@ -10,7 +10,8 @@ const UNREAD = ["pending", "delivered"];
 
 /** The intent statuses that close an intent's channels. */
 const ENDED = ["completed", "abandoned"];
-const TASK_ENDS: readonly string[] = TASK_END_EVENT_TYPES;
+/** The task events that close a task's channels: the definitions of TASK_END_EVENT_TYPES. */
+const TASK_ENDS = Object.values(taskEvents).filter((definition) => (TASK_END_EVENT_TYPES as readonly string[]).includes(definition.name));
 
 /**
  * What other services' events mean for channels (3.2, 3.3), each an idempotent durable consumer
@@ -36,13 +37,14 @@ export async function startLifecycleConsumers(bus: Bus, ctx: ChannelsContext) {
       if (ENDED.includes(event.payload.to)) await closeChannels(tx, eq(channels.intentId, event.intent_id), ctx.clock.now(), true);
     },
   });
-  // The whole task family under one filter (the durable's filter since it was created); only the ends close channels.
-  const taskEnds = await subscribe(bus, eventFamilyOn(taskEvents, "intent", "task."), {
+  // The whole task family's filter (the durable's since it was created), the ends its only
+  // definitions: every other task event is acknowledged before its payload is parsed.
+  const taskEnds = await subscribe(bus, eventFamilyOn(TASK_ENDS, "intent", "task."), {
     ...common,
     durable: "channels-task-ends",
-    skip: async (event) => !TASK_ENDS.includes(event.event_type) || !(await taskHasOpenChannels(ctx, event.payload.task_id)),
+    skip: async (event) => !(await taskHasOpenChannels(ctx, event.payload.task_id)),
     handle: async (tx, event) => {
-      if (TASK_ENDS.includes(event.event_type)) await closeChannels(tx, eq(channels.taskId, event.payload.task_id), ctx.clock.now(), false);
+      await closeChannels(tx, eq(channels.taskId, event.payload.task_id), ctx.clock.now(), false);
     },
   });
   const departures = await subscribe(bus, eventOn(agentEvents.lifecycle, "agent"), {
