@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { TASK_END_EVENT_TYPES, agentEvents, intentEvents, taskEvents } from "@intentmesh/contracts";
-import { eventFamilyOn, eventOn, subscribe, type Bus } from "@intentmesh/bus";
+import { TASK_END_EVENT_TYPES, agentEvents, intentEvents, taskEvents, type EventLog } from "@intentmesh/contracts";
+import { eventFamilyOn, eventOn, subscribe, type Bus, type EventSource } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
 import { SYSTEM_SENDER, type ChannelsContext } from "./context";
 import { channels, inbox, messages } from "./db/schema";
@@ -17,10 +17,11 @@ const TASK_ENDS = Object.values(taskEvents).filter((definition) => (TASK_END_EVE
  * What other services' events mean for channels (3.2, 3.3), each an idempotent durable consumer
  * (inbox row in the transaction of its effects, so a redelivery changes nothing twice). Every
  * task event and status change reaches them and few change anything: an event with nothing to
- * apply (another status, a task event that is not an end, a task's end with no open channel to
- * close: most tasks have none) is acknowledged by `skip` with no transaction and no inbox row
- * (libs/bus consumer.ts). What a skip reads is what the transaction's UPDATE would have found at
- * that moment: a channel that commits later was not closed by it either.
+ * apply (another status, a task event that is not an end, a lifecycle event that is not a
+ * deregistration) is acknowledged before its schema runs, and a task's end with no open channel
+ * to close (most tasks have none) after one indexed read (`skip`): no transaction, no inbox row
+ * (libs/bus consumer.ts). What the read finds is what the transaction's UPDATE would have found
+ * at that moment: a channel that commits later was not closed by it either.
  * - an intent completed or abandoned closes its channels and expires their unread messages;
  * - a task that ends (completed, failed, cancelled) closes the channels scoped to it;
  * - a deregistered agent leaves every channel's member list, a notify announces its departure,
@@ -28,11 +29,10 @@ const TASK_ENDS = Object.values(taskEvents).filter((definition) => (TASK_END_EVE
  */
 export async function startLifecycleConsumers(bus: Bus, ctx: ChannelsContext) {
   const common = { db: ctx.db, inbox, logger: ctx.logger, afterCommit: () => ctx.published() };
-  const intentEnds = await subscribe(bus, eventOn(intentEvents.statusChanged, "intent"), {
+  // An end is applied in a transaction, channels or not: an intent ends once in its life.
+  const intentEnds = await subscribe(bus, whereValue(eventOn(intentEvents.statusChanged, "intent"), "to", ENDED), {
     ...common,
     durable: "channels-intent-status",
-    // An intent ends once in its life: its end is applied in a transaction whether it has channels or not.
-    skip: (event) => !ENDED.includes(event.payload.to),
     handle: async (tx, event) => {
       if (ENDED.includes(event.payload.to)) await closeChannels(tx, eq(channels.intentId, event.intent_id), ctx.clock.now(), true);
     },
@@ -47,10 +47,9 @@ export async function startLifecycleConsumers(bus: Bus, ctx: ChannelsContext) {
       await closeChannels(tx, eq(channels.taskId, event.payload.task_id), ctx.clock.now(), false);
     },
   });
-  const departures = await subscribe(bus, eventOn(agentEvents.lifecycle, "agent"), {
+  const departures = await subscribe(bus, whereValue(eventOn(agentEvents.lifecycle, "agent"), "new_status", ["deregistered"]), {
     ...common,
     durable: "channels-agent-departures",
-    skip: (event) => event.payload.new_status !== "deregistered",
     handle: async (tx, event) => {
       if (event.payload.new_status === "deregistered") await agentDeparted(ctx, tx, event.agent_id);
     },
@@ -60,6 +59,20 @@ export async function startLifecycleConsumers(bus: Bus, ctx: ChannelsContext) {
       await intentEnds.stop();
       await taskEnds.stop();
       await departures.stop();
+    },
+  };
+}
+
+/**
+ * The events of `source` whose payload's `field` is one of `values`; the others (most status
+ * changes, every lifecycle event but a deregistration) are acknowledged before any schema runs.
+ */
+function whereValue<Log extends EventLog, Event>(source: EventSource<Log, Event>, field: string, values: readonly string[]): EventSource<Log, Event> {
+  return {
+    ...source,
+    parse: (data) => {
+      const value = (data as { payload?: Record<string, unknown> } | null)?.payload?.[field];
+      return typeof value === "string" && values.includes(value) ? source.parse(data) : null;
     },
   };
 }
