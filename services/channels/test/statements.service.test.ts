@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq, sql } from "drizzle-orm";
 import { rowsOf } from "@intentmesh/db";
-import { streams, writeCheckCommands } from "@intentmesh/contracts";
+import { streams, writeCheckCommands, type Caller } from "@intentmesh/contracts";
+import { IntentWriteChecks, type WriteVerdict } from "@intentmesh/service";
+import { UNKNOWN_ID } from "../../../test/support/e2e-helpers";
 import { expectApiError as expectError } from "../../../test/support/service-harness";
 import { channels as channelRows } from "../src/db/schema";
 import { registerAgent, startCountingChannelsHarness, type Agent, type CountingHarness } from "./harness";
@@ -154,5 +156,48 @@ describe("the work of one message (issue 32)", () => {
     const status = async () => (await harness.database.db.select({ status: channelRows.status }).from(channelRows).where(eq(channelRows.id, channel.id)))[0]?.status;
     for (let i = 0; i < 100 && (await status()) !== "closed"; i++) await sleep(50);
     expect(await status()).toBe("closed");
+  });
+});
+
+describe("acl.check_write (access and governance of one write, asked together)", () => {
+  it("answers each check of a turn in one check_write_many request, in order: access refusals as errors, governance verdicts beside the access", async () => {
+    const open = await activeIntent();
+    const governed = await activeIntent();
+    expect((await admin().send("governancePolicySet", { intent_id: governed.id, ifMatch: governed.version, body: { allowed_agents: ["alice"] } })).status).toBe(200);
+    const closed = await activeIntent();
+    expect((await admin().send("aclSet", { intent_id: closed.id, body: { default_policy: "closed", entries: [] } })).status).toBe(200);
+    const as = (agent: string): Caller => ({ principal: `key:${agent}`, roles: ["agent"], actor: agent, agent_id: agent });
+    const checks = new IntentWriteChecks(harness.client);
+    const asked: string[] = [];
+    const sub = harness.bus.nc.subscribe(harness.bus.subject("im.intents.acl.>"), { callback: (_err, msg) => void asked.push(msg.subject) });
+    try {
+      const outcomes = await Promise.allSettled([
+        checks.check(as("bob"), open.id, "write", "channel"),
+        checks.check(as("alice"), governed.id, "write", "channel"),
+        checks.check(as("bob"), governed.id, "write", "channel"),
+        checks.check(as("bob"), closed.id, "write", "channel"),
+        checks.check(as("bob"), UNKNOWN_ID, "write", "channel"),
+      ]);
+      await harness.bus.nc.flush();
+      expect(asked).toEqual([harness.bus.subject(writeCheckCommands.checkMany.subject)]);
+      const [openOk, allowed, refused, denied, missing] = outcomes;
+      for (const fine of [openOk, allowed]) {
+        expect(fine.status).toBe("fulfilled");
+        expect(() => (fine as PromiseFulfilledResult<WriteVerdict>).value.assertGovernance()).not.toThrow();
+      }
+      expect(refused.status).toBe("fulfilled");
+      expect(() => (refused as PromiseFulfilledResult<WriteVerdict>).value.assertGovernance()).toThrow(expect.objectContaining({ code: "GOVERNANCE_VIOLATION", status: 403 }));
+      expect(denied).toMatchObject({ status: "rejected", reason: { code: "INTENT_ACCESS_DENIED", status: 403 } });
+      expect(missing).toMatchObject({ status: "rejected", reason: { code: "INTENT_NOT_FOUND", status: 404 } });
+      // A lone check goes as acl.check_write, with the same verdict.
+      asked.length = 0;
+      await expect(checks.check(as("bob"), closed.id, "write", "channel")).rejects.toMatchObject({ code: "INTENT_ACCESS_DENIED" });
+      const lone = await checks.check(as("bob"), governed.id, "write", "channel");
+      expect(() => lone.assertGovernance()).toThrow(expect.objectContaining({ code: "GOVERNANCE_VIOLATION" }));
+      await harness.bus.nc.flush();
+      expect(asked).toEqual([harness.bus.subject(writeCheckCommands.check.subject), harness.bus.subject(writeCheckCommands.check.subject)]);
+    } finally {
+      sub.unsubscribe();
+    }
   });
 });
