@@ -16,16 +16,35 @@ select id, intent_id as "intentId", task_id as "taskId", name, created_by as "cr
        message_count as "messageCount", last_message_at as "lastMessageAt", closes_at as "closesAt", revision
 from channels.channels where id = $1::uuid`;
 
-export async function findChannel(ctx: ChannelsContext, channelId: string): Promise<ChannelRow> {
+/** The channel's row; 404 when there is none. `known`: the row this request already read (ChannelLookups). */
+export async function findChannel(ctx: ChannelsContext, channelId: string, known?: ChannelRow): Promise<ChannelRow> {
+  if (known) return known;
   const [row] = await ctx.query<ChannelRow>("channels_find", FIND_CHANNEL_SQL, [channelId]);
   if (!row) throw errors.notFound("channel", channelId);
   return row;
 }
 
-/** The intent a channel belongs to, for its ACL check (none for an unknown channel: the handler answers 404). */
-export async function intentOfChannel(ctx: ChannelsContext, channelId: string): Promise<string[]> {
-  const rows = await ctx.query<{ intent_id: string }>("channels_intent_of", "select intent_id from channels.channels where id = $1::uuid", [channelId]);
-  return rows.map((row) => row.intent_id);
+/**
+ * The intent of the channel a command names, for its ACL check (none for an unknown channel: the
+ * handler answers 404), read as the channel's whole row and kept for the handler of the same
+ * request (`of`), which would read it again otherwise: one read per request, not two. Kept by the
+ * command's input object, so nothing outlives the request.
+ */
+export class ChannelLookups {
+  private readonly rows = new WeakMap<object, ChannelRow>();
+
+  constructor(private readonly ctx: ChannelsContext) {}
+
+  async intentsOf(input: { channel_id: string }): Promise<string[]> {
+    const [row] = await this.ctx.query<ChannelRow>("channels_find", FIND_CHANNEL_SQL, [input.channel_id]);
+    if (!row) return [];
+    this.rows.set(input, row);
+    return [row.intentId];
+  }
+
+  of(input: { channel_id: string }): ChannelRow | undefined {
+    return this.rows.get(input);
+  }
 }
 
 /**

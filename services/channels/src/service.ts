@@ -10,7 +10,7 @@ import { outbox } from "./db/schema";
 import { ChannelSweeper } from "./sweeper";
 import { RememberedChannels } from "./remembered-channels";
 import { startLifecycleConsumers } from "./lifecycle";
-import { intentOfChannel } from "./access";
+import { ChannelLookups } from "./access";
 import { createChannel, deleteChannel, getChannel, listChannels, patchChannel } from "./handlers/channels";
 import { ask, getMessage, listMessages, markRead, replyTo, sendByName, sendMessage, streamView } from "./handlers/messages";
 
@@ -50,21 +50,22 @@ export async function startChannelsService(options: ChannelsServiceOptions): Pro
   // four ways of sending check it in their handlers, with the message's governance check in the
   // same request (IntentWriteChecks), on the intent of the channel row they read anyway.
   const access = new IntentAccessChecks(core.client);
+  const lookups = new ChannelLookups(ctx);
   core.serve(commands, access.wrap(commands, {
     create: (input, caller) => createChannel(ctx, input.intent_id, input.body, caller),
     list: (input, caller) => listChannels(ctx, input.intent_id, input.query, caller),
-    get: (input, caller) => getChannel(ctx, input.channel_id, caller),
-    patch: (input, caller) => patchChannel(ctx, input.channel_id, input.body, caller),
-    delete: (input, caller) => deleteChannel(ctx, input.channel_id, caller),
+    get: (input, caller) => getChannel(ctx, input.channel_id, caller, lookups.of(input)),
+    patch: (input, caller) => patchChannel(ctx, input.channel_id, input.body, caller, lookups.of(input)),
+    delete: (input, caller) => deleteChannel(ctx, input.channel_id, caller, lookups.of(input)),
     send: (input, caller) => sendMessage(ctx, input.channel_id, input.body, caller),
     sendByName: (input, caller) => sendByName(ctx, input.intent_id, input.name, input.body, caller),
-    listMessages: (input, caller) => listMessages(ctx, input.channel_id, input.query, caller),
-    getMessage: (input, caller) => getMessage(ctx, input.channel_id, input.message_id, caller),
+    listMessages: (input, caller) => listMessages(ctx, input.channel_id, input.query, caller, lookups.of(input)),
+    getMessage: (input, caller) => getMessage(ctx, input.channel_id, input.message_id, caller, lookups.of(input)),
     reply: (input, caller) => replyTo(ctx, input.channel_id, input.message_id, input.body, caller),
     ask: (input, caller) => ask(ctx, input.channel_id, input.body, caller),
-    streamView: (input, caller) => streamView(ctx, input.channel_id, caller),
-    markRead: (input, caller) => markRead(ctx, input.channel_id, input.message_id, caller),
-  }, (_command, input: { channel_id: string }) => intentOfChannel(ctx, input.channel_id), ["send", "sendByName", "reply", "ask"]));
+    streamView: (input, caller) => streamView(ctx, input.channel_id, caller, lookups.of(input)),
+    markRead: (input, caller) => markRead(ctx, input.channel_id, input.message_id, caller, lookups.of(input)),
+  }, (_command, input: { channel_id: string }) => lookups.intentsOf(input), ["send", "sendByName", "reply", "ask"]));
   const consumers = await startLifecycleConsumers(core.bus, ctx);
   const running = core.launch({ workers: [sweeper], running: [consumers] });
   return { ctx, relay, sweeper, stop: running.stop };

@@ -88,6 +88,18 @@ describe("the work of one message (issue 32)", () => {
     expect(shapes(work.intents)).toEqual([expect.stringMatching(/^select i\.id as intent_id, i\.acl_policy, .* i\.governance_policy/)]);
   });
 
+  it("a read of a channel's messages reads the channel's row once: for the access check and the handler both", async () => {
+    const intent = await activeIntent();
+    const channel = await admin().ops.channelsCreate({ intent_id: intent.id, body: { name: "read-once" } });
+    const read = () => harness.api("channelsListMessages", { params: { channel_id: channel.id }, query: {} });
+    expect((await read()).status).toBe(200);
+    const work = await counted(["channels", "intents"], async () => {
+      expect((await read()).status).toBe(200);
+    });
+    expect(shapes(work.channels)).toEqual([expect.stringMatching(/^select id, intent_id as "intentId"/), expect.stringMatching(/^select "id", "channel_id", "intent_id", "sequence"/)]);
+    expect(work.asked).toEqual([harness.bus.subject("im.intents.acl.check")]);
+  });
+
   it("a remembered channel row decides nothing alone: a change made elsewhere (another replica) binds the next message", async () => {
     const member = await registerAgent(harness, "member");
     const joining = await registerAgent(harness, "joining");

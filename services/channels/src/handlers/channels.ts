@@ -87,15 +87,15 @@ export async function listChannels(ctx: ChannelsContext, intentId: string, query
 }
 
 /** GET /channels/{id}. */
-export async function getChannel(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<Channel> {
-  const channel = await findChannel(ctx, channelId);
+export async function getChannel(ctx: ChannelsContext, channelId: string, caller: Caller, known?: ChannelRow): Promise<Channel> {
+  const channel = await findChannel(ctx, channelId, known);
   await assertChannelAccess(ctx, caller, channel);
   return toChannel(channel);
 }
 
 /** PATCH /channels/{id}: members, member_policy, options, status (rule 7; a closed channel stays closed). */
-export async function patchChannel(ctx: ChannelsContext, channelId: string, body: PatchChannelBody, caller: Caller): Promise<Channel> {
-  const existing = await findChannel(ctx, channelId);
+export async function patchChannel(ctx: ChannelsContext, channelId: string, body: PatchChannelBody, caller: Caller, known?: ChannelRow): Promise<Channel> {
+  const existing = await findChannel(ctx, channelId, known);
   await assertChannelAccess(ctx, caller, existing);
   await assertMayChange(ctx, caller, existing);
   const now = ctx.clock.now();
@@ -134,8 +134,8 @@ export async function patchChannel(ctx: ChannelsContext, channelId: string, body
 }
 
 /** DELETE /channels/{id}: closes and deletes the channel and its messages (4.7). */
-export async function deleteChannel(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<{ status: "closed"; channel_id: string }> {
-  const existing = await findChannel(ctx, channelId);
+export async function deleteChannel(ctx: ChannelsContext, channelId: string, caller: Caller, known?: ChannelRow): Promise<{ status: "closed"; channel_id: string }> {
+  const existing = await findChannel(ctx, channelId, known);
   await assertChannelAccess(ctx, caller, existing);
   await assertMayChange(ctx, caller, existing);
   await ctx.db.transaction(async (tx) => {

@@ -253,8 +253,8 @@ async function visibility(ctx: ChannelsContext, viewer: Viewer): Promise<SQL | u
 }
 
 /** GET /subscribe/channels/{id}: the access check and the caller's view, for the gateway to apply to live messages. */
-export async function streamView(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<ChannelStreamView> {
-  const channel = await findChannel(ctx, channelId);
+export async function streamView(ctx: ChannelsContext, channelId: string, caller: Caller, known?: ChannelRow): Promise<ChannelStreamView> {
+  const channel = await findChannel(ctx, channelId, known);
   const viewer = await assertChannelAccess(ctx, caller, channel);
   if (!viewer.agentId) return { channel_id: channelId, intent_id: channel.intentId, sees_all: true, agent_id: null, to_values: [] };
   return { channel_id: channelId, intent_id: channel.intentId, sees_all: false, agent_id: viewer.agentId, to_values: await recipientsOf(ctx, viewer.agentId) };
@@ -280,8 +280,8 @@ async function afterCursor(ctx: ChannelsContext, channelId: string, since: strin
  * 3-6), expired messages left out (rule 13: never delivered), `to` an exact filter. A bare list,
  * as the official Python client iterates it (docs/channels.md).
  */
-export async function listMessages(ctx: ChannelsContext, channelId: string, query: ListMessagesQuery, caller: Caller): Promise<Message[]> {
-  const channel = await findChannel(ctx, channelId);
+export async function listMessages(ctx: ChannelsContext, channelId: string, query: ListMessagesQuery, caller: Caller, known?: ChannelRow): Promise<Message[]> {
+  const channel = await findChannel(ctx, channelId, known);
   const viewer = await assertChannelAccess(ctx, caller, channel);
   const conditions = [eq(messages.channelId, channelId), sql`${messages.status} <> 'expired'`, await afterCursor(ctx, channelId, query.since), await visibility(ctx, viewer)];
   if (query.to) conditions.push(eq(messages.to, query.to));
@@ -289,8 +289,8 @@ export async function listMessages(ctx: ChannelsContext, channelId: string, quer
   return rows.map(toMessage);
 }
 
-async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller) {
-  return visibleMessageOf(ctx, await findChannel(ctx, channelId), messageId, caller);
+async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller, known?: ChannelRow) {
+  return visibleMessageOf(ctx, await findChannel(ctx, channelId, known), messageId, caller);
 }
 
 async function visibleMessageOf(ctx: ChannelsContext, channel: ChannelRow, messageId: string, caller: Caller): Promise<{ channel: ChannelRow; row: MessageRow; viewer: Viewer; role: string | null }> {
@@ -304,13 +304,13 @@ async function visibleMessageOf(ctx: ChannelsContext, channel: ChannelRow, messa
 }
 
 /** GET /channels/{id}/messages/{mid}. */
-export async function getMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<Message> {
-  return toMessage((await visibleMessage(ctx, channelId, messageId, caller)).row);
+export async function getMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller, known?: ChannelRow): Promise<Message> {
+  return toMessage((await visibleMessage(ctx, channelId, messageId, caller, known)).row);
 }
 
 /** PATCH /channels/{id}/messages/{mid} {"status":"read"}: the target acknowledges (3.2). */
-export async function markRead(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<Message> {
-  const { row, viewer } = await visibleMessage(ctx, channelId, messageId, caller);
+export async function markRead(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller, known?: ChannelRow): Promise<Message> {
+  const { row, viewer } = await visibleMessage(ctx, channelId, messageId, caller, known);
   if (viewer.agentId === row.sender) throw errors.forbidden("the sender of a message does not acknowledge it; its target does", { message_id: messageId });
   if (row.status === "expired") throw appError("MESSAGE_EXPIRED", `message ${messageId} has expired and was not delivered`, { message_id: messageId });
   if (row.status === "read") return toMessage(row);
