@@ -115,4 +115,23 @@ describe("a read that starts after a write was answered sees it, through the oth
       expect((refused as IntentmeshError).status).toBe(403);
     }
   });
+
+  it("a membership change binds the next message on either channels replica (a remembered channel row decides nothing)", async () => {
+    const member = createClient({ baseUrl: secondUrl, apiKey: TEST_KEYS.agent, agentId: "agent-1", retry: { attempts: 1 } });
+    const intent = await writer.ops.intentsCreate({ body: { title: "members read back", status: "active" } });
+    const channel = await writer.ops.channelsCreate({ intent_id: intent.id, body: { name: "members", member_policy: "explicit", members: ["agent-1"] } });
+    const send = (round: number) => member.send("channelsSend", { channel_id: channel.id, body: { payload: { round } } });
+    for (let round = 1; round <= 5; round++) {
+      // Several sends, so both replicas have sent to the channel and remember its row.
+      for (let n = 0; n < 4; n++) expect((await send(round)).status).toBe(201);
+      await writer.ops.channelsPatch({ channel_id: channel.id, body: { members: ["someone-else"] } });
+      const refused = await send(round).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).toBeInstanceOf(IntentmeshError);
+      expect((refused as IntentmeshError).code).toBe("NOT_A_MEMBER");
+      await writer.ops.channelsPatch({ channel_id: channel.id, body: { members: ["agent-1"] } });
+    }
+  });
 });

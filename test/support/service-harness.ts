@@ -17,6 +17,8 @@ export interface HarnessConnections {
   database: DatabaseHandle;
   logger: ReturnType<typeof createLogger>;
   clock: ManualClock;
+  /** The connection URL of the harness's database, for a test that opens a pool of its own on it. */
+  databaseUrl: string;
 }
 
 export interface ServiceHarness<S> {
@@ -55,7 +57,7 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
   // Every answer and error code of the service is held to its command's catalogue entry.
   bus.checks = { outputs: true, errors: true };
   const clock = new ManualClock(new Date());
-  const service = await start({ bus, database, logger, clock });
+  const service = await start({ bus, database, logger, clock, databaseUrl: testDb.url });
   const { gateway, baseUrl, api } = await startTestGateway(bus, logger);
   const client = new BusClient(bus, 10_000);
   return {
@@ -93,7 +95,7 @@ export async function startServiceHarness<S extends { stop(): Promise<void> }>(s
  */
 export function manifestServices<const Names extends ServiceName>(options: { [Name in Names]: Partial<OptionsOf<ClusterServices[Name]>> }) {
   type Running = { [Name in Names]: ServiceOf<ClusterServices[Name]> };
-  return async (connections: HarnessConnections): Promise<Running & { stop(): Promise<void> }> => {
+  return async ({ databaseUrl: _url, ...connections }: HarnessConnections): Promise<Running & { stop(): Promise<void> }> => {
     const order = Object.keys(options) as Names[];
     const started = {} as Running;
     for (const name of order) {

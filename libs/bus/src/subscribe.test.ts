@@ -62,6 +62,9 @@ describe("subscribe's parsing", () => {
   it("answers null for a name of the filter no definition has, and every event for a whole log", () => {
     const family = eventFamilyOn([taskEvents.completed], "intent", "task.");
     expect(family.parse({ ...envelope, event_type: "task.claimed", payload: {} })).toBeNull();
+    // Before any schema runs: what a consumer ignores costs it no parsing (channels-task-ends sees every task event).
+    expect(family.parse({ event_type: "task.claimed" })).toBeNull();
+    expect(() => family.parse({ event_type: "task.completed" })).toThrow();
     expect(eventsOfLog("intent").parse({ ...envelope, event_type: "comment", payload: { text: "hi" } })?.payload).toEqual({ text: "hi" });
   });
 });

@@ -74,6 +74,11 @@ function familyOn<D extends EventDefinition, Log extends EventLog>(definitions: 
     log,
     filterSubject,
     parse: (data) => {
+      // Most events a family's filter delivers are of names its consumer does not ask for: those
+      // are acknowledged unapplied before any schema runs (an envelope that would not parse
+      // carries nothing to apply either way).
+      const name = (data as { event_type?: unknown } | null)?.event_type;
+      if (typeof name === "string" && !byName.has(name)) return null;
       const envelope = ENVELOPES[log].parse(data);
       const definition = byName.get(envelope.event_type);
       if (!definition) return null;

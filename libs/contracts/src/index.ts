@@ -39,6 +39,7 @@ export * from "./event-catalogue";
 export * from "./inbox";
 export * from "./error-catalogue";
 export * from "./acl";
+export * from "./write-checks";
 export * from "./intent-access";
 export * from "./api-route";
 export * from "./api/index";

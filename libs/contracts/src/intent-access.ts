@@ -1,6 +1,7 @@
 import type { CommandDef } from "./command";
 import type { ErrorCode } from "./error-catalogue";
 import { aclCommands, type IntentPermission } from "./acl";
+import { writeCheckCommands } from "./write-checks";
 import { intentsCommands } from "./subjects";
 import { graphCommands } from "./graphs";
 import { coordinatorCommands } from "./coordinators";
@@ -139,6 +140,8 @@ const acl: RulesOf<typeof aclCommands> = {
   check: SERVICE,
   checkMany: SERVICE,
 };
+
+const writeChecks: RulesOf<typeof writeCheckCommands> = { check: SERVICE, checkMany: SERVICE };
 
 const governancePolicy: RulesOf<typeof governancePolicyCommands> = { set: admin, get: read, remove: admin, check: SERVICE, checkMany: SERVICE };
 
@@ -283,6 +286,7 @@ export const intentAccessRules = [
   [coordinatorCommands, coordinators],
   [escalationCommands, escalations],
   [aclCommands, acl],
+  [writeCheckCommands, writeChecks],
   [governancePolicyCommands, governancePolicy],
   [governanceCommands, governance],
   [suspensionCommands, suspension],

@@ -23,7 +23,7 @@ export class GovernanceChecks {
   }
 
   /** Resolves when the policy of the intent allows the caller's write of this kind; rejects with its 403 otherwise. */
-  assertAllowed(caller: Caller, intentId: string, kind: GovernedWriteKind): Promise<void> {
-    return this.checks.ask({ intent_id: intentId, kind, caller });
+  async assertAllowed(caller: Caller, intentId: string, kind: GovernedWriteKind): Promise<void> {
+    await this.checks.ask({ intent_id: intentId, kind, caller });
   }
 }

@@ -4,3 +4,4 @@ export { openServiceCore, type ServiceCore, type ServiceCoreOptions, type Comman
 export { Periodic, Sweeper } from "./periodic";
 export { GovernanceChecks } from "./governance-checks";
 export { IntentAccessChecks } from "./intent-access-checks";
+export { IntentWriteChecks, type WriteVerdict } from "./intent-write-checks";

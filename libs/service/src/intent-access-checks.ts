@@ -29,8 +29,8 @@ export class IntentAccessChecks {
   }
 
   /** Resolves when the caller holds `permission` on the intent; rejects with 403 INTENT_ACCESS_DENIED (or 404) otherwise. */
-  assert(caller: Caller, intentId: string, permission: IntentPermission): Promise<void> {
-    return this.checks.ask({ intent_id: intentId, permission, caller });
+  async assert(caller: Caller, intentId: string, permission: IntentPermission): Promise<void> {
+    await this.checks.ask({ intent_id: intentId, permission, caller });
   }
 
   /**
@@ -38,13 +38,20 @@ export class IntentAccessChecks {
    * `intent_id` rules find the intent in the input; `resource` rules ask `resources`, the
    * service's own lookup of the intents the resource belongs to (a channel's, a memory entry's;
    * none: nothing to check, the handler answers its 404 or works on no intent).
+   * `checkedInHandler` names the commands whose handlers check their rule themselves (with
+   * IntentWriteChecks, beside the governance check of the same write).
    */
-  wrap<G extends CommandGroup>(group: G, handlers: HandlersOf<G>, resources?: (command: keyof G, input: never) => Promise<readonly string[]>): HandlersOf<G> {
+  wrap<G extends CommandGroup>(
+    group: G,
+    handlers: HandlersOf<G>,
+    resources?: (command: keyof G, input: never) => Promise<readonly string[]>,
+    checkedInHandler: readonly (keyof G)[] = [],
+  ): HandlersOf<G> {
     const wrapped = {} as Record<keyof G, unknown>;
     for (const key of Object.keys(group) as (keyof G)[]) {
       const handler = handlers[key] as (input: unknown, caller: Caller) => Promise<unknown>;
       const rule = intentAccessOf(group[key]!);
-      if (!rule || !("needs" in rule)) {
+      if (!rule || !("needs" in rule) || checkedInHandler.includes(key)) {
         wrapped[key] = handler;
         continue;
       }

@@ -1,11 +1,11 @@
 import { appError, AppError, type WireError } from "@intentmesh/contracts";
 
-/** One verdict of a batched check: allowed, or the error that check alone would have answered. */
-export type CheckVerdict = { allowed: true } | { error: WireError };
+/** One verdict of a batched check: allowed (with what the check answers beside), or the error that check alone would have answered. */
+export type CheckVerdict<V extends { allowed: true } = { allowed: true }> = V | { error: WireError };
 
-interface Pending<C> {
+interface Pending<C, V> {
   check: C;
-  resolve(): void;
+  resolve(verdict: V): void;
   reject(error: unknown): void;
 }
 
@@ -22,21 +22,21 @@ interface Pending<C> {
  * can pass what the bus carries. Each check alone always fits, so a REPLY_TOO_LARGE batch is asked
  * again one by one.
  */
-export class TurnBatchedChecks<C> {
-  private pending: Pending<C>[] = [];
+export class TurnBatchedChecks<C, V extends { allowed: true } = { allowed: true }> {
+  private pending: Pending<C, V>[] = [];
   private scheduled = false;
 
   constructor(
-    private readonly one: (check: C) => Promise<unknown>,
-    private readonly many: (checks: C[]) => Promise<{ results: CheckVerdict[] }>,
+    private readonly one: (check: C) => Promise<V>,
+    private readonly many: (checks: C[]) => Promise<{ results: CheckVerdict<V>[] }>,
     private readonly maxPerRequest: number,
     /** What the checks are, for the error when an answer is short. */
     private readonly what: string,
   ) {}
 
-  /** Resolves when the check passes; rejects with its refusal otherwise. */
-  ask(check: C): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /** Resolves with the check's verdict when it passes; rejects with its refusal otherwise. */
+  ask(check: C): Promise<V> {
+    return new Promise<V>((resolve, reject) => {
       this.pending.push({ check, resolve, reject });
       if (this.pending.length >= this.maxPerRequest) this.send();
       else if (!this.scheduled) {
@@ -54,12 +54,12 @@ export class TurnBatchedChecks<C> {
     else if (batch.length > 1) void this.sendMany(batch);
   }
 
-  private sendOne(pending: Pending<C>): void {
-    this.one(pending.check).then(() => pending.resolve(), pending.reject);
+  private sendOne(pending: Pending<C, V>): void {
+    this.one(pending.check).then(pending.resolve, pending.reject);
   }
 
-  private async sendMany(batch: Pending<C>[]): Promise<void> {
-    let verdicts: { results: CheckVerdict[] };
+  private async sendMany(batch: Pending<C, V>[]): Promise<void> {
+    let verdicts: { results: CheckVerdict<V>[] };
     try {
       verdicts = await this.many(batch.map((p) => p.check));
     } catch (error) {
@@ -69,7 +69,7 @@ export class TurnBatchedChecks<C> {
     }
     batch.forEach((pending, i) => {
       const verdict = verdicts.results[i];
-      if (verdict && "allowed" in verdict) pending.resolve();
+      if (verdict && "allowed" in verdict) pending.resolve(verdict);
       else if (verdict) pending.reject(AppError.fromWire(verdict.error));
       else pending.reject(appError("INTERNAL_ERROR", `the ${this.what} answered fewer verdicts than it was asked`));
     });

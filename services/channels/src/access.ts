@@ -1,4 +1,5 @@
-import { appError, AppError, coordinatorCommands, errors, intentsCommands, registryCommands, type Caller, type Intent } from "@intentmesh/contracts";
+import { appError, AppError, coordinatorCommands, errors, intentsCommands, permissionNeeded, registryCommands, type Caller, type CommandDef, type Intent } from "@intentmesh/contracts";
+import { IntentWriteChecks, type WriteVerdict } from "@intentmesh/service";
 import type { ChannelsContext } from "./context";
 import { viewerOf, type Viewer } from "./domain/rules";
 import type { ChannelRow } from "./mapping";
@@ -12,19 +13,57 @@ export function readIntent(ctx: ChannelsContext, caller: Caller, intentId: strin
 const FIND_CHANNEL_SQL = `
 select id, intent_id as "intentId", task_id as "taskId", name, created_by as "createdBy", members, member_policy as "memberPolicy", audit,
        ttl_seconds as "ttlSeconds", max_messages as "maxMessages", status, created_at as "createdAt", closed_at as "closedAt",
-       message_count as "messageCount", last_message_at as "lastMessageAt", closes_at as "closesAt"
+       message_count as "messageCount", last_message_at as "lastMessageAt", closes_at as "closesAt", revision
 from channels.channels where id = $1::uuid`;
 
-export async function findChannel(ctx: ChannelsContext, channelId: string): Promise<ChannelRow> {
+/** The channel's row; 404 when there is none. `known`: the row this request already read (ChannelLookups). */
+export async function findChannel(ctx: ChannelsContext, channelId: string, known?: ChannelRow): Promise<ChannelRow> {
+  if (known) return known;
   const [row] = await ctx.query<ChannelRow>("channels_find", FIND_CHANNEL_SQL, [channelId]);
   if (!row) throw errors.notFound("channel", channelId);
   return row;
 }
 
-/** The intent a channel belongs to, for its ACL check (none for an unknown channel: the handler answers 404). */
-export async function intentOfChannel(ctx: ChannelsContext, channelId: string): Promise<string[]> {
-  const rows = await ctx.query<{ intent_id: string }>("channels_intent_of", "select intent_id from channels.channels where id = $1::uuid", [channelId]);
-  return rows.map((row) => row.intent_id);
+/**
+ * The intent of the channel a command names, for its ACL check (none for an unknown channel: the
+ * handler answers 404), read as the channel's whole row and kept for the handler of the same
+ * request (`of`), which would read it again otherwise: one read per request, not two. Kept by the
+ * command's input object, so nothing outlives the request.
+ */
+export class ChannelLookups {
+  private readonly rows = new WeakMap<object, ChannelRow>();
+
+  constructor(private readonly ctx: ChannelsContext) {}
+
+  async intentsOf(input: { channel_id: string }): Promise<string[]> {
+    const [row] = await this.ctx.query<ChannelRow>("channels_find", FIND_CHANNEL_SQL, [input.channel_id]);
+    if (!row) return [];
+    this.rows.set(input, row);
+    return [row.intentId];
+  }
+
+  of(input: { channel_id: string }): ChannelRow | undefined {
+    return this.rows.get(input);
+  }
+}
+
+/**
+ * Rule 6 and spec 2.11 for a message: the intent's ACL (the permission `command` needs) and its
+ * governance policy, asked of the intents service in one request. Rejects with the access
+ * refusal; the governance verdict is applied by the send where it always was, after the
+ * channel's own rules. `channel`: a resource rule (the intent of the channel row the handler
+ * read; an intent that does not exist protects nothing, as the other channel commands); else
+ * the intent named in the input (its absence is the 404).
+ */
+export async function checkWrite(ctx: ChannelsContext, caller: Caller, command: CommandDef, intentId: string, from: "channel" | "intent_id"): Promise<WriteVerdict> {
+  const needs = permissionNeeded(command);
+  if (!needs) throw new Error(`${command.subject} has no access rule to check`);
+  try {
+    return await ctx.writes.check(caller, intentId, needs, "channel");
+  } catch (error) {
+    if (from === "channel" && error instanceof AppError && error.code === "INTENT_NOT_FOUND") return IntentWriteChecks.ALLOWED;
+    throw error;
+  }
 }
 
 export const notAMember = (agentId: string, channel: ChannelRow, what: string) =>

@@ -1,8 +1,9 @@
 import type { Caller, Clock } from "@intentmesh/contracts";
 import type { Bus, BusClient } from "@intentmesh/bus";
-import type { GovernanceChecks } from "@intentmesh/service";
+import type { IntentWriteChecks } from "@intentmesh/service";
 import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
+import type { RememberedChannels } from "./remembered-channels";
 
 /** What every handler of the channels service works with. */
 export interface ChannelsContext {
@@ -13,10 +14,12 @@ export interface ChannelsContext {
   logger: Logger;
   /** Requests to the intents service (intent access, governance) and the registry (role_id). */
   client: BusClient;
-  /** Governance checks of messages (spec 2.11), sent together per event-loop turn. */
-  governance: GovernanceChecks;
+  /** Each message's access (rule 6) and governance (spec 2.11) checks, asked together, sent together per event-loop turn. */
+  writes: IntentWriteChecks;
   /** The bus itself: an ask follows its channel's published messages for the response. */
   bus: Bus;
+  /** The channel rows sends have read, for the next message to the same channel. */
+  remembered: RememberedChannels;
   /** Tells the outbox relay that a commit enqueued messages. */
   published(): void;
 }

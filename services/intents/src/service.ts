@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { graphCommands, tracingCommands, coordinatorCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
+import { graphCommands, tracingCommands, coordinatorCommands, aclCommands, planCommands, workflowCommands, verifiableLogCommands, attachmentCommands, taskCommands, costsCommands, portfoliosCommands, suspensionCommands, governancePolicyCommands, writeCheckCommands, intentsCommands as commands, retryCommands, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
 import { openServiceCore, type HandlersOf } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
@@ -16,6 +16,7 @@ import { anchorCheckpoint, consistency, createCheckpoint, getCheckpoint, inclusi
 import { addMember, createPortfolio, getPortfolio, listPortfolioEvents, listPortfolios, portfoliosOfIntent, removeMember, updatePortfolio } from "./portfolios/handlers";
 import { beginSuspension, endSuspension } from "./suspension/handlers";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolios/projection";
+import { checkWrite, checkWriteMany } from "./acl/write-checks";
 import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./governance/handlers";
 import { createIntent, getIntent, listIntents } from "./intents/handlers";
 import { getTrace, linkSpans, startTrace } from "./tracing/handlers";
@@ -171,6 +172,10 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     denyRequest: (input, caller) => denyAccessRequest(ctx, input.intent_id, input.request_id, input.body, caller),
     check: (input, caller) => checkAccess(ctx, input.intent_id, input.permission, caller),
     checkMany: (input) => checkAccessMany(ctx, input.checks),
+  });
+  serve(writeCheckCommands, {
+    check: (input, caller) => checkWrite(ctx, input.intent_id, input.permission, input.kind, caller),
+    checkMany: (input) => checkWriteMany(ctx, input.checks),
   });
   serve(governancePolicyCommands, {
     set: (input, caller) => setGovernancePolicy(ctx, input.intent_id, input.if_match, input.body, caller),

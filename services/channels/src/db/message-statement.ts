@@ -8,7 +8,8 @@ import { rowsOf, withParams, type DatabaseHandle, type Tx } from "@intentmesh/db
  * row, so sequences have no gaps and a closure is seen), inserts the message as delivered
  * (rule 1), evicts what passes max_messages (spec 8), and writes the outbox row of the channel's
  * stream and, on an audit channel, the channel_message system event (rule 12). Nothing is written
- * when the channel is not open. One round trip instead of a transaction of six.
+ * when the channel is not open, or (given a revision) no longer at the revision the send's checks
+ * saw. One round trip instead of a transaction of six.
  *
  * The message's JSON is built here once, with the sequence spliced in by the statement (the only
  * field PostgreSQL decides): `$prefix || sequence || $suffix`.
@@ -19,7 +20,7 @@ with c as (
     message_count = message_count + 1,
     last_message_at = $3::timestamptz,
     closes_at = case when ttl_seconds is null then null else $3::timestamptz + ttl_seconds * interval '1 second' end
-  where id = $1::uuid and status = 'open'
+  where id = $1::uuid and status = 'open' and ($20::int is null or revision = $20::int)
   returning id, message_count as seq, max_messages, audit),
 m as (
   insert into channels.messages (id, channel_id, intent_id, sequence, sender, "to", message_type, correlation_id, payload, metadata, status, created_at, expires_at)
@@ -50,7 +51,7 @@ export interface OutgoingMessage {
 
 const SEQUENCE_MARK = -987654321;
 
-function prepare(out: OutgoingMessage, now: Date) {
+function prepare(out: OutgoingMessage, now: Date, revision: number | null) {
   const id = randomUUID();
   const message: Message & { event_type: string } = {
     id,
@@ -101,6 +102,7 @@ function prepare(out: OutgoingMessage, now: Date) {
     systemEventMsgId("channels", id),
     JSON.stringify(audit),
     JSON.stringify({ ...trace, [SCHEMA_HEADER]: SYSTEM_EVENT_SCHEMA }),
+    revision,
   ];
   return { message, params };
 }
@@ -113,15 +115,18 @@ function result(row: Row | undefined, message: Message): Message | null {
   return { ...message, sequence: Number(row.sequence) };
 }
 
-/** A message from a request: the statement alone, as a named prepared statement. */
-export async function writeMessage(query: DatabaseHandle["query"], out: OutgoingMessage, now: Date): Promise<Message | null> {
-  const { message, params } = prepare(out, now);
+/**
+ * A message from a request: the statement alone, as a named prepared statement; with `revision`,
+ * only while the channel is at it (null: whatever its revision).
+ */
+export async function writeMessage(query: DatabaseHandle["query"], out: OutgoingMessage, now: Date, revision: number | null = null): Promise<Message | null> {
+  const { message, params } = prepare(out, now, revision);
   return clean(result((await query<Row>("channels_send", SEND_SQL, params))[0], message));
 }
 
 /** The same inside a caller's transaction (a departure notice with the member list change). */
 export async function writeMessageInTx(tx: Tx, out: OutgoingMessage, now: Date): Promise<Message | null> {
-  const { message, params } = prepare(out, now);
+  const { message, params } = prepare(out, now, null);
   return clean(result(rowsOf<Row>(await tx.execute(withParams(SEND_SQL, params)))[0], message));
 }
 

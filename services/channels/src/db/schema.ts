@@ -29,6 +29,12 @@ export const channels = channelsSchema.table(
     lastMessageAt: ts("last_message_at"),
     /** When an open channel with ttl_seconds closes: last message (or creation) + ttl. */
     closesAt: ts("closes_at"),
+    /**
+     * Bumped by every change of who may send (members, member_policy, any PATCH), never by a
+     * message: a send checked against a remembered row writes only while the row is still at its
+     * revision (handlers/send-cache.ts).
+     */
+    revision: integer("revision").notNull().default(0),
   },
   (t) => [
     uniqueIndex("channels_intent_name_idx").on(t.intentId, t.name),

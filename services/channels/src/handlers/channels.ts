@@ -34,6 +34,7 @@ export function newChannelRow(intentId: string, body: CreateChannelBody, created
     messageCount: 0,
     lastMessageAt: null,
     closesAt: ttl ? new Date(now.getTime() + ttl * 1000) : null,
+    revision: 0,
   };
 }
 
@@ -86,15 +87,15 @@ export async function listChannels(ctx: ChannelsContext, intentId: string, query
 }
 
 /** GET /channels/{id}. */
-export async function getChannel(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<Channel> {
-  const channel = await findChannel(ctx, channelId);
+export async function getChannel(ctx: ChannelsContext, channelId: string, caller: Caller, known?: ChannelRow): Promise<Channel> {
+  const channel = await findChannel(ctx, channelId, known);
   await assertChannelAccess(ctx, caller, channel);
   return toChannel(channel);
 }
 
 /** PATCH /channels/{id}: members, member_policy, options, status (rule 7; a closed channel stays closed). */
-export async function patchChannel(ctx: ChannelsContext, channelId: string, body: PatchChannelBody, caller: Caller): Promise<Channel> {
-  const existing = await findChannel(ctx, channelId);
+export async function patchChannel(ctx: ChannelsContext, channelId: string, body: PatchChannelBody, caller: Caller, known?: ChannelRow): Promise<Channel> {
+  const existing = await findChannel(ctx, channelId, known);
   await assertChannelAccess(ctx, caller, existing);
   await assertMayChange(ctx, caller, existing);
   const now = ctx.clock.now();
@@ -119,22 +120,29 @@ export async function patchChannel(ctx: ChannelsContext, channelId: string, body
       changes.closedAt = now;
     }
     if (!Object.keys(changes).length) return current;
-    const [updated] = await tx.update(channels).set(changes).where(eq(channels.id, channelId)).returning();
+    // Any change may change who may send: remembered rows (RememberedChannels) on every replica stop writing.
+    const [updated] = await tx
+      .update(channels)
+      .set({ ...changes, revision: sql`${channels.revision} + 1` })
+      .where(eq(channels.id, channelId))
+      .returning();
     if (changes.maxMessages !== undefined) await evictBeyond(tx, updated!);
     return updated!;
   });
+  ctx.remembered.forget(channelId);
   return toChannel(row);
 }
 
 /** DELETE /channels/{id}: closes and deletes the channel and its messages (4.7). */
-export async function deleteChannel(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<{ status: "closed"; channel_id: string }> {
-  const existing = await findChannel(ctx, channelId);
+export async function deleteChannel(ctx: ChannelsContext, channelId: string, caller: Caller, known?: ChannelRow): Promise<{ status: "closed"; channel_id: string }> {
+  const existing = await findChannel(ctx, channelId, known);
   await assertChannelAccess(ctx, caller, existing);
   await assertMayChange(ctx, caller, existing);
   await ctx.db.transaction(async (tx) => {
     await tx.delete(messages).where(eq(messages.channelId, channelId));
     await tx.delete(channels).where(eq(channels.id, channelId));
   });
+  ctx.remembered.forget(channelId);
   return { status: "closed", channel_id: channelId };
 }
 

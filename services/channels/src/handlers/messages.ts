@@ -3,6 +3,7 @@ import {
   appError,
   AppError,
   channelMessageSubject,
+  channelsCommands,
   errors,
   type AskBody,
   type AskResult,
@@ -19,7 +20,8 @@ import type { Tx } from "@intentmesh/db";
 import type { Subscription } from "@nats-io/transport-node";
 import { SERVICE_CALLER, type ChannelsContext } from "../context";
 import { channels, messages } from "../db/schema";
-import { assertChannelAccess, findChannel, notAMember, roleOf } from "../access";
+import { assertChannelAccess, checkWrite, findChannel, notAMember, roleOf } from "../access";
+import type { WriteVerdict } from "@intentmesh/service";
 import { addressedTo, refuseCredentials, resolveRecipient, senderOf, viewerOf, type Viewer } from "../domain/rules";
 import { toMessage, type ChannelRow, type MessageRow } from "../mapping";
 import { checkNewChannel, insertChannel, newChannelRow } from "./channels";
@@ -36,10 +38,32 @@ interface Outgoing {
   expiresAt: Date | null;
 }
 
-/** POST /channels/{id}/messages. */
+/** A send on a remembered row that did not write: the row changed (revision, status) or is gone. */
+class ChangedChannel extends Error {}
+
+/**
+ * POST /channels/{id}/messages. To a channel this process has sent to, the send runs on the row
+ * it remembers (RememberedChannels) and writes only while the row is still at that revision: one
+ * statement. A write the row's change stopped, or any refusal reached on the remembered row (which
+ * a change may have made the wrong one, or not the first), is decided again from the start on the
+ * row read afresh: what a send answers is always what it answers on the current row. An outage
+ * (5xx) is answered as it comes rather than asked twice.
+ */
 export async function sendMessage(ctx: ChannelsContext, channelId: string, body: SendMessageBody, caller: Caller): Promise<Message> {
+  const remembered = ctx.remembered.get(channelId);
+  if (remembered) {
+    try {
+      const verdict = await checkWrite(ctx, caller, channelsCommands.send, remembered.intentId, "channel");
+      return await send(ctx, remembered, body, caller, verdict, remembered.revision);
+    } catch (error) {
+      if (!(error instanceof ChangedChannel || (error instanceof AppError && error.status < 500))) throw error;
+      ctx.remembered.forget(channelId);
+    }
+  }
   const channel = await findChannel(ctx, channelId);
-  return send(ctx, channel, body, caller);
+  ctx.remembered.remember(channel);
+  const verdict = await checkWrite(ctx, caller, channelsCommands.send, channel.intentId, "channel");
+  return send(ctx, channel, body, caller, verdict);
 }
 
 /**
@@ -47,6 +71,7 @@ export async function sendMessage(ctx: ChannelsContext, channelId: string, body:
  * created with policy `intent` by this first message when the intent has none.
  */
 export async function sendByName(ctx: ChannelsContext, intentId: string, name: string, body: SendMessageBody, caller: Caller): Promise<Message> {
+  const verdict = await checkWrite(ctx, caller, channelsCommands.sendByName, intentId, "intent_id");
   let [channel] = await ctx.db.select().from(channels).where(and(eq(channels.intentId, intentId), eq(channels.name, name)));
   if (!channel) {
     await checkNewChannel(ctx, caller, intentId, null);
@@ -62,14 +87,16 @@ export async function sendByName(ctx: ChannelsContext, intentId: string, name: s
       if (!channel) throw error;
     }
   }
-  return send(ctx, channel, body, caller);
+  return send(ctx, channel, body, caller, verdict);
 }
 
 /** POST /channels/{id}/messages/{mid}/reply: a response to that request; correlation_id and `to` set by the server. */
 export async function replyTo(ctx: ChannelsContext, channelId: string, messageId: string, body: ReplyBody, caller: Caller): Promise<Message> {
+  const found = await findChannel(ctx, channelId);
+  const verdict = await checkWrite(ctx, caller, channelsCommands.reply, found.intentId, "channel");
   // The message named in the path must be one the caller can read, as for GET and mark-read: 404 otherwise (spec 7).
-  const { channel } = await visibleMessage(ctx, channelId, messageId, caller);
-  return send(ctx, channel, { sender: body.sender, payload: body.payload, metadata: body.metadata, message_type: "response", correlation_id: messageId }, caller);
+  const { channel } = await visibleMessageOf(ctx, found, messageId, caller);
+  return send(ctx, channel, { sender: body.sender, payload: body.payload, metadata: body.metadata, message_type: "response", correlation_id: messageId }, caller, verdict);
 }
 
 /**
@@ -83,6 +110,7 @@ export async function replyTo(ctx: ChannelsContext, channelId: string, messageId
  */
 export async function ask(ctx: ChannelsContext, channelId: string, body: AskBody, caller: Caller): Promise<AskResult> {
   const channel = await findChannel(ctx, channelId);
+  const verdict = await checkWrite(ctx, caller, channelsCommands.ask, channel.intentId, "channel");
   const timeoutMs = body.timeout * 1000;
   const expiresAt = new Date(ctx.clock.now().getTime() + timeoutMs).toISOString();
   const published = ctx.bus.nc.subscribe(ctx.bus.subject(channelMessageSubject(channel.id)));
@@ -92,6 +120,7 @@ export async function ask(ctx: ChannelsContext, channelId: string, body: AskBody
       channel,
       { sender: body.sender, to: body.to, message_type: "request", payload: body.payload, metadata: body.metadata, intent_id: body.intent_id, expires_at: expiresAt },
       caller,
+      verdict,
     );
     await firstPublishedResponse(published, request.id, timeoutMs);
     const response = await firstResponse(ctx, request.id);
@@ -139,7 +168,11 @@ async function firstResponse(ctx: ChannelsContext, requestId: string): Promise<M
   return row ? toMessage(row) : null;
 }
 
-async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller): Promise<Message> {
+/**
+ * A message after its access check (`verdict`: checkWrite, asked by each way of sending before
+ * anything else). `revision`: the row is a remembered one, written only while still at it.
+ */
+async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessageBody, caller: Caller, verdict: WriteVerdict, revision: number | null = null): Promise<Message> {
   const viewer = await assertChannelAccess(ctx, caller, channel);
   if (body.intent_id && body.intent_id !== channel.intentId) {
     throw appError("CROSS_INTENT_MESSAGE", `channel ${channel.name} belongs to intent ${channel.intentId}; a message may not cross to another intent (rule 8)`, {
@@ -161,10 +194,10 @@ async function send(ctx: ChannelsContext, channel: ChannelRow, body: SendMessage
   const now = ctx.clock.now();
   const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= now.getTime()) throw errors.validation("expires_at is already past: such a message would never be delivered");
-  // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope.
-  await ctx.governance.assertAllowed(caller, channel.intentId, "channel");
-  const written = await writeMessage(ctx.query, outgoing(channel, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }), now);
-  if (!written) throw await refusal(ctx, ctx.db, channel.id);
+  // Governance (2.11) binds writes scoped to the intent: allowed_agents and write_scope (read with the access check).
+  verdict.assertGovernance();
+  const written = await writeMessage(ctx.query, outgoing(channel, { sender, to, type, correlationId, payload: body.payload, metadata: body.metadata ?? {}, expiresAt }), now, revision);
+  if (!written) throw revision === null ? await refusal(ctx, ctx.db, channel.id) : new ChangedChannel();
   ctx.published();
   return written;
 }
@@ -220,8 +253,8 @@ async function visibility(ctx: ChannelsContext, viewer: Viewer): Promise<SQL | u
 }
 
 /** GET /subscribe/channels/{id}: the access check and the caller's view, for the gateway to apply to live messages. */
-export async function streamView(ctx: ChannelsContext, channelId: string, caller: Caller): Promise<ChannelStreamView> {
-  const channel = await findChannel(ctx, channelId);
+export async function streamView(ctx: ChannelsContext, channelId: string, caller: Caller, known?: ChannelRow): Promise<ChannelStreamView> {
+  const channel = await findChannel(ctx, channelId, known);
   const viewer = await assertChannelAccess(ctx, caller, channel);
   if (!viewer.agentId) return { channel_id: channelId, intent_id: channel.intentId, sees_all: true, agent_id: null, to_values: [] };
   return { channel_id: channelId, intent_id: channel.intentId, sees_all: false, agent_id: viewer.agentId, to_values: await recipientsOf(ctx, viewer.agentId) };
@@ -247,8 +280,8 @@ async function afterCursor(ctx: ChannelsContext, channelId: string, since: strin
  * 3-6), expired messages left out (rule 13: never delivered), `to` an exact filter. A bare list,
  * as the official Python client iterates it (docs/channels.md).
  */
-export async function listMessages(ctx: ChannelsContext, channelId: string, query: ListMessagesQuery, caller: Caller): Promise<Message[]> {
-  const channel = await findChannel(ctx, channelId);
+export async function listMessages(ctx: ChannelsContext, channelId: string, query: ListMessagesQuery, caller: Caller, known?: ChannelRow): Promise<Message[]> {
+  const channel = await findChannel(ctx, channelId, known);
   const viewer = await assertChannelAccess(ctx, caller, channel);
   const conditions = [eq(messages.channelId, channelId), sql`${messages.status} <> 'expired'`, await afterCursor(ctx, channelId, query.since), await visibility(ctx, viewer)];
   if (query.to) conditions.push(eq(messages.to, query.to));
@@ -256,8 +289,12 @@ export async function listMessages(ctx: ChannelsContext, channelId: string, quer
   return rows.map(toMessage);
 }
 
-async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<{ channel: ChannelRow; row: MessageRow; viewer: Viewer; role: string | null }> {
-  const channel = await findChannel(ctx, channelId);
+async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller, known?: ChannelRow) {
+  return visibleMessageOf(ctx, await findChannel(ctx, channelId, known), messageId, caller);
+}
+
+async function visibleMessageOf(ctx: ChannelsContext, channel: ChannelRow, messageId: string, caller: Caller): Promise<{ channel: ChannelRow; row: MessageRow; viewer: Viewer; role: string | null }> {
+  const channelId = channel.id;
   const viewer = await assertChannelAccess(ctx, caller, channel);
   const [row] = await ctx.db.select().from(messages).where(and(eq(messages.id, messageId), eq(messages.channelId, channelId)));
   if (!row) throw errors.notFound("message", messageId);
@@ -267,13 +304,13 @@ async function visibleMessage(ctx: ChannelsContext, channelId: string, messageId
 }
 
 /** GET /channels/{id}/messages/{mid}. */
-export async function getMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<Message> {
-  return toMessage((await visibleMessage(ctx, channelId, messageId, caller)).row);
+export async function getMessage(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller, known?: ChannelRow): Promise<Message> {
+  return toMessage((await visibleMessage(ctx, channelId, messageId, caller, known)).row);
 }
 
 /** PATCH /channels/{id}/messages/{mid} {"status":"read"}: the target acknowledges (3.2). */
-export async function markRead(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller): Promise<Message> {
-  const { row, viewer } = await visibleMessage(ctx, channelId, messageId, caller);
+export async function markRead(ctx: ChannelsContext, channelId: string, messageId: string, caller: Caller, known?: ChannelRow): Promise<Message> {
+  const { row, viewer } = await visibleMessage(ctx, channelId, messageId, caller, known);
   if (viewer.agentId === row.sender) throw errors.forbidden("the sender of a message does not acknowledge it; its target does", { message_id: messageId });
   if (row.status === "expired") throw appError("MESSAGE_EXPIRED", `message ${messageId} has expired and was not delivered`, { message_id: messageId });
   if (row.status === "read") return toMessage(row);

@@ -1,4 +1,4 @@
-import type { AccessPolicy, Caller, IntentPermission, PrincipalType } from "@intentmesh/contracts";
+import type { AccessPolicy, Caller, GovernancePolicy, IntentPermission, PrincipalType } from "@intentmesh/contracts";
 import type { DatabaseHandle } from "@intentmesh/db";
 import { sql, type SQL } from "drizzle-orm";
 import { intents } from "../db/schema";
@@ -103,6 +103,41 @@ export async function readManyAccessFacts(query: Query, checks: { intentId: stri
     [JSON.stringify(asked)],
   );
   const found = new Map(rows.map((row) => [row.n, toFacts(row)]));
+  return checks.map((_check, n) => found.get(n));
+}
+
+/** What a write check reads: the access facts and the intent's governance policy (null: none). */
+export interface WriteFacts extends AccessFacts {
+  governancePolicy: GovernancePolicy | null;
+}
+
+const toWriteFacts = (row: RawFacts & { governance_policy: GovernancePolicy | null }): WriteFacts => ({ ...toFacts(row), governancePolicy: row.governance_policy });
+
+/**
+ * The facts of acl.check_write: readAccessFacts and the governance policy, from the intent's row
+ * in one statement (an intent with neither an ACL nor a policy: one primary-key read).
+ */
+export async function readWriteFacts(query: Query, intentId: string, caller: Caller): Promise<WriteFacts | undefined> {
+  const rows = await query<RawFacts & { governance_policy: GovernancePolicy | null }>(
+    "acl_write_facts",
+    `select i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, i.governance_policy, ${ENTRIES_OF_CALLER("$2", "$3", "$4")}
+     from intents.intents i where i.id = $1`,
+    [intentId, ...identity(caller)],
+  );
+  return rows[0] ? toWriteFacts(rows[0]) : undefined;
+}
+
+/** The same for many (intent, caller) pairs in one statement, as readManyAccessFacts: acl.check_write_many. */
+export async function readManyWriteFacts(query: Query, checks: { intentId: string; caller: Caller }[]): Promise<(WriteFacts | undefined)[]> {
+  const asked = checks.map((check, n) => ({ n, intent_id: check.intentId, p: check.caller.principal, a: check.caller.actor, r: check.caller.roles }));
+  const rows = await query<RawFacts & { n: number; governance_policy: GovernancePolicy | null }>(
+    "acl_write_facts_many",
+    `select c.n, i.id as intent_id, i.acl_policy, i.acl_default, i.acl_owner, i.governance_policy, ${ENTRIES_OF_CALLER("c.p", "c.a", "c.r")}
+     from jsonb_to_recordset($1::jsonb) as c(n int, intent_id uuid, p text, a text, r jsonb)
+     join intents.intents i on i.id = c.intent_id`,
+    [JSON.stringify(asked)],
+  );
+  const found = new Map(rows.map((row) => [row.n, toWriteFacts(row)]));
   return checks.map((_check, n) => found.get(n));
 }
 

@@ -166,4 +166,4 @@ export async function checkGovernanceMany(
 }
 
 /** The most bytes of verdicts one governance.check_many answer carries: well under NATS's default 1 MiB max_payload. */
-const CHECK_MANY_REPLY_BUDGET = 512 * 1024;
+export const CHECK_MANY_REPLY_BUDGET = 512 * 1024;

@@ -1,0 +1,1 @@
+ALTER TABLE "channels"."channels" ADD COLUMN "revision" integer DEFAULT 0 NOT NULL;
