@@ -13,13 +13,14 @@ import type { RegistryService } from "../src/service";
  * registration runs, and the rows the text statements read and return are held to the query
  * builder's.
  */
-const seen: string[] = [];
+/** Each statement with the connection that ran it. */
+const seen: { client: pg.Client; text: string }[] = [];
 let counting = false;
 // Installed before the harness opens its pool: each connection binds query() when it connects.
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   const first = args[0] as { text?: unknown } | string;
-  if (counting) seen.push(typeof first === "string" ? first : String(first?.text ?? ""));
+  if (counting) seen.push({ client: this, text: typeof first === "string" ? first : String(first?.text ?? "") });
   return (query as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof query;
 
@@ -43,18 +44,17 @@ function kindOf(text: string): string {
   return s.slice(0, 120);
 }
 
-/** The kinds, less the transactions of background work that may run meanwhile (a worker's turn under its advisory lock). */
-function withoutBackgroundWork(kinds: string[]): string[] {
-  const out: string[] = [];
-  let group: string[] = [];
-  for (const kind of kinds) {
-    group.push(kind);
-    if (kind === "commit" || kind === "rollback") {
-      if (!group.some((k) => k.includes("pg_try_advisory_xact_lock"))) out.push(...group);
-      group = [];
-    }
-  }
-  return [...out, ...group];
+/**
+ * The kinds of statements the registration's connection ran: the services beside it in this
+ * process (the intents service's projection of the new agent's lifecycle event, a worker's turn)
+ * run theirs on other connections meanwhile.
+ */
+function registrationStatements(): string[] {
+  const registering = seen.find(({ text }) => kindOf(text) === "insert agent (text)")?.client;
+  const kinds = seen.filter(({ client }) => client === registering).map(({ text }) => kindOf(text));
+  // Its transaction: from the begin before the agent's INSERT to the commit after it.
+  const insert = kinds.indexOf("insert agent (text)");
+  return kinds.slice(kinds.lastIndexOf("begin", insert), kinds.indexOf("commit", insert) + 1);
 }
 
 const register = (body: Record<string, unknown>) => harness.api("agentsRegister", { key: "agent", body });
@@ -69,7 +69,7 @@ describe("registration's statements", () => {
     } finally {
       counting = false;
     }
-    expect(withoutBackgroundWork(seen.map(kindOf))).toEqual(["begin", "insert agent (text)", "insert agent event (text)", "outbox", "commit"]);
+    expect(registrationStatements()).toEqual(["begin", "insert agent (text)", "insert agent event (text)", "outbox", "commit"]);
   });
 
   it("return and lock the agent's row exactly as the query builder reads it", async () => {
