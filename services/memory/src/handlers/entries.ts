@@ -10,6 +10,7 @@ import { expiryOf } from "../domain/lifetime";
 import { assertAccess } from "../entry-access";
 import { entryEvent, memoryEventMessages, writeMemoryEvents, type NewMemoryEvent } from "../events";
 import { createInOneStatement } from "../db/create-statement";
+import { lockEntry, selectEntry, touchEntry } from "../db/entry-sql";
 import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
@@ -154,7 +155,7 @@ export async function createEntry(ctx: MemoryContext, body: CreateMemoryBody, ca
 }
 
 export async function findEntry(ctx: MemoryContext, id: string): Promise<EntryRow> {
-  const [row] = await ctx.db.select().from(entries).where(eq(entries.id, id));
+  const row = await selectEntry(ctx.db, id);
   if (!row) throw entryNotFound(id);
   return row;
 }
@@ -166,7 +167,7 @@ export async function getEntry(ctx: MemoryContext, id: string, caller: Caller): 
   const row = await findEntry(ctx, id);
   const access = await assertAccess(ctx, caller, factsOf(row), "read");
   if (access === "write" && row.memoryType === "episodic") {
-    await ctx.db.update(entries).set({ lastUsedAt: ctx.clock.now() }).where(eq(entries.id, id));
+    await touchEntry(ctx.db, id, ctx.clock.now());
   }
   return toEntry(row);
 }
@@ -231,7 +232,7 @@ export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number
   await assertGovernanceAllows(ctx, caller, existing.intentId);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
-    const [current] = await tx.select().from(entries).where(eq(entries.id, id)).for("update");
+    const current = await lockEntry(tx, id);
     if (!current) throw entryNotFound(id);
     const events: NewMemoryEvent[] = [];
     const updated = await applyUpdate(ctx, tx, current, ifMatch, body, caller, now, events);
