@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { uniqueTag } from "../../../test/support/e2e-helpers";
 import { entries } from "../src/db/schema";
-import { lockEntry, selectEntry, touchEntry } from "../src/db/entry-sql";
+import { lockEntry, selectEntry, touchEntry, updateEntryStatement } from "../src/db/entry-sql";
 import type { MemoryService } from "../src/service";
 
 /**
@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 describe("entry reads as text statements", () => {
-  it("read, lock and touch an entry as the query builder reads and writes it", async () => {
+  it("read, lock, touch and update an entry as the query builder reads and writes it", async () => {
     const agentId = uniqueTag("sql");
     expect((await harness.api("agentsRegister", { key: "agent", body: { agent_id: agentId } })).status).toBe(201);
     const as = { key: "agent" as const, headers: { "X-Agent-ID": agentId } };
@@ -40,6 +40,13 @@ describe("entry reads as text statements", () => {
       await touchEntry(db, id, at);
       const [touched] = await db.select().from(entries).where(eq(entries.id, id));
       expect(touched).toEqual({ ...built, lastUsedAt: at });
+      // A PATCH's conditional UPDATE: the row it returns is the one the builder reads back.
+      const changes = { value: { patched: ["y", null] }, valueBytes: 99, tags: ["u\"1", "u{2}"], sensitivity: null, updatedAt: at, lastUsedAt: at, ttl: undefined };
+      expect(await db.transaction((tx) => updateEntryStatement(tx, id, built!.version + 1, changes))).toBeUndefined();
+      const updated = await db.transaction((tx) => updateEntryStatement(tx, id, built!.version, changes));
+      const [reread] = await db.select().from(entries).where(eq(entries.id, id));
+      expect(updated).toEqual(reread);
+      expect(updated).toEqual({ ...touched, value: changes.value, valueBytes: 99, tags: changes.tags, sensitivity: null, updatedAt: at, lastUsedAt: at, version: built!.version + 1 });
     }
     expect(await selectEntry(db, "00000000-0000-4000-8000-000000000000")).toBeUndefined();
     expect(await db.transaction((tx) => lockEntry(tx, "00000000-0000-4000-8000-000000000000"))).toBeUndefined();

@@ -29,3 +29,23 @@ export async function lockEntry(tx: Tx, id: string): Promise<EntryRow | undefine
 export async function touchEntry(db: Queryable, id: string, at: Date): Promise<void> {
   await db.execute(withParams(TOUCH, [id, entries.lastUsedAt.mapToDriverValue(at)]));
 }
+
+/** The UPDATE's text for one set of changed fields: few shapes, each made once. */
+const updateTexts = new Map<string, string>();
+
+/**
+ * The conditional UPDATE of a PATCH (handlers/entries.ts applyUpdate): `changes`' defined fields
+ * and version + 1, only if the entry is still at `version`. The updated row, or undefined.
+ */
+export async function updateEntryStatement(tx: Tx, id: string, version: number, changes: Partial<EntryRow>): Promise<EntryRow | undefined> {
+  const driver = entrySql.driverValues(changes);
+  const shape = driver.columns.join(",");
+  let text = updateTexts.get(shape);
+  if (!text) {
+    const sets = driver.columns.map((column, i) => `${column} = $${i + 3}`);
+    text = `update ${entrySql.name} e set ${[...sets, `"version" = e."version" + 1`].join(", ")} where e."id" = $1 and e."version" = $2 returning ${COLUMNS}`;
+    updateTexts.set(shape, text);
+  }
+  const [row] = rowsOf<Record<string, unknown>>(await tx.execute(withParams(text, [id, version, ...driver.values])));
+  return row ? entrySql.rowOf(row) : undefined;
+}

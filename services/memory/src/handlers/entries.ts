@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { appError, AppError, type Caller, type CreateMemoryBody, errors, intentsCommands, jsonBytes, type MemoryEntry, memoryEvents, type PatchMemoryBody } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { entries, tasks } from "../db/schema";
@@ -10,7 +10,7 @@ import { expiryOf } from "../domain/lifetime";
 import { assertAccess } from "../entry-access";
 import { entryEvent, memoryEventMessages, writeMemoryEvents, type NewMemoryEvent } from "../events";
 import { createInOneStatement } from "../db/create-statement";
-import { lockEntry, selectEntry, touchEntry } from "../db/entry-sql";
+import { lockEntry, selectEntry, touchEntry, updateEntryStatement } from "../db/entry-sql";
 import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
@@ -214,11 +214,7 @@ export async function applyUpdate(ctx: MemoryContext, tx: Tx, current: EntryRow,
       await assertWorkingRoom(ctx, tx, current.taskId, { maxEntries: task.memoryPolicy.max_entries, maxTotalSizeKb: task.memoryPolicy.max_total_size_kb }, 0, changes.valueBytes - current.valueBytes);
     }
   }
-  const [row] = await tx
-    .update(entries)
-    .set({ ...changes, version: sql`${entries.version} + 1` } as never)
-    .where(and(eq(entries.id, current.id), eq(entries.version, expected)))
-    .returning();
+  const row = await updateEntryStatement(tx, current.id, expected, changes);
   if (!row) throw versionMismatch(current, expected);
   events.push(entryEvent(memoryEvents.updated, row, current.version, actingAgent(caller)));
   return row;
