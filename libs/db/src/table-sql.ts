@@ -23,6 +23,8 @@ export interface TableSql<T extends PgTable> {
   driverValues(values: Partial<InferSelectModel<T>>): { columns: string[]; values: unknown[] };
   /** INSERT of one row (undefined fields take their defaults), returning it. */
   insert(tx: Tx, values: Partial<InferSelectModel<T>>): Promise<InferSelectModel<T>>;
+  /** INSERT ... ON CONFLICT DO NOTHING of one row, returning it; undefined when it conflicted. */
+  insertIfAbsent(tx: Tx, values: Partial<InferSelectModel<T>>): Promise<InferSelectModel<T> | undefined>;
 }
 
 export function tableSql<T extends PgTable>(table: T): TableSql<T> {
@@ -52,21 +54,24 @@ export function tableSql<T extends PgTable>(table: T): TableSql<T> {
       }),
     };
   };
+  const insertRow = async (tx: Tx, values: Partial<Row>, ifAbsent: boolean): Promise<Row | undefined> => {
+    const driver = driverValues(values);
+    const shape = `${ifAbsent ? "?" : ""}${driver.columns.join(",")}`;
+    let text = insertTexts.get(shape);
+    if (!text) {
+      const placeholders = driver.columns.map((_c, i) => `$${i + 1}`).join(", ");
+      text = `insert into ${name} as r (${driver.columns.join(",")}) values (${placeholders})${ifAbsent ? " on conflict do nothing" : ""} returning ${returning}`;
+      insertTexts.set(shape, text);
+    }
+    const [row] = rowsOf<Record<string, unknown>>(await tx.execute(withParams(text, driver.values)));
+    return row ? rowOf(row) : undefined;
+  };
   return {
     name,
     columnList,
     rowOf,
     driverValues,
-    insert: async (tx, values) => {
-      const driver = driverValues(values);
-      const shape = driver.columns.join(",");
-      let text = insertTexts.get(shape);
-      if (!text) {
-        text = `insert into ${name} as r (${shape}) values (${driver.columns.map((_c, i) => `$${i + 1}`).join(", ")}) returning ${returning}`;
-        insertTexts.set(shape, text);
-      }
-      const [row] = rowsOf<Record<string, unknown>>(await tx.execute(withParams(text, driver.values)));
-      return rowOf(row!);
-    },
+    insert: async (tx, values) => (await insertRow(tx, values, false))!,
+    insertIfAbsent: (tx, values) => insertRow(tx, values, true),
   };
 }

@@ -4,7 +4,8 @@ import { AGENT_EVENT_SCHEMA, agentEventMsgId, agentEventSubject, agentEvents as 
 const lifecycle = agentEventDefinitions.lifecycle;
 import { writeEventLog, type EventLogSpec, type NewEvent, newEvent } from "@intentmesh/bus";
 import type { Tx } from "@intentmesh/db";
-import { agentEvents, agents, outbox } from "./db/schema";
+import { agents, outbox } from "./db/schema";
+import { insertAgentEvents } from "./db/agent-sql";
 import type { Transition } from "./domain/lifecycle";
 import type { AgentRow } from "./mapping";
 
@@ -37,7 +38,8 @@ export const agentLog: EventLogSpec<AgentEvent> = {
   subject: agentEventSubject,
   msgId: agentEventMsgId,
   insert: async (tx, rows) => {
-    await tx.insert(agentEvents).values(
+    await insertAgentEvents(
+      tx,
       rows.map(({ event, wire, at }) => ({
         agentId: event.agent_id,
         sequence: event.sequence,

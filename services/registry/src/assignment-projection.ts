@@ -1,9 +1,9 @@
-import { eq } from "drizzle-orm";
 import { agentEvents, intentEvents, type Clock } from "@intentmesh/contracts";
 import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
 import type { Database } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
-import { agents, inbox } from "./db/schema";
+import { inbox } from "./db/schema";
+import { lockAgentId } from "./db/agent-sql";
 import { commitAgentChange } from "./agent-log";
 
 /**
@@ -28,8 +28,7 @@ export async function startAssignmentProjection(bus: Bus, db: Database, clock: C
         logger,
         handle: async (tx, event) => {
           const agentId = event.payload.agent_id;
-          const [agent] = await tx.select({ agentId: agents.agentId }).from(agents).where(eq(agents.agentId, agentId)).for("update");
-          if (!agent) return;
+          if (!(await lockAgentId(tx, agentId))) return;
           await commitAgentChange(
             tx,
             agentId,

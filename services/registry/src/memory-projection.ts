@@ -1,9 +1,9 @@
-import { eq } from "drizzle-orm";
 import { AgentMemoryEvent, memoryStream, type Clock } from "@intentmesh/contracts";
 import { startDurableConsumer, type Bus } from "@intentmesh/bus";
 import type { Database } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
-import { agents, inbox } from "./db/schema";
+import { inbox } from "./db/schema";
+import { lockAgentId } from "./db/agent-sql";
 import { commitAgentChange } from "./agent-log";
 
 /**
@@ -24,8 +24,7 @@ export async function startMemoryProjection(bus: Bus, db: Database, clock: Clock
     parse: (data) => AgentMemoryEvent.parse(data),
     handle: async (tx, event) => {
       const agentId = event.payload.agent_id;
-      const [agent] = await tx.select({ agentId: agents.agentId }).from(agents).where(eq(agents.agentId, agentId)).for("update");
-      if (!agent) return;
+      if (!(await lockAgentId(tx, agentId))) return;
       await commitAgentChange(tx, agentId, {}, [{ eventType: event.event_type, actor: event.actor, payload: { ...event.payload, memory_event_id: event.id } }], clock.now());
     },
     afterCommit: onCommitted,

@@ -1,7 +1,7 @@
 import { and, eq, ne, sql } from "drizzle-orm";
 import { agentEvents, vaultEvents } from "@intentmesh/contracts";
 import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
-import type { Tx } from "@intentmesh/db";
+import { rowsOf, withParams, type Tx } from "@intentmesh/db";
 import type { VaultContext } from "./context";
 import { agentStatuses, grants, inbox } from "./db/schema";
 import { vaultEvent, writeVaultEvents } from "./events";
@@ -26,13 +26,19 @@ export async function startAgentProjection(bus: Bus, ctx: VaultContext) {
   });
 }
 
+/**
+ * The projection's read and upsert of the agent's status as SQL text made once: every
+ * agent.lifecycle event, each registration among them, ran them through the query builder,
+ * which cost more CPU to build than to run (docs/benchmarks.md, register_agent).
+ */
+const LOCK_STATUS = `select s.status from vault.agent_statuses s where s.agent_id = $1 for update`;
+const UPSERT_STATUS = `insert into vault.agent_statuses as s (agent_id, status, version, updated_at) values ($1, $2, $3, $4)
+  on conflict (agent_id) do update set status = excluded.status, version = excluded.version, updated_at = excluded.updated_at`;
+
 export async function applyLifecycle(ctx: VaultContext, tx: Tx, agentId: string, status: string, version: number): Promise<void> {
   const now = ctx.clock.now();
-  const [previous] = await tx.select().from(agentStatuses).where(eq(agentStatuses.agentId, agentId)).for("update");
-  await tx
-    .insert(agentStatuses)
-    .values({ agentId, status, version, updatedAt: now })
-    .onConflictDoUpdate({ target: agentStatuses.agentId, set: { status, version, updatedAt: now } });
+  const [previous] = rowsOf<{ status: string }>(await tx.execute(withParams(LOCK_STATUS, [agentId])));
+  await tx.execute(withParams(UPSERT_STATUS, [agentId, status, version, agentStatuses.updatedAt.mapToDriverValue(now)]));
   const wasDormant = previous?.status === "deregistered";
   const isDormant = status === "deregistered";
   if (wasDormant === isDormant) return;

@@ -1,7 +1,7 @@
 import { and, eq, lte, sql } from "drizzle-orm";
 import { agentEvents, type Clock } from "@intentmesh/contracts";
 import { eventOn, subscribe, type Bus } from "@intentmesh/bus";
-import type { Database, Tx } from "@intentmesh/db";
+import { rowsOf, withParams, type Database, type Tx } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import { inbox, leases } from "../db/schema";
 import { agentStatus } from "../db/schema-agents";
@@ -47,17 +47,18 @@ export async function startAgentLifecycleProjection(bus: Bus, db: Database, cloc
   });
 }
 
+/**
+ * The upsert of recordStatus as SQL text made once: every agent.lifecycle event runs it (each
+ * registration among them), and the query builder's upsert cost more CPU to build than to run.
+ */
+const RECORD_STATUS = `insert into intents.agent_status as s (agent_id, status, event_sequence, updated_at) values ($1, $2, $3, $4)
+  on conflict (agent_id) do update set status = excluded.status, event_sequence = excluded.event_sequence, updated_at = excluded.updated_at
+  where s.event_sequence < excluded.event_sequence
+  returning s.agent_id`;
+
 /** Upserts the agent's status unless a newer event already did; false when this event is older. */
-async function recordStatus(tx: Tx, agentId: string, status: string, sequence: number, now: Date): Promise<boolean> {
-  const rows = await tx
-    .insert(agentStatus)
-    .values({ agentId, status, eventSequence: sequence, updatedAt: now })
-    .onConflictDoUpdate({
-      target: agentStatus.agentId,
-      set: { status, eventSequence: sequence, updatedAt: now },
-      setWhere: sql`${agentStatus.eventSequence} < ${sequence}`,
-    })
-    .returning({ agentId: agentStatus.agentId });
+export async function recordStatus(tx: Tx, agentId: string, status: string, sequence: number, now: Date): Promise<boolean> {
+  const rows = rowsOf(await tx.execute(withParams(RECORD_STATUS, [agentId, status, sequence, agentStatus.updatedAt.mapToDriverValue(now)])));
   return rows.length > 0;
 }
 

@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { AppError, memoryEvents, type Caller, type MemoryBatchBody, type MemoryDeleteFilter, type MemoryEntry } from "@intentmesh/contracts";
 import { entries } from "../db/schema";
 import type { MemoryContext } from "../context";
@@ -7,6 +7,7 @@ import { assertAccess } from "../entry-access";
 import { assertGovernanceAllows } from "../governance-check";
 import { entryEvent, writeMemoryEvents, type NewMemoryEvent } from "../events";
 import { toEntry, type EntryRow } from "../mapping";
+import { lockEntry } from "../db/entry-sql";
 import { applyUpdate, entryNotFound, findEntry, insertPrepared, prepareCreate, type PreparedCreate } from "./entries";
 import { filterSql, visibleSql } from "./query";
 
@@ -49,7 +50,7 @@ export async function batchWrite(ctx: MemoryContext, body: MemoryBatchBody, call
         if (plan.kind === "create") {
           written.push(await insertPrepared(ctx, tx, plan.prepared, caller, events));
         } else {
-          const [current] = await tx.select().from(entries).where(eq(entries.id, plan.item.id)).for("update");
+          const current = await lockEntry(tx, plan.item.id);
           if (!current) throw entryNotFound(plan.item.id);
           const { id: _id, if_match, ...changes } = plan.item;
           written.push(await applyUpdate(ctx, tx, current, if_match, changes, caller, now, events));

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { appError, AppError, type Caller, type CreateMemoryBody, errors, intentsCommands, jsonBytes, type MemoryEntry, memoryEvents, type PatchMemoryBody } from "@intentmesh/contracts";
 import type { Tx } from "@intentmesh/db";
 import { entries, tasks } from "../db/schema";
@@ -10,6 +10,7 @@ import { expiryOf } from "../domain/lifetime";
 import { assertAccess } from "../entry-access";
 import { entryEvent, memoryEventMessages, writeMemoryEvents, type NewMemoryEvent } from "../events";
 import { createInOneStatement } from "../db/create-statement";
+import { lockEntry, selectEntry, touchEntry, updateEntryStatement } from "../db/entry-sql";
 import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
@@ -154,7 +155,7 @@ export async function createEntry(ctx: MemoryContext, body: CreateMemoryBody, ca
 }
 
 export async function findEntry(ctx: MemoryContext, id: string): Promise<EntryRow> {
-  const [row] = await ctx.db.select().from(entries).where(eq(entries.id, id));
+  const row = await selectEntry(ctx.db, id);
   if (!row) throw entryNotFound(id);
   return row;
 }
@@ -166,7 +167,7 @@ export async function getEntry(ctx: MemoryContext, id: string, caller: Caller): 
   const row = await findEntry(ctx, id);
   const access = await assertAccess(ctx, caller, factsOf(row), "read");
   if (access === "write" && row.memoryType === "episodic") {
-    await ctx.db.update(entries).set({ lastUsedAt: ctx.clock.now() }).where(eq(entries.id, id));
+    await touchEntry(ctx.db, id, ctx.clock.now());
   }
   return toEntry(row);
 }
@@ -213,11 +214,7 @@ export async function applyUpdate(ctx: MemoryContext, tx: Tx, current: EntryRow,
       await assertWorkingRoom(ctx, tx, current.taskId, { maxEntries: task.memoryPolicy.max_entries, maxTotalSizeKb: task.memoryPolicy.max_total_size_kb }, 0, changes.valueBytes - current.valueBytes);
     }
   }
-  const [row] = await tx
-    .update(entries)
-    .set({ ...changes, version: sql`${entries.version} + 1` } as never)
-    .where(and(eq(entries.id, current.id), eq(entries.version, expected)))
-    .returning();
+  const row = await updateEntryStatement(tx, current.id, expected, changes);
   if (!row) throw versionMismatch(current, expected);
   events.push(entryEvent(memoryEvents.updated, row, current.version, actingAgent(caller)));
   return row;
@@ -231,7 +228,7 @@ export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number
   await assertGovernanceAllows(ctx, caller, existing.intentId);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
-    const [current] = await tx.select().from(entries).where(eq(entries.id, id)).for("update");
+    const current = await lockEntry(tx, id);
     if (!current) throw entryNotFound(id);
     const events: NewMemoryEvent[] = [];
     const updated = await applyUpdate(ctx, tx, current, ifMatch, body, caller, now, events);

@@ -1,6 +1,5 @@
 import { appError } from "@intentmesh/contracts";
 import { randomUUID } from "node:crypto";
-import { eq } from "drizzle-orm";
 import {
   HEARTBEAT_DEFAULTS,
   LIVE_AGENT_STATUSES,
@@ -12,7 +11,7 @@ import {
 } from "@intentmesh/contracts";
 import { checkOutboundUrl, isOutboundError } from "@intentmesh/ssrf";
 import type { RegistryContext } from "../context";
-import { agents } from "../db/schema";
+import { agentSql, lockAgent } from "../db/agent-sql";
 import { commitAgentChange, lifecycleEvent, writeAgentEvents } from "../agent-log";
 import { nextCheckAt } from "../domain/lifecycle";
 import { assertOwner } from "../domain/access";
@@ -56,16 +55,12 @@ export async function registerAgent(ctx: RegistryContext, body: RegisterAgentBod
   } satisfies Partial<AgentRow>;
 
   const row = await ctx.db.transaction(async (tx) => {
-    const [inserted] = await tx
-      .insert(agents)
-      .values({ agentId, ownerPrincipal: caller.principal, ...fields, eventSeq: 1, updatedAt: now })
-      .onConflictDoNothing()
-      .returning();
+    const inserted = await agentSql.insertIfAbsent(tx, { agentId, ownerPrincipal: caller.principal, ...fields, eventSeq: 1, updatedAt: now });
     if (inserted) {
       await writeAgentEvents(tx, agentId, 1, [lifecycleEvent(agentId, { from: "registering", to: "active", reason: lifecycleReasons.registered }, 1, now, caller.actor)], now);
       return inserted;
     }
-    const [existing] = await tx.select().from(agents).where(eq(agents.agentId, agentId)).for("update");
+    const existing = await lockAgent(tx, agentId);
     if (!existing) throw new Error(`agent ${agentId} conflicted on insert but cannot be read`);
     // Rule 3 first: a live id is 409 whoever asks; only a dead or deregistered one may be taken
     // up again, and only by the key it is bound to.
