@@ -6,10 +6,11 @@ import type { Intent } from "@intentmesh/contracts";
 import { createTestDatabase } from "../../../test/support/backends";
 import { migrationsUpTo } from "../../../test/support/migrations";
 import { MIGRATIONS_FOLDER } from "../src/service";
-import { ChainChecker, type StoredEvent } from "../src/verifiable/chain";
+import { ChainChecker } from "../src/verifiable/chain";
 import { appendEventStatement, commitChangeStatement, insertIntent } from "../src/kernel/statements";
 import { appendToLog } from "../src/kernel/event-log";
 import { canonicalAroundChain, chainHash } from "../src/kernel/event-chain";
+import { storedEvents } from "./stored-events";
 
 /**
  * The chain head on the intent row (migration 0015, kernel/event-chain.ts): the hot statements
@@ -33,23 +34,7 @@ afterAll(async () => {
   fs.rmSync(beforeChainHead, { recursive: true, force: true });
 });
 
-const stored = async (intentId: string) =>
-  rowsOf<Record<string, any>>(await handle.db.execute(sql`select * from intents.events where intent_id = ${intentId} order by sequence`)).map(
-    (r): StoredEvent => ({
-      id: r.id,
-      intentId: r.intent_id,
-      sequence: Number(r.sequence),
-      eventType: r.event_type,
-      actor: r.actor,
-      payload: r.payload,
-      createdAt: new Date(r.created_at),
-      traceId: r.trace_id,
-      parentEventId: r.parent_event_id,
-      wire: r.wire,
-      eventHash: r.event_hash,
-      previousEventHash: r.previous_event_hash,
-    }),
-  );
+const stored = (intentId: string) => storedEvents(handle, intentId);
 
 const head = async (intentId: string) =>
   rowsOf<{ event_seq: string; chain_seq: string; chain_head: string | null; chain_previous: string | null }>(

@@ -7,7 +7,8 @@ import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
 import { createTestDatabase } from "../../../test/support/backends";
 import { migrationsUpTo } from "../../../test/support/migrations";
 import { MIGRATIONS_FOLDER } from "../src/service";
-import { ChainChecker, type StoredEvent } from "../src/verifiable/chain";
+import { ChainChecker } from "../src/verifiable/chain";
+import { storedEvents } from "./stored-events";
 
 /**
  * Migration 0009: the database's RFC 8785 canonical JSON (intents.canonical_json) is the
@@ -50,23 +51,7 @@ async function failure(statement: Promise<unknown>): Promise<string> {
   return "succeeded";
 }
 
-const stored = async (intentId: string) =>
-  rowsOf<Record<string, any>>(await handle.db.execute(sql`select * from intents.events where intent_id = ${intentId} order by sequence`)).map(
-    (r): StoredEvent => ({
-      id: r.id,
-      intentId: r.intent_id,
-      sequence: Number(r.sequence),
-      eventType: r.event_type,
-      actor: r.actor,
-      payload: r.payload,
-      createdAt: new Date(r.created_at),
-      traceId: r.trace_id,
-      parentEventId: r.parent_event_id,
-      wire: r.wire,
-      eventHash: r.event_hash,
-      previousEventHash: r.previous_event_hash,
-    }),
-  );
+const stored = (intentId: string) => storedEvents(handle, intentId);
 
 describe("migration 0009 (RFC 0019 hash chain)", () => {
   it("chains the events written before it, intent by intent, and the trigger extends the chain from there", async () => {

@@ -6,9 +6,10 @@ import { openDatabase, rowsOf, type Database, type DatabaseHandle, type Tx } fro
 import { canonicalJson, sha256Tag, type Intent } from "@intentmesh/contracts";
 import { createTestDatabase } from "../../../test/support/backends";
 import { MIGRATIONS_FOLDER } from "../src/service";
-import { ChainChecker, type StoredEvent } from "../src/verifiable/chain";
+import { ChainChecker } from "../src/verifiable/chain";
 import { appendEventReply, insertIntent } from "../src/kernel/statements";
 import { appendToLog, lockIntent, lockIntentRow, type NewEvent } from "../src/kernel/event-log";
+import { storedEvents } from "./stored-events";
 
 /**
  * The general append path (kernel/event-log.ts appendToLog) in as few statements as it can: ONE
@@ -69,24 +70,7 @@ async function newIntent(): Promise<Intent> {
 const batch = (n: number, tag: string): NewEvent[] =>
   Array.from({ length: n }, (_, i) => ({ eventType: "comment", actor: "a", payload: { tag, i, text: "x\u00e9\"" }, ...(i === 1 ? { traceId: `t-${tag}` } : {}) }));
 
-async function stored(intentId: string) {
-  return rowsOf<Record<string, any>>(await handle.db.execute(sql`select * from intents.events where intent_id = ${intentId} order by sequence`)).map(
-    (r): StoredEvent => ({
-      id: r.id,
-      intentId: r.intent_id,
-      sequence: Number(r.sequence),
-      eventType: r.event_type,
-      actor: r.actor,
-      payload: r.payload,
-      createdAt: new Date(r.created_at),
-      traceId: r.trace_id,
-      parentEventId: r.parent_event_id,
-      wire: r.wire,
-      eventHash: r.event_hash,
-      previousEventHash: r.previous_event_hash,
-    }),
-  );
-}
+const stored = (intentId: string) => storedEvents(handle, intentId);
 
 /** One unbroken chain of `count` events, the row's head at its last, and each outbox row the stored wire text. */
 async function expectOneChain(intentId: string, count: number) {

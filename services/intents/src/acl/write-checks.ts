@@ -1,6 +1,6 @@
-import { AppError, appError, errors, type Caller, type GovernedWriteKind, type IntentPermission, type IntentWriteCheck, type WriteAllowed, type WriteVerdicts } from "@intentmesh/contracts";
+import { AppError, errors, type Caller, type GovernedWriteKind, type IntentPermission, type IntentWriteCheck, type WriteAllowed, type WriteVerdicts } from "@intentmesh/contracts";
 import type { IntentsContext } from "../kernel/context";
-import { CHECK_MANY_REPLY_BUDGET, enforceGovernance } from "../governance/handlers";
+import { assertVerdictsFit, enforceGovernance } from "../governance/handlers";
 import { assertPermission } from "./rules";
 import { readManyWriteFacts, readWriteFacts, type WriteFacts } from "./statements";
 
@@ -30,15 +30,7 @@ export async function checkWriteMany(ctx: IntentsContext, checks: IntentWriteChe
     }),
   );
   // Governance refusals carry their policy's details (up to 1,000 allowed_agents), as in governance.check_many.
-  if (results.some((result) => "error" in result || "error" in result.governance)) {
-    const bytes = Buffer.byteLength(JSON.stringify(results));
-    if (bytes > CHECK_MANY_REPLY_BUDGET) {
-      throw appError("REPLY_TOO_LARGE", `the verdicts of these ${checks.length} checks take ${bytes} bytes, more than one answer carries; ask them one by one`, {
-        bytes,
-        limit_bytes: CHECK_MANY_REPLY_BUDGET,
-      });
-    }
-  }
+  assertVerdictsFit(results, results.some((result) => "error" in result || "error" in result.governance));
   return { results };
 }
 

@@ -151,18 +151,24 @@ export async function checkGovernanceMany(
       }
     }),
   );
-  // A refusal carries its policy's details (up to 1,000 allowed_agents): many in one answer could
-  // pass what the bus carries. Said plainly, the asker sends those checks one by one instead.
-  if (results.some((result) => "error" in result)) {
-    const bytes = Buffer.byteLength(JSON.stringify(results));
-    if (bytes > CHECK_MANY_REPLY_BUDGET) {
-      throw appError("REPLY_TOO_LARGE", `the verdicts of these ${checks.length} checks take ${bytes} bytes, more than one answer carries; ask them one by one`, {
-        bytes,
-        limit_bytes: CHECK_MANY_REPLY_BUDGET,
-      });
-    }
-  }
+  assertVerdictsFit(results, results.some((result) => "error" in result));
   return { results };
+}
+
+/**
+ * A refusal carries its policy's details (up to 1,000 allowed_agents): many in one answer could
+ * pass what the bus carries. Said plainly, the asker sends those checks one by one instead.
+ * `refused`: whether any verdict is a refusal (answers of allowances alone are always small).
+ */
+export function assertVerdictsFit(results: readonly unknown[], refused: boolean): void {
+  if (!refused) return;
+  const bytes = Buffer.byteLength(JSON.stringify(results));
+  if (bytes > CHECK_MANY_REPLY_BUDGET) {
+    throw appError("REPLY_TOO_LARGE", `the verdicts of these ${results.length} checks take ${bytes} bytes, more than one answer carries; ask them one by one`, {
+      bytes,
+      limit_bytes: CHECK_MANY_REPLY_BUDGET,
+    });
+  }
 }
 
 /** The most bytes of verdicts one governance.check_many answer carries: well under NATS's default 1 MiB max_payload. */
