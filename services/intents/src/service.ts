@@ -217,11 +217,19 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
     recordFailure: (input, caller) => recordFailure(ctx, input.intent_id, input.if_match, input.body, caller),
     listFailures: (input) => listFailures(ctx, input.intent_id, input.query),
   });
-  serve(costsCommands, {
-    record: (input, caller) => recordCost(ctx, input.intent_id, input.body, caller),
-    list: (input) => listCosts(ctx, input.intent_id, input.query),
-    setBudget: (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller),
-  });
+  // record checks the caller's permission with the ACL flag its own statement reads (costs/handlers.ts).
+  core.serve(
+    costsCommands,
+    access.wrap(
+      costsCommands,
+      {
+        record: (input, caller) => recordCost(ctx, input.intent_id, input.body, caller),
+        list: (input) => listCosts(ctx, input.intent_id, input.query),
+        setBudget: (input, caller) => setBudget(ctx, input.intent_id, input.if_match, input.body, caller),
+      },
+      ["record"],
+    ),
+  );
   // The task moves read the access facts with the task under the intent's lock (tasks/moves.ts):
   // one statement fewer than the guard's own before the handler.
   const taskHandlers: HandlersOf<typeof taskCommands> = {

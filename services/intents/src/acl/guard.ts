@@ -17,7 +17,9 @@ type Located = Extract<IntentAccessRule, { needs: unknown }>;
  *   the entries naming the caller) before the handler runs, so a refused request writes nothing.
  * - The hot paths (get, append an event, list events, patch state) read the intent's row anyway;
  *   they are served unwrapped and call `afterRead` with the ACL policy their own statement read,
- *   so an intent without an ACL costs them nothing more (docs/benchmarks.md).
+ *   so an intent without an ACL costs them nothing more (docs/benchmarks.md). Recording a cost
+ *   (costs/handlers.ts) is served unwrapped too: its statement writes only when the intent has no
+ *   ACL or the handler has called `check`.
  * - The task moves (claim, start, complete, fail, cancel) read the facts with the task, under the
  *   intent's lock and before any write, and decide with `assertAllowed` (tasks/moves.ts).
  */

@@ -17,7 +17,8 @@ import {
 import { RawJson, newEvent } from "@intentmesh/bus";
 import { rowsOf, type Tx } from "@intentmesh/db";
 import type { IntentsContext } from "../kernel/context";
-import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type NewCost, type RecordedCost } from "./statements";
+import { recordCostInTransaction, recordCostStatement, selectCostPage, selectSpend, type CheckedBeforeWrite, type NewCost, type RecordedCost } from "./statements";
+import { bypassesAcl } from "../acl/rules";
 import { INTENT_COLUMNS, rawToIntent, type RawIntent } from "../kernel/statements";
 import { appendToLog, missingOrStale, rememberLogHead, type NewEvent } from "../kernel/event-log";
 import { budgetViolation, isBudgetBlocked, readBudget } from "./budget";
@@ -53,21 +54,41 @@ function refuseUnrecorded(recorded: RecordedCost, intentId: string, agentId: str
   }
 }
 
+type CostAnswer = CommandResult<typeof costsCommands.record>;
+type CostsPage = CommandResult<typeof costsCommands.list>;
+
+/** Runs of the recording statement before giving up on an intent whose policy or ACL keeps changing under it. */
+const GATE_ATTEMPTS = 5;
+
 /**
  * POST /intents/{id}/costs. The cost is always recorded (it has been spent already); crossing an
  * alert threshold appends budget_alert, exceeding a limit blocks the intent, both in the same
  * statement as the record (see costs/statements.ts). Answers the record.
+ *
+ * The access rule (write) and the governance policy are checked here, not by the guard before the
+ * handler: the statement reads both with the intent's row and writes only when they are what was
+ * checked (its gate). An intent with neither costs one statement; one with a policy or an ACL is
+ * answered by the gated statement with what to check, checked as before (ACL first, then
+ * enforceGovernance), and the statement runs again, gated on what was checked.
  */
-type CostAnswer = CommandResult<typeof costsCommands.record>;
-type CostsPage = CommandResult<typeof costsCommands.list>;
-
 export async function recordCost(ctx: IntentsContext, intentId: string, body: RecordCostBody, caller: Caller): Promise<RawJson<CostAnswer>> {
-  await enforceGovernance(ctx, intentId, undefined, { kind: "cost", amount: body.amount }, caller);
   const cost = newCost(body, caller);
-  const recorded = await recordCostStatement(ctx.query, intentId, cost, caller.actor, ctx.clock.now());
-  refuseUnrecorded(recorded, intentId, cost.agent_id);
-  if (recorded.events.length) ctx.published();
-  return new RawJson<CostAnswer>(recorded.wire);
+  const checked: CheckedBeforeWrite = { policy: null, aclChecked: bypassesAcl(caller) };
+  for (let attempt = 1; ; attempt++) {
+    const recorded = await recordCostStatement(ctx.query, intentId, cost, caller.actor, ctx.clock.now(), checked);
+    if (!recorded.gated) {
+      refuseUnrecorded(recorded, intentId, cost.agent_id);
+      if (recorded.events.length) ctx.published();
+      return new RawJson<CostAnswer>(recorded.wire);
+    }
+    if (attempt >= GATE_ATTEMPTS) throw errors.unavailable(`intent ${intentId} is too busy to record a cost; try again`);
+    if (recorded.gated.hasAcl && !checked.aclChecked) {
+      await ctx.access.check(costsCommands.record, intentId, caller);
+      checked.aclChecked = true;
+    }
+    await enforceGovernance(ctx, intentId, recorded.gated.policy, { kind: "cost", amount: body.amount }, caller);
+    checked.policy = recorded.gated.policy;
+  }
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   MAX_COST_AGENTS_PER_INTENT,
   SCHEMA_HEADER,
   type CostRecord,
+  type GovernancePolicy,
   type IntentEvent,
 } from "@intentmesh/contracts";
 import { traceCarrier } from "@intentmesh/bus";
@@ -43,6 +44,13 @@ type Query = DatabaseHandle["query"];
  * Bound: a record from an agent new to the intent is refused (nothing written, `accepted` 0)
  * once the intent has costs from MAX_COST_AGENTS_PER_INTENT agents. The count sits in the
  * cost_totals row, read `for update` after the intent lock, so it is current and exact.
+ *
+ * Gate (POST /costs only, `$21` true): the statement also reads the intent's governance policy and
+ * whether it has an ACL, and writes only when what the handler checked still holds: the policy is
+ * the one it enforced ($22, null: none) and the intent has no ACL unless the caller's permission
+ * was decided ($23). Otherwise it writes nothing (`passed` 0) and answers the policy and the ACL
+ * flag, for the handler to check and run it again. So an intent without a policy or an ACL costs
+ * POST /costs this one statement, and a write never commits under a policy other than the one checked.
  */
 /** The budget events' log and outbox rows, from the CTE ww (one row per event). */
 const BUDGET_EVENTS = intentEventInserts(
@@ -53,15 +61,18 @@ const BUDGET_EVENTS = intentEventInserts(
 
 const RECORD_COST_SQL = `
 with i as (
-  select id, status, blocked_reason, constraints->'budget' as b
+  select id, status, blocked_reason, constraints->'budget' as b, governance_policy as gp, acl_policy is not null as has_acl
   from intents.intents where id = $1::uuid for no key update),
+pass as (
+  select i.* from i
+  where not $21::bool or (i.gp is not distinct from $22::jsonb and ($23::bool or not i.has_acl))),
 known as (
   select
     exists(select 1 from intents.cost_agent_totals where intent_id = $1::uuid and agent_id = $3::text) as agent_known,
     coalesce((select agent_count from intents.cost_totals where intent_id = $1::uuid for update), 0) as agents
-  from i),
+  from pass),
 ok as (
-  select i.* from i, known where known.agent_known or known.agents < $20::int),
+  select pass.* from pass, known where known.agent_known or known.agents < $20::int),
 lim as (
   select ok.*,
     case when jsonb_typeof(b->'max_total_cents') = 'number' then (b->>'max_total_cents')::numeric end as max_total,
@@ -154,8 +165,11 @@ ww as (
 e as (${BUDGET_EVENTS.events}),
 o as (${BUDGET_EVENTS.outbox})
 select (select count(*)::int from i) as found,
+       (select count(*)::int from pass) as passed,
        (select count(*)::int from ok) as accepted,
-       (select coalesce(json_agg(e.wire::json order by e.sequence), '[]'::json)::text from e) as events`;
+       (select coalesce(json_agg(e.wire::json order by e.sequence), '[]'::json)::text from e) as events,
+       (select gp from i where not exists (select 1 from pass)) as governance_policy,
+       (select has_acl from i) as has_acl`;
 
 /** A cost about to be recorded, with the acting agent resolved and its cents decided. */
 export interface NewCost {
@@ -180,12 +194,24 @@ export interface RecordedCost {
   wire: string;
   /** The budget events written with it (budget_alert, status_changed), oldest first. */
   events: IntentEvent[];
+  /** Set when the gate held the write back (nothing written): what the intent's row says now. */
+  gated?: { policy: GovernancePolicy | null; hasAcl: boolean };
+}
+
+/**
+ * What POST /costs checked before the statement (see Gate above): the governance policy it
+ * enforced (null: the intent had none) and whether the caller's ACL permission was decided
+ * (true also for callers the ACL does not bind).
+ */
+export interface CheckedBeforeWrite {
+  policy: GovernancePolicy | null;
+  aclChecked: boolean;
 }
 
 /** Numbers go to Postgres as text, so `numeric` receives exactly the decimal JavaScript prints. */
 const decimal = (value: number) => String(value);
 
-function prepare(intentId: string, cost: NewCost, actor: string, at: Date) {
+function prepare(intentId: string, cost: NewCost, actor: string, at: Date, checked: CheckedBeforeWrite | null) {
   const record: CostRecord = {
     id: randomUUID(),
     intent_id: intentId,
@@ -220,15 +246,20 @@ function prepare(intentId: string, cost: NewCost, actor: string, at: Date) {
     randomUUID(),
     randomUUID(),
     MAX_COST_AGENTS_PER_INTENT,
+    checked !== null,
+    checked === null || checked.policy === null ? null : JSON.stringify(checked.policy),
+    checked?.aclChecked ?? true,
   ];
   return { record, wire, params };
 }
 
-type Row = { found: number; accepted: number; events: string };
+type Row = { found: number; passed: number; accepted: number; events: string; governance_policy: GovernancePolicy | null; has_acl: boolean | null };
 
 function result(row: Row | undefined, record: CostRecord, wire: string): RecordedCost {
   const events = row && row.accepted ? (JSON.parse(row.events) as IntentEvent[]) : [];
-  return { found: Boolean(row?.found), accepted: Boolean(row?.accepted), record, wire, events };
+  const recorded: RecordedCost = { found: Boolean(row?.found), accepted: Boolean(row?.accepted), record, wire, events };
+  if (row && row.found && !row.passed) recorded.gated = { policy: row.governance_policy, hasAcl: Boolean(row.has_acl) };
+  return recorded;
 }
 
 /**
@@ -239,19 +270,22 @@ function result(row: Row | undefined, record: CostRecord, wire: string): Recorde
  */
 async function runRecordingStatement(run: () => Promise<Row | undefined>, record: CostRecord, wire: string): Promise<RecordedCost> {
   const first = result(await run(), record, wire);
-  if (!first.found || first.accepted) return first;
+  if (!first.found || first.accepted || first.gated) return first;
   return result(await run(), record, wire);
 }
 
-/** POST /intents/{id}/costs: the statement as a named prepared statement, outside any transaction. */
-export async function recordCostStatement(query: Query, intentId: string, cost: NewCost, actor: string, at: Date): Promise<RecordedCost> {
-  const { record, wire, params } = prepare(intentId, cost, actor, at);
+/**
+ * POST /intents/{id}/costs: the statement as a named prepared statement, outside any transaction,
+ * gated on what the handler checked (`gated` in the answer when that no longer holds).
+ */
+export async function recordCostStatement(query: Query, intentId: string, cost: NewCost, actor: string, at: Date, checked: CheckedBeforeWrite): Promise<RecordedCost> {
+  const { record, wire, params } = prepare(intentId, cost, actor, at, checked);
   return runRecordingStatement(async () => (await query<Row>("intents_record_cost", RECORD_COST_SQL, params))[0], record, wire);
 }
 
 /** The same statement inside a caller's transaction (the intent may already be locked by it). */
 export async function recordCostInTransaction(tx: Tx, intentId: string, cost: NewCost, actor: string, at: Date): Promise<RecordedCost> {
-  const { record, wire, params } = prepare(intentId, cost, actor, at);
+  const { record, wire, params } = prepare(intentId, cost, actor, at, null);
   return runRecordingStatement(async () => rowsOf<Row>(await tx.execute(withParams(RECORD_COST_SQL, params)))[0], record, wire);
 }
 
