@@ -59,7 +59,7 @@ async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
 }
 
 const agent: Caller = agentCaller("cost-counter");
-const admin: Caller = { principal: "cost-admin", actor: "cost-admin", roles: ["admin"] };
+const admin: Caller = { principal: "cost-admin", actor: "cost-admin", roles: ["admin"], agent_id: null };
 const cost = { cost_type: "api_call" as const, amount: 3, unit: "cents" as const };
 const recordAs = (intentId: string, caller: Caller) => harness.call(costsCommands.record, { intent_id: intentId, body: cost }, caller);
 const summaryOf = async (intentId: string) => (await harness.call(costsCommands.list, { intent_id: intentId, query: { limit: 1 } })).summary;
