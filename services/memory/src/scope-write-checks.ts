@@ -6,14 +6,18 @@ import { loadTask } from "./task-views";
 
 type Scope = { task_id?: string | null; intent_id?: string | null } | null | undefined;
 
-/** What a create's scope answered when checked: its task, and the verdict of each intent it touches. */
-export interface ScopeWriteChecks {
-  /** The scope's task as read for the check (null: no such task; undefined: the scope names none), so the create reads it once. */
-  task: TaskView | null | undefined;
+/** The verdicts of the write checks of a request, applied by its handler where its rules put them. */
+export interface IntentWriteVerdicts {
   /** Throws 404 INTENT_NOT_FOUND where the write check found no such intent (the answer of intents.get). */
   assertIntentExists(intentId: string): void;
   /** Throws the governance refusal of the write on the intent (spec 2.11), as governance.check would have answered it. */
   assertGovernance(intentId: string | null): Promise<void>;
+}
+
+/** What a create's scope answered when checked: its task, and the verdict of each intent it touches. */
+export interface ScopeWriteChecks extends IntentWriteVerdicts {
+  /** The scope's task as read for the check (null: no such task; undefined: the scope names none), so the create reads it once. */
+  task: TaskView | null | undefined;
 }
 
 /**
@@ -27,9 +31,18 @@ export interface ScopeWriteChecks {
  */
 export async function checkScopeWrites(ctx: MemoryContext, caller: Caller, scope: Scope): Promise<ScopeWriteChecks> {
   const task = scope?.task_id ? await loadTask(ctx, scope.task_id) : undefined;
-  const intentIds = [...new Set([scope?.intent_id, task?.intentId].filter((id): id is string => Boolean(id)))];
-  const verdicts = new Map<string, WriteVerdict | AppError>();
   // The ACL checks only read principal, actor and roles, which the create's acting agent (creatingCaller) leaves as they are.
+  return { task, ...(await checkIntentWrites(ctx, caller, [scope?.intent_id, task?.intentId])) };
+}
+
+/**
+ * The write checks of the intents a request writes on (null: none), one request per intent:
+ * rejects with the first access refusal; an intent that does not exist protects nothing (as the
+ * ACL wrapper), and answers its 404 where the handler asks for its existence or its governance.
+ */
+export async function checkIntentWrites(ctx: MemoryContext, caller: Caller, intents: (string | null | undefined)[]): Promise<IntentWriteVerdicts> {
+  const intentIds = [...new Set(intents.filter((id): id is string => Boolean(id)))];
+  const verdicts = new Map<string, WriteVerdict | AppError>();
   await Promise.all(
     intentIds.map(async (intentId) => {
       try {
@@ -41,7 +54,6 @@ export async function checkScopeWrites(ctx: MemoryContext, caller: Caller, scope
     }),
   );
   return {
-    task,
     assertIntentExists(intentId) {
       const verdict = verdicts.get(intentId);
       if (verdict instanceof AppError) throw verdict;
@@ -51,7 +63,7 @@ export async function checkScopeWrites(ctx: MemoryContext, caller: Caller, scope
       const verdict = verdicts.get(intentId);
       if (verdict instanceof AppError) throw verdict;
       if (verdict) verdict.assertGovernance();
-      // Not checked above (cannot happen: the create's intent is its scope's or its task's): asked alone.
+      // Not checked above (cannot happen: the write's intent is one it checked): asked alone.
       else await ctx.governance.assertAllowed(caller, intentId, "memory");
     },
   };

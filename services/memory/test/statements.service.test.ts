@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeCheckCommands, type Caller, type CreateMemoryBody } from "@intentmesh/contracts";
-import { openCountingDatabase, type CountingDatabase } from "../../../test/support/statement-count";
+import { openCountingDatabase, verbsOf, type CountingDatabase } from "../../../test/support/statement-count";
 import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { UNKNOWN_ID, uniqueTag } from "../../../test/support/e2e-helpers";
-import { createEntry } from "../src/handlers/entries";
+import { createEntry, deleteEntry, patchEntry } from "../src/handlers/entries";
 import type { MemoryContext } from "../src/context";
 import type { MemoryService } from "../src/service";
 
@@ -29,12 +29,15 @@ const agentCaller = (agentId: string): Caller => ({ principal: "agent-1", roles:
 const statementShapes = (statements: string[]) => statements.map((text) => text.replace(/\s+/g, " ").trim().slice(0, 80));
 
 /** Runs one create through the handler on the counting pool; answers its statements and the intents subjects it asked. */
-async function countedCreate(caller: Caller, body: CreateMemoryBody) {
+const countedCreate = (caller: Caller, body: CreateMemoryBody) => counted((ctx) => createEntry(ctx, body, caller));
+
+/** Runs one handler on the counting pool; answers its result or error, its statements and the intents subjects it asked. */
+async function counted<T>(work: (ctx: MemoryContext) => Promise<T>) {
   const ctx: MemoryContext = { ...harness.service.memory.ctx, db: counting.db, query: counting.query };
   const asked: string[] = [];
   const sub = harness.bus.nc.subscribe(harness.bus.subject("im.intents.>"), { callback: (_err, msg) => void asked.push(msg.subject) });
   try {
-    const { result, statements } = await counting.count(() => createEntry(ctx, body, caller).then((entry) => ({ entry }), (error: unknown) => ({ error })));
+    const { result, statements } = await counting.count(() => work(ctx).then((entry) => ({ entry }), (error: unknown) => ({ error })));
     await harness.bus.nc.flush();
     return { ...result, statements, asked };
   } finally {
@@ -68,5 +71,21 @@ describe("the work of one memory write on an intent (issue 32)", () => {
     expect(refused).toMatchObject({ error: { code: "GOVERNANCE_VIOLATION", status: 403 } });
     expect(refused.asked).toEqual([harness.bus.subject(writeCheckCommands.check.subject)]);
     expect(refused.statements).toEqual([]);
+  });
+
+  it("a PATCH and a DELETE of an entry on an intent: the entry read once before their transaction, one request to intents", async () => {
+    const intent = await admin().ops.intentsCreate({ body: { title: "changed", status: "active" } });
+    const caller = agentCaller(uniqueTag("writer"));
+    const created = await countedCreate(caller, entry(intent.id));
+    if (!("entry" in created)) throw created.error;
+    const id = created.entry.id;
+    const patched = await counted((ctx) => patchEntry(ctx, id, 1, { value: { n: 2 } }, caller));
+    expect(patched).toMatchObject({ entry: { version: 2, value: { n: 2 } } });
+    expect(patched.asked).toEqual([harness.bus.subject(writeCheckCommands.check.subject)]);
+    // The entry's read before the transaction; its lock, the conditional update and the event in it.
+    expect(verbsOf(patched.statements)).toEqual(["select", "begin", "select", "update", "insert", "commit"]);
+    const deleted = await counted((ctx) => deleteEntry(ctx, id, caller));
+    expect(deleted).toMatchObject({ entry: { status: "deleted", entry_id: id } });
+    expect(deleted.asked).toEqual([harness.bus.subject(writeCheckCommands.check.subject)]);
   });
 });

@@ -15,7 +15,7 @@ import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
 import { assertGovernanceAllows } from "../governance-check";
-import { checkScopeWrites, type ScopeWriteChecks } from "../scope-write-checks";
+import { checkIntentWrites, checkScopeWrites, type ScopeWriteChecks } from "../scope-write-checks";
 
 export const entryNotFound = (id: string) => appError("ENTRY_NOT_FOUND", `memory entry ${id} was not found`, { entry_id: id });
 
@@ -232,12 +232,17 @@ export async function applyUpdate(ctx: MemoryContext, tx: Tx, current: EntryRow,
   return row;
 }
 
-/** PATCH /memory/{id}: If-Match required (428), 409 VERSION_MISMATCH with the current entry. */
+/**
+ * PATCH /memory/{id}: If-Match required (428), 409 VERSION_MISMATCH with the current entry. The
+ * entry's intent's ACL and governance policy in one request, after the entry's one read (the ACL
+ * wrapper read its intent apart), each verdict applied where it was when asked apart.
+ */
 export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number | null, body: PatchMemoryBody, caller: Caller): Promise<MemoryEntry> {
   const existing = await findEntry(ctx, id);
+  const checked = await checkIntentWrites(ctx, caller, [existing.intentId]);
   await assertAccess(ctx, caller, factsOf(existing), "write");
   if (ifMatch === null) throw errors.preconditionRequired("memory entry");
-  await assertGovernanceAllows(ctx, caller, existing.intentId);
+  await checked.assertGovernance(existing.intentId);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     const current = await lockEntry(tx, id);
@@ -251,11 +256,12 @@ export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number
   return toEntry(row);
 }
 
-/** DELETE /memory/{id}: immediate and irreversible; memory.deleted. */
+/** DELETE /memory/{id}: immediate and irreversible; memory.deleted. Checked as a PATCH. */
 export async function deleteEntry(ctx: MemoryContext, id: string, caller: Caller): Promise<{ status: "deleted"; entry_id: string }> {
   const existing = await findEntry(ctx, id);
+  const checked = await checkIntentWrites(ctx, caller, [existing.intentId]);
   await assertAccess(ctx, caller, factsOf(existing), "write");
-  await assertGovernanceAllows(ctx, caller, existing.intentId);
+  await checked.assertGovernance(existing.intentId);
   const now = ctx.clock.now();
   await ctx.db.transaction(async (tx) => {
     const [row] = await tx.delete(entries).where(eq(entries.id, id)).returning();
