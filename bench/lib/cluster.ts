@@ -11,6 +11,9 @@ export const LOG_DIR = path.join(BENCH_DIR, "results", "logs");
 export interface BenchCluster {
   /** The database of this run (dropped by stop()). */
   databaseUrl: string;
+  dbName: string;
+  /** The admin connection the run's database was created on (BENCH_STATEMENTS reads pg_stat_statements there). */
+  adminUrl: string;
   /** The gateway's address and the headers of its admin key. */
   base: string;
   headers: Record<string, string>;
@@ -50,6 +53,8 @@ export async function startBenchCluster(prefix: string, nodeFlags: (name: string
   });
   return {
     databaseUrl: dbUrl.toString(),
+    dbName,
+    adminUrl,
     base: `http://127.0.0.1:${port}`,
     headers: { "content-type": "application/json", "x-api-key": apiKey },
     services,

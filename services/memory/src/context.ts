@@ -1,6 +1,6 @@
 import type { Caller, Clock } from "@intentmesh/contracts";
 import type { BusClient } from "@intentmesh/bus";
-import type { GovernanceChecks } from "@intentmesh/service";
+import type { GovernanceChecks, IntentWriteChecks } from "@intentmesh/service";
 import type { Database, DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { Guardrails } from "./domain/access";
@@ -15,6 +15,8 @@ export interface MemoryContext {
   client: BusClient;
   /** Governance checks of writes scoped to an intent (spec 2.11), sent together per event-loop turn. */
   governance: GovernanceChecks;
+  /** A create's ACL and governance checks in one request per intent (scope-write-checks.ts), sent together per event-loop turn. */
+  writes: IntentWriteChecks;
   /** The coordinator guardrails of 2.14, server-wide (MEMORY_GUARDRAILS). */
   guardrails: Guardrails;
   /** Episodic capacity of an agent without its own setting (spec default 1000). */

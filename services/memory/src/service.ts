@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_EPISODIC_CAPACITY, memoryCommands as commands, memoryStream, streams, systemEventStream, type Clock } from "@intentmesh/contracts";
 import type { Bus, OutboxRelay, RelayOptions } from "@intentmesh/bus";
-import { GovernanceChecks, IntentAccessChecks, openServiceCore } from "@intentmesh/service";
+import { GovernanceChecks, IntentAccessChecks, IntentWriteChecks, openServiceCore } from "@intentmesh/service";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { Logger } from "@intentmesh/telemetry";
 import type { MemoryContext } from "./context";
@@ -56,6 +56,7 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
     logger,
     client: core.client,
     governance: new GovernanceChecks(core.client),
+    writes: new IntentWriteChecks(core.client),
     guardrails: options.guardrails ?? {},
     episodicCapacity: options.episodicCapacity ?? DEFAULT_EPISODIC_CAPACITY,
     published: core.published,
@@ -63,7 +64,9 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
   const sweeper = new ExpirySweeper(ctx, options.sweepIntervalMs ?? 10_000);
 
   // Memory scoped to an intent is the intent's (RFC-0011, spec 5.6): each request is checked
-  // against the ACL of every intent it touches before it runs.
+  // against the ACL of every intent it touches before it runs. A create, a PATCH and a DELETE of
+  // one entry ask it in their handlers, with their governance check in the same request
+  // (scope-write-checks.ts).
   const access = new IntentAccessChecks(core.client);
   core.serve(commands, access.wrap(commands, {
     create: (input, caller) => createEntry(ctx, input.body, caller),
@@ -84,7 +87,7 @@ export async function startMemoryService(options: MemoryServiceOptions): Promise
     lookup: (input, caller) => lookupEntry(ctx, input.agent_id, input.namespace, input.key, caller),
     put: (input, caller) => putEntry(ctx, input.agent_id, input.namespace, input.key, input.if_match, input.body, caller),
     setCapacity: (input, caller) => setEpisodicCapacity(ctx, input.agent_id, input.body.episodic_capacity, caller),
-  }, (command, input) => intentsTouched(ctx, command, input)));
+  }, (command, input) => intentsTouched(ctx, command, input), ["create", "patch", "delete"]));
   const consumer = await startTaskConsumer(core.bus, ctx);
   const running = core.launch({ workers: [sweeper], running: [consumer] });
   return { ctx, relay, sweeper, stop: running.stop };

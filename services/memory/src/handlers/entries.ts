@@ -15,6 +15,7 @@ import { toEntry, type EntryRow } from "../mapping";
 import { loadLocalTask, loadTask } from "../task-views";
 import { makeRoomForEpisodic, assertWorkingRoom } from "../capacity-store";
 import { assertGovernanceAllows } from "../governance-check";
+import { checkIntentWrites, checkScopeWrites, type ScopeWriteChecks } from "../scope-write-checks";
 
 export const entryNotFound = (id: string) => appError("ENTRY_NOT_FOUND", `memory entry ${id} was not found`, { entry_id: id });
 
@@ -35,9 +36,8 @@ export interface PreparedCreate {
  * scope.task_id must name a task that has not ended (its working memory would never be archived);
  * scope.intent_id must name an intent the caller can read, and agree with the task's.
  */
-export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, callerIn: Caller, now: Date): Promise<PreparedCreate> {
-  // Without X-Agent-ID, the body's agent_id (checked by the gateway as bound to the key) is the acting agent.
-  const caller = callerIn.agent_id === null && body.agent_id ? { ...callerIn, agent_id: body.agent_id } : callerIn;
+export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, callerIn: Caller, now: Date, checked?: ScopeWriteChecks): Promise<PreparedCreate> {
+  const caller = creatingCaller(callerIn, body);
   const type = body.memory_type;
   if (type !== "episodic") {
     if (body.pinned !== undefined) throw episodicOnly("pinned", type);
@@ -48,7 +48,7 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
   let intentId = body.scope?.intent_id ?? null;
   let taskLimits: PreparedCreate["task"] = null;
   if (taskId) {
-    const task = await loadTask(ctx, taskId);
+    const task = checked ? checked.task : await loadTask(ctx, taskId);
     if (!task) throw appError("TASK_NOT_FOUND", `scope.task_id ${taskId} names no task`, { task_id: taskId });
     if (intentId && intentId !== task.intentId) {
       throw errors.validation(`scope.intent_id ${intentId} is not the intent of task ${taskId} (${task.intentId})`);
@@ -57,13 +57,16 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
     if (type === "working" && task.ended) throw taskEnded(taskId);
     if (type === "working") taskLimits = { maxEntries: task.memoryPolicy.max_entries, maxTotalSizeKb: task.memoryPolicy.max_total_size_kb };
   } else if (intentId) {
-    // The caller must be able to read the intent whose log will carry the entry's events.
-    await ctx.client.request(intentsCommands.get, caller, { intent_id: intentId });
+    // The caller must be able to read the intent whose log will carry the entry's events: its
+    // write check already said so (write includes read), or that the intent does not exist.
+    if (checked) checked.assertIntentExists(intentId);
+    else await ctx.client.request(intentsCommands.get, caller, { intent_id: intentId });
   }
   const expiry = expiryOf(now, body.ttl, body.expires_at, taskId);
   if (!expiry.ok) throw errors.validation(expiry.reason);
   await assertAccess(ctx, caller, { agentId: owner, memoryType: type, namespace: body.namespace, taskId }, "write");
-  await assertGovernanceAllows(ctx, caller, intentId);
+  if (checked) await checked.assertGovernance(intentId);
+  else await assertGovernanceAllows(ctx, caller, intentId);
   const row: EntryRow = {
     id: randomUUID(),
     agentId: owner,
@@ -88,6 +91,10 @@ export async function prepareCreate(ctx: MemoryContext, body: CreateMemoryBody, 
   };
   return { row, task: taskLimits };
 }
+
+/** Without X-Agent-ID, the body's agent_id (checked by the gateway as bound to the key) is the acting agent. */
+export const creatingCaller = (callerIn: Caller, body: CreateMemoryBody): Caller =>
+  callerIn.agent_id === null && body.agent_id ? { ...callerIn, agent_id: body.agent_id } : callerIn;
 
 /**
  * Whether a create is checked inside its transaction: episodic entries make room (capacity
@@ -133,10 +140,15 @@ async function entryExists(db: Pick<Tx, "select">, row: EntryRow): Promise<AppEr
   );
 }
 
-/** POST /memory. */
+/**
+ * POST /memory. Its intent's ACL and governance policy are asked in one request before the
+ * create's own rules (checkScopeWrites, where the ACL wrapper asked the ACL), each verdict
+ * applied where it was applied when asked apart.
+ */
 export async function createEntry(ctx: MemoryContext, body: CreateMemoryBody, caller: Caller): Promise<MemoryEntry> {
   const now = ctx.clock.now();
-  const prepared = await prepareCreate(ctx, body, caller, now);
+  const checked = await checkScopeWrites(ctx, creatingCaller(caller, body), body.scope);
+  const prepared = await prepareCreate(ctx, body, caller, now, checked);
   if (!createNeedsChecks(prepared.row)) {
     const { row } = prepared;
     const [event] = memoryEventMessages([entryEvent(memoryEvents.created, row, null, actingAgent(caller))], now);
@@ -220,12 +232,17 @@ export async function applyUpdate(ctx: MemoryContext, tx: Tx, current: EntryRow,
   return row;
 }
 
-/** PATCH /memory/{id}: If-Match required (428), 409 VERSION_MISMATCH with the current entry. */
+/**
+ * PATCH /memory/{id}: If-Match required (428), 409 VERSION_MISMATCH with the current entry. The
+ * entry's intent's ACL and governance policy in one request, after the entry's one read (the ACL
+ * wrapper read its intent apart), each verdict applied where it was when asked apart.
+ */
 export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number | null, body: PatchMemoryBody, caller: Caller): Promise<MemoryEntry> {
   const existing = await findEntry(ctx, id);
+  const checked = await checkIntentWrites(ctx, caller, [existing.intentId]);
   await assertAccess(ctx, caller, factsOf(existing), "write");
   if (ifMatch === null) throw errors.preconditionRequired("memory entry");
-  await assertGovernanceAllows(ctx, caller, existing.intentId);
+  await checked.assertGovernance(existing.intentId);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     const current = await lockEntry(tx, id);
@@ -239,11 +256,12 @@ export async function patchEntry(ctx: MemoryContext, id: string, ifMatch: number
   return toEntry(row);
 }
 
-/** DELETE /memory/{id}: immediate and irreversible; memory.deleted. */
+/** DELETE /memory/{id}: immediate and irreversible; memory.deleted. Checked as a PATCH. */
 export async function deleteEntry(ctx: MemoryContext, id: string, caller: Caller): Promise<{ status: "deleted"; entry_id: string }> {
   const existing = await findEntry(ctx, id);
+  const checked = await checkIntentWrites(ctx, caller, [existing.intentId]);
   await assertAccess(ctx, caller, factsOf(existing), "write");
-  await assertGovernanceAllows(ctx, caller, existing.intentId);
+  await checked.assertGovernance(existing.intentId);
   const now = ctx.clock.now();
   await ctx.db.transaction(async (tx) => {
     const [row] = await tx.delete(entries).where(eq(entries.id, id)).returning();
