@@ -16,11 +16,8 @@ type Scope = { task_id?: string | null; intent_id?: string | null } | null | und
  */
 export async function intentsTouched(ctx: MemoryContext, command: keyof Commands, input: unknown): Promise<string[]> {
   switch (command) {
-    case "create":
-      return scopeIntents(ctx, (input as ParsedInput<Commands["create"]>).body.scope);
+    // create, patch and delete check their own writes in one request (scope-write-checks.ts).
     case "get":
-    case "patch":
-    case "delete":
       return entryIntents(ctx, [(input as { entry_id: string }).entry_id]);
     case "query": {
       const query = (input as ParsedInput<Commands["query"]>).query;
