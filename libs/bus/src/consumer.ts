@@ -26,6 +26,11 @@ export interface DurableConsumerOptions<T> {
    */
   skip?: (payload: T) => boolean | Promise<boolean>;
   /**
+   * `skip` for a whole batch at once (one lookup for all its messages instead of one each): for
+   * each payload, in order, whether it has nothing to apply. A throw applies them all the usual way.
+   */
+  skipMany?: (payloads: T[]) => Promise<boolean[]>;
+  /**
    * Applies, before any transaction, a message whose effect is idempotent on its own (a keyed
    * insert that leaves a row already there, an update conditional on the state it leaves): its
    * own statement commits it, with no inbox row, and a redelivery runs it again and changes
@@ -128,14 +133,11 @@ interface Parsed<T> {
 async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T>): Promise<void> {
   const parsed: Parsed<T>[] = [];
   let alone = options.applyAlone !== undefined;
-  for (const msg of batch) {
-    let payload: T;
-    try {
-      payload = options.parse(msg.json());
-    } catch (error) {
-      options.logger.error({ err: error, subject: msg.subject, seq: msg.seq }, "poison message terminated");
-      metrics.consumerMessages.inc({ durable: options.durable, outcome: "terminated" });
-      msg.term();
+  const valid = parseAll(batch, options);
+  const skippedInBatch = await skippedMany(valid, options);
+  for (const [i, { msg, payload }] of valid.entries()) {
+    if (skippedInBatch[i]) {
+      acknowledgeSkipped(msg, options);
       continue;
     }
     if (await isSkipped(payload, msg, options)) continue;
@@ -161,6 +163,38 @@ async function processBatch<T>(batch: JsMsg[], options: DurableConsumerOptions<T
   for (const [i, { msg }] of parsed.entries()) await acknowledge(msg, applied[i]!, options);
 }
 
+/** The batch's messages that parse; the others are poison, logged and terminated. */
+function parseAll<T>(batch: JsMsg[], options: DurableConsumerOptions<T>): Parsed<T>[] {
+  const valid: Parsed<T>[] = [];
+  for (const msg of batch) {
+    try {
+      valid.push({ msg, payload: options.parse(msg.json()) });
+    } catch (error) {
+      options.logger.error({ err: error, subject: msg.subject, seq: msg.seq }, "poison message terminated");
+      metrics.consumerMessages.inc({ durable: options.durable, outcome: "terminated" });
+      msg.term();
+    }
+  }
+  return valid;
+}
+
+/** The consumer's `skipMany` over the batch; none skipped when it has none or it fails. */
+async function skippedMany<T>(valid: Parsed<T>[], options: DurableConsumerOptions<T>): Promise<boolean[]> {
+  if (!options.skipMany || valid.length === 0) return [];
+  try {
+    return await options.skipMany(valid.map(({ payload }) => payload));
+  } catch (error) {
+    // Unsure whether they matter: apply them the usual way.
+    options.logger.warn({ err: error, size: valid.length }, "skip check failed; applying the messages");
+    return [];
+  }
+}
+
+function acknowledgeSkipped<T>(msg: JsMsg, options: DurableConsumerOptions<T>): void {
+  metrics.consumerMessages.inc({ durable: options.durable, outcome: "skipped" });
+  msg.ack();
+}
+
 /** A message the consumer's `skip` says has nothing to apply is acknowledged without a transaction. */
 async function isSkipped<T>(payload: T, msg: JsMsg, options: DurableConsumerOptions<T>): Promise<boolean> {
   if (!options.skip) return false;
@@ -173,8 +207,7 @@ async function isSkipped<T>(payload: T, msg: JsMsg, options: DurableConsumerOpti
     return false;
   }
   if (!skipped) return false;
-  metrics.consumerMessages.inc({ durable: options.durable, outcome: "skipped" });
-  msg.ack();
+  acknowledgeSkipped(msg, options);
   return true;
 }
 

@@ -262,6 +262,60 @@ describe("idempotent durable consumer", () => {
     expect(info.num_ack_pending + info.num_pending).toBe(0);
   });
 
+  it("skipMany checks a batch with one call: it acknowledges what it rejects with no inbox row, applies the others once, and a failing check applies its batch the usual way", async () => {
+    const count = 40;
+    const names = Array.from({ length: count }, (_, i) => `many:${String(i).padStart(3, "0")}`);
+    const wanted = new Set(names.filter((_, i) => i % 4 === 0));
+    await database.db.transaction((tx) => enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.many.e${i}`, msgId: message, payload: { message } }))));
+    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+
+    const calls: number[] = [];
+    const handled: string[] = [];
+    let acknowledged = 0;
+    const consumer = await startDurableConsumer(bus, {
+      stream: TEST_STREAM.name,
+      durable: "many-test",
+      filterSubject: "im.evt.bustest.many.>",
+      db: database.db,
+      inbox: testInbox,
+      logger,
+      batchMax: 10,
+      parse: (data) => data as { message: string },
+      skipMany: async (payloads) => {
+        calls.push(payloads.length);
+        // The first batch's check fails: its messages all go through the transaction.
+        if (calls.length === 1) throw new Error("lookup failed");
+        return payloads.map((payload) => !wanted.has(payload.message));
+      },
+      handle: async (tx, payload) => {
+        handled.push(payload.message);
+        await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
+      },
+      afterCommit: () => {
+        acknowledged += 1;
+      },
+    });
+    const deadline = Date.now() + 15_000;
+    const done = async () => {
+      const info = await bus.jsm.consumers.info(bus.streamName(TEST_STREAM.name), "many-test");
+      return info.num_ack_pending + info.num_pending === 0 && info.delivered.consumer_seq >= count;
+    };
+    while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await consumer.stop();
+
+    // One call per batch, never one per message.
+    expect(calls.reduce((a, b) => a + b, 0)).toBe(count);
+    expect(calls.length).toBeLessThan(count);
+    const first = new Set(names.slice(0, calls[0]));
+    const applied = names.filter((m) => wanted.has(m) || first.has(m));
+    const rows = rowsOf<{ message: string }>(await database.db.execute(sql`select message from bus_test.batch_effects where message like 'many:%' order by position`));
+    expect(rows.map((r) => r.message)).toEqual(applied);
+    expect(handled).toEqual(applied);
+    expect(acknowledged).toBe(applied.length);
+    const inbox = rowsOf<{ message_id: string }>(await database.db.execute(sql`select message_id from bus_test.inbox where consumer = 'many-test' order by message_id`));
+    expect(inbox.map((r) => r.message_id)).toEqual(applied);
+  });
+
   it("applies alone, with no transaction or inbox row, what applyAlone takes; from the first it declines or fails on, the rest of the batch goes through the transaction, in order", async () => {
     const count = 30;
     const names = Array.from({ length: count }, (_, i) => `alone:${String(i).padStart(3, "0")}`);

@@ -3,7 +3,9 @@ import pg from "pg";
 import { eq } from "drizzle-orm";
 import { manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { uniqueTag } from "../../../test/support/e2e-helpers";
-import { agents } from "../src/db/schema";
+import { randomUUID } from "node:crypto";
+import { AgentMemoryEvent, memoryEventMsgId, memoryEventSubject, memoryStream } from "@intentmesh/contracts";
+import { agentEvents, agents } from "../src/db/schema";
 import { agentSql, lockAgent, lockAgentId } from "../src/db/agent-sql";
 import type { RegistryService } from "../src/service";
 
@@ -14,13 +16,16 @@ import type { RegistryService } from "../src/service";
  * builder's.
  */
 /** Each statement with the connection that ran it. */
-const seen: { client: pg.Client; text: string }[] = [];
+const seen: { client: pg.Client; text: string; values: unknown[] }[] = [];
 let counting = false;
 // Installed before the harness opens its pool: each connection binds query() when it connects.
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   const first = args[0] as { text?: unknown } | string;
-  if (counting) seen.push({ client: this, text: typeof first === "string" ? first : String(first?.text ?? "") });
+  if (counting) {
+    const values = (typeof first === "object" && first !== null && Array.isArray((first as { values?: unknown }).values) ? (first as { values: unknown[] }).values : args[1]) ?? [];
+    seen.push({ client: this, text: typeof first === "string" ? first : String(first?.text ?? ""), values: Array.isArray(values) ? values : [] });
+  }
   return (query as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof query;
 
@@ -91,5 +96,62 @@ describe("registration's statements", () => {
       tx.rollback();
     });
     await expect(checked).rejects.toThrow(/^Rollback$/);
+  });
+});
+
+/** A memory event of the agent's, published as the memory service publishes it (events.ts). */
+async function publishMemoryEvent(agentId: string): Promise<{ id: string; seq: number }> {
+  const { bus } = harness;
+  const id = randomUUID();
+  const event: AgentMemoryEvent = {
+    id,
+    event_type: "memory.created",
+    actor: agentId,
+    payload: { type: "memory.created", agent_id: agentId, intent_id: null, task_id: null, data: { key: "k" }, timestamp: new Date().toISOString() },
+  };
+  const ack = await bus.js.publish(bus.subject(memoryEventSubject(agentId, { name: "memory.created" })), JSON.stringify(event), { msgID: memoryEventMsgId(id) });
+  return { id, seq: ack.seq };
+}
+
+/** Until the registry's memory projection has acknowledged every message up to `seq`. */
+async function projected(seq: number): Promise<void> {
+  const { bus } = harness;
+  for (let i = 0; i < 200; i++) {
+    const info = await bus.jsm.consumers.info(bus.streamName(memoryStream.name), "registry-memory-events");
+    if (info.ack_floor.stream_seq >= seq && info.num_ack_pending === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error("the memory projection did not acknowledge the event");
+}
+
+describe("the memory projection's statements", () => {
+  const mentioning = (value: string) =>
+    seen.filter(({ values }) => values.some((v) => v === value || (Array.isArray(v) && v.includes(value)))).map(({ text }) => text.replace(/\s+/g, " ").trim());
+
+  it("an unknown agent's memory event: one lookup, no transaction, no inbox row, no lock", async () => {
+    const id = uniqueTag("unknown");
+    seen.length = 0;
+    counting = true;
+    let event: { id: string; seq: number };
+    try {
+      event = await publishMemoryEvent(id);
+      await projected(event.seq);
+    } finally {
+      counting = false;
+    }
+    expect(mentioning(id)).toEqual(['select a."agent_id" from "registry"."agents" a where a."agent_id" = any($1::text[])']);
+    expect(mentioning(memoryEventMsgId(event.id))).toEqual([]);
+    const kinds = seen.map(({ text }) => kindOf(text));
+    expect(kinds.filter((kind) => kind.includes('"registry"."inbox"') || kind.includes("for update"))).toEqual([]);
+  });
+
+  it("a known agent's memory event is still appended to its log, once", async () => {
+    const id = uniqueTag("known");
+    expect((await register({ agent_id: id })).status).toBe(201);
+    const event = await publishMemoryEvent(id);
+    await projected(event.seq);
+    const { db } = harness.service.registry.ctx;
+    const logged = await db.select().from(agentEvents).where(eq(agentEvents.agentId, id));
+    expect(logged.map((row) => row.eventType)).toEqual(["agent.lifecycle", "memory.created"]);
   });
 });

@@ -1,4 +1,5 @@
-import { rowsOf, tableSql, withParams, type Tx } from "@intentmesh/db";
+import { param } from "drizzle-orm";
+import { rowsOf, tableSql, withParams, type Database, type Tx } from "@intentmesh/db";
 import { agentEvents, agents } from "./schema";
 
 /**
@@ -11,11 +12,19 @@ export const agentSql = tableSql(agents);
 const agentEventSql = tableSql(agentEvents);
 
 const LOCK_AGENT_ID = `select a."agent_id" from ${agentSql.name} a where a."agent_id" = $1 for update`;
+const KNOWN_AGENT_IDS = `select a."agent_id" from ${agentSql.name} a where a."agent_id" = any($1::text[])`;
 const LOCK_AGENT = `select ${agentSql.columnList("a")} from ${agentSql.name} a where a."agent_id" = $1 for update`;
 
 /** Whether the agent is known, its row locked for the rest of the transaction when it is. */
 export async function lockAgentId(tx: Tx, agentId: string): Promise<boolean> {
   return rowsOf(await tx.execute(withParams(LOCK_AGENT_ID, [agentId]))).length > 0;
+}
+
+/** Which of these agent ids the registry knows, read with one statement and no lock
+ * (the ids go as one array parameter: `param`, as withParams would spread a bare array). */
+export async function knownAgentIds(db: Database, agentIds: string[]): Promise<Set<string>> {
+  const rows = rowsOf<{ agent_id: string }>(await db.execute(withParams(KNOWN_AGENT_IDS, [param([...new Set(agentIds)])])));
+  return new Set(rows.map((row) => row.agent_id));
 }
 
 /** The agent's row under a row lock, or undefined. */
