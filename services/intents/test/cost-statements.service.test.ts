@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import pg from "pg";
 import { aclCommands, costsCommands, governancePolicyCommands, intentsCommands, type Caller, type Intent } from "@intentmesh/contracts";
 import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { agentCaller } from "../../../test/support/cluster";
 import type { IntentsService } from "../src/service";
+import { recordProcessStatements } from "./process-statements";
 
 /**
  * The PostgreSQL statements of POST /intents (create_intent) and POST /intents/{id}/costs
@@ -14,15 +14,8 @@ import type { IntentsService } from "../src/service";
  * still has them checked, between a gated run that writes nothing and the run that records.
  */
 
-const seen: string[] = [];
-let counting = false;
-// Installed before the harness opens its pool: each connection binds query() when it connects.
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as { text?: unknown } | string;
-  if (counting) seen.push(typeof first === "string" ? first : String(first?.text ?? ""));
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof query;
+// Installed before the harness opens its pool.
+const recorder = recordProcessStatements();
 
 let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
 beforeAll(async () => {
@@ -31,7 +24,7 @@ beforeAll(async () => {
   await harness.service.intents.relay.stop();
 });
 afterAll(async () => {
-  pg.Client.prototype.query = query;
+  recorder.restore();
   await harness?.stop();
 });
 
@@ -48,14 +41,7 @@ function kindOf(text: string): string {
 }
 
 async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
-  seen.length = 0;
-  counting = true;
-  try {
-    await run();
-  } finally {
-    counting = false;
-  }
-  return seen.map(kindOf);
+  return (await recorder.statementsDuring(run)).map(kindOf);
 }
 
 const agent: Caller = agentCaller("cost-counter");

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import pg from "pg";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "@intentmesh/db";
 import { eq, TransactionRollbackError } from "drizzle-orm";
@@ -11,6 +10,7 @@ import { coordinatorCommands, intentsCommands, taskCommands, type Caller, type T
 import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { agentCaller } from "../../../test/support/cluster";
 import type { IntentsService } from "../src/service";
+import { recordProcessStatements } from "./process-statements";
 
 /**
  * The PostgreSQL statements one task command runs (docs/benchmarks.md, task_claim_complete): a
@@ -22,15 +22,8 @@ import type { IntentsService } from "../src/service";
  * chain head again fails here.
  */
 
-const seen: string[] = [];
-let counting = false;
-// Installed before the harness opens its pool: each connection binds query() when it connects.
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as { text?: unknown } | string;
-  if (counting) seen.push(typeof first === "string" ? first : String(first?.text ?? ""));
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof query;
+// Installed before the harness opens its pool.
+const recorder = recordProcessStatements();
 
 let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
 beforeAll(async () => {
@@ -39,7 +32,7 @@ beforeAll(async () => {
   await harness.service.intents.relay.stop();
 });
 afterAll(async () => {
-  pg.Client.prototype.query = query;
+  recorder.restore();
   await harness?.stop();
 });
 
@@ -62,14 +55,7 @@ function kindOf(text: string): string {
 
 /** The kinds of statements, in order, that one command ran: each event log append is one statement after the lock. */
 async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
-  seen.length = 0;
-  counting = true;
-  try {
-    await run();
-  } finally {
-    counting = false;
-  }
-  return seen.map(kindOf);
+  return (await recorder.statementsDuring(run)).map(kindOf);
 }
 
 const agent: Caller = agentCaller("statement-counter");
