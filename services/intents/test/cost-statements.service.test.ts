@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { aclCommands, costsCommands, governancePolicyCommands, intentsCommands, type Caller, type Intent } from "@intentmesh/contracts";
-import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { agentCaller } from "../../../test/support/cluster";
-import type { IntentsService } from "../src/service";
-import { recordProcessStatements } from "./process-statements";
+import { recordedIntentsService } from "./process-statements";
 
 /**
  * The PostgreSQL statements of POST /intents (create_intent) and POST /intents/{id}/costs
@@ -14,19 +12,7 @@ import { recordProcessStatements } from "./process-statements";
  * still has them checked, between a gated run that writes nothing and the run that records.
  */
 
-// Installed before the harness opens its pool.
-const recorder = recordProcessStatements();
-
-let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
-beforeAll(async () => {
-  harness = await startServiceHarness(manifestServices({ intents: QUIET.intents }));
-  // Outbox rows stay unpublished: the relay's statements are not the command's.
-  await harness.service.intents.relay.stop();
-});
-afterAll(async () => {
-  recorder.restore();
-  await harness?.stop();
-});
+const recorded = recordedIntentsService();
 
 /** What a statement is, in the words of these two commands. */
 function kindOf(text: string): string {
@@ -41,20 +27,20 @@ function kindOf(text: string): string {
 }
 
 async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
-  return (await recorder.statementsDuring(run)).map(kindOf);
+  return (await recorded.statementsDuring(run)).map(kindOf);
 }
 
 const agent: Caller = agentCaller("cost-counter");
 const admin: Caller = { principal: "cost-admin", actor: "cost-admin", roles: ["admin"], agent_id: null };
 const cost = { cost_type: "api_call" as const, amount: 3, unit: "cents" as const };
-const recordAs = (intentId: string, caller: Caller) => harness.call(costsCommands.record, { intent_id: intentId, body: cost }, caller);
-const summaryOf = async (intentId: string) => (await harness.call(costsCommands.list, { intent_id: intentId, query: { limit: 1 } })).summary;
+const recordAs = (intentId: string, caller: Caller) => recorded.harness().call(costsCommands.record, { intent_id: intentId, body: cost }, caller);
+const summaryOf = async (intentId: string) => (await recorded.harness().call(costsCommands.list, { intent_id: intentId, query: { limit: 1 } })).summary;
 
 describe("statements of create_intent and record_cost", () => {
   let intent: Intent;
 
   it("create an intent in one statement", async () => {
-    expect(await statementsOf(async () => (intent = await harness.call(intentsCommands.create, { body: { title: "counted costs" } })))).toEqual(["insert intent"]);
+    expect(await statementsOf(async () => (intent = await recorded.harness().call(intentsCommands.create, { body: { title: "counted costs" } })))).toEqual(["insert intent"]);
   });
 
   it("record a cost in one statement on an intent without a policy or an ACL, for an agent and an admin alike", async () => {
@@ -64,21 +50,21 @@ describe("statements of create_intent and record_cost", () => {
   });
 
   it("check a governance policy between a gated run that writes nothing and the one that records; a refusal writes nothing", async () => {
-    const governed = await harness.call(intentsCommands.create, { body: { title: "governed costs" } });
-    const set = await harness.call(governancePolicyCommands.set, { intent_id: governed.id, if_match: governed.version, body: { max_cost: 5 } });
+    const governed = await recorded.harness().call(intentsCommands.create, { body: { title: "governed costs" } });
+    const set = await recorded.harness().call(governancePolicyCommands.set, { intent_id: governed.id, if_match: governed.version, body: { max_cost: 5 } });
     // max_cost reads the running total: a fact of the policy, read only because the policy asks for it.
     expect(await statementsOf(() => recordAs(governed.id, agent))).toEqual(["record cost", "cost total", "record cost"]);
     await expect(recordAs(governed.id, agent)).rejects.toMatchObject({ code: "GOVERNANCE_VIOLATION" });
     expect((await summaryOf(governed.id)).count).toBe(1);
     // A policy changed after the check is checked again before anything is written.
-    await harness.call(governancePolicyCommands.set, { intent_id: governed.id, if_match: set.version, body: { allowed_agents: ["someone-else"] } });
+    await recorded.harness().call(governancePolicyCommands.set, { intent_id: governed.id, if_match: set.version, body: { allowed_agents: ["someone-else"] } });
     await expect(recordAs(governed.id, agent)).rejects.toMatchObject({ code: "GOVERNANCE_VIOLATION", details: { rule: "allowed_agents" } });
     expect((await summaryOf(governed.id)).count).toBe(1);
   });
 
   it("check an ACL with the guard's one statement between the gated run and the one that records; an admin key skips it", async () => {
-    const guarded = await harness.call(intentsCommands.create, { body: { title: "guarded costs" } });
-    await harness.call(aclCommands.set, {
+    const guarded = await recorded.harness().call(intentsCommands.create, { body: { title: "guarded costs" } });
+    await recorded.harness().call(aclCommands.set, {
       intent_id: guarded.id,
       body: { default_policy: "closed", default_permission: "read", entries: [{ principal_type: "agent", principal_id: agent.actor, permission: "write" }] },
     });

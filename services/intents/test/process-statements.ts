@@ -1,4 +1,7 @@
 import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
+import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
+import type { IntentsService } from "../src/service";
 
 /**
  * Every statement any pg client of this test process sends while `statementsDuring` runs, for the
@@ -32,5 +35,30 @@ export function recordProcessStatements() {
     restore() {
       pg.Client.prototype.query = query;
     },
+  };
+}
+
+export type QuietIntentsHarness = ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
+
+/**
+ * For a test file that pins the statements of intents commands: records the process's statements
+ * (installed at once, before the harness opens its pool) and, around the file's tests, an intents
+ * service with its timers an hour apart and its outbox relay stopped (the relay's statements are
+ * not the command's). `harness()` is the running one.
+ */
+export function recordedIntentsService() {
+  const recorder = recordProcessStatements();
+  let harness: QuietIntentsHarness | undefined;
+  beforeAll(async () => {
+    harness = await startServiceHarness(manifestServices({ intents: QUIET.intents }));
+    await harness.service.intents.relay.stop();
+  });
+  afterAll(async () => {
+    recorder.restore();
+    await harness?.stop();
+  });
+  return {
+    harness: (): QuietIntentsHarness => harness!,
+    statementsDuring: recorder.statementsDuring,
   };
 }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "@intentmesh/db";
 import { eq, TransactionRollbackError } from "drizzle-orm";
@@ -7,10 +7,8 @@ import { readTaskUnderLock } from "../src/tasks/locked-reads";
 import { toTask, updateTask } from "../src/tasks/store";
 import { selectTask } from "../src/tasks/task-sql";
 import { coordinatorCommands, intentsCommands, taskCommands, type Caller, type Task } from "@intentmesh/contracts";
-import { QUIET, manifestServices, startServiceHarness, type ServiceHarness } from "../../../test/support/service-harness";
 import { agentCaller } from "../../../test/support/cluster";
-import type { IntentsService } from "../src/service";
-import { recordProcessStatements } from "./process-statements";
+import { recordedIntentsService } from "./process-statements";
 
 /**
  * The PostgreSQL statements one task command runs (docs/benchmarks.md, task_claim_complete): a
@@ -22,19 +20,7 @@ import { recordProcessStatements } from "./process-statements";
  * chain head again fails here.
  */
 
-// Installed before the harness opens its pool.
-const recorder = recordProcessStatements();
-
-let harness: ServiceHarness<{ intents: IntentsService; stop(): Promise<void> }>;
-beforeAll(async () => {
-  harness = await startServiceHarness(manifestServices({ intents: QUIET.intents }));
-  // Outbox rows stay unpublished: the relay's statements are not the command's.
-  await harness.service.intents.relay.stop();
-});
-afterAll(async () => {
-  recorder.restore();
-  await harness?.stop();
-});
+const recorded = recordedIntentsService();
 
 /** What a statement is, in the words of the task path. */
 function kindOf(text: string): string {
@@ -55,16 +41,19 @@ function kindOf(text: string): string {
 
 /** The kinds of statements, in order, that one command ran: each event log append is one statement after the lock. */
 async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
-  return (await recorder.statementsDuring(run)).map(kindOf);
+  return (await recorded.statementsDuring(run)).map(kindOf);
 }
+
+/** A start or a completion without a coordinator, a plan or dependents: the lock, the task read once, its update, its event. */
+const MOVE = ["begin", "lock intent", "read task", "update task", "log append", "commit"];
 
 const agent: Caller = agentCaller("statement-counter");
 
 describe("statements of a task's claim, start and completion", () => {
   it("read the task once under its intent's lock, with its access facts, and nothing for a coordinator, a plan or dependents it does not have", async () => {
-    const intent = await harness.call(intentsCommands.create, { body: { title: "counted" } });
+    const intent = await recorded.harness().call(intentsCommands.create, { body: { title: "counted" } });
     let task!: Task;
-    expect(await statementsOf(async () => (task = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "t" } })))).toEqual([
+    expect(await statementsOf(async () => (task = await recorded.harness().call(taskCommands.create, { intent_id: intent.id, body: { title: "t" } })))).toEqual([
       "begin",
       "lock intent",
       "coordinator lease",
@@ -73,7 +62,7 @@ describe("statements of a task's claim, start and completion", () => {
       "commit",
     ]);
 
-    expect(await statementsOf(() => harness.call(taskCommands.claim, { task_id: task.id, if_match: null, body: {} }, agent))).toEqual([
+    expect(await statementsOf(() => recorded.harness().call(taskCommands.claim, { task_id: task.id, if_match: null, body: {} }, agent))).toEqual([
       "begin",
       "hold agent",
       "lock intent",
@@ -82,47 +71,33 @@ describe("statements of a task's claim, start and completion", () => {
       "log append",
       "commit",
     ]);
-    expect(await statementsOf(() => harness.call(taskCommands.start, { task_id: task.id, if_match: null, body: {} }, agent))).toEqual([
-      "begin",
-      "lock intent",
-      "read task",
-      "update task",
-      "log append",
-      "commit",
-    ]);
-    expect(await statementsOf(() => harness.call(taskCommands.complete, { task_id: task.id, if_match: null, body: { output: { ok: true } } }, agent))).toEqual([
-      "begin",
-      "lock intent",
-      "read task",
-      "update task",
-      "log append",
-      "commit",
-    ]);
+    expect(await statementsOf(() => recorded.harness().call(taskCommands.start, { task_id: task.id, if_match: null, body: {} }, agent))).toEqual(MOVE);
+    expect(await statementsOf(() => recorded.harness().call(taskCommands.complete, { task_id: task.id, if_match: null, body: { output: { ok: true } } }, agent))).toEqual(MOVE);
   });
 
   it("ready a waiting dependent when its dependency completes, and count the completion on the intent's coordinator lease", async () => {
-    const intent = await harness.call(intentsCommands.create, { body: { title: "coordinated" } });
+    const intent = await recorded.harness().call(intentsCommands.create, { body: { title: "coordinated" } });
     const coordinator: Caller = { ...agentCaller("counted-coordinator"), roles: ["coordinator"] };
-    await harness.call(coordinatorCommands.createLease, { body: { agent_id: coordinator.actor, intent_id: intent.id } }, coordinator);
-    const first = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "first" } });
-    const second = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "second", depends_on: [first.id] } });
+    await recorded.harness().call(coordinatorCommands.createLease, { body: { agent_id: coordinator.actor, intent_id: intent.id } }, coordinator);
+    const first = await recorded.harness().call(taskCommands.create, { intent_id: intent.id, body: { title: "first" } });
+    const second = await recorded.harness().call(taskCommands.create, { intent_id: intent.id, body: { title: "second", depends_on: [first.id] } });
     expect(second.status).toBe("pending");
     // A dependent blocked while pending returns to ready, not pending, once its dependency is done.
-    const third = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "third", depends_on: [first.id] } });
-    await harness.call(taskCommands.patch, { task_id: third.id, if_match: third.version, body: { status: "blocked", blocked_reason: "held" } });
-    await harness.call(taskCommands.claim, { task_id: first.id, if_match: null, body: {} }, agent);
-    await harness.call(taskCommands.start, { task_id: first.id, if_match: null, body: {} }, agent);
-    const kinds = await statementsOf(() => harness.call(taskCommands.complete, { task_id: first.id, if_match: null, body: {} }, agent));
+    const third = await recorded.harness().call(taskCommands.create, { intent_id: intent.id, body: { title: "third", depends_on: [first.id] } });
+    await recorded.harness().call(taskCommands.patch, { task_id: third.id, if_match: third.version, body: { status: "blocked", blocked_reason: "held" } });
+    await recorded.harness().call(taskCommands.claim, { task_id: first.id, if_match: null, body: {} }, agent);
+    await recorded.harness().call(taskCommands.start, { task_id: first.id, if_match: null, body: {} }, agent);
+    const kinds = await statementsOf(() => recorded.harness().call(taskCommands.complete, { task_id: first.id, if_match: null, body: {} }, agent));
     expect(kinds).toEqual(["begin", "lock intent", "read task", "update task", "ready dependents", "coordinator lease", "log append", "commit"]);
-    expect((await harness.call(taskCommands.get, { task_id: second.id })).status).toBe("ready");
-    const [held] = rowsOf<{ status: string; blocked_from: string }>(await harness.database.db.execute(sql`select status, blocked_from from intents.tasks where id = ${third.id}`));
+    expect((await recorded.harness().call(taskCommands.get, { task_id: second.id })).status).toBe("ready");
+    const [held] = rowsOf<{ status: string; blocked_from: string }>(await recorded.harness().database.db.execute(sql`select status, blocked_from from intents.tasks where id = ${third.id}`));
     expect(held).toEqual({ status: "blocked", blocked_from: "ready" });
   });
 
   it("read and write every column of a task as the query builder does", async () => {
-    const intent = await harness.call(intentsCommands.create, { body: { title: "columns" } });
-    const first = await harness.call(taskCommands.create, { intent_id: intent.id, body: { title: "first" } });
-    const task = await harness.call(taskCommands.create, {
+    const intent = await recorded.harness().call(intentsCommands.create, { body: { title: "columns" } });
+    const first = await recorded.harness().call(taskCommands.create, { intent_id: intent.id, body: { title: "first" } });
+    const task = await recorded.harness().call(taskCommands.create, {
       intent_id: intent.id,
       body: {
         title: "every column",
@@ -135,7 +110,7 @@ describe("statements of a task's claim, start and completion", () => {
         input: { n: 1 },
       },
     });
-    const db = harness.database.db;
+    const db = recorded.harness().database.db;
     await db.transaction(async (tx) => {
       // What the query builder reads of the task in this transaction.
       const built = async () => (await tx.select().from(tasks).where(eq(tasks.id, task.id)))[0]!;
