@@ -1,9 +1,10 @@
 import crypto from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "@intentmesh/contracts";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ManualClock, streams } from "@intentmesh/contracts";
 import { startTestCluster, TEST_KEYS, type TestCluster } from "../support/cluster";
 import { agentHeaders } from "../support/agents";
+import { readStream } from "../support/service-process";
 import { allEvents, createIntent, expectError, expectRejected, UNKNOWN_ID } from "../support/e2e-helpers";
 import type { Intentmesh } from "@intentmesh/sdk";
 
@@ -214,8 +215,11 @@ describe("the hash chain (RFC 0019 sections 1 and 2)", () => {
     expect(rfcEventHash(appended)).toBe(appended.event_hash);
 
     // What the relay publishes (SSE subscribers, other services) is the completed event too.
-    const { rows } = await db.query<{ payload: string }>("select payload from intents.outbox where msg_id = $1", [`intent:${intent.id}:e${appended.sequence}`]);
-    expect(JSON.parse(rows[0]!.payload)).toEqual(appended);
+    const msgId = `intent:${intent.id}:e${appended.sequence}`;
+    const published = async () =>
+      (await readStream(cluster.bus, cluster.bus.streamName(streams.intents.name), (msg) => ({ msgId: msg.headers?.get("Nats-Msg-Id"), event: msg.json() }))).filter((m) => m.msgId === msgId);
+    await vi.waitFor(async () => expect(await published()).toHaveLength(1), { timeout: 10_000 });
+    expect((await published())[0]!.event).toEqual(appended);
 
     const verified = await verify(intent.id);
     expect(verified).toMatchObject({ intent_id: intent.id, chain_valid: true, valid: true, breaks: [], event_count: events.length + 1, first_sequence: 1, last_sequence: events.length + 1 });

@@ -54,7 +54,10 @@ export interface RelayOptions {
   batchSize?: number;
   /** Fallback poll for rows a crashed replica left behind; commits in this process kick the relay at once. */
   pollMs?: number;
-  /** How long published rows are kept before the janitor deletes them. */
+  /**
+   * How long rows marked published are kept before the janitor deletes them. The relay deletes
+   * what it claims; only versions before that marked rows instead, and left them behind.
+   */
   retainPublishedMs?: number;
   /** Test seam: runs after the rows were published and before they are marked. */
   afterPublish?: (msgIds: string[]) => Promise<void> | void;
@@ -149,33 +152,38 @@ export class OutboxRelay {
 
   /**
    * Publishes one batch in id order inside one transaction: a single statement takes the relay
-   * lock, claims the oldest unpublished rows and marks them; the rows are published; the commit
-   * makes the marks stick. A crash before the commit rolls the marks back, and the next pass
+   * lock and claims (deletes) the oldest unpublished rows; the rows are published; the commit
+   * makes the claim stick. A crash before the commit brings the rows back, and the next pass
    * republishes the same message ids, which JetStream drops.
    */
   async drainOnce(): Promise<number | "locked"> {
     return this.db.transaction(async (tx) => {
-      // A mark lost in a crash only means a republish that JetStream drops, so the relay's commit
+      // A claim lost in a crash only means a republish that JetStream drops, so the relay's commit
       // need not wait for the WAL flush (set_config(..., true): for this transaction only, set in
       // the claim itself rather than by a statement of its own); the events were committed durably.
-      const [claim] = rowsOf<{ locked: boolean; rows: OutboxRow[] | null }>(
+      // Claimed rows are deleted, not marked: a delete writes no new row version and leaves
+      // nothing for a janitor, and a rollback brings the rows back just the same. One result row
+      // per claimed row, each carrying the lock flag (one row of nulls when none was claimed):
+      // no json_agg, so the payloads come back as they are stored, not escaped into JSON again.
+      const claimed = rowsOf<{ locked: boolean } & (OutboxRow | { [K in keyof OutboxRow]: null })>(
         await tx.execute(sql`
           with lock as (
             select pg_try_advisory_xact_lock(hashtext(${"im-outbox:" + this.options.name})) as locked,
                    set_config('synchronous_commit', 'off', true) as commit_mode),
           claimed as (
-            update ${this.outbox} set published_at = ${new Date()}
+            delete from ${this.outbox}
             where id in (
               select id from ${this.outbox}
               where published_at is null and (select locked from lock)
               order by id limit ${this.batchSize}
               for update skip locked)
             returning id, subject, msg_id, payload, headers)
-          select (select locked from lock) as locked,
-                 (select json_agg(c order by c.id) from claimed c) as rows`),
+          select lock.locked, c.id, c.subject, c.msg_id, c.payload, c.headers
+          from lock left join claimed c on true
+          order by c.id`),
       );
-      if (!claim?.locked) return "locked" as const;
-      const rows = claim.rows ?? [];
+      if (!claimed[0]?.locked) return "locked" as const;
+      const rows = claimed.filter((row): row is { locked: boolean } & OutboxRow => row.id !== null);
       if (!rows.length) return 0;
       const maxPayload = this.bus.nc.info?.max_payload ?? 1024 * 1024;
       const sendable = rows
@@ -184,8 +192,8 @@ export class OutboxRelay {
           if (body.byteLength + HEADER_ALLOWANCE <= maxPayload) return true;
           // The size limits where data enters keep every event far below max_payload, so this is
           // a bug or a bus configured smaller than the one the data was written for. Publishing
-          // would fail on every pass and hold back every later event of the service: the row
-          // stays in the database (marked, with the event still in its log) and the relay goes on.
+          // would fail on every pass and hold back every later event of the service: the row is
+          // claimed like the others (the event stays in its log) and the relay goes on.
           this.logger.error(
             { subject: row.subject, msgId: row.msg_id, bytes: body.byteLength, maxPayload },
             "outbox message larger than the bus carries; skipped so later messages are published",
@@ -208,6 +216,7 @@ export class OutboxRelay {
     });
   }
 
+  /** Deletes rows that versions before claim-by-delete marked published and kept. */
   private async janitor(): Promise<void> {
     const now = Date.now();
     if (now - this.lastJanitor < 60_000) return;

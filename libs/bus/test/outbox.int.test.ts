@@ -53,13 +53,16 @@ async function readStream(subjectFilter: string): Promise<{ msgId: string; data:
 }
 
 describe("transactional outbox relay", () => {
-  it("publishes in commit order and marks rows published", async () => {
+  it("publishes in commit order and deletes the rows it published", async () => {
     await database.db.transaction((tx) =>
       enqueue(tx, testOutbox, [1, 2, 3].map((n) => ({ subject: `im.evt.bustest.order.e${n}`, msgId: `order:${n}`, payload: { n } }))),
     );
     const relay = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" });
     expect(await relay.drainOnce()).toBe(3);
     expect(await relay.backlog()).toBe(0);
+    // Claimed rows are deleted, not kept marked: nothing of them is left for a janitor.
+    const left = rowsOf<{ n: number }>(await database.db.execute(sql`select count(*)::int as n from ${testOutbox} where msg_id like 'order:%'`));
+    expect(left[0]!.n).toBe(0);
     const seen = await readStream("im.evt.bustest.order.>");
     expect(seen.map((m) => m.msgId)).toEqual(["order:1", "order:2", "order:3"]);
   });

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
-import { intentEventMsgId, intentsCommands as commands } from "@intentmesh/contracts";
-import { rowsOf } from "@intentmesh/db";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { intentEventMsgId, intentsCommands as commands, streams } from "@intentmesh/contracts";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
+import { readStream } from "../../../test/support/service-process";
 import { commitChangeStatement, selectIntentForWrite } from "../src/kernel/statements";
 
 let cluster: TestCluster;
@@ -38,15 +37,19 @@ describe("single-statement writes", () => {
     expect((error as { code: string }).code).toBe("LEASE_HELD");
   });
 
-  it("give each outbox row the catalogue's message id and the event's exact fields", async () => {
+  it("publish each event under the catalogue's message id with the event's exact fields", async () => {
     const intent = await cluster.client.request(commands.create, agent("a"), { body: { title: "ids" } });
     await cluster.client.request(commands.appendEvent, agent("a"), { intent_id: intent.id, if_match: null, body: { event_type: "note", payload: { n: 1 } } });
     await cluster.client.request(commands.patchState, agent("a"), { intent_id: intent.id, if_match: 1, patches: [{ op: "set", path: "x", value: 1 }] });
-    const rows = rowsOf<{ msg_id: string; payload: string }>(
-      await cluster.database.db.execute(sql`select msg_id, payload from intents.outbox where msg_id like ${`intent:${intent.id}:%`} order by id`),
-    );
-    expect(rows.map((r) => r.msg_id)).toEqual([1, 2, 3].map((n) => intentEventMsgId(intent.id, n)));
+    // What the relay published from the outbox rows (it deletes each row it publishes).
+    const published = async () =>
+      (await readStream(cluster.bus, cluster.bus.streamName(streams.intents.name), (msg) => ({ msgId: msg.headers?.get("Nats-Msg-Id") ?? "", event: msg.json() }))).filter((m) =>
+        m.msgId.startsWith(`intent:${intent.id}:`),
+      );
+    await vi.waitFor(async () => expect(await published()).toHaveLength(3), { timeout: 10_000 });
+    const messages = await published();
+    expect(messages.map((m) => m.msgId)).toEqual([1, 2, 3].map((n) => intentEventMsgId(intent.id, n)));
     const page = await cluster.client.request(commands.listEvents, agent("a"), { intent_id: intent.id, query: {} });
-    expect(rows.map((r) => JSON.parse(r.payload))).toEqual(page.events);
+    expect(messages.map((m) => m.event)).toEqual(page.events);
   });
 });
