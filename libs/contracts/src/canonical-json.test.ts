@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { canonicalJson } from "./canonical-json";
+import { canonicalJson, sameCanonicalJson } from "./canonical-json";
 
 /** RFC 8785 as it was first written here (map, filter, join): the loops that replaced it must give the same text. */
 function reference(value: unknown): string {
@@ -43,5 +43,43 @@ describe("canonicalJson", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe("sameCanonicalJson", () => {
+  /** The definition: both have a canonical form, and it is the same text. */
+  const sameByText = (a: unknown, b: unknown) => {
+    try {
+      return canonicalJson(a) === canonicalJson(b);
+    } catch {
+      return false;
+    }
+  };
+
+  it("agrees with comparing canonical texts, for equal values, reordered keys and near misses", () => {
+    // A value, the same value rebuilt with its keys in reverse order, and a value that differs a little.
+    const reordered = (value: unknown): unknown => {
+      if (Array.isArray(value)) return value.map(reordered);
+      if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reordered(v)]));
+      return value;
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (a, b) => {
+        expect(sameCanonicalJson(a, reordered(a))).toBe(true);
+        expect(sameCanonicalJson(a, b)).toBe(sameByText(a, b));
+        expect(sameCanonicalJson({ p: a }, { p: a, q: 1 })).toBe(false);
+        expect(sameCanonicalJson([a], [a, a])).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("treats -0 as 0, skips undefined members as the canonical text does, and refuses what has no canonical form", () => {
+    expect(sameCanonicalJson({ n: -0 }, { n: 0 })).toBe(true);
+    expect(sameCanonicalJson({ a: 1, u: undefined }, { a: 1 })).toBe(true);
+    expect(sameCanonicalJson({ a: "1" }, { a: 1 })).toBe(false);
+    expect(sameCanonicalJson([1, 2], { 0: 1, 1: 2 })).toBe(false);
+    expect(sameCanonicalJson({ n: Number.NaN }, { n: Number.NaN })).toBe(false);
+    expect(sameCanonicalJson(null, {})).toBe(false);
   });
 });

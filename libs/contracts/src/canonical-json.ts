@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /**
  * RFC 8785 (JSON Canonicalization Scheme) of a JSON value: object keys sorted by UTF-16 code
@@ -45,8 +45,51 @@ export function canonicalJson(value: unknown): string {
   }
 }
 
+/**
+ * Whether two JSON values have the same canonical JSON (canonicalJson(a) === canonicalJson(b)),
+ * decided by walking both rather than writing either out: what verification asks of every stored
+ * event's payload. A value canonicalJson has no form for is the same as nothing.
+ */
+export function sameCanonicalJson(a: unknown, b: unknown): boolean {
+  if (a === null || b === null) return a === b;
+  if (typeof a !== typeof b) return false;
+  switch (typeof a) {
+    case "boolean":
+    case "string":
+      return a === b;
+    case "number":
+      // -0 and 0 print alike; a number that is not finite has no canonical form.
+      return Number.isFinite(a) && a === b;
+    case "object": {
+      if (Array.isArray(a) !== Array.isArray(b)) return false;
+      if (Array.isArray(a)) {
+        const other = b as unknown[];
+        if (a.length !== other.length) return false;
+        for (let i = 0; i < a.length; i++) {
+          if (i in a !== i in other) return false;
+          if (i in a && !sameCanonicalJson(a[i], other[i])) return false;
+        }
+        return true;
+      }
+      const left = a as Record<string, unknown>;
+      const right = b as Record<string, unknown>;
+      // canonicalJson leaves out keys whose value is undefined.
+      let count = 0;
+      for (const key of Object.keys(left)) {
+        if (left[key] === undefined) continue;
+        count += 1;
+        if (!Object.prototype.hasOwnProperty.call(right, key) || !sameCanonicalJson(left[key], right[key])) return false;
+      }
+      for (const key of Object.keys(right)) if (right[key] !== undefined) count -= 1;
+      return count === 0;
+    }
+    default:
+      return false;
+  }
+}
+
 /** RFC 0019's hash notation: `sha256:` and the unpadded base64url of the SHA-256 digest. */
-export const sha256Tag = (data: string | Uint8Array): string => `sha256:${createHash("sha256").update(data).digest("base64url")}`;
+export const sha256Tag = (data: string | Uint8Array): string => `sha256:${hash("sha256", data, "base64url")}`;
 
 /** The 32 digest bytes of a `sha256:<base64url>` value, or null when it is not one. */
 export function digestOfTag(tag: string): Buffer | null {

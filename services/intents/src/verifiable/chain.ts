@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Tag, type ChainBreak } from "@intentmesh/contracts";
+import { canonicalJson, sameCanonicalJson, sha256Tag, type ChainBreak } from "@intentmesh/contracts";
 
 /**
  * The checks of RFC 0019 2.2 over an intent's stored log, one row at a time in sequence order:
@@ -118,12 +118,7 @@ function differingFields(row: StoredEvent, served: Record<string, unknown>): str
   if (typeof served.created_at !== "string" || Date.parse(served.created_at) !== row.createdAt.getTime()) differing.push("created_at");
   if (!same(served.trace_id ?? null, row.traceId)) differing.push("trace_id");
   if (!same(served.parent_event_id ?? null, row.parentEventId)) differing.push("parent_event_id");
-  let payloadDiffers = true;
-  try {
-    payloadDiffers = canonicalJson(served.payload) !== canonicalJson(row.payload);
-  } catch {
-    // a payload without a canonical form differs by definition
-  }
-  if (payloadDiffers) differing.push("payload");
+  // A payload without a canonical form differs by definition.
+  if (!sameCanonicalJson(served.payload, row.payload)) differing.push("payload");
   return differing;
 }

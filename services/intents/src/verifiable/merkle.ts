@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /**
  * The Merkle tree of RFC 0019 3.4: leaves are the 32-byte digests of the batch's event hashes in
@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 
 export type ProofStep = { hash: Buffer; position: "left" | "right" };
 
-const parent = (left: Buffer, right: Buffer): Buffer => createHash("sha256").update(left).update(right).digest();
+const parent = (left: Buffer, right: Buffer): Buffer => hash("sha256", Buffer.concat([left, right], 64), "buffer");
 
 function padded(leaves: readonly Buffer[]): Buffer[] {
   if (!leaves.length) throw new Error("a Merkle tree needs at least one leaf");

@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
-import { and, asc, between, eq, gt, lte, sql } from "drizzle-orm";
+import { and, asc, between, eq, gt, sql } from "drizzle-orm";
 import { canonicalJson, isoTimestamp, publicKeyOfDidKey, type LogCheckpoint, type TimestampAnchor } from "@intentmesh/contracts";
-import type { Queryable } from "@intentmesh/db";
+import { rowsOf, withParams, type Queryable } from "@intentmesh/db";
 import { events } from "../db/schema";
 import { checkpoints } from "../db/schema-checkpoints";
 import type { StoredEvent } from "./chain";
@@ -13,16 +13,56 @@ export type CheckpointRow = typeof checkpoints.$inferSelect;
 /** Rows are read in pages of this many, so a long log is verified in bounded memory. */
 const PAGE = 500;
 
+/**
+ * The columns verification reads, as one text statement: a checkpoint verifies every event it
+ * covers (about one per append), so the rows are read without the query builder's per-row mapping
+ * and without the columns no check needs.
+ */
+const STORED_EVENTS_PAGE = `
+  select id, intent_id, sequence, event_type, actor, payload, created_at, trace_id, parent_event_id, wire, event_hash, previous_event_hash
+  from intents.events
+  where intent_id = $1 and sequence > $2 and ($3::bigint is null or sequence <= $3::bigint)
+  order by sequence limit $4`;
+
+type StoredEventRow = {
+  id: string;
+  intent_id: string;
+  sequence: string | number;
+  event_type: string;
+  actor: string;
+  payload: Record<string, unknown>;
+  /** drizzle's driver hands timestamps over as the text PostgreSQL prints. */
+  created_at: string | Date;
+  trace_id: string | null;
+  parent_event_id: string | null;
+  wire: string;
+  event_hash: string | null;
+  previous_event_hash: string | null;
+};
+
+const storedEventOf = (row: StoredEventRow): StoredEvent => ({
+  id: row.id,
+  intentId: row.intent_id,
+  sequence: Number(row.sequence),
+  eventType: row.event_type,
+  actor: row.actor,
+  payload: row.payload,
+  createdAt: new Date(row.created_at),
+  traceId: row.trace_id,
+  parentEventId: row.parent_event_id,
+  wire: row.wire,
+  eventHash: row.event_hash,
+  previousEventHash: row.previous_event_hash,
+});
+
 /** The stored events of an intent from `fromSequence` (up to `toSequence`), oldest first, page by page. */
 export async function* storedEvents(db: Queryable, intentId: string, fromSequence = 1, toSequence: number | null = null): AsyncGenerator<StoredEvent> {
   let after = fromSequence - 1;
   for (;;) {
-    const conditions = [eq(events.intentId, intentId), gt(events.sequence, after)];
-    if (toSequence !== null) conditions.push(lte(events.sequence, toSequence));
-    const rows = await db.select().from(events).where(and(...conditions)).orderBy(asc(events.sequence)).limit(PAGE);
-    for (const row of rows) yield row;
+    const rows = rowsOf<StoredEventRow>(await db.execute(withParams(STORED_EVENTS_PAGE, [intentId, after, toSequence, PAGE])));
+    for (const row of rows) yield storedEventOf(row);
     if (rows.length < PAGE) return;
-    after = rows[rows.length - 1]!.sequence;
+    after = Number(rows[rows.length - 1]!.sequence);
   }
 }
 
