@@ -599,6 +599,7 @@ async function main(): Promise<void> {
   const table = renderTable(results);
   const cpuTable = renderCpuTable(results);
   const costTable = renderCostTable(results);
+  const wakeupTable = renderWakeupTable(results);
   console.log(`\n${machine.line}\n${config.connections} connections, ${config.seconds}s per scenario after ${config.warmupSeconds}s warm-up; load average at start ${load1}\n`);
   console.log(table);
   const noisy = results.filter((r) => otherCores(r.cpu) > NOISY_CORES).map((r) => r.scenario);
@@ -607,6 +608,8 @@ async function main(): Promise<void> {
   console.log(cpuTable);
   console.log(`\nCPU time per successful request (microseconds):\n`);
   console.log(costTable);
+  console.log(`\nWake-ups per successful request (a thread that slept and was woken: about one per message it waited for):\n`);
+  console.log(wakeupTable);
   for (const profile of profiles) console.log(`\n${formatProfile(profile, 10)}`);
   if (profiles.length) console.log(`\nprofiles: ${path.relative(process.cwd(), PROFILE_DIR)} (open in Chrome DevTools or speedscope)`);
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
@@ -624,6 +627,7 @@ async function main(): Promise<void> {
     table,
     cpuTable,
     costTable,
+    wakeupTable,
   };
   fs.writeFileSync(path.join(RESULTS_DIR, "latest.json"), JSON.stringify(json, null, 2) + "\n");
   fs.writeFileSync(path.join(RESULTS_DIR, `run-${runId}.json`), JSON.stringify(json, null, 2) + "\n");
@@ -782,6 +786,20 @@ function renderCostTable(results: Result[]): string {
     .map((r) => {
       const per = names.map((n) => ((r.cpu.cores[n] ?? 0) * 1e6) / r.rps);
       return [r.scenario, ...per.map((v) => v.toFixed(0)), per.reduce((a, b) => a + b, 0).toFixed(0)];
+    });
+  return markdownTable(head, rows, [false, ...names.map(() => true), true]);
+}
+
+/** Wake-ups per successful request (CpuReport.wakeups): roughly the messages each process waited for. */
+function renderWakeupTable(results: Result[]): string {
+  const names = GROUP_NAMES;
+  const head = ["scenario", ...names, "total"];
+  const rows = results
+    .filter((r): r is HttpResult => r.kind === "http" && r.rps > 0)
+    .map((r) => {
+      const requests = r.rps * r.cpu.seconds;
+      const per = names.map((n) => (r.cpu.wakeups[n] ?? 0) / requests);
+      return [r.scenario, ...per.map((v) => v.toFixed(1)), per.reduce((a, b) => a + b, 0).toFixed(1)];
     });
   return markdownTable(head, rows, [false, ...names.map(() => true), true]);
 }

@@ -52,16 +52,44 @@ function machineTicks(): { busy: number; total: number } {
   }
 }
 
+/**
+ * How many times a process's threads went to sleep and were woken (the sum of
+ * voluntary_ctxt_switches over /proc/<pid>/task/*): about one per message a process waits for and
+ * gets. On a virtual machine each such wake-up costs the kernel tens of microseconds between the
+ * writer and the sleeper, so wake-ups per request show how many hops a request makes.
+ */
+function wakeups(pid: number): number | undefined {
+  let tasks: string[];
+  try {
+    tasks = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  let total = 0;
+  for (const task of tasks) {
+    try {
+      const status = fs.readFileSync(`/proc/${pid}/task/${task}/status`, "utf8");
+      const match = /^voluntary_ctxt_switches:\s+(\d+)$/m.exec(status);
+      if (match) total += Number(match[1]);
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return total;
+}
+
 export interface CpuReport {
   /** Cores used on average by each group over the window (1.0 = one core fully busy). */
   cores: Record<string, number>;
+  /** Wake-ups of each group's threads over the window (see wakeups()). */
+  wakeups: Record<string, number>;
   /** Share of the whole machine that was busy over the window, 0..1. */
   machineBusy: number;
   seconds: number;
 }
 
 export class CpuMeter {
-  private start = new Map<string, Map<number, number>>();
+  private start = new Map<string, Map<number, { ticks: number; wakeups: number }>>();
   private startMachine = machineTicks();
   private startTime = performance.now();
 
@@ -76,22 +104,28 @@ export class CpuMeter {
   end(): CpuReport {
     const seconds = (performance.now() - this.startTime) / 1000;
     const cores: Record<string, number> = {};
+    const woken: Record<string, number> = {};
     for (const group of this.groups) {
-      const before = this.start.get(group.name) ?? new Map<number, number>();
+      const before = this.start.get(group.name) ?? new Map<number, { ticks: number; wakeups: number }>();
       let ticks = 0;
-      for (const [pid, now] of this.sample(group)) ticks += now - (before.get(pid) ?? 0);
+      let count = 0;
+      for (const [pid, now] of this.sample(group)) {
+        ticks += now.ticks - (before.get(pid)?.ticks ?? 0);
+        count += now.wakeups - (before.get(pid)?.wakeups ?? 0);
+      }
       cores[group.name] = round(ticks / TICKS / seconds, 2);
+      woken[group.name] = count;
     }
     const machine = machineTicks();
     const total = machine.total - this.startMachine.total;
-    return { cores, machineBusy: total > 0 ? round((machine.busy - this.startMachine.busy) / total, 2) : 0, seconds: round(seconds, 2) };
+    return { cores, wakeups: woken, machineBusy: total > 0 ? round((machine.busy - this.startMachine.busy) / total, 2) : 0, seconds: round(seconds, 2) };
   }
 
-  private sample(group: Group): Map<number, number> {
-    const out = new Map<number, number>();
+  private sample(group: Group): Map<number, { ticks: number; wakeups: number }> {
+    const out = new Map<number, { ticks: number; wakeups: number }>();
     for (const pid of group.pids()) {
       const ticks = cpuTicks(pid);
-      if (ticks !== undefined) out.set(pid, ticks);
+      if (ticks !== undefined) out.set(pid, { ticks, wakeups: wakeups(pid) ?? 0 });
     }
     return out;
   }
