@@ -59,7 +59,7 @@ export interface RelayOptions {
    * what it claims; only versions before that marked rows instead, and left them behind.
    */
   retainPublishedMs?: number;
-  /** Test seam: runs after the rows were published and before they are marked. */
+  /** Test seam: runs after the rows were published and before their claim commits. */
   afterPublish?: (msgIds: string[]) => Promise<void> | void;
 }
 

@@ -48,7 +48,8 @@ export function canonicalJson(value: unknown): string {
 /**
  * Whether two JSON values have the same canonical JSON (canonicalJson(a) === canonicalJson(b)),
  * decided by walking both rather than writing either out: what verification asks of every stored
- * event's payload. A value canonicalJson has no form for is the same as nothing.
+ * event's payload. A value canonicalJson has no form for (a number that is not finite, a
+ * function) is the same as nothing, itself included.
  */
 export function sameCanonicalJson(a: unknown, b: unknown): boolean {
   if (a === null || b === null) return a === b;
