@@ -18,6 +18,7 @@ beforeAll(async () => {
   cluster = await startTestCluster({ natsUrl: nats.url });
 });
 afterAll(async () => {
+  // Running again (if a test left it stopped) so the cluster can stop cleanly; a no-op otherwise.
   await nats?.startServer().catch(() => undefined);
   await cluster?.stop();
   await nats?.destroy();

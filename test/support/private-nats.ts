@@ -30,7 +30,9 @@ export class PrivateNats {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** Starts the server; a no-op while it runs (a second one on the port would orphan the first). */
   async startServer(): Promise<void> {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) return;
     const bin = process.env.NATS_SERVER_BIN ?? "nats-server";
     this.child = spawn(bin, ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.storeDir, ...this.extraArgs], { stdio: "ignore" });
     const spawned = this.child;
