@@ -59,6 +59,8 @@ export interface RelayOptions {
    * what it claims; only versions before that marked rows instead, and left them behind.
    */
   retainPublishedMs?: number;
+  /** Claimed rows after which the relay vacuums its outbox (default 5,000; see vacuumIfDue). */
+  vacuumAfterRows?: number;
   /** Test seam: runs after the rows were published and before their claim commits. */
   afterPublish?: (msgIds: string[]) => Promise<void> | void;
 }
@@ -75,9 +77,13 @@ export class OutboxRelay {
   private again = false;
   private stopped = true;
   private lastJanitor = 0;
+  /** Rows this relay claimed since it last vacuumed the table, and when that was. */
+  private claimedSinceVacuum = 0;
+  private lastVacuum = 0;
   private readonly batchSize: number;
   private readonly pollMs: number;
   private readonly retainMs: number;
+  private readonly vacuumAfterRows: number;
 
   constructor(
     private readonly db: Database,
@@ -89,6 +95,7 @@ export class OutboxRelay {
     this.batchSize = options.batchSize ?? 500;
     this.pollMs = options.pollMs ?? 500;
     this.retainMs = options.retainPublishedMs ?? 3_600_000;
+    this.vacuumAfterRows = options.vacuumAfterRows ?? 5000;
   }
 
   start(): void {
@@ -132,6 +139,7 @@ export class OutboxRelay {
         for (;;) {
           this.again = false;
           const published = await this.drainOnce();
+          if (typeof published === "number") this.claimedSinceVacuum += published;
           if (published === "locked") {
             // Another replica is draining; look again soon so our own commits are not left for the poll.
             retryMs = 20;
@@ -139,6 +147,7 @@ export class OutboxRelay {
           }
           if (published < this.batchSize && !this.again) break;
         }
+        await this.vacuumIfDue();
         await this.janitor();
       } catch (error) {
         this.logger.warn({ err: error }, "outbox relay pass failed; retrying");
@@ -214,6 +223,27 @@ export class OutboxRelay {
       await this.options.afterPublish?.(rows.map((r) => r.msg_id));
       return rows.length;
     });
+  }
+
+  /**
+   * Vacuums the outbox after every `vacuumAfterRows` claimed rows (at most once a second). Each
+   * claim scans the unpublished-rows index from its lowest id, and the entries of deleted rows
+   * stay in that index until a vacuum: autovacuum looks at a table once a minute, in which a busy
+   * service deletes 100,000 rows, and a 15-row claim came to read 100 index pages (1.1 ms of
+   * PostgreSQL time, against 0.3 ms after a vacuum). Vacuuming a table this small takes a few
+   * milliseconds; it runs outside the claim's transaction and takes no lock that writers wait on.
+   */
+  private async vacuumIfDue(): Promise<void> {
+    const now = Date.now();
+    if (this.claimedSinceVacuum < this.vacuumAfterRows || now - this.lastVacuum < 1000) return;
+    this.claimedSinceVacuum = 0;
+    this.lastVacuum = now;
+    try {
+      await this.db.execute(sql`vacuum ${this.outbox}`);
+    } catch (error) {
+      // Claims only get slower without it; autovacuum still comes by.
+      this.logger.warn({ err: error }, "outbox vacuum failed; claims rely on autovacuum");
+    }
   }
 
   /** Deletes rows that versions before claim-by-delete marked published and kept. */

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { inject } from "vitest";
 import { sql } from "drizzle-orm";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
@@ -104,6 +104,23 @@ describe("transactional outbox relay", () => {
     expect(await relay.drainOnce()).toBe(3);
     expect(await relay.backlog()).toBe(0);
     expect((await readStream("im.evt.bustest.big.>")).map((m) => m.msgId)).toEqual(["big:1", "big:3"]);
+  });
+
+  it("vacuums its outbox once it has claimed enough rows, so claims do not scan the index entries of deleted rows", async () => {
+    const vacuums = async () =>
+      rowsOf<{ n: number }>(await database.db.execute(sql`select vacuum_count::int as n from pg_stat_user_tables where relid = 'bus_test.outbox'::regclass`))[0]!.n;
+    const before = await vacuums();
+    await database.db.transaction((tx) =>
+      enqueue(tx, testOutbox, [1, 2, 3, 4, 5, 6].map((n) => ({ subject: `im.evt.bustest.vacuum.e${n}`, msgId: `vacuum:${n}`, payload: { n } }))),
+    );
+    const relay = new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test", vacuumAfterRows: 5 });
+    relay.start();
+    try {
+      await vi.waitFor(async () => expect(await vacuums()).toBeGreaterThan(before), { timeout: 10_000 });
+      expect(await relay.backlog()).toBe(0);
+    } finally {
+      await relay.stop();
+    }
   });
 
   it("lets only one relay of a service publish at a time", async () => {
