@@ -18,7 +18,7 @@ import { beginSuspension, endSuspension } from "./suspension/handlers";
 import { startPortfolioProjection, type PortfolioProjection } from "./portfolios/projection";
 import { checkWrite, checkWriteMany } from "./acl/write-checks";
 import { checkGovernanceFor, checkGovernanceMany, getGovernancePolicy, removeGovernancePolicy, setGovernancePolicy } from "./governance/handlers";
-import { createIntent, getIntent, listIntents } from "./intents/handlers";
+import { createIntent, getIntentReply, listIntents } from "./intents/handlers";
 import { getTrace, linkSpans, startTrace } from "./tracing/handlers";
 import { addDependency, createChildIntent, getGraph, listGraph, removeDependency } from "./graph/handlers";
 import { assignCoordinator, coordinatorOf, intentsHeldBy, intentsCoordinatedFor, coordinatorHeartbeat, createCoordinatorLease, createDecisionRecord, getCoordinatorLease, listCoordinatorLeases, listDecisionRecords, listDecisions, recordDecision } from "./coordinators/handlers";
@@ -100,7 +100,7 @@ export async function startIntentsService(options: IntentsServiceOptions): Promi
 
   const intentHandlers: HandlersOf<typeof commands> = {
     create: (input, caller) => createIntent(ctx, input.body, caller, input.intent_id),
-    get: (input, caller) => getIntent(ctx, input.intent_id, caller),
+    get: (input, caller) => getIntentReply(ctx, input.intent_id, caller),
     list: (input, caller) => listIntents(ctx, input.query, caller),
     patchState: (input, caller) => patchState(ctx, input.intent_id, input.if_match, input.patches, caller),
     transition: (input, caller) => transitionStatus(ctx, input.intent_id, input.if_match, input.body, caller),

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { intentEventMsgId, intentsCommands as commands, streams } from "@intentmesh/contracts";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
 import { readStream } from "../../../test/support/service-process";
-import { commitChangeStatement, selectIntentForWrite } from "../src/kernel/statements";
+import { commitChangeStatement, rawToIntent, selectIntent, selectIntentForWrite, selectIntentJson } from "../src/kernel/statements";
 
 let cluster: TestCluster;
 const agent = agentCaller;
@@ -51,5 +51,33 @@ describe("single-statement writes", () => {
     expect(messages.map((m) => m.msgId)).toEqual([1, 2, 3].map((n) => intentEventMsgId(intent.id, n)));
     const page = await cluster.client.request(commands.listEvents, agent("a"), { intent_id: intent.id, query: {} });
     expect(messages.map((m) => m.event)).toEqual(page.events);
+  });
+});
+
+describe("the intent as PostgreSQL writes it (GET /intents/{id})", () => {
+  it("is the same value as the row mapped in JavaScript: every field, timestamps, nulls, nested state, a parent and dependencies", async () => {
+    const parent = await cluster.client.request(commands.create, agent("a"), { body: { title: "parent" } });
+    const dependency = await cluster.client.request(commands.create, agent("a"), { body: { title: "dependency" } });
+    const intent = await cluster.client.request(commands.create, agent("a"), {
+      body: {
+        title: "wire \"json\" \u00e9",
+        constraints: { deadline: "2027-01-01T00:00:00Z", tags: ["a", "b"], weight: 1.5 },
+        state: { plan: { steps: [1, 2.25, -0, 1e21, null, true], note: "line\nbreak" }, empty: {} },
+        parent_intent_id: parent.id,
+        depends_on: [dependency.id],
+      },
+    });
+    for (const id of [intent.id, parent.id]) {
+      const served = await selectIntentJson(cluster.intents.ctx.query, id);
+      const row = await selectIntent(cluster.intents.ctx.query, id);
+      expect(JSON.parse(served!.json)).toEqual(rawToIntent(row!));
+      expect(Object.keys(JSON.parse(served!.json))).toEqual(Object.keys(rawToIntent(row!)));
+      expect(served!.version).toBe(row!.version);
+      expect(served!.acl_policy).toBe(row!.acl_policy ?? null);
+    }
+    // Through the command, as the gateway gets it: the same intent the create answered, and its version.
+    const got = await cluster.client.requestRaw(commands.get, agent("a"), { intent_id: intent.id });
+    expect(JSON.parse(new TextDecoder().decode(got.body))).toEqual(intent);
+    expect(got.version).toBe(intent.version);
   });
 });

@@ -2,10 +2,10 @@ import { assertIoTypes } from "../workflows/rules";
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, type Intent, intentsCommands, isoTimestamp, type ListIntentsQuery, intentEvents } from "@intentmesh/contracts";
-import { newEvent } from "@intentmesh/bus";
+import { newEvent, RawJson } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
-import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, type RawIntent } from "../kernel/statements";
+import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, selectIntentJson, type RawIntent } from "../kernel/statements";
 import { isUniqueViolation, rowsOf } from "@intentmesh/db";
 import { RESERVED_STATE_KEYS } from "./state-patch";
 import { bypassesAcl } from "../acl/rules";
@@ -60,6 +60,17 @@ export async function getIntent(ctx: IntentsContext, intentId: string, caller: C
   if (!row) throw errors.notFound("intent", intentId);
   await ctx.access.afterRead(intentsCommands.get, intentId, row.acl_policy, caller);
   return rawToIntent(row);
+}
+
+/**
+ * GET /intents/{id} as served: getIntent's answer as the JSON PostgreSQL writes (selectIntentJson),
+ * passed on without being parsed and encoded again.
+ */
+export async function getIntentReply(ctx: IntentsContext, intentId: string, caller: Caller): Promise<RawJson<Intent>> {
+  const row = await selectIntentJson(ctx.query, intentId);
+  if (!row) throw errors.notFound("intent", intentId);
+  await ctx.access.afterRead(intentsCommands.get, intentId, row.acl_policy, caller);
+  return new RawJson<Intent>(row.json, Number(row.version));
 }
 
 /** Newest first; the cursor is the (created_at, id) of the last intent of the previous page. */

@@ -217,6 +217,25 @@ export async function selectIntent(query: Query, intentId: string): Promise<(Raw
 }
 
 /**
+ * An intent's wire JSON as PostgreSQL writes it (the fields and order of rawToIntent, timestamps
+ * as isoTimestamp prints them), with what a reader's access is decided on: a read answers these
+ * bytes without the service parsing the row and encoding it again. The state and constraints
+ * come as PostgreSQL prints jsonb (the same JSON value; spacing and number spelling may differ).
+ */
+const INTENT_JSON_SQL = `
+  select i.acl_policy, i.version, row_to_json(w)::text as json
+  from intents.intents i, lateral (select i.id, i.title, i.description, i.created_by, i.status, i.constraints, i.state, i.confidence, i.version,
+    to_char(i.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"') as created_at,
+    to_char(i.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"') as updated_at,
+    i.parent_intent_id, coalesce(i.depends_on, '{}') as depends_on) w
+  where i.id = $1`;
+
+export async function selectIntentJson(query: Query, intentId: string): Promise<{ acl_policy: string | null; version: number; json: string } | undefined> {
+  const rows = await query<{ acl_policy: string | null; version: number; json: string }>("intents_get_json", INTENT_JSON_SQL, [intentId]);
+  return rows[0];
+}
+
+/**
  * The intent with the leases a state write by `actor` must respect: every lease still holding
  * its scope, and the actor's own history on it (newest first).
  */
