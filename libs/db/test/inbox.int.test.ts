@@ -4,7 +4,7 @@ import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { pgSchema } from "drizzle-orm/pg-core";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
 import { openDatabase, type DatabaseHandle } from "../src/database";
 import { claimInboxMessages, inboxTable } from "../src/inbox";
 
@@ -32,8 +32,9 @@ async function open(url: string | undefined): Promise<DatabaseHandle> {
 
 // The claim is SQL text over an array parameter (inbox.ts): the same answers as the builder's
 // multi-row INSERT, on PostgreSQL and on the embedded database.
+// PostgreSQL as the global setup found it (DATABASE_URL, the local default or a container).
 describe.each([
-  ["PostgreSQL", process.env.DATABASE_URL],
+  ["PostgreSQL", inject("databaseUrl")],
   ["the embedded database", undefined],
 ])("claimInboxMessages on %s", (_name, url) => {
   it("records new ids once, returns only those not seen, and keeps consumers apart", async () => {
