@@ -54,7 +54,10 @@ export async function createIntent(ctx: IntentsContext, body: CreateIntentBody, 
   return intent;
 }
 
-/** GET /intents/{id}: one statement; the ACL is asked only when the row says the intent has one. */
+/**
+ * The intent as an object, read with one statement; the ACL is asked only when the row says the
+ * intent has one. GET /intents/{id} answers the same as JSON from PostgreSQL (getIntentReply).
+ */
 export async function getIntent(ctx: IntentsContext, intentId: string, caller: Caller): Promise<Intent> {
   const row = await selectIntent(ctx.query, intentId);
   if (!row) throw errors.notFound("intent", intentId);
