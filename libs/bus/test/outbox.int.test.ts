@@ -1,11 +1,10 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { sql } from "drizzle-orm";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
-import { openDatabase, rowsOf, type DatabaseHandle } from "@intentmesh/db";
+import { openDatabase, rowsOf, type DatabaseHandle, type Tx } from "@intentmesh/db";
 import { createLogger } from "@intentmesh/telemetry";
 import { connectBus, type Bus } from "../src/connection";
 import { enqueue, OutboxRelay } from "../src/outbox";
@@ -141,20 +140,47 @@ describe("transactional outbox relay", () => {
 });
 
 /**
- * A durable consumer of im.evt.bustest.<topic>.> whose effect is a row in batch_effects (with the
- * transaction that wrote it), run until `count` messages are acked (or 15 s); how many were.
- * `beforeApply` may throw to fail a message.
+ * `count` messages `<topic>:000`, `<topic>:001`, ... on im.evt.bustest.<topic>.e<i>, each carrying
+ * its name, enqueued in one transaction (with `alsoInTransaction`) and published; answers the names.
  */
-async function recordEffectsUntilAcked(durable: string, topic: string, count: number, beforeApply: (message: string) => void = () => {}): Promise<number> {
-  let acked = 0;
-  const consumer = await startDurableConsumer(bus, {
+async function publishNamed(topic: string, count: number, alsoInTransaction?: (tx: Tx, names: string[]) => Promise<void>): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `${topic}:${String(i).padStart(3, "0")}`);
+  await database.db.transaction(async (tx) => {
+    await enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.${topic}.e${i}`, msgId: message, payload: { message } })));
+    await alsoInTransaction?.(tx, names);
+  });
+  await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+  return names;
+}
+
+/** Waits until `check` holds, or `timeoutMs` has passed (the test's assertions then tell what did not happen). */
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** What every test consumer here shares: durable `<topic>-test` on im.evt.bustest.<topic>.>, this suite's inbox, payloads `{message}`. */
+function consumerOf(topic: string) {
+  return {
     stream: TEST_STREAM.name,
-    durable,
+    durable: `${topic}-test`,
     filterSubject: `im.evt.bustest.${topic}.>`,
     db: database.db,
     inbox: testInbox,
     logger,
-    parse: (data) => data as { message: string },
+    parse: (data: unknown) => data as { message: string },
+  };
+}
+
+/**
+ * A durable consumer of im.evt.bustest.<topic>.> (consumerOf) whose effect is a row in batch_effects (with the
+ * transaction that wrote it), run until `count` messages are acked (or 15 s); how many were.
+ * `beforeApply` may throw to fail a message.
+ */
+async function recordEffectsUntilAcked(topic: string, count: number, beforeApply: (message: string) => void = () => {}): Promise<number> {
+  let acked = 0;
+  const consumer = await startDurableConsumer(bus, {
+    ...consumerOf(topic),
     handle: async (tx, payload) => {
       beforeApply(payload.message);
       await tx.execute(sql`insert into bus_test.batch_effects (message, txid) values (${payload.message}, txid_current())`);
@@ -163,8 +189,7 @@ async function recordEffectsUntilAcked(durable: string, topic: string, count: nu
       acked += 1;
     },
   });
-  const deadline = Date.now() + 15_000;
-  while (acked < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await until(() => acked >= count);
   await consumer.stop();
   return acked;
 }
@@ -177,14 +202,8 @@ describe("idempotent durable consumer", () => {
 
     let deliveries = 0;
     const consumer = await startDurableConsumer(bus, {
-      stream: TEST_STREAM.name,
-      durable: "idem-test",
-      filterSubject: "im.evt.bustest.idem.>",
-      db: database.db,
-      inbox: testInbox,
-      logger,
+      ...consumerOf("idem"),
       ackWaitMs: 500,
-      parse: (data) => data as { message: string },
       handle: async (tx, payload) => {
         await tx.execute(
           sql`insert into bus_test.effects (message, applied) values (${payload.message}, 1)
@@ -196,8 +215,7 @@ describe("idempotent durable consumer", () => {
         if (deliveries === 1) throw new Error("simulated crash after commit, before ack");
       },
     });
-    const deadline = Date.now() + 10_000;
-    while (deliveries < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(() => deliveries >= 2, 10_000);
     await consumer.stop();
 
     expect(deliveries).toBe(2);
@@ -211,15 +229,11 @@ describe("idempotent durable consumer", () => {
 
   it("applies a backlog in batches, in order, once each; a message that fails sends its batch one by one and does not hold back the rest", async () => {
     const count = 150;
-    const names = Array.from({ length: count }, (_, i) => `batch:${String(i).padStart(3, "0")}`);
-    await database.db.transaction((tx) =>
-      enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.batch.e${i}`, msgId: message, payload: { message } }))),
-    );
-    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
+    const names = await publishNamed("batch", count);
 
     const failing = names[70]!;
     let failures = 0;
-    const acked = await recordEffectsUntilAcked("batch-test", "batch", count, (message) => {
+    const acked = await recordEffectsUntilAcked("batch", count, (message) => {
       if (message === failing && failures === 0) {
         failures += 1;
         throw new Error("a transient failure of one message");
@@ -243,21 +257,13 @@ describe("idempotent durable consumer", () => {
 
   it("acknowledges the messages its skip check rejects with no transaction and no inbox row, and applies the others once", async () => {
     const count = 40;
-    const names = Array.from({ length: count }, (_, i) => `skip:${String(i).padStart(3, "0")}`);
+    const names = await publishNamed("skip", count);
     const wanted = new Set(names.filter((_, i) => i % 4 === 0));
-    await database.db.transaction((tx) => enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.skip.e${i}`, msgId: message, payload: { message } }))));
-    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
 
     let applied = 0;
     let skippedChecks = 0;
     const consumer = await startDurableConsumer(bus, {
-      stream: TEST_STREAM.name,
-      durable: "skip-test",
-      filterSubject: "im.evt.bustest.skip.>",
-      db: database.db,
-      inbox: testInbox,
-      logger,
-      parse: (data) => data as { message: string },
+      ...consumerOf("skip"),
       skip: async (payload) => {
         skippedChecks += 1;
         return !wanted.has(payload.message);
@@ -269,8 +275,7 @@ describe("idempotent durable consumer", () => {
         applied += 1;
       },
     });
-    const deadline = Date.now() + 15_000;
-    while ((applied < wanted.size || skippedChecks < count) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(() => applied >= wanted.size && skippedChecks >= count);
     await consumer.stop();
 
     const rows = rowsOf<{ message: string }>(await database.db.execute(sql`select message from bus_test.batch_effects where message like 'skip:%' order by position`));
@@ -284,23 +289,15 @@ describe("idempotent durable consumer", () => {
 
   it("skipMany checks a batch with one call: it acknowledges what it rejects with no inbox row, applies the others once, and a failing check applies its batch the usual way", async () => {
     const count = 40;
-    const names = Array.from({ length: count }, (_, i) => `many:${String(i).padStart(3, "0")}`);
+    const names = await publishNamed("many", count);
     const wanted = new Set(names.filter((_, i) => i % 4 === 0));
-    await database.db.transaction((tx) => enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.many.e${i}`, msgId: message, payload: { message } }))));
-    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
 
     const calls: number[] = [];
     const handled: string[] = [];
     let acknowledged = 0;
     const consumer = await startDurableConsumer(bus, {
-      stream: TEST_STREAM.name,
-      durable: "many-test",
-      filterSubject: "im.evt.bustest.many.>",
-      db: database.db,
-      inbox: testInbox,
-      logger,
+      ...consumerOf("many"),
       batchMax: 10,
-      parse: (data) => data as { message: string },
       skipMany: async (payloads) => {
         calls.push(payloads.length);
         // The first batch's check fails: its messages all go through the transaction.
@@ -315,12 +312,10 @@ describe("idempotent durable consumer", () => {
         acknowledged += 1;
       },
     });
-    const deadline = Date.now() + 15_000;
-    const done = async () => {
+    await until(async () => {
       const info = await bus.jsm.consumers.info(bus.streamName(TEST_STREAM.name), "many-test");
       return info.num_ack_pending + info.num_pending === 0 && info.delivered.consumer_seq >= count;
-    };
-    while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    });
     await consumer.stop();
 
     // One call per batch, never one per message.
@@ -338,24 +333,16 @@ describe("idempotent durable consumer", () => {
 
   it("applies alone, with no transaction or inbox row, what applyAlone takes; from the first it declines or fails on, the rest of the batch goes through the transaction, in order", async () => {
     const count = 30;
-    const names = Array.from({ length: count }, (_, i) => `alone:${String(i).padStart(3, "0")}`);
+    const names = await publishNamed("alone", count);
     // Declined once (then taken), and failing once: each sends its batch's rest the usual way.
     const declined = names[7]!;
     const failing = names[19]!;
     const refusedOnce = new Set([declined, failing]);
-    await database.db.transaction((tx) => enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.alone.e${i}`, msgId: message, payload: { message } }))));
-    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
 
     let acknowledged = 0;
     const consumer = await startDurableConsumer(bus, {
-      stream: TEST_STREAM.name,
-      durable: "alone-test",
-      filterSubject: "im.evt.bustest.alone.>",
-      db: database.db,
-      inbox: testInbox,
-      logger,
+      ...consumerOf("alone"),
       batchMax: 10,
-      parse: (data) => data as { message: string },
       applyAlone: async (payload) => {
         if (refusedOnce.delete(payload.message)) {
           if (payload.message === failing) throw new Error("not now");
@@ -371,8 +358,7 @@ describe("idempotent durable consumer", () => {
         acknowledged += 1;
       },
     });
-    const deadline = Date.now() + 15_000;
-    while (acknowledged < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(() => acknowledged >= count);
     await consumer.stop();
 
     // Every message applied once, in the log's order.
@@ -390,16 +376,16 @@ describe("idempotent durable consumer", () => {
 
   it("skips, within a batch, the messages its inbox already holds (applied before a crash) and applies the others once", async () => {
     const count = 60;
-    const names = Array.from({ length: count }, (_, i) => `seen:${String(i).padStart(3, "0")}`);
-    const alreadyApplied = new Set(names.filter((_, i) => i % 3 === 0));
-    await database.db.transaction(async (tx) => {
-      await enqueue(tx, testOutbox, names.map((message, i) => ({ subject: `im.evt.bustest.seen.e${i}`, msgId: message, payload: { message } })));
+    const alreadyApplied = new Set<string>();
+    const names = await publishNamed("seen", count, async (tx, named) => {
       // As if an earlier run committed these and crashed before acking them.
-      for (const id of alreadyApplied) await tx.insert(testInbox).values({ consumer: "seen-test", messageId: id });
+      for (const id of named.filter((_, i) => i % 3 === 0)) {
+        alreadyApplied.add(id);
+        await tx.insert(testInbox).values({ consumer: "seen-test", messageId: id });
+      }
     });
-    await new OutboxRelay(database.db, testOutbox, bus, logger, { name: "bus-test" }).drainOnce();
 
-    const acked = await recordEffectsUntilAcked("seen-test", "seen", count);
+    const acked = await recordEffectsUntilAcked("seen", count);
 
     const rows = rowsOf<{ message: string; txid: string }>(
       await database.db.execute(sql`select message, txid::text from bus_test.batch_effects where message like 'seen:%' order by position`),
