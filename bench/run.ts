@@ -555,14 +555,15 @@ async function main(): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, 1000));
         const sequential = await statementCounter.end(alone.length);
         result.respondAlone.statements = sequential;
-        log(`  sequential cycles: statements per cycle ${sequential.perRequest.toFixed(2)}, transactions ${sequential.transactionsPerRequest.toFixed(2)}`);
-        for (const top of sequential.top) log(`    ${top.perRequest.toFixed(2)}  ${top.query}`);
+        log(`  sequential cycles: statements per cycle ${sequential.perRequest.toFixed(2)}, transactions ${sequential.transactionsPerRequest.toFixed(2)}, executing ${sequential.execUsPerRequest.toFixed(0)} us`);
+        for (const top of sequential.top) log(`    ${top.perRequest.toFixed(2)}  ${top.execUsPerRequest.toFixed(0).padStart(5)}  ${top.planUsPerRequest.toFixed(0).padStart(5)}  ${top.query}`);
       }
     }
     if (statementCounter && scenario !== "baseline") {
       result.statements ??= await statementCounter.end(ok);
-      log(`  statements per request ${result.statements.perRequest.toFixed(2)}, transactions ${result.statements.transactionsPerRequest.toFixed(2)}`);
-      for (const top of result.statements.top) log(`    ${top.perRequest.toFixed(2)}  ${top.query}`);
+      log(`  statements per request ${result.statements.perRequest.toFixed(2)}, transactions ${result.statements.transactionsPerRequest.toFixed(2)}, executing ${result.statements.execUsPerRequest.toFixed(0)} us`);
+      log("    calls   exec   plan  (per request; microseconds; plan is 0 unless pg_stat_statements.track_planning is on)");
+      for (const top of result.statements.top) log(`    ${top.perRequest.toFixed(2)}  ${top.execUsPerRequest.toFixed(0).padStart(5)}  ${top.planUsPerRequest.toFixed(0).padStart(5)}  ${top.query}`);
     }
     results.push(result);
     log(`  ${rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, non-2xx ${r.non2xx}, errors ${r.errors}`);

@@ -11,8 +11,14 @@ export interface StatementCount {
   perRequest: number;
   /** Transactions committed in the window (pg_stat_database), per successful request. */
   transactionsPerRequest: number;
-  /** The most frequent statements (BENCH_STATEMENTS_TOP, default 12): calls per successful request and the statement's text, shortened. */
-  top: { perRequest: number; query: string }[];
+  /** PostgreSQL's execution time of every statement (pg_stat_statements total_exec_time), microseconds per successful request. */
+  execUsPerRequest: number;
+  /**
+   * The most frequent statements (BENCH_STATEMENTS_TOP, default 12): calls per successful request,
+   * their execution time in microseconds per successful request (planning, parsing, the protocol
+   * and the commit's WAL flush are not in it), and the statement's text, shortened.
+   */
+  top: { perRequest: number; execUsPerRequest: number; planUsPerRequest: number; query: string }[];
 }
 
 export class StatementCounter {
@@ -45,17 +51,24 @@ export class StatementCounter {
 
   async end(okRequests: number): Promise<StatementCount> {
     const per = (n: number) => (okRequests > 0 ? n / okRequests : NaN);
-    const { rows } = await this.admin.query<{ calls: string; query: string }>(
-      `select s.calls::text as calls, s.query from pg_stat_statements s join pg_database d on d.oid = s.dbid
+    const { rows } = await this.admin.query<{ calls: string; exec_ms: number; plan_ms: number; query: string }>(
+      `select s.calls::text as calls, s.total_exec_time as exec_ms, s.total_plan_time as plan_ms, s.query from pg_stat_statements s join pg_database d on d.oid = s.dbid
         where d.datname = $1 order by s.calls desc`,
       [this.dbName],
     );
     const total = rows.reduce((sum, row) => sum + Number(row.calls), 0);
+    const execMs = rows.reduce((sum, row) => sum + Number(row.exec_ms), 0);
     const commits = (await this.commits()) - this.commitsAtStart;
     return {
       perRequest: per(total),
       transactionsPerRequest: per(commits),
-      top: rows.slice(0, Number(process.env.BENCH_STATEMENTS_TOP ?? 12)).map((row) => ({ perRequest: per(Number(row.calls)), query: row.query.replace(/\s+/g, " ").slice(0, 140) })),
+      execUsPerRequest: per(execMs * 1000),
+      top: rows.slice(0, Number(process.env.BENCH_STATEMENTS_TOP ?? 12)).map((row) => ({
+        perRequest: per(Number(row.calls)),
+        execUsPerRequest: per(Number(row.exec_ms) * 1000),
+        planUsPerRequest: per(Number(row.plan_ms) * 1000),
+        query: row.query.replace(/\s+/g, " ").slice(0, 140),
+      })),
     };
   }
 

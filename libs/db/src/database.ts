@@ -10,6 +10,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { PGlite } from "@electric-sql/pglite";
 import { StartupError, redactUrl } from "@intentmesh/telemetry";
+import { StatementNames, nameRepeatedStatements } from "./statement-names";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Database = PgDatabase<PgQueryResultHKT, any>;
@@ -66,9 +67,12 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   // statement in flight fails on its own and the pool discards the broken client on release.
   // Every statement gets a client span inside the request's trace (libs/telemetry sql-spans).
   const target = sqlTarget(url);
+  // The statements this process repeats are planned once per connection (statement-names.ts).
+  const names = new StatementNames();
   pool.on("connect", (client) => {
     client.on("error", () => undefined);
     traceSqlStatements(client, target);
+    nameRepeatedStatements(client, names);
   });
   openPools.add(pool);
   const db = drizzlePg(pool) as unknown as Database;
