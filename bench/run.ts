@@ -590,7 +590,9 @@ async function main(): Promise<void> {
         const loaded = loadProfile(target);
         for (const w of windows) {
           if (w.scenario === "baseline") continue;
-          profiles.push({ ...summarizeProfile(target, w, 25, loaded), label: `${name} during ${w.scenario}` });
+          const cores = results.find((r) => r.scenario === w.scenario)?.cpu.cores[name];
+          const processCpuMs = cores === undefined ? undefined : Math.round(cores * (w.endUs - w.startUs) / 1000);
+          profiles.push({ ...summarizeProfile(target, w, 25, loaded), label: `${name} during ${w.scenario}`, processCpuMs });
         }
       } else log(`no main-thread profile was written for ${name}`);
     }

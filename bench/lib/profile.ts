@@ -16,6 +16,14 @@ export interface ProfileSummary {
   /** Wall time the profile covers, and how much of it the main thread was not idle. */
   wallMs: number;
   busyMs: number;
+  /**
+   * The CPU the whole process used in the same window (every thread, from /proc), where known.
+   * V8's sampler ticks on wall time: a main thread that is ready to run but waits for a core
+   * still gets samples, in the call it was in (mostly a socket write that woke another process,
+   * which then took the core). On a busy machine busyMs is therefore above the CPU used, and
+   * the shares are of busy time, not of CPU.
+   */
+  processCpuMs?: number;
   /** Self time by where the code lives (package, node internals, this repo's libs and services, GC). */
   selfByArea: { area: string; ms: number; share: number }[];
   /** Time with at least one frame of the area on the stack: what a package costs with everything it calls. */
@@ -122,7 +130,10 @@ export function summarizeProfile(file: string, window?: { startUs: number; endUs
 export function formatProfile(summary: ProfileSummary, rows = 15): string {
   const pct = (share: number) => `${(share * 100).toFixed(1)}%`.padStart(6);
   const lines = [
-    `${summary.label}: ${summary.wallMs} ms profiled, main thread busy ${summary.busyMs} ms (${((summary.busyMs / Math.max(1, summary.wallMs)) * 100).toFixed(0)}%)`,
+    `${summary.label}: ${summary.wallMs} ms profiled, main thread busy ${summary.busyMs} ms (${((summary.busyMs / Math.max(1, summary.wallMs)) * 100).toFixed(0)}%)` +
+      (summary.processCpuMs === undefined
+        ? ""
+        : `; the process used ${summary.processCpuMs} ms of CPU (all threads): busy time also counts waiting for a core, which lands on the call that woke another process`),
     "  self time by area (share of busy time):",
     ...summary.selfByArea.slice(0, rows).map((r) => `    ${pct(r.share)}  ${r.area}`),
     "  inclusive time by area (on the stack):",
