@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { intentEventMsgId, intentsCommands as commands, streams, type Intent } from "@intentmesh/contracts";
+import { encodeKeysetCursor, intentEventMsgId, LIMITS, intentsCommands as commands, streams, type Intent } from "@intentmesh/contracts";
 import { agentCaller, startTestCluster, type TestCluster } from "../../../test/support/cluster";
 import { readStream } from "../../../test/support/service-process";
 import { commitChangeStatement, rawToIntent, selectIntent, selectIntentForWrite, selectIntentJson } from "../src/kernel/statements";
@@ -56,7 +56,7 @@ describe("single-statement writes", () => {
 
 /**
  * An intent whose JSON has what could print differently: quotes, non-ASCII, a newline, -0, 1e21,
- * null, an empty object, a parent and a dependency.
+ * null, an empty object, a parent and a dependency. `createdBy` lets a list find only these intents.
  */
 async function createFixture(createdBy = "a") {
   const parent = await cluster.client.request(commands.create, agent("a"), { body: { title: "parent", created_by: createdBy } });
@@ -138,5 +138,49 @@ describe("the intent as PostgreSQL writes it (the answers of state and status wr
     expectSameIntent(bodyOf(moved), afterMove);
     expect(afterMove.status).toBe("abandoned");
     expect(moved.version).toBe(4);
+  });
+});
+
+describe("the intents page as PostgreSQL writes it (GET /intents)", () => {
+  it("is the page mapped in JavaScript: the intents newest first, the cursor and has_more", async () => {
+    const createdBy = `page-${Date.now()}`;
+    const { parent, dependency, intent } = await createFixture(createdBy);
+    // Newest first, ties (the same millisecond) by id, descending.
+    const expected = (await Promise.all([parent.id, dependency.id, intent.id].map(mappedInJavaScript))).sort((a, b) =>
+      a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1,
+    );
+
+    const first = await cluster.client.requestRaw(commands.list, agent("a"), { query: { created_by: createdBy, limit: 2 } });
+    const firstPage = JSON.parse(bodyOf(first)) as { intents: Intent[]; next_cursor: string | null; has_more: boolean };
+    expect(Object.keys(firstPage)).toEqual(["intents", "next_cursor", "has_more"]);
+    expect(firstPage.intents).toEqual(expected.slice(0, 2));
+    firstPage.intents.forEach((served, i) => expect(Object.keys(served)).toEqual(Object.keys(expected[i]!)));
+    expect(firstPage.has_more).toBe(true);
+    expect(firstPage.next_cursor).toBe(encodeKeysetCursor(new Date(expected[1]!.created_at), expected[1]!.id));
+
+    const second = await cluster.client.request(commands.list, agent("a"), { query: { created_by: createdBy, limit: 2, after: firstPage.next_cursor! } });
+    expect(second).toEqual({ intents: expected.slice(2), next_cursor: null, has_more: false });
+
+    // A filter that keeps nothing: an empty page.
+    const none = await cluster.client.requestRaw(commands.list, agent("a"), { query: { created_by: createdBy, status: "completed" } });
+    expect(bodyOf(none)).toBe(`{"intents":[],"next_cursor":null,"has_more":false}`);
+  });
+  it("stops before LIMITS.pageBytes of intents, with at least one, and the next page goes on from there", async () => {
+    const createdBy = `big-${Date.now()}`;
+    // Three intents of 200 KB each: two fit in a page of 512 KB, the third starts the next page.
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const made = await cluster.client.request(commands.create, agent("a"), { body: { title: `big ${i}`, created_by: createdBy, state: { text: "x".repeat(200 * 1024) } } });
+      ids.push(made.id);
+    }
+    const first = await cluster.client.requestRaw(commands.list, agent("a"), { query: { created_by: createdBy, limit: 10 } });
+    expect(first.body.byteLength).toBeLessThan(LIMITS.pageBytes + 4096);
+    const firstPage = JSON.parse(bodyOf(first)) as { intents: Intent[]; next_cursor: string | null; has_more: boolean };
+    expect(firstPage.intents).toHaveLength(2);
+    expect(firstPage.has_more).toBe(true);
+    const second = await cluster.client.request(commands.list, agent("a"), { query: { created_by: createdBy, limit: 10, after: firstPage.next_cursor! } });
+    expect(second.intents).toHaveLength(1);
+    expect(second.has_more).toBe(false);
+    expect([...firstPage.intents, ...second.intents].map((intent) => intent.id).sort()).toEqual([...ids].sort());
   });
 });
