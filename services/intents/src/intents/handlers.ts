@@ -1,11 +1,11 @@
 import { assertIoTypes } from "../workflows/rules";
 import { randomUUID } from "node:crypto";
 import { and, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, fitPage, type Intent, intentsCommands, isoTimestamp, type ListIntentsQuery, intentEvents } from "@intentmesh/contracts";
+import { appError, type Caller, type CreateIntentBody, decodeKeysetCursor, encodeKeysetCursor, errors, type Intent, type CommandResult, intentsCommands, isoTimestamp, LIMITS, type ListIntentsQuery, intentEvents } from "@intentmesh/contracts";
 import { newEvent, RawJson } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { intents } from "../db/schema";
-import { INTENT_COLUMNS, insertIntent, rawToIntent, selectIntent, selectIntentJson, type RawIntent } from "../kernel/statements";
+import { insertIntent, intentJsonSql, rawToIntent, selectIntent, selectIntentJson, SHOWN_WITHIN_PAGE_BYTES, wireTimestampSql } from "../kernel/statements";
 import { isUniqueViolation, rowsOf } from "@intentmesh/db";
 import { RESERVED_STATE_KEYS } from "./state-patch";
 import { bypassesAcl } from "../acl/rules";
@@ -76,8 +76,16 @@ export async function getIntentReply(ctx: IntentsContext, intentId: string, call
   return new RawJson<Intent>(row.json, Number(row.version));
 }
 
-/** Newest first; the cursor is the (created_at, id) of the last intent of the previous page. */
-export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery, caller: Caller) {
+type IntentPage = CommandResult<typeof intentsCommands.list>;
+
+/**
+ * Newest first; the cursor is the (created_at, id) of the last intent of the previous page. The
+ * page is the JSON PostgreSQL writes: each intent as GET serves it (intentJsonSql), joined into
+ * one array, cut to LIMITS.pageBytes of that text like the event pages (SHOWN_WITHIN_PAGE_BYTES);
+ * nothing is parsed or encoded again. `fetched` counts up to limit + 1 rows, so more than are
+ * shown means another page follows.
+ */
+export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery, caller: Caller): Promise<RawJson<IntentPage>> {
   const filters: SQL[] = [];
   // Only the intents the caller may read (RFC-0011); admin keys are not bound by ACLs.
   if (!bypassesAcl(caller)) filters.push(readableBy(caller, ctx.clock.now()));
@@ -87,21 +95,27 @@ export async function listIntents(ctx: IntentsContext, query: ListIntentsQuery, 
     const cursor = decodeKeysetCursor(query.after);
     filters.push(or(lt(intents.createdAt, cursor.createdAt), and(eq(intents.createdAt, cursor.createdAt), lt(intents.id, cursor.id)))!);
   }
-  const rows = rowsOf<RawIntent>(
+  // Both are integers (the query's limit is validated as one), written into the text as numbers.
+  const shownWithin = sql.raw(SHOWN_WITHIN_PAGE_BYTES("created_at desc, id desc", String(Math.trunc(query.limit)), String(LIMITS.pageBytes)));
+  const [row] = rowsOf<{ fetched: number; shown: number; intents: string; last_id: string | null; last_created_at: string | null }>(
     await ctx.db.execute(
-      sql`select ${sql.raw(INTENT_COLUMNS)} from ${intents}
-          ${filters.length ? sql`where ${and(...filters)}` : sql``}
-          order by created_at desc, id desc limit ${query.limit + 1}`,
+      sql`with page as (
+            select id, created_at, ${sql.raw(intentJsonSql("intents"))} as wire from ${intents}
+            ${filters.length ? sql`where ${and(...filters)}` : sql``}
+            order by created_at desc, id desc limit ${query.limit + 1}),
+          ${shownWithin},
+          last as (select id, ${sql.raw(wireTimestampSql("created_at"))} as created_at from shown order by n desc limit 1)
+          select (select count(*)::int from page) as fetched,
+                 (select count(*)::int from shown) as shown,
+                 (select '[' || coalesce(string_agg(wire, ',' order by n), '') || ']' from shown) as intents,
+                 (select id from last) as last_id,
+                 (select created_at from last) as last_created_at`,
     ),
   );
-  const { items: page, cut } = fitPage(rows.slice(0, query.limit).map(rawToIntent));
-  const last = page[page.length - 1];
-  const hasMore = cut || rows.length > query.limit;
-  return {
-    intents: page,
-    next_cursor: hasMore && last ? encodeKeysetCursor(new Date(last.created_at), last.id) : null,
-    has_more: hasMore,
-  };
+  const hasMore = Number(row!.fetched) > Number(row!.shown);
+  // The cursor holds the created_at the page served (milliseconds), as when it was read from the intent.
+  const next = hasMore && row!.last_id !== null ? JSON.stringify(encodeKeysetCursor(new Date(row!.last_created_at!), row!.last_id)) : "null";
+  return new RawJson<IntentPage>(`{"intents":${row!.intents},"next_cursor":${next},"has_more":${hasMore}}`);
 }
 
 /** A create under a chosen id that already exists: the same creator gets that intent, anyone else 409. */

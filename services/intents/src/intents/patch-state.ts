@@ -1,5 +1,5 @@
 import { errors, intentsCommands, type Caller, type Intent, type StatePatch, intentEvents } from "@intentmesh/contracts";
-import { newEvent } from "@intentmesh/bus";
+import { newEvent, type RawJson } from "@intentmesh/bus";
 import { assertStateWithinLimit } from "../kernel/state-size";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntentForWrite } from "../kernel/statements";
@@ -18,9 +18,10 @@ const LEASE_RACE_ATTEMPTS = 5;
  * version, after the leases read with it allow the write; the write is one statement
  * conditional on that version (a concurrent writer makes this one a 409, never an overwrite)
  * and on the lease epoch (a lease granted meanwhile sends the write back to be checked again).
- * All patches apply or none does.
+ * All patches apply or none does. The written intent is answered as PostgreSQL writes it
+ * (commitChangeStatement): its callers only send it on.
  */
-export async function patchState(ctx: IntentsContext, intentId: string, ifMatch: number | null, patches: StatePatch[], caller: Caller): Promise<Intent> {
+export async function patchState(ctx: IntentsContext, intentId: string, ifMatch: number | null, patches: StatePatch[], caller: Caller): Promise<Intent | RawJson<Intent>> {
   if (ifMatch === null) throw errors.preconditionRequired("intent state");
   // The official clients' suspension record arrives as one `set _suspension` patch (CLIENTS.md §1).
   const only = patches.length === 1 ? patches[0]! : undefined;

@@ -1,5 +1,5 @@
 import { errors, type Caller, type Intent, type IntentStatus, type StatusTransitionBody, intentEvents } from "@intentmesh/contracts";
-import { newEvent } from "@intentmesh/bus";
+import { newEvent, type RawJson } from "@intentmesh/bus";
 import type { IntentsContext } from "../kernel/context";
 import { commitChangeStatement, selectIntent } from "../kernel/statements";
 import { missingOrStale } from "../kernel/event-log";
@@ -9,8 +9,12 @@ import { cancelByAbandon, suspendByStatus } from "../suspension/handlers";
 import { enforceGovernance } from "../governance/handlers";
 import { activateInGraph, completeInGraph } from "../graph/handlers";
 
-/** POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. */
-export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent> {
+/**
+ * POST /intents/{id}/status: table 3.1, If-Match required, version + 1, status_changed. A plain
+ * change is answered as PostgreSQL writes the intent (commitChangeStatement): its callers only
+ * send it on.
+ */
+export async function transitionStatus(ctx: IntentsContext, intentId: string, ifMatch: number | null, body: StatusTransitionBody, caller: Caller): Promise<Intent | RawJson<Intent>> {
   if (ifMatch === null) throw errors.preconditionRequired("intent status");
   const now = ctx.clock.now();
   const current = await selectIntent(ctx.query, intentId);

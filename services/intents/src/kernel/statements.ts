@@ -10,7 +10,7 @@ import {
   type IntentStatus,
   type JsonObject,
 } from "@intentmesh/contracts";
-import { sqlEventInserts, sqlEventMsgId, traceCarrier, traceFields } from "@intentmesh/bus";
+import { RawJson, sqlEventInserts, sqlEventMsgId, traceCarrier, traceFields } from "@intentmesh/bus";
 import type { DatabaseHandle } from "@intentmesh/db";
 import type { GovernancePolicy } from "@intentmesh/contracts";
 import type { NewEvent } from "./event-log";
@@ -216,18 +216,32 @@ export async function selectIntent(query: Query, intentId: string): Promise<(Raw
   return rows[0];
 }
 
+/** A timestamp column as isoTimestamp prints it: UTC, milliseconds (truncated, as a Date holds them), "+00:00". */
+export const wireTimestampSql = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')`;
+
 /**
- * An intent's wire JSON as PostgreSQL writes it (the fields and order of rawToIntent, timestamps
- * as isoTimestamp prints them), with what a reader's access is decided on: a read answers these
- * bytes without the service parsing the row and encoding it again. The state and constraints
- * come as PostgreSQL prints jsonb (the same JSON value; spacing and number spelling may differ).
+ * The fields of an intent's wire JSON, from the intents row named `row` (a table alias or a CTE
+ * with its columns): the fields and order of rawToIntent, timestamps as isoTimestamp prints them.
+ * Every reply that serves an intent as PostgreSQL writes it selects these into row_to_json, so
+ * the GET, the writes and the list cannot drift apart. The state and constraints come as
+ * PostgreSQL prints jsonb (the same JSON value; spacing and number spelling may differ,
+ * docs/compatibility.md).
+ */
+const intentWireFieldsSql = (row: string) =>
+  `${row}.id, ${row}.title, ${row}.description, ${row}.created_by, ${row}.status, ${row}.constraints, ${row}.state, ${row}.confidence, ${row}.version,
+    ${wireTimestampSql(`${row}.created_at`)} as created_at, ${wireTimestampSql(`${row}.updated_at`)} as updated_at,
+    ${row}.parent_intent_id, coalesce(${row}.depends_on, '{}') as depends_on`;
+
+/** The wire JSON of the intents row named `row` as one text expression (intentWireFieldsSql). */
+export const intentJsonSql = (row: string) => `(select row_to_json(w)::text from (select ${intentWireFieldsSql(row)}) w)`;
+
+/**
+ * GET /intents/{id}: the intent's wire JSON with what a reader's access is decided on: a read
+ * answers these bytes without the service parsing the row and encoding it again.
  */
 const INTENT_JSON_SQL = `
   select i.acl_policy, i.version, row_to_json(w)::text as json
-  from intents.intents i, lateral (select i.id, i.title, i.description, i.created_by, i.status, i.constraints, i.state, i.confidence, i.version,
-    to_char(i.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"') as created_at,
-    to_char(i.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"') as updated_at,
-    i.parent_intent_id, coalesce(i.depends_on, '{}') as depends_on) w
+  from intents.intents i, lateral (select ${intentWireFieldsSql("i")}) w
   where i.id = $1`;
 
 export async function selectIntentJson(query: Query, intentId: string): Promise<{ acl_policy: string | null; version: number; json: string } | undefined> {
@@ -347,6 +361,8 @@ export async function appendEventStatement(...args: Parameters<typeof appendEven
  * A change to the intent object itself (state or status) as one statement: conditional on the
  * version it was computed from and, for state writes, on the lease epoch it was checked
  * against; version + 1; its event and outbox row. Undefined when either condition failed.
+ * The answer is the written intent's wire JSON as PostgreSQL writes it (intentJsonSql, as GET
+ * serves it) with its version: the handlers reply with it as it is, nothing parsed or encoded again.
  */
 export async function commitChangeStatement(
   query: Query,
@@ -355,9 +371,9 @@ export async function commitChangeStatement(
   change: { state?: JsonObject; status?: IntentStatus },
   event: NewEvent,
   at: Date,
-): Promise<Intent | undefined> {
+): Promise<RawJson<Intent> | undefined> {
   const prepared = prepareEvent(intentId, event, at);
-  const rows = await query<RawIntent>(
+  const rows = await query<{ version: number; json: string }>(
     "intents_commit_change",
     `with u as (
        update intents.intents x
@@ -371,7 +387,7 @@ export async function commitChangeStatement(
          ${canonicalWireSql(CHANGE.before, "x.chain_previous", "x.event_seq", CHANGE.afterOpen, "x.chain_head")} as wire),
      e as (${CHANGE_EVENT.events}),
      o as (${CHANGE_EVENT.outbox})
-     select * from u`,
+     select u.version, ${intentJsonSql("u")} as json from u`,
     [
       intentId,
       expected.version,
@@ -382,7 +398,8 @@ export async function commitChangeStatement(
       ...prepared.params,
     ],
   );
-  return rows[0] ? rawToIntent(rows[0]) : undefined;
+  const row = rows[0];
+  return row ? new RawJson<Intent>(row.json, Number(row.version)) : undefined;
 }
 
 /**
