@@ -85,6 +85,12 @@ export function jsonBody(limit: string) {
     // read: the empty body is taken as it is, without waiting on the stream, and means what it
     // meant when read (a JSON type: {} and absent, its charset checked; another type: no body).
     const { headers } = req;
+    // No Content-Length and no Transfer-Encoding (a GET, nearly all reads): there is no body, and
+    // body-parser would only find that out (type-is's hasBody) and go on: go on without it.
+    if (headers["content-length"] === undefined && headers["transfer-encoding"] === undefined) {
+      if (!("body" in req)) req.body = undefined;
+      return next();
+    }
     if (headers["content-length"] === "0" && headers["transfer-encoding"] === undefined && headers["content-encoding"] === undefined) {
       if (req.is(JSON_TYPES)) return parseRead(req, res, next, EMPTY);
       return next();
