@@ -88,7 +88,7 @@ export function jsonBody(limit: string) {
     // No Content-Length and no Transfer-Encoding (a GET, nearly all reads): there is no body, and
     // body-parser would only find that out (type-is's hasBody) and go on: go on without it.
     if (headers["content-length"] === undefined && headers["transfer-encoding"] === undefined) {
-      if (!("body" in req)) req.body = undefined;
+      if (!("body" in req)) (req as { body?: unknown }).body = undefined;
       return next();
     }
     if (headers["content-length"] === "0" && headers["transfer-encoding"] === undefined && headers["content-encoding"] === undefined) {
