@@ -89,6 +89,8 @@ const cases: [string, () => Sent][] = [
   ["the other prefix", () => ({ method: "GET", path: `/v1/intents/${intentId}`, headers: key })],
   ["a non-canonical (upper-case) UUID", () => ({ method: "GET", path: `/api/v1/intents/${upperId()}`, headers: key })],
   ["a percent-encoded segment", () => ({ method: "GET", path: `/api/v1/intents/${encodedId()}`, headers: key })],
+  ["a NUL in a path parameter", () => ({ method: "GET", path: "/api/v1/agents/a%00b", headers: key })],
+  ["an encoded slash in a path parameter", () => ({ method: "GET", path: "/api/v1/agents/a%2Fb", headers: key })],
   ["a malformed percent escape", () => ({ method: "GET", path: "/api/v1/intents/%zz", headers: key })],
   ["a malformed escape where the route has a literal", () => ({ method: "GET", path: `/api/v1/intents/${intentId}/ev%zznts`, headers: key })],
   ["a path id that is no UUID", () => ({ method: "GET", path: "/api/v1/intents/not-a-uuid", headers: key })],

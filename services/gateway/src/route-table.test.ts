@@ -30,6 +30,7 @@ describe("compileRouteTable", () => {
   it("binds parameters, decoded, and keeps the query out of the path", () => {
     expect(small("GET", "/v1/intents/abc?x=1")).toMatchObject({ value: "get", params: { intent_id: "abc" }, prefix: "/v1", base: "/v1/intents" });
     expect(small("DELETE", "/api/v1/things/a%2Fb/parts/%C3%A9")).toMatchObject({ value: "part", params: { a: "a/b", b: "é" } });
+    expect(Object.getPrototypeOf(small("GET", "/v1/intents/abc")!.params)).toBeNull();
   });
 
   it("takes routes in order: an earlier parameter route wins over a later literal one of its method", () => {

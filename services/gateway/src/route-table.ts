@@ -137,7 +137,8 @@ function sameShape(pattern: (string | null)[], segments: string[]): boolean {
 }
 
 function hit<T>(entry: Entry<T>, segments: string[], path: string, prefixLength: number): TableHit<T> | undefined {
-  const params: Record<string, string> = {};
+  // Without a prototype, as path-to-regexp makes express's req.params.
+  const params: Record<string, string> = Object.create(null) as Record<string, string>;
   let name = 0;
   for (let i = 0; i < segments.length; i++) {
     if (entry.segments[i] !== null) continue;
