@@ -300,7 +300,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const onError = errorHandler(logger);
   app.use(onError);
   // The catalogue's routes served in front of express (issue 32): the same steps, without the
-  // router's matching. The paths apiPrefixed serves before the catalogue stay express's.
+  // router's matching. The paths apiPrefixed serves before the catalogue stay express's: a route
+  // added to apiPrefixed above `api` (mountPublicFederationRoutes, /server/config) belongs in `front`.
   const table = compileRouteTable(
     API_PREFIXES,
     apiRoutes.map((route) => ({ method: route.method, path: route.path, value: direct.get(route)! })),
