@@ -228,7 +228,7 @@ const documentedBodies = () => (checker ??= requestBodyChecker(buildOpenApi(apiR
 export async function startTestGateway(
   bus: Bus,
   logger: Logger,
-  options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean; corsOrigins?: string[]; strictRouteErrors?: boolean } = {},
+  options: { ssePingMs?: number; bodyLimit?: string; busTimeoutMs?: number; federation?: boolean; corsOrigins?: string[]; strictRouteErrors?: boolean; directRoutes?: boolean } = {},
 ): Promise<{ gateway: Gateway; baseUrl: string; api: TestCluster["api"] }> {
   const { strictRouteErrors = true, ...gatewayOptions } = options;
   const gateway = await createGateway({

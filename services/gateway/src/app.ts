@@ -3,12 +3,14 @@ import http from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
-import { AgentId, ALL_ROLES, AppError, Uuid, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, type NotFoundResource, channelStream, type Message, errors, z, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
+import { AgentId, ALL_ROLES, AppError, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, type NotFoundResource, channelStream, type Message, errors, z, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
 import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
-import { commandInput, expressPath, UUID_PARAMS, type RouteRequest } from "./route-input";
+import { canonicalUuidParam, commandInput, expressPath, requireUuidParam, UUID_PARAMS, type RouteRequest } from "./route-input";
+import { compileRouteTable } from "./route-table";
+import { directDispatch, type DirectRoute, type Step } from "./direct-dispatch";
 import { AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
@@ -55,6 +57,11 @@ export interface GatewayOptions {
    * document's request schema, so a documented body cannot drift from what the server takes.
    */
   checkRequest?: (operationId: string, body: unknown) => string | undefined;
+  /**
+   * TEST-ONLY: false sends every request through express's router, the catalogue's routes too
+   * (the direct path, directDispatch, is on by default): tests compare the two.
+   */
+  directRoutes?: boolean;
   /** Sessions of the live MCP endpoint (/mcp/live): how many per replica, when an idle one closes, subscriptions per session. */
   mcpSessions?: McpOptions["sessions"];
 }
@@ -91,23 +98,6 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-/** Lower-case ids that Uuid (zod's uuid()) accepts as they are: the same versions and variants. */
-const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-/**
- * A path id that is not a UUID names nothing that can exist: 404, not a validation error. A UUID
- * in another letter case is the same id: it goes on in its one canonical (lower-case) spelling,
- * so an intent has one subject and one stream whichever way a client writes its id.
- */
-const requireUuidParam = (resource: NotFoundResource) => (req: Request, _res: Response, next: NextFunction, value: string, name: string) => {
-  // Most ids arrive as the server wrote them: lower case, a UUID the schema takes unchanged.
-  if (CANONICAL_UUID.test(value)) return next();
-  const parsed = Uuid.safeParse(value);
-  if (!parsed.success) throw errors.notFound(resource, value);
-  req.params[name] = parsed.data;
-  next();
-};
-
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { bus, keys, logger } = options;
   const client = new BusClient(bus, options.busTimeoutMs ?? 5000);
@@ -141,10 +131,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
-  app.use(assignRequestId);
-  if (options.corsOrigins?.length) app.use(cors(options.corsOrigins));
-  app.use(traceRequests);
-  app.use(accessLog(logger));
+  // What every request meets first; the catalogue's direct path (directDispatch) runs the same ones.
+  const prefixSteps: Step[] = [assignRequestId, ...(options.corsOrigins?.length ? [cors(options.corsOrigins)] : []), traceRequests, accessLog(logger)];
+  for (const step of prefixSteps) app.use(step);
   // The API's prefixes first: its requests, nearly all of the traffic, meet none of the layers of
   // the public pages below (each one more path match per request). Filled further down: the
   // peer servers' signed deliveries and /server/config, then every route of the catalogue.
@@ -189,10 +178,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   apiPrefixed.get("/server/config", serverConfig);
 
   const api = express.Router();
-  api.use(authenticate(keys));
-  api.use(jsonBody(options.bodyLimit ?? "1mb"));
-  api.use(requireJsonBody);
-  api.use(refuseUnsafeQuery);
+  const apiSteps: Step[] = [authenticate(keys), jsonBody(options.bodyLimit ?? "1mb"), requireJsonBody, refuseUnsafeQuery];
+  for (const step of apiSteps) api.use(step);
   const uuidParams = UUID_PARAMS;
 
   for (const [name, resource] of Object.entries(uuidParams)) api.param(name, requireUuidParam(resource));
@@ -260,7 +247,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       sendReply(req, res, await run(req.caller!, call));
     };
   };
-  mountRoutes(api, apiRoutes, rest, uuidParams);
+  const direct = new Map<ApiRoute, DirectRoute>();
+  const expressRoutes = mountRoutes(api, apiRoutes, (route) => {
+    const handler = rest(route);
+    direct.set(route, { expressRoute: undefined, checkParams: paramChecks(route, uuidParams), handler });
+    return handler;
+  }, uuidParams);
+  for (const [route, expressRoute] of expressRoutes) direct.get(route)!.expressRoute = expressRoute;
   // MCP (docs/mcp.md): the same key and roles, each tool an operation of the catalogue run by its REST runner.
   const mcp = createMcp({ runner: handle, logger, version: VERSION, feed, sessions: options.mcpSessions });
   app.post(MCP_PATH, authenticate(keys), mcpBody(jsonBody(options.bodyLimit ?? "1mb")), mcp.stateless);
@@ -304,7 +297,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use((req) => {
     throw errors.routeNotFound(req.method, req.originalUrl.split("?")[0]!);
   });
-  app.use(errorHandler(logger));
+  const onError = errorHandler(logger);
+  app.use(onError);
+  // The catalogue's routes served in front of express (issue 32): the same steps, without the
+  // router's matching. The paths apiPrefixed serves before the catalogue stay express's: a route
+  // added to apiPrefixed above `api` (mountPublicFederationRoutes, /server/config) belongs in `front`.
+  const table = compileRouteTable(
+    API_PREFIXES,
+    apiRoutes.map((route) => ({ method: route.method, path: route.path, value: direct.get(route)! })),
+    ["/federation/receive", "/federation/callbacks/{dispatchId}", "/server/config"],
+  );
+  const dispatch = directDispatch(app, table, [...prefixSteps, ...apiSteps], onError);
+  const serve: http.RequestListener = options.directRoutes === false ? app : (req, res) => void (dispatch(req, res) || app(req, res));
 
   const servers: http.Server[] = [];
   return {
@@ -314,7 +318,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     agentFeed,
     listen: (port, host = "0.0.0.0") =>
       new Promise((resolve, reject) => {
-        const server = http.createServer(app);
+        const server = http.createServer(serve);
         server.keepAliveTimeout = 65_000;
         server.once("error", (error: NodeJS.ErrnoException) => {
           if (error.code === "EADDRINUSE") reject(new StartupError("PORT", `port ${port} on ${host} is already in use: stop what holds it, or set PORT (and HOST) to a free address`));
@@ -454,20 +458,35 @@ function authenticate(keys: ApiKeys) {
 /**
  * Routes grouped by their first path segment, one router per group: express tries a request
  * against a handful of prefixes and then only its group's routes, instead of every route of the
- * API in turn (measurable on the hottest endpoints). Path parameters keep their checks.
+ * API in turn (measurable on the hottest endpoints). Path parameters keep their checks. Returns
+ * each route's express Route (the direct path sets it as req.route, as express does).
  */
-function mountRoutes(api: express.Router, all: readonly ApiRoute[], handle: (route: ApiRoute) => express.RequestHandler, uuidParams: Record<string, NotFoundResource>): void {
+export function mountRoutes(api: express.Router, all: readonly ApiRoute[], handle: (route: ApiRoute) => express.RequestHandler, uuidParams: Record<string, NotFoundResource>): Map<ApiRoute, unknown> {
   const groups = new Map<string, ApiRoute[]>();
   for (const route of all) {
     const prefix = `/${route.path.split("/")[1]}`;
     groups.set(prefix, [...(groups.get(prefix) ?? []), route]);
   }
+  const routes = new Map<ApiRoute, unknown>();
   for (const [prefix, group] of groups) {
     const router = express.Router();
     for (const [name, resource] of Object.entries(uuidParams)) router.param(name, requireUuidParam(resource));
-    for (const route of group) router[route.method](expressPath(route).slice(prefix.length) || "/", handle(route));
+    for (const route of group) {
+      const expressRoute = router.route(expressPath(route).slice(prefix.length) || "/");
+      expressRoute[route.method](handle(route));
+      routes.set(route, expressRoute);
+    }
     api.use(prefix, router);
   }
+  return routes;
+}
+
+/** The uuid checks of a route's path parameters, in path order: what its router's param callbacks do. */
+function paramChecks(route: ApiRoute, uuidParams: Record<string, NotFoundResource>): (req: Request) => void {
+  const names = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((name) => Object.hasOwn(uuidParams, name));
+  return (req) => {
+    for (const name of names) req.params[name] = canonicalUuidParam(uuidParams[name]!, req.params[name] as string);
+  };
 }
 
 /**

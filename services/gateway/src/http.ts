@@ -2,6 +2,7 @@ import { appError } from "@intentmesh/contracts";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { AppError, errors, findUnsafeJsonValue, isAppError, parseJsonStrict, retryAfterSecondsOf, unsafeJsonError, type Caller } from "@intentmesh/contracts";
 import type { Logger } from "@intentmesh/telemetry";
+import { byteLimit, canReadDirectly, readDirectly } from "./body-read";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -78,16 +79,34 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
  * naming the place, before anything reaches a service. An empty body is {} (the official clients
  * send Content-Type: application/json on bodiless POSTs).
  */
-export function jsonBody(limit: string) {
+export function jsonBody(limit: string, options: { direct?: boolean } = {}) {
   const raw = express.raw({ type: JSON_TYPES, limit });
+  // TEST-ONLY `direct: false`: every body through express.raw (tests compare the two readers).
+  const directLimit = options.direct === false ? undefined : byteLimit(limit);
   return (req: Request, res: Response, next: NextFunction) => {
     // Content-Length: 0 (what many clients send with a GET or a bodiless POST) has nothing to
     // read: the empty body is taken as it is, without waiting on the stream, and means what it
     // meant when read (a JSON type: {} and absent, its charset checked; another type: no body).
     const { headers } = req;
+    // No Content-Length and no Transfer-Encoding (a GET, nearly all reads): there is no body, and
+    // body-parser would only find that out (type-is's hasBody) and go on: go on without it.
+    if (headers["content-length"] === undefined && headers["transfer-encoding"] === undefined) {
+      if (!("body" in req)) (req as { body?: unknown }).body = undefined;
+      return next();
+    }
     if (headers["content-length"] === "0" && headers["transfer-encoding"] === undefined && headers["content-encoding"] === undefined) {
       if (req.is(JSON_TYPES)) return parseRead(req, res, next, EMPTY);
       return next();
+    }
+    // A plain body (a Content-Length, no encoding): read directly, as express.raw would read it.
+    if (directLimit !== undefined && canReadDirectly(req)) {
+      if (!("body" in req)) (req as { body?: unknown }).body = undefined;
+      if (!req.is(JSON_TYPES)) return next();
+      return readDirectly(req, directLimit, (error, bytes) => {
+        if (error) return next(error);
+        req.body = bytes;
+        parseRead(req, res, next, bytes!);
+      });
     }
     return raw(req, res, (error?: unknown) => {
       if (error) return next(error);

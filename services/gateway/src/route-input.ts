@@ -1,4 +1,5 @@
-import { errors, type ApiRoute, type NotFoundResource } from "@intentmesh/contracts";
+import { errors, Uuid, type ApiRoute, type NotFoundResource } from "@intentmesh/contracts";
+import type { NextFunction, Request, Response } from "express";
 import { parseIfMatch } from "./http";
 
 /** Path ids that must be UUIDs, by parameter name (the resource a wrong one does not find): the catalogue's names and the SSE routes' own. */
@@ -19,6 +20,29 @@ export const UUID_PARAMS: Readonly<Record<string, NotFoundResource>> = {
   id: "intent",
   portfolioId: "portfolio",
   channelId: "channel",
+};
+
+/** Lower-case ids that Uuid (zod's uuid()) accepts as they are: the same versions and variants. */
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/**
+ * A path id that is not a UUID names nothing that can exist: 404, not a validation error. A UUID
+ * in another letter case is the same id: it goes on in its one canonical (lower-case) spelling,
+ * so an intent has one subject and one stream whichever way a client writes its id.
+ */
+export function canonicalUuidParam(resource: NotFoundResource, value: string): string {
+  // Most ids arrive as the server wrote them: lower case, a UUID the schema takes unchanged.
+  if (CANONICAL_UUID.test(value)) return value;
+  const parsed = Uuid.safeParse(value);
+  if (!parsed.success) throw errors.notFound(resource, value);
+  return parsed.data;
+}
+
+/** canonicalUuidParam as an express param callback (router.param). */
+export const requireUuidParam = (resource: NotFoundResource) => (req: Request, _res: Response, next: NextFunction, value: string, name: string) => {
+  const canonical = canonicalUuidParam(resource, value);
+  if (canonical !== value) req.params[name] = canonical;
+  next();
 };
 
 /** Express path of a route: the catalogue's `{name}` parameters as `:name`. */
