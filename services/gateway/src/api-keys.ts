@@ -1,5 +1,5 @@
 import { StartupError } from "@intentmesh/telemetry";
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -18,7 +18,8 @@ export interface KeyIdentity {
   roles: Role[];
 }
 
-export const hashKey = (key: string) => createHash("sha256").update(key, "utf8").digest("hex");
+/** One-shot SHA-256 (no Hash object per request: every API request hashes its key). */
+export const hashKey = (key: string) => hash("sha256", key, "hex");
 
 /**
  * The API keys the gateway accepts, held only as SHA-256 hashes. A presented key is hashed and
