@@ -11,6 +11,7 @@ import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery }
 import { canonicalUuidParam, commandInput, expressPath, requireUuidParam, UUID_PARAMS, type RouteRequest } from "./route-input";
 import { compileRouteTable } from "./route-table";
 import { directDispatch, type DirectRoute, type Step } from "./direct-dispatch";
+import { expressServerClasses } from "./express-classes";
 import { AgentBindings } from "./agent-bindings";
 import { buildOpenApi } from "./openapi";
 import { discoveryDocument } from "./discovery";
@@ -318,7 +319,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     agentFeed,
     listen: (port, host = "0.0.0.0") =>
       new Promise((resolve, reject) => {
-        const server = http.createServer(serve);
+        const server = http.createServer(expressServerClasses(app), serve);
         server.keepAliveTimeout = 65_000;
         server.once("error", (error: NodeJS.ErrnoException) => {
           if (error.code === "EADDRINUSE") reject(new StartupError("PORT", `port ${port} on ${host} is already in use: stop what holds it, or set PORT (and HOST) to a free address`));

@@ -14,7 +14,11 @@ import type { IncomingMessage } from "node:http";
  * express.raw: see canReadDirectly.
  */
 export function readDirectly(req: IncomingMessage, limit: number, callback: (error: BodyError | null, body?: Buffer) => void): void {
-  const done = AsyncResource.bind(callback);
+  // One resource per request, entered when the body is in. AsyncResource.bind would do the same
+  // but also defines a deprecated getter on every bound function (util.deprecate per call): 10 µs
+  // a request in the gateway's profile.
+  const resource = new AsyncResource("IntentmeshBodyRead");
+  const done = (error: BodyError | null, body?: Buffer) => resource.runInAsyncScope(callback, null, error, body);
   const length = Number(req.headers["content-length"]);
   if (length > limit) {
     // raw-body stops reading and body-parser then reads the request off before it answers.

@@ -34,8 +34,9 @@ export function directDispatch<T extends DirectRoute>(app: express.Express, tabl
     // the app's settings), res.locals.
     req.res = res;
     res.req = req;
-    Object.setPrototypeOf(req, app.request);
-    Object.setPrototypeOf(res, app.response);
+    // A server made with expressServerClasses already made them so: then these change nothing.
+    if (Object.getPrototypeOf(req) !== app.request) Object.setPrototypeOf(req, app.request);
+    if (Object.getPrototypeOf(res) !== app.response) Object.setPrototypeOf(res, app.response);
     if (!res.locals) res.locals = Object.create(null);
     // What the routers set on the way. req.url stays whole: express trims the mount paths off it
     // while a layer runs, and none of these steps reads it (they read originalUrl and headers).
