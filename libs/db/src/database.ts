@@ -59,7 +59,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
   // A connection attempt gives up after a few seconds: while PostgreSQL is down or unreachable
   // requests answer 503 at once instead of queueing behind connects that never finish.
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // A connection is retired after an hour: the statements it prepared (statement-names.ts) then
+  // follow what the process runs now, not what it ran first.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, maxLifetimeSeconds: 3600 });
   // A dropped idle connection must not crash the process; the pool replaces it.
   pool.on("error", () => undefined);
   // Nor may a connection lost while checked out (in a transaction, between two statements): pg

@@ -70,4 +70,13 @@ describe("nameRepeatedStatements", () => {
     expect(f!.name).toBe("mine");
     expect(g).toBe(streaming);
   });
+
+  it("prepares no more than its limit on one connection; the rest run unnamed there", async () => {
+    const calls: unknown[][] = [];
+    const client = { query: (...args: unknown[]) => (calls.push(args), Promise.resolve({ rows: [] })) };
+    nameRepeatedStatements(client, new StatementNames({ after: 1, maxNamed: 10, maxCounted: 10 }), 2);
+    for (const text of ["a $1", "b $1", "c $1", "a $1", "c $1"]) await client.query({ text, values: [1] });
+    const named = calls.map((call) => (call[0] as { name?: string }).name !== undefined);
+    expect(named).toEqual([true, true, false, true, false]);
+  });
 });
