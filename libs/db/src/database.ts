@@ -69,12 +69,14 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   // statement in flight fails on its own and the pool discards the broken client on release.
   // Every statement gets a client span inside the request's trace (libs/telemetry sql-spans).
   const target = sqlTarget(url);
-  // The statements this process repeats are planned once per connection (statement-names.ts).
-  const names = new StatementNames();
+  // DATABASE_STATEMENT_NAMES=on: the statements this process repeats are planned once per
+  // connection (statement-names.ts). Off by default until a stall it is suspected of is
+  // understood (docs/benchmarks.md, "Planned once").
+  const names = statementNamesWanted() ? new StatementNames() : undefined;
   pool.on("connect", (client) => {
     client.on("error", () => undefined);
     traceSqlStatements(client, target);
-    nameRepeatedStatements(client, names);
+    if (names) nameRepeatedStatements(client, names);
   });
   openPools.add(pool);
   const db = drizzlePg(pool) as unknown as Database;
@@ -106,6 +108,11 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
       return pool.end();
     },
   };
+}
+
+/** Whether DATABASE_STATEMENT_NAMES asks for repeated statements to be named (statement-names.ts). */
+export function statementNamesWanted(env: NodeJS.ProcessEnv = process.env): boolean {
+  return ["1", "on", "true", "yes"].includes((env.DATABASE_STATEMENT_NAMES ?? "").toLowerCase());
 }
 
 /** Database, host and port of a connection URL, for span attributes (never its user or password). */
