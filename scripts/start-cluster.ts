@@ -33,7 +33,7 @@ await runMain("intentmesh", async () => {
   const keysFile = config.API_KEYS || config.API_KEYS_FILE ? config.API_KEYS_FILE : ensureKeysFile(config.DATA_DIR, logger);
   const keys = loadApiKeys(config.API_KEYS, keysFile);
 
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
+  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE, statementNames: config.DATABASE_STATEMENT_NAMES === "on" });
   const bus = await connectBus(config.NATS_URL, "intentmesh", config.BUS_NAMESPACE, natsAuthOf(config));
   const running: { stop(): Promise<void> }[] = [];
   for (const service of services) {

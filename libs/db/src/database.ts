@@ -39,6 +39,11 @@ export interface DatabaseOptions {
   url?: string;
   dataDir?: string;
   poolSize?: number;
+  /**
+   * PostgreSQL only: the statements this process repeats run as named prepared statements,
+   * planned once per connection (statement-names.ts; DATABASE_STATEMENT_NAMES). Off by default.
+   */
+  statementNames?: boolean;
 }
 
 /** How long one attempt to open a PostgreSQL connection may take. */
@@ -52,11 +57,11 @@ export const MIGRATIONS_SCHEMA = "im_migrations";
 const embedded = new Map<string, { pglite: PGlite; users: number; release: () => void }>();
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
-  if (options.url) return openPostgres(options.url, options.poolSize ?? 10);
+  if (options.url) return openPostgres(options.url, options.poolSize ?? 10, options.statementNames ?? false);
   return openPglite(path.resolve(options.dataDir ?? ".data", "pglite"));
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
+async function openPostgres(url: string, poolSize: number, statementNames: boolean): Promise<DatabaseHandle> {
   // A connection attempt gives up after a few seconds: while PostgreSQL is down or unreachable
   // requests answer 503 at once instead of queueing behind connects that never finish.
   // A connection is retired after an hour: the statements it prepared (statement-names.ts) then
@@ -71,8 +76,8 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   const target = sqlTarget(url);
   // DATABASE_STATEMENT_NAMES=on: the statements this process repeats are planned once per
   // connection (statement-names.ts). Off by default until a stall it is suspected of is
-  // understood (docs/benchmarks.md, "Planned once").
-  const names = statementNamesWanted() ? new StatementNames() : undefined;
+  // understood (docs/operations.md).
+  const names = statementNames ? new StatementNames() : undefined;
   pool.on("connect", (client) => {
     client.on("error", () => undefined);
     traceSqlStatements(client, target);
@@ -108,11 +113,6 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
       return pool.end();
     },
   };
-}
-
-/** Whether DATABASE_STATEMENT_NAMES asks for repeated statements to be named (statement-names.ts). */
-export function statementNamesWanted(env: NodeJS.ProcessEnv = process.env): boolean {
-  return ["1", "on", "true", "yes"].includes((env.DATABASE_STATEMENT_NAMES ?? "").toLowerCase());
 }
 
 /** Database, host and port of a connection URL, for span attributes (never its user or password). */

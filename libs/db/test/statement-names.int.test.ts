@@ -1,19 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { openDatabase, rowsOf, statementNamesWanted, type DatabaseHandle } from "../src/database";
+import { openDatabase, rowsOf, type DatabaseHandle } from "../src/database";
 import { withParams } from "../src/statement";
 
 // One connection, so every statement below runs where pg_prepared_statements can see it.
 const schemaName = `names_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
 let handle: DatabaseHandle;
 beforeAll(async () => {
-  // Naming is asked for (DATABASE_STATEMENT_NAMES); the pool reads it when it opens.
-  const before = process.env.DATABASE_STATEMENT_NAMES;
-  process.env.DATABASE_STATEMENT_NAMES = "on";
-  handle = await openDatabase({ url: inject("databaseUrl"), poolSize: 1 });
-  if (before === undefined) delete process.env.DATABASE_STATEMENT_NAMES;
-  else process.env.DATABASE_STATEMENT_NAMES = before;
+  handle = await openDatabase({ url: inject("databaseUrl"), poolSize: 1, statementNames: true });
   await handle.db.execute(sql.raw(`create schema ${schemaName}; create table ${schemaName}.t (id int primary key, a text)`));
   await handle.db.execute(sql.raw(`insert into ${schemaName}.t values (1, 'one'), (2, 'two')`));
 });
@@ -26,10 +21,16 @@ const prepared = async (text: string) =>
   rowsOf<{ name: string }>(await handle.db.execute(withParams("select name from pg_prepared_statements where statement = $1", [text]))).map((row) => row.name);
 
 describe("repeated statements on PostgreSQL", () => {
-  it("are named only when DATABASE_STATEMENT_NAMES asks for it", () => {
-    expect(statementNamesWanted({})).toBe(false);
-    expect(statementNamesWanted({ DATABASE_STATEMENT_NAMES: "on" })).toBe(true);
-    expect(statementNamesWanted({ DATABASE_STATEMENT_NAMES: "off" })).toBe(false);
+  it("are left unnamed when the option is off (the default)", async () => {
+    const plain = await openDatabase({ url: inject("databaseUrl"), poolSize: 1 });
+    try {
+      const text = `select a from ${schemaName}.t where id = $1 and 1 = 1`;
+      for (let i = 0; i < 4; i++) await plain.db.execute(withParams(text, [1]));
+      const names = rowsOf<{ name: string }>(await plain.db.execute(withParams("select name from pg_prepared_statements where statement = $1", [text])));
+      expect(names).toEqual([]);
+    } finally {
+      await plain.close();
+    }
   });
 
   it("are prepared on the connection from their third run, in and out of transactions, with the same answers", async () => {

@@ -17,7 +17,7 @@ export async function runService<Env extends z.ZodObject, StartOptions extends S
     const config = parseConfig(name, baseConfigSchema.extend(definition.env.shape)) as BaseConfig & z.infer<Env>;
     startTracing(name);
     const logger = createLogger(name, config.LOG_LEVEL);
-    const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
+    const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE, statementNames: config.DATABASE_STATEMENT_NAMES === "on" });
     const bus = await connectBus(config.NATS_URL, name, config.BUS_NAMESPACE, natsAuthOf(config));
     // Every own option of a service is optional (its defaults apply), so connections and what
     // the environment sets are a whole start.
