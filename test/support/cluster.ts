@@ -130,7 +130,9 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
   const logger = options.logDestination
     ? createLogger("test", "debug", options.logDestination)
     : createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
-  const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5 });
+  // DATABASE_STATEMENT_NAMES=on runs the e2e clusters with named statements too (libs/db statement-names.ts).
+  const statementNames = process.env.DATABASE_STATEMENT_NAMES === "on";
+  const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5, statementNames });
   const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);
   // Every answer of every command is held to its command's output; the services are held to
   // their commands' error codes exactly when the gateway is held to its routes'.
