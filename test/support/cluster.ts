@@ -6,7 +6,7 @@ import type { Server } from "node:http";
 import { apiRoutes, ManualClock, type Caller, type Clock, type HumanRetryPolicy } from "@intentmesh/contracts";
 import { BusClient, connectBus, type Bus } from "@intentmesh/bus";
 import { openDatabase, type DatabaseHandle } from "@intentmesh/db";
-import { createLogger, type Logger } from "@intentmesh/telemetry";
+import { baseConfigSchema, createLogger, type Logger } from "@intentmesh/telemetry";
 import type { Connector, Resolver } from "@intentmesh/ssrf";
 import type { AnyServiceDefinition, OptionsOf, ServiceOf } from "@intentmesh/service";
 import { CLUSTER_SERVICES, type ServiceName } from "@intentmesh/contracts";
@@ -131,7 +131,7 @@ export async function startTestCluster(options: ClusterOptions = {}): Promise<Te
     ? createLogger("test", "debug", options.logDestination)
     : createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   // DATABASE_STATEMENT_NAMES=on runs the e2e clusters with named statements too (libs/db statement-names.ts).
-  const statementNames = process.env.DATABASE_STATEMENT_NAMES === "on";
+  const statementNames = baseConfigSchema.shape.DATABASE_STATEMENT_NAMES.parse(process.env.DATABASE_STATEMENT_NAMES) === "on";
   const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5, statementNames });
   const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);
   // Every answer of every command is held to its command's output; the services are held to

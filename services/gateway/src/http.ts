@@ -91,7 +91,7 @@ export function jsonBody(limit: string, options: { direct?: boolean } = {}) {
     // No Content-Length and no Transfer-Encoding (a GET, nearly all reads): there is no body, and
     // body-parser would only find that out (type-is's hasBody) and go on: go on without it.
     if (headers["content-length"] === undefined && headers["transfer-encoding"] === undefined) {
-      if (!("body" in req)) (req as { body?: unknown }).body = undefined;
+      markBodyUnread(req);
       return next();
     }
     if (headers["content-length"] === "0" && headers["transfer-encoding"] === undefined && headers["content-encoding"] === undefined) {
@@ -100,7 +100,7 @@ export function jsonBody(limit: string, options: { direct?: boolean } = {}) {
     }
     // A plain body (a Content-Length, no encoding): read directly, as express.raw would read it.
     if (directLimit !== undefined && canReadDirectly(req)) {
-      if (!("body" in req)) (req as { body?: unknown }).body = undefined;
+      markBodyUnread(req);
       if (!req.is(JSON_TYPES)) return next();
       return readDirectly(req, directLimit, (error, bytes) => {
         if (error) return next(error);
@@ -117,6 +117,11 @@ export function jsonBody(limit: string, options: { direct?: boolean } = {}) {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** What body-parser leaves on a request it did not read: a `body` property, undefined. */
+function markBodyUnread(req: Request): void {
+  if (!("body" in req)) (req as { body?: unknown }).body = undefined;
+}
 
 /** A JSON body read as bytes: its charset, its UTF-8, then strict JSON (or {} when empty). */
 function parseRead(req: Request, res: Response, next: NextFunction, bytes: Buffer): void {
