@@ -127,10 +127,13 @@ function embeddedDatabase() {
 export async function startTestCluster(options: ClusterOptions = {}): Promise<TestCluster> {
   const testDb = options.embedded ? embeddedDatabase() : await createTestDatabase(options.databaseAdminUrl ?? inject("databaseUrl"));
   const namespace = testNamespace();
+  const logFile = process.env.TEST_LOG_FILE;
   const logger = options.logDestination
     ? createLogger("test", "debug", options.logDestination)
-    : createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
-  // DATABASE_STATEMENT_NAMES=on runs the e2e clusters with named statements too (libs/db statement-names.ts).
+    : logFile
+      ? createLogger("test", "debug", { write: (line: string) => fs.appendFileSync(logFile, line) })
+      : createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+  // Named statements as in a service (libs/db statement-names.ts): on unless DATABASE_STATEMENT_NAMES=off.
   const statementNames = baseConfigSchema.shape.DATABASE_STATEMENT_NAMES.parse(process.env.DATABASE_STATEMENT_NAMES) === "on";
   const database = options.embedded ? await openDatabase({ dataDir: testDb.url }) : await openDatabase({ url: testDb.url, poolSize: 5, statementNames });
   const bus = await connectBus(options.natsUrl ?? inject("natsUrl"), `test-${namespace}`, namespace);

@@ -41,7 +41,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /**
    * PostgreSQL only: the statements this process repeats run as named prepared statements,
-   * planned once per connection (statement-names.ts; DATABASE_STATEMENT_NAMES). Off by default.
+   * planned once per connection (statement-names.ts). Off unless asked for; the services ask by
+   * default (DATABASE_STATEMENT_NAMES, libs/telemetry config.ts).
    */
   statementNames?: boolean;
 }
@@ -74,9 +75,8 @@ async function openPostgres(url: string, poolSize: number, statementNames: boole
   // statement in flight fails on its own and the pool discards the broken client on release.
   // Every statement gets a client span inside the request's trace (libs/telemetry sql-spans).
   const target = sqlTarget(url);
-  // DATABASE_STATEMENT_NAMES=on: the statements this process repeats are planned once per
-  // connection (statement-names.ts). Off by default until a stall it is suspected of is
-  // understood (docs/operations.md).
+  // DATABASE_STATEMENT_NAMES=on (the services' default): the statements this process repeats are
+  // planned once per connection (statement-names.ts).
   const names = statementNames ? new StatementNames() : undefined;
   pool.on("connect", (client) => {
     client.on("error", () => undefined);

@@ -80,6 +80,20 @@ export const PER_CONNECTION = 64;
 const PLAN_CHANGED_SHAPE = "0A000";
 
 /**
+ * Whether a failed named statement leaves its name broken on this connection. pg (8.x) turns a
+ * parameter it cannot serialise (a BigInt inside an object, a cycle) into an error thrown after
+ * it sent Parse: it then closes the statement on the server, yet still records it as parsed when
+ * ParseComplete arrives, so every later call under that name on this connection would fail with
+ * "prepared statement does not exist" (26000). The pool discards a connection whose statement
+ * failed (database.ts), but a client held across statements keeps it. Such an error has no
+ * SQLSTATE; neither has a lost connection, which is discarded anyway. The text then runs unnamed
+ * on this connection.
+ */
+function unusableAfter(error: { code?: unknown }): boolean {
+  return typeof error.code !== "string";
+}
+
+/**
  * Runs the repeated parametrized statements of a pg client under StatementNames' names. Only
  * statements with parameters: those are what drizzle and the services send; transaction control
  * and migrations send none, and a text without parameters may hold several statements, which a
@@ -90,7 +104,10 @@ export function nameRepeatedStatements(client: QueryableClient, names: Statement
   const query = client.query.bind(client);
   // The names this connection was given: a name not among them is prepared only while there is room.
   const prepared = new Set<string>();
+  // Names this connection must not use again (see unusableAfter).
+  const lost = new Set<string>();
   const mayUse = (name: string): boolean => {
+    if (lost.has(name)) return false;
     if (prepared.has(name)) return true;
     if (prepared.size >= perConnection) return false;
     prepared.add(name);
@@ -106,7 +123,9 @@ export function nameRepeatedStatements(client: QueryableClient, names: Statement
     args[0] = typeof first === "string" ? { text, name } : { ...first, name };
     const last = args.length - 1;
     const onError = (error: { code?: unknown; message?: unknown } | null | undefined) => {
-      if (error?.code === PLAN_CHANGED_SHAPE && String(error.message).includes("cached plan must not change result type")) names.renamed(name);
+      if (!error) return;
+      if (error.code === PLAN_CHANGED_SHAPE && String(error.message).includes("cached plan must not change result type")) names.renamed(name);
+      else if (unusableAfter(error)) lost.add(name);
     };
     if (typeof args[last] === "function") {
       const callback = args[last] as (error: unknown, result: unknown) => void;

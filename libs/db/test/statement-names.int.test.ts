@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { openDatabase, rowsOf, type DatabaseHandle } from "../src/database";
 import { withParams } from "../src/statement";
+import { StatementNames, nameRepeatedStatements } from "../src/statement-names";
 
 // One connection, so every statement below runs where pg_prepared_statements can see it.
 const schemaName = `names_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
@@ -53,5 +55,21 @@ describe("repeated statements on PostgreSQL", () => {
     const rows = rowsOf<Record<string, unknown>>(await handle.db.execute(withParams(text, [1])));
     expect(rows).toEqual([{ id: 1, a: "one", b: 7 }]);
     expect(await prepared(text)).toContainEqual(expect.stringMatching(/^im_[0-9a-f]{32}_g1$/));
+  });
+
+  it("keep working on a held connection when pg cannot serialise a value: that call fails, the text then runs unnamed there", async () => {
+    // The pool discards a connection whose statement failed; a client held across statements keeps it.
+    const client = new pg.Client({ connectionString: inject("databaseUrl") });
+    await client.connect();
+    try {
+      nameRepeatedStatements(client, new StatementNames({ after: 1, maxNamed: 10, maxCounted: 10 }));
+      const text = `select $1::jsonb as v, a from ${schemaName}.t where id = $2`;
+      await client.query(text, [{ n: 0 }, 1]);
+      // pg closes the statement on the server when serialising a parameter throws, yet keeps it as prepared.
+      await expect(client.query(text, [{ n: 1n }, 1])).rejects.toThrow(/BigInt/);
+      for (let i = 0; i < 3; i++) expect((await client.query(text, [{ n: i }, 2])).rows).toEqual([{ v: { n: i }, a: "two" }]);
+    } finally {
+      await client.end();
+    }
   });
 });

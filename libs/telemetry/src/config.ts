@@ -37,8 +37,8 @@ export const baseConfigSchema = z.object({
   ),
   DATABASE_POOL_SIZE: documented(z.coerce.number().int().min(1).max(200).default(10), "connections per service process"),
   DATABASE_STATEMENT_NAMES: documented(
-    z.enum(["on", "off"]).default("off"),
-    "`on`: the statements a process repeats become named prepared statements, planned once per connection; docs/operations.md",
+    z.enum(["on", "off"]).default("on"),
+    "`on`: the statements a process repeats become named prepared statements, planned once per connection (`off` for a pooler that cannot keep them); docs/operations.md",
   ),
   DATA_DIR: documented(z.string().default(".data"), "embedded database, generated keys, a started nats-server"),
   LOG_LEVEL: documented(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; successful requests log at `debug`"),
