@@ -4,10 +4,22 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-export const BENCH_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const ROOT = path.resolve(BENCH_DIR, "..");
+/**
+ * BENCH_BUNDLE_DIR: the harness runs from a bundle made by bench/device/build.ts (plain node, no
+ * tsx, no node_modules): the scripts it starts are the bundle's .mjs files, laid out as the
+ * repository is (services/<name>/dist/main.mjs, bench/baseline/*.mjs).
+ */
+const BUNDLE_DIR = process.env.BENCH_BUNDLE_DIR ? path.resolve(process.env.BENCH_BUNDLE_DIR) : undefined;
+export const ROOT = BUNDLE_DIR ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const BENCH_DIR = path.join(ROOT, "bench");
 
-const PARENT_WATCH = pathToFileURL(path.join(BENCH_DIR, "lib", "parent-watch.ts")).href;
+const PARENT_WATCH = pathToFileURL(path.join(BENCH_DIR, "lib", BUNDLE_DIR ? "parent-watch.mjs" : "parent-watch.ts")).href;
+
+/** The file a script of the repository runs as: itself under tsx, its bundled .mjs in a bundle. */
+export function runnableScript(script: string): string {
+  if (!BUNDLE_DIR) return script;
+  return script.replace(/\/src\/main\.ts$/, "/dist/main.mjs").replace(/\.ts$/, ".mjs");
+}
 
 export interface Child {
   name: string;
@@ -32,7 +44,7 @@ export interface StartOptions {
 }
 
 /**
- * Starts `node --import tsx <script>` from the repository root in a process group of its own,
+ * Starts `node --import tsx <script>` (in a bundle, `node <script's .mjs>`) from the repository root in a process group of its own,
  * with stdout and stderr going to <logDir>/<name>.log. Every child is remembered so that
  * stopAll() (or the exit hook) can end it.
  */
@@ -45,7 +57,8 @@ export function startNode(options: StartOptions): Child {
     if (value === undefined) delete env[key];
     else env[key] = value;
   }
-  const proc = spawn(process.execPath, [...(options.nodeFlags ?? []), "--import", "tsx", "--import", PARENT_WATCH, options.script], {
+  const loader = BUNDLE_DIR ? [] : ["--import", "tsx"];
+  const proc = spawn(process.execPath, [...(options.nodeFlags ?? []), ...loader, "--import", PARENT_WATCH, runnableScript(options.script)], {
     cwd: ROOT,
     env,
     stdio: ["ignore", fd, fd],
