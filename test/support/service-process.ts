@@ -48,20 +48,32 @@ export async function untilOutboxDrained(client: BusClient, service: ServiceName
   for (let i = 0; i < 100 && (await untilHealthy(client, service, caller)).outbox_backlog > 0; i++) await new Promise((r) => setTimeout(r, 100));
 }
 
-/** Every message a stream holds, oldest first, read with an ordered consumer and mapped by `map`. */
+/** The most messages readStream asks for in one pull. */
+const READ_BATCH = 10_000;
+/** Empty pulls in a row after which readStream gives up (each waits up to READ_WAIT_MS). */
+const READ_IDLE_PULLS = 3;
+const READ_WAIT_MS = 5_000;
+
+/**
+ * Every message a stream holds when called, oldest first, read with an ordered consumer and mapped
+ * by `map`. Pulls in batches until it has them all; a stream that stops answering before that is
+ * an error naming how far it got, never a short list (the scale benchmark's exactly-once check
+ * reads hundreds of thousands of messages, and a short list would read as lost writes).
+ */
 export async function readStream<T>(bus: Bus, stream: string, map: (msg: JsMsg) => T): Promise<T[]> {
   const consumer = await bus.js.consumers.get(stream, { deliver_policy: DeliverPolicy.All });
   const out: T[] = [];
   const { state } = await bus.jsm.streams.info(stream);
+  let idle = 0;
   while (out.length < state.messages) {
-    const batch = await consumer.fetch({ max_messages: state.messages - out.length, expires: 2000 });
+    const batch = await consumer.fetch({ max_messages: Math.min(READ_BATCH, state.messages - out.length), expires: READ_WAIT_MS });
     let got = 0;
     for await (const msg of batch) {
       out.push(map(msg));
       got += 1;
-      if (msg.info.pending === 0) break;
     }
-    if (!got) break;
+    if (got) idle = 0;
+    else if (++idle >= READ_IDLE_PULLS) throw new Error(`read ${out.length} of the ${state.messages} messages of stream ${stream}: ${READ_IDLE_PULLS} pulls in a row brought none`);
   }
   return out;
 }
