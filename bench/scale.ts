@@ -12,6 +12,7 @@
  * Prints one table per R, a comparison across R, and writes bench/results/scale-latest.json.
  * Exits non-zero when the harness fails or an acknowledged write is lost or duplicated.
  */
+import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -65,6 +66,12 @@ const config = {
   // intent scenarios, channels post_message, memory memory_write; the others are asked on the way
   // (registry for agents, governance for policies) or idle, as they would be in production.
   services: parseList("BENCH_SERVICES", CLUSTER_SERVICES),
+  /**
+   * Processes the load driver runs in (BENCH_LOAD_PROCESSES, default 1: this one). One Node
+   * process drives about 20,000 requests a second; on a big machine several keep it from being
+   * the limit (each is a fork of this script running its share of the connections).
+   */
+  loadProcesses: Math.max(1, Math.floor(num("BENCH_LOAD_PROCESSES", 1))),
   adminUrl: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test",
   natsUrl: process.env.NATS_URL || "nats://127.0.0.1:4222",
 };
@@ -184,7 +191,7 @@ async function startCluster(replicas: number): Promise<Cluster> {
       { name: "baseline", pids: () => baselineChildren.map((c) => c.pid) },
       { name: "postgres", pids: () => pidsByCommand("postgres") },
       { name: "nats-server", pids: () => pidsByCommand("nats-server") },
-      { name: "bench (load)", pids: () => [process.pid] },
+      { name: "bench (load)", pids: () => [process.pid, ...loadWorkers.map((w) => w.pid!)] },
     ];
     return {
       gateways,
@@ -220,18 +227,20 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
     const results: ScenarioResult[] = [];
     let baselineRps: number | null = null;
     for (const scenario of config.scenarios) {
-      const plan = scenarioPlan(scenario, { pool, patchIntents, channels, headers: cluster.headers, acknowledged, api });
+      const input: PlanInput = { pool, patchIntents, channels, headers: cluster.headers, acknowledged, api };
+      const plan = scenarioPlan(scenario, input);
       const targets = scenario === "baseline" ? cluster.baselines : cluster.gateways;
+      const load = (seconds: number) => (config.loadProcesses > 1 ? loadInWorkers(scenario, input, targets, seconds) : loadHere(splitConnections(targets, config.connections), plan.options, seconds));
       if (config.warmupSeconds > 0) {
         await plan.resync?.();
-        await load(targets, plan.options, config.warmupSeconds);
+        await load(config.warmupSeconds);
         // autocannon ends with requests still in flight; they are let finish before the
         // versions are read again, or one served by another replica after that read is a 409.
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
       await plan.resync?.();
       meter.begin();
-      const run = await load(targets, plan.options, config.seconds);
+      const run = await load(config.seconds);
       const cpu = meter.end();
       const rps = run.ok / run.seconds;
       if (scenario === "baseline") baselineRps = rps;
@@ -416,15 +425,25 @@ interface LoadResult {
   statusCodes: Record<string, number>;
 }
 
-/** One autocannon per target, the connections split between them, run together; results summed. */
-async function load(targets: string[], options: Partial<autocannon.Options>, seconds: number): Promise<LoadResult> {
+/** Where one autocannon goes, and with how many connections. */
+interface Slot {
+  url: string;
+  connections: number;
+}
+
+/** `connections` split evenly between the targets (the last takes the remainder). */
+function splitConnections(targets: readonly string[], connections: number): Slot[] {
+  const per = Math.max(1, Math.floor(connections / targets.length));
+  return targets.map((url, index) => ({ url, connections: index === targets.length - 1 ? Math.max(1, connections - per * (targets.length - 1)) : per }));
+}
+
+/** One autocannon per slot, in this process, run together; results summed. */
+async function loadHere(slots: readonly Slot[], options: Partial<autocannon.Options>, seconds: number): Promise<LoadResult> {
   const latencies: number[] = [];
-  const per = Math.max(1, Math.floor(config.connections / targets.length));
   const runs = await Promise.all(
-    targets.map(
-      (url, index) =>
+    slots.map(
+      ({ url, connections }) =>
         new Promise<autocannon.Result>((resolve, reject) => {
-          const connections = index === targets.length - 1 ? Math.max(1, config.connections - per * (targets.length - 1)) : per;
           const instance = autocannon({ ...options, url, connections, duration: seconds, timeout: 10 }, (error, result) => (error ? reject(error as Error) : resolve(result)));
           instance.on("response", (_client, statusCode, _bytes, responseTime) => {
             if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
@@ -469,12 +488,106 @@ async function waitForOutbox(api: BenchApi, services: readonly string[], timeout
 
 
 // ---------------------------------------------------------------------------------------------
+// The load from several processes (BENCH_LOAD_PROCESSES)
+
+/** What a load worker is asked: its connections, and the fixtures its scenario's requests are made from. */
+interface LoadJob {
+  scenario: Scenario;
+  slots: Slot[];
+  seconds: number;
+  fixtures: Pick<PlanInput, "pool" | "patchIntents" | "channels" | "headers">;
+}
+
+type LoadReply = { ok: true; result: LoadResult; acknowledged: string[] } | { ok: false; error: string };
+
+const loadWorkers: ChildProcess[] = [];
+
+/** Forks of this script that run LoadJobs (started once, for every R). */
+function startLoadWorkers(): void {
+  while (loadWorkers.length < config.loadProcesses) {
+    const worker = fork(process.argv[1]!, [], { env: { ...process.env, BENCH_LOAD_WORKER: "1" }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    loadWorkers.push(worker);
+  }
+}
+
+function runJob(worker: ChildProcess, job: LoadJob): Promise<LoadReply> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`a load worker exited (${code}) during ${job.scenario}`));
+    worker.once("exit", onExit);
+    worker.once("message", (reply: LoadReply) => {
+      worker.off("exit", onExit);
+      resolve(reply);
+    });
+    worker.send(job);
+  });
+}
+
+/**
+ * The scenario's connections spread over the load workers: each worker gets an even share of each
+ * target's connections; for state_patch, each connection its own intent, at the version just read.
+ * Latencies, counts and acknowledged keys come back and are summed here.
+ */
+async function loadInWorkers(scenario: Scenario, input: PlanInput, targets: string[], seconds: number): Promise<LoadResult> {
+  startLoadWorkers();
+  if (scenario === "state_patch") for (const intent of input.patchIntents) intent.version = (await input.api.getIntent(intent.id)).version;
+  const perWorker: Slot[][] = loadWorkers.map(() => []);
+  for (const slot of splitConnections(targets, config.connections)) {
+    splitConnections(loadWorkers.map((_, k) => String(k)), slot.connections).forEach((share, k) => {
+      if (share.connections > 0 && k < slot.connections) perWorker[k]!.push({ url: slot.url, connections: share.connections });
+    });
+  }
+  let nextIntent = 0;
+  const replies = await Promise.all(
+    loadWorkers.map((worker, k) => {
+      const slots = perWorker[k]!;
+      if (!slots.length) return Promise.resolve(undefined);
+      const connections = slots.reduce((sum, slot) => sum + slot.connections, 0);
+      const patchIntents = input.patchIntents.slice(nextIntent, (nextIntent += connections));
+      return runJob(worker, { scenario, slots, seconds, fixtures: { pool: input.pool, patchIntents, channels: input.channels, headers: input.headers } });
+    }),
+  );
+  const results: LoadResult[] = [];
+  for (const reply of replies) {
+    if (!reply) continue;
+    if (!reply.ok) throw new Error(`a load worker failed: ${reply.error}`);
+    results.push(reply.result);
+    if ((WRITE_SCENARIOS as readonly string[]).includes(scenario)) input.acknowledged[scenario as WriteScenario].push(...reply.acknowledged);
+  }
+  const statusCodes: Record<string, number> = {};
+  for (const r of results) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  const sum = (key: "ok" | "non2xx" | "errors" | "timeouts") => results.reduce((total, r) => total + r[key], 0);
+  return {
+    statusCodes,
+    ok: sum("ok"),
+    non2xx: sum("non2xx"),
+    errors: sum("errors"),
+    timeouts: sum("timeouts"),
+    seconds: Math.max(...results.map((r) => r.seconds)),
+    latencies: results.flatMap((r) => r.latencies).sort((a, b) => a - b),
+  };
+}
+
+/** A load worker: runs each job it is sent with the scenario's own requests, and answers its results. */
+function serveLoadJobs(): void {
+  process.on("message", (job: LoadJob) => {
+    const acknowledged = Object.fromEntries(WRITE_SCENARIOS.map((s) => [s, [] as string[]])) as Record<WriteScenario, string[]>;
+    // The coordinator reads the versions before each job; a worker never resyncs.
+    const api = undefined as unknown as BenchApi;
+    const plan = scenarioPlan(job.scenario, { ...job.fixtures, acknowledged, api });
+    loadHere(job.slots, plan.options, job.seconds).then(
+      (result) => process.send!({ ok: true, result, acknowledged: (acknowledged as Record<string, string[]>)[job.scenario] ?? [] } satisfies LoadReply),
+      (error: unknown) => process.send!({ ok: false, error: String((error as Error)?.stack ?? error) } satisfies LoadReply),
+    );
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Reporting
 
 const SERVICE_GROUPS = () => ["gateway", ...config.services, "baseline", "postgres", "nats-server"];
 
 function renderRun(run: ReplicaRun): string {
-  const head = ["scenario", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "vs baseline", ...SERVICE_GROUPS().map((g) => `${g} us`), "total us", "other cores"];
+  const head = ["scenario", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "vs baseline", ...SERVICE_GROUPS().map((g) => `${g} us`), "total us", "load cores", "other cores"];
   const rows = run.results.map((r) => [
     r.scenario,
     r.rps.toFixed(0),
@@ -485,6 +598,8 @@ function renderRun(run: ReplicaRun): string {
     r.vsBaseline === null ? "-" : `${r.vsBaseline.toFixed(2)}x`,
     ...SERVICE_GROUPS().map((g) => String(r.perRequestUs[g] ?? 0)),
     String(r.totalUs),
+    // The load driver's cores: near 1 per load process, it, not the cluster, is the limit.
+    (r.cpu.cores["bench (load)"] ?? 0).toFixed(2),
     otherCores(r.cpu).toFixed(2),
   ]);
   return markdownTable(head, rows);
@@ -523,7 +638,8 @@ function markdownTable(head: string[], rows: string[][]): string {
 // ---------------------------------------------------------------------------------------------
 
 process.on("exit", killAllNow);
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+// A load worker starts no process and is ended by its coordinator.
+for (const signal of process.env.BENCH_LOAD_WORKER === "1" ? [] : (["SIGINT", "SIGTERM", "SIGHUP"] as const)) {
   process.once(signal, () => {
     console.error(`\n${signal}: stopping`);
     void stopAll().finally(() => process.exit(130));
@@ -552,14 +668,21 @@ async function main(): Promise<boolean> {
   return runs.every((run) => run.checks.every((check) => check.ok));
 }
 
-try {
-  const ok = await main();
-  if (!ok) console.error("\nbench:scale: acknowledged writes were lost or duplicated (above)");
-  process.exitCode = ok ? 0 : 1;
-} catch (error) {
-  console.error(`\nbench:scale failed: ${(error as Error).stack ?? error}`);
-  process.exitCode = 1;
-} finally {
-  await stopAll().catch(() => undefined);
+if (process.env.BENCH_LOAD_WORKER === "1") {
+  serveLoadJobs();
+  // Its coordinator gone (ended, or killed), a worker has nothing left to do.
+  process.on("disconnect", () => process.exit(0));
+} else {
+  try {
+    const ok = await main();
+    if (!ok) console.error("\nbench:scale: acknowledged writes were lost or duplicated (above)");
+    process.exitCode = ok ? 0 : 1;
+  } catch (error) {
+    console.error(`\nbench:scale failed: ${(error as Error).stack ?? error}`);
+    process.exitCode = 1;
+  } finally {
+    for (const worker of loadWorkers) worker.kill();
+    await stopAll().catch(() => undefined);
+  }
+  process.exit(process.exitCode);
 }
-process.exit(process.exitCode);
