@@ -296,6 +296,8 @@ interface PlanInput {
   headers: Record<string, string>;
   acknowledged: Record<WriteScenario, string[]>;
   api: BenchApi;
+  /** Makes the memory keys of one load process's job its own (`w<k>.<job>-`; empty with one process). */
+  keyPrefix?: string;
 }
 
 interface Plan {
@@ -363,7 +365,7 @@ function scenarioPlan(scenario: Scenario, input: PlanInput): Plan {
                 return {
                   ...req,
                   headers: { ...headers, "x-agent-id": `writer-${n % 32}` },
-                  body: JSON.stringify({ namespace: `bench.ns${n % 10}`, key: `k${n}`, value: { n, note: "a bench entry" }, tags: [TAGS[n % 20], TAGS[(n + 7) % 20]] }),
+                  body: JSON.stringify({ namespace: `bench.ns${n % 10}`, key: `k${input.keyPrefix ?? ""}${n}`, value: { n, note: "a bench entry" }, tags: [TAGS[n % 20], TAGS[(n + 7) % 20]] }),
                 };
               },
               onResponse: recorder(acknowledged.memory_write, (b) => b.id),
@@ -492,6 +494,8 @@ async function waitForOutbox(api: BenchApi, services: readonly string[], timeout
 
 /** What a load worker is asked: its connections, and the fixtures its scenario's requests are made from. */
 interface LoadJob {
+  /** The worker's index: its memory keys are its own. */
+  worker: number;
   scenario: Scenario;
   slots: Slot[];
   seconds: number;
@@ -543,7 +547,7 @@ async function loadInWorkers(scenario: Scenario, input: PlanInput, targets: stri
       if (!slots.length) return Promise.resolve(undefined);
       const connections = slots.reduce((sum, slot) => sum + slot.connections, 0);
       const patchIntents = input.patchIntents.slice(nextIntent, (nextIntent += connections));
-      return runJob(worker, { scenario, slots, seconds, fixtures: { pool: input.pool, patchIntents, channels: input.channels, headers: input.headers } });
+      return runJob(worker, { worker: k, scenario, slots, seconds, fixtures: { pool: input.pool, patchIntents, channels: input.channels, headers: input.headers } });
     }),
   );
   const results: LoadResult[] = [];
@@ -569,11 +573,13 @@ async function loadInWorkers(scenario: Scenario, input: PlanInput, targets: stri
 
 /** A load worker: runs each job it is sent with the scenario's own requests, and answers its results. */
 function serveLoadJobs(): void {
+  // Each job builds its requests afresh: the job's number keeps its memory keys apart from the last one's.
+  let jobs = 0;
   process.on("message", (job: LoadJob) => {
     const acknowledged = Object.fromEntries(WRITE_SCENARIOS.map((s) => [s, [] as string[]])) as Record<WriteScenario, string[]>;
     // The coordinator reads the versions before each job; a worker never resyncs.
     const api = undefined as unknown as BenchApi;
-    const plan = scenarioPlan(job.scenario, { ...job.fixtures, acknowledged, api });
+    const plan = scenarioPlan(job.scenario, { ...job.fixtures, acknowledged, api, keyPrefix: `w${job.worker}.${jobs++}-` });
     loadHere(job.slots, plan.options, job.seconds).then(
       (result) => process.send!({ ok: true, result, acknowledged: (acknowledged as Record<string, string[]>)[job.scenario] ?? [] } satisfies LoadReply),
       (error: unknown) => process.send!({ ok: false, error: String((error as Error)?.stack ?? error) } satisfies LoadReply),
