@@ -26,6 +26,7 @@ import { CpuMeter, pidsByCommand, type CpuReport, type Group } from "./lib/cpu";
 import { percentile } from "./lib/sse-fanout";
 import { formatReports, verifyWrites, WRITE_SCENARIOS, type ExactlyOnceReport, type WriteScenario } from "./lib/exactly-once";
 import { mapLimit } from "./lib/map-limit";
+import { slotsPerWorker, splitConnections, type Slot } from "./lib/load-split";
 import { benchApi, type BenchApi, type IntentRef } from "./lib/api-client";
 
 const SCENARIOS = ["baseline", "get_intent", "create_intent", "state_patch", "post_message", "memory_write", "append_event"] as const;
@@ -427,18 +428,6 @@ interface LoadResult {
   statusCodes: Record<string, number>;
 }
 
-/** Where one autocannon goes, and with how many connections. */
-interface Slot {
-  url: string;
-  connections: number;
-}
-
-/** `connections` split evenly between the targets (the last takes the remainder). */
-function splitConnections(targets: readonly string[], connections: number): Slot[] {
-  const per = Math.max(1, Math.floor(connections / targets.length));
-  return targets.map((url, index) => ({ url, connections: index === targets.length - 1 ? Math.max(1, connections - per * (targets.length - 1)) : per }));
-}
-
 /** One autocannon per slot, in this process, run together; results summed. */
 async function loadHere(slots: readonly Slot[], options: Partial<autocannon.Options>, seconds: number): Promise<LoadResult> {
   const latencies: number[] = [];
@@ -534,12 +523,7 @@ function runJob(worker: ChildProcess, job: LoadJob): Promise<LoadReply> {
 async function loadInWorkers(scenario: Scenario, input: PlanInput, targets: string[], seconds: number): Promise<LoadResult> {
   startLoadWorkers();
   if (scenario === "state_patch") for (const intent of input.patchIntents) intent.version = (await input.api.getIntent(intent.id)).version;
-  const perWorker: Slot[][] = loadWorkers.map(() => []);
-  for (const slot of splitConnections(targets, config.connections)) {
-    splitConnections(loadWorkers.map((_, k) => String(k)), slot.connections).forEach((share, k) => {
-      if (share.connections > 0 && k < slot.connections) perWorker[k]!.push({ url: slot.url, connections: share.connections });
-    });
-  }
+  const perWorker = slotsPerWorker(targets, config.connections, loadWorkers.length);
   let nextIntent = 0;
   const replies = await Promise.all(
     loadWorkers.map((worker, k) => {
