@@ -223,12 +223,12 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
     const channels = await mapLimit(32, 8, async (i) =>
       String((await api.expect(201, "POST", `/api/v1/intents/${pool[i]!.id}/channels`, { name: `bench-${i}`, options: { max_messages: MAX_MAX_MESSAGES } })).id),
     );
-    const acknowledged = Object.fromEntries(WRITE_SCENARIOS.map((s) => [s, [] as string[]])) as Record<WriteScenario, string[]>;
+    const acknowledged = noneAcknowledged();
     const meter = new CpuMeter(cluster.groups);
     const results: ScenarioResult[] = [];
     let baselineRps: number | null = null;
     for (const scenario of config.scenarios) {
-      const input: PlanInput = { pool, patchIntents, channels, headers: cluster.headers, acknowledged, api };
+      const input = { pool, patchIntents, channels, headers: cluster.headers, acknowledged, api };
       const plan = scenarioPlan(scenario, input);
       const targets = scenario === "baseline" ? cluster.baselines : cluster.gateways;
       const load = (seconds: number) => (config.loadProcesses > 1 ? loadInWorkers(scenario, input, targets, seconds) : loadHere(splitConnections(targets, config.connections), plan.options, seconds));
@@ -290,13 +290,17 @@ async function runReplicas(replicas: number): Promise<ReplicaRun> {
 // ---------------------------------------------------------------------------------------------
 // Scenarios (the same requests as bench/run.ts and bench/memory.ts), recording acknowledged keys
 
+/** Each write scenario's acknowledged keys, none yet. */
+const noneAcknowledged = () => Object.fromEntries(WRITE_SCENARIOS.map((s) => [s, [] as string[]])) as Record<WriteScenario, string[]>;
+
 interface PlanInput {
   pool: IntentRef[];
   patchIntents: IntentRef[];
   channels: string[];
   headers: Record<string, string>;
   acknowledged: Record<WriteScenario, string[]>;
-  api: BenchApi;
+  /** Reads state_patch's versions again before each phase; a load worker has none (its coordinator reads them). */
+  api?: BenchApi;
   /** Makes the memory keys of one load process's job its own (`w<k>.<job>-`; empty with one process). */
   keyPrefix?: string;
 }
@@ -380,9 +384,11 @@ function scenarioPlan(scenario: Scenario, input: PlanInput): Plan {
       const owned = input.patchIntents.map((intent) => ({ ...intent }));
       let next = 0;
       return {
-        resync: async () => {
-          for (const o of owned) o.version = (await input.api.getIntent(o.id)).version;
-        },
+        resync: input.api
+          ? async () => {
+              for (const o of owned) o.version = (await input.api!.getIntent(o.id)).version;
+            }
+          : undefined,
         options: {
           headers,
           requests: [{ method: "GET", path: "/healthz" }],
@@ -442,17 +448,33 @@ async function loadHere(slots: readonly Slot[], options: Partial<autocannon.Opti
         }),
     ),
   );
-  latencies.sort((a, b) => a - b);
+  const results = runs.map(
+    (r): LoadResult => ({
+      statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, stat]) => [code, stat?.count ?? 0])),
+      ok: r["2xx"],
+      non2xx: r.non2xx,
+      errors: r.errors,
+      timeouts: r.timeouts,
+      seconds: r.duration,
+      latencies: [],
+    }),
+  );
+  return { ...sumLoadResults(results), latencies: latencies.sort((a, b) => a - b) };
+}
+
+/** Several loads run together, as one: counts summed, latencies merged in order, the longest duration. */
+function sumLoadResults(results: readonly LoadResult[]): LoadResult {
   const statusCodes: Record<string, number> = {};
-  for (const r of runs) for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = (statusCodes[code] ?? 0) + (stat?.count ?? 0);
+  for (const r of results) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  const sum = (key: "ok" | "non2xx" | "errors" | "timeouts") => results.reduce((total, r) => total + r[key], 0);
   return {
     statusCodes,
-    ok: runs.reduce((sum, r) => sum + r["2xx"], 0),
-    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
-    errors: runs.reduce((sum, r) => sum + r.errors, 0),
-    timeouts: runs.reduce((sum, r) => sum + r.timeouts, 0),
-    seconds: Math.max(...runs.map((r) => r.duration)),
-    latencies,
+    ok: sum("ok"),
+    non2xx: sum("non2xx"),
+    errors: sum("errors"),
+    timeouts: sum("timeouts"),
+    seconds: Math.max(...results.map((r) => r.seconds)),
+    latencies: results.flatMap((r) => r.latencies).sort((a, b) => a - b),
   };
 }
 
@@ -520,7 +542,7 @@ function runJob(worker: ChildProcess, job: LoadJob): Promise<LoadReply> {
  * target's connections; for state_patch, each connection its own intent, at the version just read.
  * Latencies, counts and acknowledged keys come back and are summed here.
  */
-async function loadInWorkers(scenario: Scenario, input: PlanInput, targets: string[], seconds: number): Promise<LoadResult> {
+async function loadInWorkers(scenario: Scenario, input: PlanInput & { api: BenchApi }, targets: string[], seconds: number): Promise<LoadResult> {
   startLoadWorkers();
   if (scenario === "state_patch") for (const intent of input.patchIntents) intent.version = (await input.api.getIntent(intent.id)).version;
   const perWorker = slotsPerWorker(targets, config.connections, loadWorkers.length);
@@ -541,18 +563,7 @@ async function loadInWorkers(scenario: Scenario, input: PlanInput, targets: stri
     results.push(reply.result);
     if ((WRITE_SCENARIOS as readonly string[]).includes(scenario)) input.acknowledged[scenario as WriteScenario].push(...reply.acknowledged);
   }
-  const statusCodes: Record<string, number> = {};
-  for (const r of results) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
-  const sum = (key: "ok" | "non2xx" | "errors" | "timeouts") => results.reduce((total, r) => total + r[key], 0);
-  return {
-    statusCodes,
-    ok: sum("ok"),
-    non2xx: sum("non2xx"),
-    errors: sum("errors"),
-    timeouts: sum("timeouts"),
-    seconds: Math.max(...results.map((r) => r.seconds)),
-    latencies: results.flatMap((r) => r.latencies).sort((a, b) => a - b),
-  };
+  return sumLoadResults(results);
 }
 
 /** A load worker: runs each job it is sent with the scenario's own requests, and answers its results. */
@@ -560,10 +571,8 @@ function serveLoadJobs(): void {
   // Each job builds its requests afresh: the job's number keeps its memory keys apart from the last one's.
   let jobs = 0;
   process.on("message", (job: LoadJob) => {
-    const acknowledged = Object.fromEntries(WRITE_SCENARIOS.map((s) => [s, [] as string[]])) as Record<WriteScenario, string[]>;
-    // The coordinator reads the versions before each job; a worker never resyncs.
-    const api = undefined as unknown as BenchApi;
-    const plan = scenarioPlan(job.scenario, { ...job.fixtures, acknowledged, api, keyPrefix: `w${job.worker}.${jobs++}-` });
+    const acknowledged = noneAcknowledged();
+    const plan = scenarioPlan(job.scenario, { ...job.fixtures, acknowledged, keyPrefix: `w${job.worker}.${jobs++}-` });
     loadHere(job.slots, plan.options, job.seconds).then(
       (result) => process.send!({ ok: true, result, acknowledged: (acknowledged as Record<string, string[]>)[job.scenario] ?? [] } satisfies LoadReply),
       (error: unknown) => process.send!({ ok: false, error: String((error as Error)?.stack ?? error) } satisfies LoadReply),

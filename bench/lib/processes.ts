@@ -16,7 +16,7 @@ export const BENCH_DIR = path.join(ROOT, "bench");
 const PARENT_WATCH = pathToFileURL(path.join(BENCH_DIR, "lib", BUNDLE_DIR ? "parent-watch.mjs" : "parent-watch.ts")).href;
 
 /** The file a script of the repository runs as: itself under tsx, its bundled .mjs in a bundle. */
-export function runnableScript(script: string): string {
+function runnableScript(script: string): string {
   if (!BUNDLE_DIR) return script;
   return script.replace(/\/src\/main\.ts$/, "/dist/main.mjs").replace(/\.ts$/, ".mjs");
 }

@@ -41,8 +41,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /**
    * PostgreSQL only: the statements this process repeats run as named prepared statements,
-   * planned once per connection (statement-names.ts). Off unless asked for; the services ask by
-   * default (DATABASE_STATEMENT_NAMES, libs/telemetry config.ts).
+   * planned once per connection (statement-names.ts). On unless false, as
+   * DATABASE_STATEMENT_NAMES (libs/telemetry config.ts) is; false for a pooler that cannot keep them.
    */
   statementNames?: boolean;
 }
@@ -58,7 +58,7 @@ export const MIGRATIONS_SCHEMA = "im_migrations";
 const embedded = new Map<string, { pglite: PGlite; users: number; release: () => void }>();
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
-  if (options.url) return openPostgres(options.url, options.poolSize ?? 10, options.statementNames ?? false);
+  if (options.url) return openPostgres(options.url, options.poolSize ?? 10, options.statementNames ?? true);
   return openPglite(path.resolve(options.dataDir ?? ".data", "pglite"));
 }
 
@@ -75,8 +75,8 @@ async function openPostgres(url: string, poolSize: number, statementNames: boole
   // statement in flight fails on its own and the pool discards the broken client on release.
   // Every statement gets a client span inside the request's trace (libs/telemetry sql-spans).
   const target = sqlTarget(url);
-  // DATABASE_STATEMENT_NAMES=on (the services' default): the statements this process repeats are
-  // planned once per connection (statement-names.ts).
+  // The statements this process repeats are planned once per connection (statement-names.ts),
+  // unless DATABASE_STATEMENT_NAMES=off.
   const names = statementNames ? new StatementNames() : undefined;
   pool.on("connect", (client) => {
     client.on("error", () => undefined);

@@ -10,7 +10,7 @@ import { StatementNames, nameRepeatedStatements } from "../src/statement-names";
 const schemaName = `names_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
 let handle: DatabaseHandle;
 beforeAll(async () => {
-  handle = await openDatabase({ url: inject("databaseUrl"), poolSize: 1, statementNames: true });
+  handle = await openDatabase({ url: inject("databaseUrl"), poolSize: 1 });
   await handle.db.execute(sql.raw(`create schema ${schemaName}; create table ${schemaName}.t (id int primary key, a text)`));
   await handle.db.execute(sql.raw(`insert into ${schemaName}.t values (1, 'one'), (2, 'two')`));
 });
@@ -23,8 +23,8 @@ const prepared = async (text: string) =>
   rowsOf<{ name: string }>(await handle.db.execute(withParams("select name from pg_prepared_statements where statement = $1", [text]))).map((row) => row.name);
 
 describe("repeated statements on PostgreSQL", () => {
-  it("are left unnamed when the option is off (the default)", async () => {
-    const plain = await openDatabase({ url: inject("databaseUrl"), poolSize: 1 });
+  it("are left unnamed when the option is off", async () => {
+    const plain = await openDatabase({ url: inject("databaseUrl"), poolSize: 1, statementNames: false });
     try {
       const text = `select a from ${schemaName}.t where id = $1 and 1 = 1`;
       for (let i = 0; i < 4; i++) await plain.db.execute(withParams(text, [1]));
