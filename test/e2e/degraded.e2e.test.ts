@@ -30,6 +30,11 @@ describe("one backing service down", () => {
     const memoryRoute = await cluster.api("/memory?limit=1");
     expectError(memoryRoute, 503, "SERVICE_UNAVAILABLE");
     expect(memoryRoute.headers.get("retry-after")).toBe("2");
+    // Invalid input is still answered 400, as when the gateway checked every request up front:
+    // it checks what failed (here: no service answered) before saying why.
+    const invalid = await cluster.api("/memory?limit=not-a-number");
+    expectError(invalid, 400, "VALIDATION_FAILED");
+    expect(JSON.stringify(invalid.body.details.issues)).toContain("limit");
     // Other services' routes still work.
     const intent = await createIntent(cluster);
     expect((await cluster.sdk().send("intentsGet", { intent_id: intent.id })).status).toBe(200);

@@ -4,7 +4,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import swaggerUi from "swagger-ui-express";
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { AgentId, ALL_ROLES, AppError, CLUSTER_SERVICES, COMMON_ROUTE_ERRORS, apiRoutes, routeAdmits, routeErrors, routeResponse, FEDERATION_BUS_TIMEOUT_MS, type ApiRoute, type NotFoundResource, channelStream, type Message, errors, z, governanceCommands, healthCommand, portfoliosCommands, registryCommands, agentSubjectToken, streams, type Caller } from "@intentmesh/contracts";
-import { BusClient, ensureStream, validationError, type Bus } from "@intentmesh/bus";
+import { BusClient, ensureStream, validationError, type Bus, type RawReply } from "@intentmesh/bus";
 import { METRICS_CONTENT_TYPE, StartupError, metrics, metricsText, requestIdFrom, withRequestId, type Logger } from "@intentmesh/telemetry";
 import type { ApiKeys } from "./api-keys";
 import { errorHandler, etagOf, jsonBody, refuseUnsafeParams, refuseUnsafeQuery } from "./http";
@@ -214,12 +214,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       assertRole(route, caller);
       refuseUnsafeParams(call);
       const input = commandInput(route, call);
-      const parsed = route.command.input.safeParse(input);
-      if (!parsed.success) throw validationError(parsed.error);
-      await assertActingAgentsBound(bindings, keys, caller, call.body, route);
-      if (route.access.registersAgent) assertAgentIdFree(keys, caller, call.body);
-      // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
-      const reply = await clientFor(route).requestRaw(route.command, caller, input as never);
+      let reply: RawReply;
+      try {
+        await assertActingAgentsBound(bindings, keys, caller, call.body, route);
+        if (route.access.registersAgent) assertAgentIdFree(keys, caller, call.body);
+        // The service's JSON goes out as it came: the gateway neither parses nor re-encodes it.
+        reply = await clientFor(route).requestRaw(route.command, caller, input as never);
+      } catch (error) {
+        throw invalidInputFirst(route, input, error);
+      }
       const headers: Record<string, string> = {};
       const paged = route.pageInHeaders && call.url !== undefined;
       const body = paged ? pageInHeaders(route.pageInHeaders!, reply.body, call.url!, headers) : reply.body;
@@ -556,6 +559,19 @@ function assertRole(route: ApiRoute, caller: Caller): void {
  * An agent id that is another key's principal would let its holder act as that key's requests
  * without X-Agent-ID do (they act under the principal's name): refused at registration.
  */
+/**
+ * The error a failed request answers. The service that runs a command validates its input with
+ * the catalogue's schema (libs/bus/src/rpc.ts) before anything else, so the gateway does not
+ * validate it again on the way (issue 32: once per request, not twice). Only when the request
+ * failed does the gateway check it, so that invalid input is answered 400 whatever failed first
+ * (another key's agent, a service down): the precedence of a check up front, without its cost on
+ * every request that succeeds.
+ */
+function invalidInputFirst(route: ApiRoute, input: unknown, error: unknown): unknown {
+  const parsed = route.command.input.safeParse(input);
+  return parsed.success ? error : validationError(parsed.error);
+}
+
 function assertAgentIdFree(keys: ApiKeys, caller: Caller, body: unknown): void {
   const agentId = (body as Record<string, unknown> | null | undefined)?.agent_id;
   if (typeof agentId === "string" && agentId !== caller.principal && keys.hasPrincipal(agentId)) {
