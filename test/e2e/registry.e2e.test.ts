@@ -75,6 +75,9 @@ describe("keys and identity (part 5)", () => {
     const intent = await createIntent(cluster, { title: "t" });
     await expectRejected(cluster.sdk("other", id).send("intentsAcquireLease", { intent_id: intent.id, body: { scope: "x" } }), 403, "AGENT_NOT_BOUND");
     await expectRejected(cluster.sdk("other").send("intentsAcquireLease", { intent_id: intent.id, body: { scope: "x", agent_id: id } }), 403, "AGENT_NOT_BOUND");
+    // Invalid input is answered 400 before the binding refusal, as the request would have been refused first.
+    const invalid = await cluster.api(`/intents/${intent.id}/leases`, { method: "POST", key: "other", headers: { "X-Agent-ID": id }, body: { scope: 7 } });
+    expectError(invalid, 400, "VALIDATION_FAILED");
     // Raw: the SSE stream has no operation of the typed client; its refusal is a plain JSON error.
     expectError(await cluster.api(`/subscribe/intents/${intent.id}`, { headers: { "X-Agent-ID": id }, key: "other" }), 403, "AGENT_NOT_BOUND");
     const own = await cluster.sdk("agent").send("intentsAcquireLease", { intent_id: intent.id, body: { scope: "x", agent_id: id } });

@@ -556,10 +556,6 @@ function assertRole(route: ApiRoute, caller: Caller): void {
 }
 
 /**
- * An agent id that is another key's principal would let its holder act as that key's requests
- * without X-Agent-ID do (they act under the principal's name): refused at registration.
- */
-/**
  * The error a failed request answers. The service that runs a command validates its input with
  * the catalogue's schema (libs/bus/src/rpc.ts) before anything else, so the gateway does not
  * validate it again on the way (issue 32: once per request, not twice). Only when the request
@@ -572,6 +568,10 @@ function invalidInputFirst(route: ApiRoute, input: unknown, error: unknown): unk
   return parsed.success ? error : validationError(parsed.error);
 }
 
+/**
+ * An agent id that is another key's principal would let its holder act as that key's requests
+ * without X-Agent-ID do (they act under the principal's name): refused at registration.
+ */
 function assertAgentIdFree(keys: ApiKeys, caller: Caller, body: unknown): void {
   const agentId = (body as Record<string, unknown> | null | undefined)?.agent_id;
   if (typeof agentId === "string" && agentId !== caller.principal && keys.hasPrincipal(agentId)) {
